@@ -1,0 +1,3 @@
+module github.com/csconform/csconform
+
+go 1.26
