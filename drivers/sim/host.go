@@ -1,0 +1,196 @@
+package sim
+
+import (
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/csconform/csconform/impl"
+)
+
+// Host is an in-memory hypervisor: it behaves as libvirt does for the agent (define+create takes a
+// moment, a stopped domain takes 1–2 s to be reaped, events for shutdowns and crashes) and it is the
+// truth the invariant checks read.
+type Host struct {
+	s         *Scheduler
+	ID        string
+	domains   map[string]*domain
+	listeners []func(impl.LifecycleEvent)
+	deleted   map[string]bool
+	// BootDelay gives the time from create to the guest's "ready" line for a domain.
+	BootDelay func(spec impl.DomainSpec) time.Duration
+}
+
+type domain struct {
+	spec    impl.DomainSpec
+	running bool
+	ready   bool
+	readyAt []impl.Signal
+}
+
+// Domain is a domain as the host really runs it.
+type Domain struct {
+	Name    string
+	Type    string
+	Running bool
+	IPs     []string
+	Disks   []string
+}
+
+// NewHost returns an empty host. Routers take 36–41 s to boot and user guests 6–8 s unless BootDelay
+// says otherwise.
+func NewHost(s *Scheduler, id string) *Host {
+	h := &Host{s: s, ID: id, domains: map[string]*domain{}, deleted: map[string]bool{}}
+	h.BootDelay = func(spec impl.DomainSpec) time.Duration {
+		if spec.Type == "DomainRouter" {
+			return 36*time.Second + time.Duration(s.rng.Int64N(int64(5*time.Second)))
+		}
+		return 6*time.Second + time.Duration(s.rng.Int64N(int64(2*time.Second)))
+	}
+	return h
+}
+
+func (h *Host) Start(spec impl.DomainSpec) error {
+	if d, ok := h.domains[spec.Name]; ok && d.running {
+		return fmt.Errorf("operation failed: domain '%s' already exists", spec.Name)
+	}
+	for _, p := range spec.Disks {
+		if h.deleted[p] {
+			return fmt.Errorf("Cannot access storage file '%s': No such file or directory", p)
+		}
+	}
+	// define + create
+	h.s.Sleep(300*time.Millisecond + time.Duration(h.s.rng.Int64N(int64(700*time.Millisecond))))
+	d := &domain{spec: spec, running: true}
+	h.domains[spec.Name] = d
+	h.emit(impl.LifecycleEvent{Domain: spec.Name, Event: "STARTED", Detail: "BOOTED"})
+	h.s.After(h.BootDelay(spec), func() {
+		if h.domains[spec.Name] == d && d.running {
+			d.ready = true
+			for _, g := range d.readyAt {
+				g.Fire()
+			}
+			d.readyAt = nil
+		}
+	})
+	return nil
+}
+
+func (h *Host) WaitReady(name string, timeout time.Duration) error {
+	d, ok := h.domains[name]
+	if !ok || !d.running {
+		return fmt.Errorf("domain '%s' is not running", name)
+	}
+	if d.ready {
+		return nil
+	}
+	g := h.s.NewSignal()
+	d.readyAt = append(d.readyAt, g)
+	if !g.Wait(timeout) {
+		return fmt.Errorf("domain '%s' not ready after %s", name, timeout)
+	}
+	if !d.running {
+		return fmt.Errorf("domain '%s' stopped while booting", name)
+	}
+	return nil
+}
+
+func (h *Host) Stop(name string) error {
+	d, ok := h.domains[name]
+	if !ok || !d.running {
+		delete(h.domains, name)
+		return nil
+	}
+	// virDomainDestroy, then libvirt reaps the process: 1–2 s here.
+	h.s.Sleep(time.Second + time.Duration(h.s.rng.Int64N(int64(time.Second))))
+	if h.domains[name] == d && d.running {
+		h.halt(d, "DESTROYED")
+	}
+	delete(h.domains, name)
+	return nil
+}
+
+func (h *Host) halt(d *domain, detail string) {
+	d.running = false
+	d.ready = false
+	for _, g := range d.readyAt {
+		g.Fire()
+	}
+	d.readyAt = nil
+	h.emit(impl.LifecycleEvent{Domain: d.spec.Name, Event: "STOPPED", Detail: detail})
+}
+
+func (h *Host) Running() []string {
+	var names []string
+	for n, d := range h.domains {
+		if d.running {
+			names = append(names, n)
+		}
+	}
+	sort.Strings(names)
+	return names
+}
+
+func (h *Host) DeleteVolume(path string) error {
+	for _, n := range h.Running() {
+		for _, p := range h.domains[n].spec.Disks {
+			if p == path {
+				return fmt.Errorf("failed to delete volume %s: image is in use by domain %s", path, n)
+			}
+		}
+	}
+	h.deleted[path] = true
+	return nil
+}
+
+func (h *Host) Subscribe(fn func(impl.LifecycleEvent)) { h.listeners = append(h.listeners, fn) }
+
+// Unsubscribe drops every listener (the agent process went away; a new one subscribes again).
+func (h *Host) Unsubscribe() { h.listeners = nil }
+
+func (h *Host) emit(ev impl.LifecycleEvent) {
+	for _, fn := range h.listeners {
+		fn(ev)
+	}
+}
+
+// Crash kills a domain's QEMU (STOPPED/CRASHED... libvirt says FAILED for kill -9, CRASHED for a guest
+// panic; both trigger the agent's out-of-band ping).
+func (h *Host) Crash(name, detail string) error {
+	d, ok := h.domains[name]
+	if !ok || !d.running {
+		return fmt.Errorf("domain %s is not running on %s", name, h.ID)
+	}
+	h.halt(d, detail)
+	delete(h.domains, name)
+	return nil
+}
+
+// GuestShutdown is the guest powering itself off: SHUTDOWN, then STOPPED/SHUTDOWN once reaped.
+func (h *Host) GuestShutdown(name string) error {
+	d, ok := h.domains[name]
+	if !ok || !d.running {
+		return fmt.Errorf("domain %s is not running on %s", name, h.ID)
+	}
+	h.emit(impl.LifecycleEvent{Domain: name, Event: "SHUTDOWN", Detail: "FINISHED"})
+	h.s.After(time.Second+time.Duration(h.s.rng.Int64N(int64(time.Second))), func() {
+		if h.domains[name] == d && d.running {
+			h.halt(d, "SHUTDOWN")
+			delete(h.domains, name)
+		}
+	})
+	return nil
+}
+
+// Domains is the truth: every running domain with what it holds.
+func (h *Host) Domains() []Domain {
+	var out []Domain
+	for _, n := range h.Running() {
+		d := h.domains[n]
+		out = append(out, Domain{Name: n, Type: d.spec.Type, Running: true,
+			IPs: append([]string(nil), d.spec.IPs...), Disks: append([]string(nil), d.spec.Disks...)})
+	}
+	return out
+}
+
+var _ impl.Hypervisor = (*Host)(nil)

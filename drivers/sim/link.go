@@ -1,0 +1,224 @@
+package sim
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/csconform/csconform/impl"
+)
+
+// Fabric is the in-memory network between agents and the management server. Messages keep their order
+// on each connection (TCP), take a seeded latency, are held while a host's link is cut and flow again
+// when it heals; a closed connection is seen by both ends.
+type Fabric struct {
+	s         *Scheduler
+	listening bool
+	backlog   []*end
+	acceptSig impl.Signal
+	conns     []*conn
+	cut       map[string]bool
+	// stale: the next out-of-band ping from a host is processed this much later (a report collected at
+	// t and handled at t+d), without holding back the messages behind it.
+	stale map[string]time.Duration
+	// MinLatency and MaxLatency bound the one-way delay of a message.
+	MinLatency, MaxLatency time.Duration
+}
+
+type conn struct {
+	host   string
+	closed bool
+	ms     *end // the management server's end
+	agent  *end
+}
+
+type end struct {
+	f       *Fabric
+	c       *conn
+	peer    *end
+	inbox   []impl.Message
+	held    []impl.Message // sent while the link was cut
+	lastArr time.Time
+	sig     impl.Signal
+}
+
+// NewFabric returns a fabric whose management server is not listening yet.
+func NewFabric(s *Scheduler) *Fabric {
+	return &Fabric{s: s, cut: map[string]bool{}, stale: map[string]time.Duration{},
+		MinLatency: time.Millisecond, MaxLatency: 20 * time.Millisecond}
+}
+
+// Listen starts (or stops) accepting agent connections; stopping closes every connection, as a
+// management server's process exit does.
+func (f *Fabric) Listen(on bool) {
+	f.listening = on
+	if !on {
+		for _, c := range f.conns {
+			c.close()
+		}
+		f.conns = nil
+		f.backlog = nil
+		if f.acceptSig != nil {
+			f.acceptSig.Fire()
+		}
+	}
+}
+
+// Cut holds (true) or releases (false) every message on host's link, in both directions.
+func (f *Fabric) Cut(host string, on bool) {
+	f.cut[host] = on
+	if !on {
+		for _, c := range f.conns {
+			if c.host == host && !c.closed {
+				c.ms.flush()
+				c.agent.flush()
+			}
+		}
+	}
+}
+
+// IsCut reports whether host's link is cut.
+func (f *Fabric) IsCut(host string) bool { return f.cut[host] }
+
+// DelayNextOutOfBand makes the next out-of-band ping from host reach the management server d later
+// than it would.
+func (f *Fabric) DelayNextOutOfBand(host string, d time.Duration) { f.stale[host] = d }
+
+// CloseHost closes host's connections (an agent process dying closes its socket).
+func (f *Fabric) CloseHost(host string) {
+	for _, c := range f.conns {
+		if c.host == host {
+			c.close()
+		}
+	}
+}
+
+// Dial is the agent's side.
+func (f *Fabric) Dial(host string) (impl.Pipe, error) {
+	if !f.listening {
+		return nil, fmt.Errorf("dial management server: connection refused")
+	}
+	if f.cut[host] {
+		return nil, fmt.Errorf("dial management server: i/o timeout")
+	}
+	c := &conn{host: host}
+	c.ms = &end{f: f, c: c}
+	c.agent = &end{f: f, c: c}
+	c.ms.peer, c.agent.peer = c.agent, c.ms
+	f.conns = append(f.conns, c)
+	f.backlog = append(f.backlog, c.ms)
+	if f.acceptSig != nil {
+		f.acceptSig.Fire()
+	}
+	return c.agent, nil
+}
+
+// Accept is the management server's side.
+func (f *Fabric) Accept() (impl.Pipe, error) {
+	for {
+		if !f.listening {
+			return nil, impl.ErrClosed
+		}
+		if len(f.backlog) > 0 {
+			e := f.backlog[0]
+			f.backlog = f.backlog[1:]
+			return e, nil
+		}
+		f.acceptSig = f.s.NewSignal()
+		f.acceptSig.Wait(0)
+	}
+}
+
+func (c *conn) close() {
+	if c.closed {
+		return
+	}
+	c.closed = true
+	for _, e := range []*end{c.ms, c.agent} {
+		e.held = nil
+		if e.sig != nil {
+			e.sig.Fire()
+		}
+	}
+	fs := c.ms.f
+	for i, x := range fs.conns {
+		if x == c {
+			fs.conns = append(fs.conns[:i], fs.conns[i+1:]...)
+			break
+		}
+	}
+}
+
+func (e *end) latency() time.Duration {
+	f := e.f
+	span := f.MaxLatency - f.MinLatency
+	if span <= 0 {
+		return f.MinLatency
+	}
+	return f.MinLatency + time.Duration(f.s.rng.Int64N(int64(span)))
+}
+
+func (e *end) Send(m impl.Message) error {
+	if e.c.closed {
+		return impl.ErrClosed
+	}
+	if e.f.cut[e.c.host] {
+		e.held = append(e.held, m)
+		return nil
+	}
+	e.transmit(m)
+	return nil
+}
+
+func (e *end) transmit(m impl.Message) {
+	f, peer := e.f, e.peer
+	at := f.s.now.Add(e.latency())
+	if m.Kind == impl.MsgPing && m.OutOfBand && e == e.c.agent {
+		if d, ok := f.stale[e.c.host]; ok {
+			delete(f.stale, e.c.host)
+			f.s.After(at.Add(d).Sub(f.s.now), func() { peer.arrive(m) })
+			return
+		}
+	}
+	if at.Before(e.lastArr) {
+		at = e.lastArr // in order, as on one TCP connection
+	}
+	e.lastArr = at
+	f.s.After(at.Sub(f.s.now), func() { peer.arrive(m) })
+}
+
+func (e *end) flush() {
+	held := e.held
+	e.held = nil
+	for _, m := range held {
+		e.transmit(m)
+	}
+}
+
+func (e *end) arrive(m impl.Message) {
+	if e.c.closed {
+		return
+	}
+	e.inbox = append(e.inbox, m)
+	if e.sig != nil {
+		e.sig.Fire()
+	}
+}
+
+func (e *end) Recv() (impl.Message, error) {
+	for {
+		if len(e.inbox) > 0 {
+			m := e.inbox[0]
+			e.inbox = e.inbox[1:]
+			return m, nil
+		}
+		if e.c.closed {
+			return impl.Message{}, impl.ErrClosed
+		}
+		e.sig = e.f.s.NewSignal()
+		e.sig.Wait(0)
+	}
+}
+
+func (e *end) Close() { e.c.close() }
+
+var _ impl.Transport = (*Fabric)(nil)

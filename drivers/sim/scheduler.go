@@ -1,0 +1,340 @@
+// Package sim is the deterministic simulator driver: a virtual clock and a seeded scheduler that runs
+// the management server's threads, the agents and the hypervisors one step at a time, in-memory hosts
+// and an in-memory agent link that can be cut. The same seed gives the same history, byte for byte.
+package sim
+
+import (
+	"container/heap"
+	"fmt"
+	"math/rand/v2"
+	"runtime/debug"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/csconform/csconform/impl"
+)
+
+// Epoch is virtual time zero: the day the seed 000 A/B ran.
+var Epoch = time.Date(2026, 10, 29, 0, 0, 0, 0, time.UTC)
+
+// Scheduler runs tasks as goroutines but lets only one run at a time. A task that would block (sleep,
+// wait on a signal) parks and hands control back; the scheduler advances virtual time to the next due
+// wake-up and, among wake-ups due at the same instant, picks with the seeded RNG.
+type Scheduler struct {
+	now   time.Time
+	rng   *rand.Rand
+	queue wakeQueue
+	seq   uint64
+	yield chan struct{}
+	cur   *task
+	tasks map[*task]struct{}
+	ids   uint64
+	steps uint64
+	fail  error
+	// closing: no timer runs and every new task is born killed.
+	closing bool
+	// AfterStep, when set, runs on the scheduler's goroutine after every task step.
+	AfterStep func()
+}
+
+type task struct {
+	id     uint64
+	name   string
+	wake   chan struct{}
+	gen    uint64
+	killed bool
+	done   bool
+	fn     func()
+}
+
+type wakeup struct {
+	at   time.Time
+	tie  uint64 // seeded: the schedule's choice among wake-ups due at the same instant
+	seq  uint64 // insertion order, last resort
+	t    *task
+	gen  uint64
+	idx  int
+	from string
+	fn   func() // a timer callback instead of a task: runs on the scheduler, must not block
+}
+
+type wakeQueue []*wakeup
+
+func (q wakeQueue) Len() int { return len(q) }
+func (q wakeQueue) Less(i, j int) bool {
+	if !q[i].at.Equal(q[j].at) {
+		return q[i].at.Before(q[j].at)
+	}
+	if q[i].tie != q[j].tie {
+		return q[i].tie < q[j].tie
+	}
+	return q[i].seq < q[j].seq
+}
+func (q wakeQueue) Swap(i, j int) { q[i], q[j] = q[j], q[i]; q[i].idx = i; q[j].idx = j }
+func (q *wakeQueue) Push(x any)   { w := x.(*wakeup); w.idx = len(*q); *q = append(*q, w) }
+func (q *wakeQueue) Pop() any     { old := *q; w := old[len(old)-1]; *q = old[:len(old)-1]; return w }
+func (q wakeQueue) peek() *wakeup { return q[0] }
+
+// killed is the panic value that unwinds a killed task.
+type killed struct{}
+
+// NewScheduler returns a scheduler at Epoch whose choices come from seed.
+func NewScheduler(seed uint64) *Scheduler {
+	return &Scheduler{
+		now:   Epoch,
+		rng:   rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
+		yield: make(chan struct{}),
+		tasks: map[*task]struct{}{},
+	}
+}
+
+// Rand is the scheduler's seeded RNG, for jitter that must replay with the seed.
+func (s *Scheduler) Rand() *rand.Rand { return s.rng }
+
+// Now is the virtual time.
+func (s *Scheduler) Now() time.Time { return s.now }
+
+// Steps counts task steps run so far.
+func (s *Scheduler) Steps() uint64 { return s.steps }
+
+// Current names the running task ("" between steps).
+func (s *Scheduler) Current() string {
+	if s.cur == nil {
+		return ""
+	}
+	return s.cur.name
+}
+
+func (s *Scheduler) push(at time.Time, t *task, from string) {
+	s.seq++
+	heap.Push(&s.queue, &wakeup{at: at, tie: s.rng.Uint64(), seq: s.seq, t: t, gen: t.gen, from: from})
+}
+
+// After runs fn on the scheduler after d of virtual time. fn must not block: it is for deliveries and
+// timers (a message arriving, a guest becoming ready), not for threads.
+func (s *Scheduler) After(d time.Duration, fn func()) {
+	if d < 0 {
+		d = 0
+	}
+	s.seq++
+	heap.Push(&s.queue, &wakeup{at: s.now.Add(d), tie: s.rng.Uint64(), seq: s.seq, fn: fn, from: "after"})
+}
+
+// Go starts a task; it first runs when the scheduler picks it.
+func (s *Scheduler) Go(name string, fn func()) {
+	s.ids++
+	t := &task{id: s.ids, name: name, wake: make(chan struct{}), fn: fn, killed: s.closing}
+	s.tasks[t] = struct{}{}
+	go s.body(t)
+	s.push(s.now, t, "go")
+}
+
+func (s *Scheduler) body(t *task) {
+	<-t.wake
+	defer func() {
+		r := recover()
+		if r != nil {
+			if _, ok := r.(killed); !ok && s.fail == nil {
+				s.fail = fmt.Errorf("task %s panicked: %v\n%s", t.name, r, debug.Stack())
+			}
+		}
+		t.done = true
+		delete(s.tasks, t)
+		s.yield <- struct{}{}
+	}()
+	if t.killed {
+		return
+	}
+	t.fn()
+}
+
+// park hands control back to the scheduler until this task is woken.
+func (s *Scheduler) park(t *task) {
+	if t.killed {
+		panic(killed{})
+	}
+	s.yield <- struct{}{}
+	<-t.wake
+	if t.killed {
+		panic(killed{})
+	}
+}
+
+func (s *Scheduler) running() *task {
+	if s.cur == nil {
+		panic("sim: blocking call outside a task")
+	}
+	return s.cur
+}
+
+// Sleep parks the running task for d of virtual time.
+func (s *Scheduler) Sleep(d time.Duration) {
+	t := s.running()
+	if d < 0 {
+		d = 0
+	}
+	t.gen++
+	s.push(s.now.Add(d), t, "sleep")
+	s.park(t)
+}
+
+// Kill unwinds every task whose name starts with prefix at its next park (a process dying: the
+// management server's threads, or an agent's). Tasks never run again; their deferred code does not
+// touch the simulation.
+func (s *Scheduler) Kill(prefix string) {
+	for _, t := range s.sortedTasks() {
+		if strings.HasPrefix(t.name, prefix) && !t.killed {
+			t.killed = true
+			if t != s.cur {
+				t.gen++
+				s.push(s.now, t, "kill")
+			}
+		}
+	}
+}
+
+func (s *Scheduler) sortedTasks() []*task {
+	ts := make([]*task, 0, len(s.tasks))
+	for t := range s.tasks {
+		ts = append(ts, t)
+	}
+	// Creation order, never map order: wake-ups pushed in this order draw from the RNG.
+	sort.Slice(ts, func(i, j int) bool { return ts[i].id < ts[j].id })
+	return ts
+}
+
+// Tasks lists the live tasks' names, sorted (for diagnostics and leak tests).
+func (s *Scheduler) Tasks() []string {
+	var names []string
+	for _, t := range s.sortedTasks() {
+		names = append(names, t.name)
+	}
+	return names
+}
+
+// step runs the next due task once. It returns false when nothing is due up to limit.
+func (s *Scheduler) step(limit time.Time) bool {
+	for s.queue.Len() > 0 {
+		w := s.queue.peek()
+		if w.at.After(limit) {
+			return false
+		}
+		heap.Pop(&s.queue)
+		if w.fn != nil {
+			if s.closing {
+				continue
+			}
+			if w.at.After(s.now) {
+				s.now = w.at
+			}
+			s.steps++
+			w.fn()
+			if s.AfterStep != nil && s.fail == nil {
+				s.AfterStep()
+			}
+			return true
+		}
+		if w.t.done || w.gen != w.t.gen {
+			continue // stale: the task was woken another way, or is gone
+		}
+		if w.at.After(s.now) {
+			s.now = w.at
+		}
+		w.t.gen++ // any other pending wake-up for this park is now stale
+		s.cur = w.t
+		s.steps++
+		w.t.wake <- struct{}{}
+		<-s.yield
+		s.cur = nil
+		if s.AfterStep != nil && s.fail == nil {
+			s.AfterStep()
+		}
+		return true
+	}
+	return false
+}
+
+// RunUntil runs tasks until virtual time reaches t (the clock then reads t), stop returns true, or a
+// task fails.
+func (s *Scheduler) RunUntil(t time.Time, stop func() bool) error {
+	for s.fail == nil {
+		if stop != nil && stop() {
+			return nil
+		}
+		if !s.step(t) {
+			if t.After(s.now) {
+				s.now = t
+			}
+			return s.fail
+		}
+	}
+	return s.fail
+}
+
+// RunFor runs for d of virtual time.
+func (s *Scheduler) RunFor(d time.Duration) error { return s.RunUntil(s.now.Add(d), nil) }
+
+// Close kills every task and lets each unwind, so no goroutine outlives the simulation.
+func (s *Scheduler) Close() {
+	s.AfterStep = nil
+	s.closing = true
+	far := s.now.Add(100 * 365 * 24 * time.Hour)
+	for len(s.tasks) > 0 {
+		for _, t := range s.sortedTasks() {
+			if t != s.cur {
+				t.killed = true
+				t.gen++
+				s.push(s.now, t, "close")
+			}
+		}
+		for s.step(far) {
+		}
+	}
+}
+
+// NewSignal returns a one-shot event for tasks of this scheduler.
+func (s *Scheduler) NewSignal() impl.Signal { return &signal{s: s} }
+
+type signal struct {
+	s       *Scheduler
+	fired   bool
+	waiters []*task
+}
+
+func (g *signal) Fire() {
+	if g.fired {
+		return
+	}
+	g.fired = true
+	for _, t := range g.waiters {
+		if !t.done {
+			g.s.push(g.s.now, t, "signal")
+		}
+	}
+	g.waiters = nil
+}
+
+func (g *signal) Wait(timeout time.Duration) bool {
+	t := g.s.running()
+	if g.fired {
+		return true
+	}
+	t.gen++
+	g.waiters = append(g.waiters, t)
+	if timeout > 0 {
+		g.s.push(g.s.now.Add(timeout), t, "timeout")
+	}
+	g.s.park(t)
+	if !g.fired {
+		for i, w := range g.waiters {
+			if w == t {
+				g.waiters = append(g.waiters[:i], g.waiters[i+1:]...)
+				break
+			}
+		}
+	}
+	return g.fired
+}
+
+var _ impl.Env = (*Scheduler)(nil)

@@ -1,0 +1,195 @@
+// Package faults is the catalogue of injected faults: what each does to a world, how long it lasts,
+// and whether it may legitimately make a client operation fail. A fault acts only through the World a
+// driver provides, so the same fault runs on the simulator and on real hosts.
+package faults
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+)
+
+// World is what a driver offers faults. Every call is made from a task of the world (in the simulator,
+// a scheduled task), so Sleep is the world's time.
+type World interface {
+	Sleep(d time.Duration)
+	// AgentStop stops a host's agent: graceful (a ShutdownCommand first) or killed. Its domains keep running.
+	AgentStop(host string, graceful bool) error
+	AgentStart(host string) error
+	// CutLink holds (on) or releases (off) every message between a host's agent and the server.
+	CutLink(host string, on bool) error
+	// CrashDomain kills a domain's QEMU (detail "FAILED") or panics the guest ("CRASHED").
+	CrashDomain(vm, detail string) error
+	// GuestShutdown makes a guest power itself off.
+	GuestShutdown(vm string) error
+	// DelayNextOutOfBand makes the next out-of-band report of a host reach the server d late.
+	DelayNextOutOfBand(host string, d time.Duration) error
+	// SetRouterBoot sets how long router guests take to say "ready" (0 restores the default).
+	SetRouterBoot(d time.Duration) error
+	ServerStop() error
+	ServerStart() error
+	// Backdate moves a network's creation time back by d (UPDATE networks SET created = created - d).
+	Backdate(network string, d time.Duration) error
+	// Begin and End record the fault in the history.
+	Begin(kind string, disruptive bool, detail string, targets ...string) int
+	End(id int, detail string)
+}
+
+// Spec is one fault as a scenario or a generator states it.
+type Spec struct {
+	Kind     string        `yaml:"fault" json:"fault"`
+	Host     string        `yaml:"host,omitempty" json:"host,omitempty"`
+	VM       string        `yaml:"vm,omitempty" json:"vm,omitempty"`
+	Network  string        `yaml:"network,omitempty" json:"network,omitempty"`
+	Duration time.Duration `yaml:"duration,omitempty" json:"duration,omitempty"`
+	Detail   string        `yaml:"detail,omitempty" json:"detail,omitempty"`
+}
+
+// Kind describes a fault.
+type Kind struct {
+	Name       string
+	Doc        string
+	Disruptive bool // may legitimately make a concurrent operation on its targets fail
+	Needs      []string
+	run        func(w World, s Spec) error
+}
+
+// Kinds is the catalogue.
+var Kinds = []Kind{
+	{"agent-restart", "graceful restart of the host's agent (ShutdownCommand, socket closed, back after duration; default 10s); domains keep running",
+		true, []string{"host"}, func(w World, s Spec) error {
+			id := w.Begin("agent-restart", true, fmt.Sprintf("agent restart, down %s", dur(s.Duration, 10*time.Second)), "host:"+s.Host)
+			if err := w.AgentStop(s.Host, true); err != nil {
+				return err
+			}
+			w.Sleep(dur(s.Duration, 10*time.Second))
+			err := w.AgentStart(s.Host)
+			w.End(id, "agent started")
+			return err
+		}},
+	{"agent-kill", "kill -9 of the host's agent, restarted after duration (default 10s); domains keep running",
+		true, []string{"host"}, func(w World, s Spec) error {
+			id := w.Begin("agent-kill", true, "agent killed", "host:"+s.Host)
+			if err := w.AgentStop(s.Host, false); err != nil {
+				return err
+			}
+			w.Sleep(dur(s.Duration, 10*time.Second))
+			err := w.AgentStart(s.Host)
+			w.End(id, "agent started")
+			return err
+		}},
+	{"disconnect", "cut the agent link of a host for duration (messages held, then delivered, as TCP would)",
+		true, []string{"host", "duration"}, func(w World, s Spec) error {
+			id := w.Begin("disconnect", true, "link cut for "+s.Duration.String(), "host:"+s.Host)
+			if err := w.CutLink(s.Host, true); err != nil {
+				return err
+			}
+			w.Sleep(s.Duration)
+			err := w.CutLink(s.Host, false)
+			w.End(id, "link healed")
+			return err
+		}},
+	{"crash", "a domain's QEMU is killed (STOPPED/FAILED): the agent sends an out-of-band ping",
+		true, []string{"vm"}, func(w World, s Spec) error {
+			id := w.Begin("crash", true, "crash of "+s.VM, "vm:"+s.VM)
+			err := w.CrashDomain(s.VM, or(s.Detail, "FAILED"))
+			w.End(id, "")
+			return err
+		}},
+	{"guest-shutdown", "the guest powers itself off (SHUTDOWN, then STOPPED/SHUTDOWN): out-of-band ping",
+		true, []string{"vm"}, func(w World, s Spec) error {
+			id := w.Begin("guest-shutdown", true, "self-shutdown of "+s.VM, "vm:"+s.VM)
+			err := w.GuestShutdown(s.VM)
+			w.End(id, "")
+			return err
+		}},
+	{"stale-report", "the next out-of-band report of a host is processed duration after it was collected",
+		false, []string{"host", "duration"}, func(w World, s Spec) error {
+			id := w.Begin("stale-report", false, "next out-of-band report delayed by "+s.Duration.String(), "host:"+s.Host)
+			err := w.DelayNextOutOfBand(s.Host, s.Duration)
+			w.End(id, "")
+			return err
+		}},
+	{"slow-router-boot", "router guests take duration to boot (0 = default 36–41 s)",
+		false, []string{"duration"}, func(w World, s Spec) error {
+			id := w.Begin("slow-router-boot", false, "router boot "+s.Duration.String())
+			err := w.SetRouterBoot(s.Duration)
+			w.End(id, "")
+			return err
+		}},
+	{"ms-restart", "the management server process dies and comes back after duration (default 30s)",
+		true, nil, func(w World, s Spec) error {
+			id := w.Begin("ms-restart", true, "management server restart", "ms")
+			if err := w.ServerStop(); err != nil {
+				return err
+			}
+			w.Sleep(dur(s.Duration, 30*time.Second))
+			err := w.ServerStart()
+			w.End(id, "management server started")
+			return err
+		}},
+	{"backdate", "move a network's creation time back by duration (the seed 000 A/B's UPDATE networks SET created = …)",
+		false, []string{"network", "duration"}, func(w World, s Spec) error {
+			id := w.Begin("backdate", false, "created -= "+s.Duration.String(), "network:"+s.Network)
+			err := w.Backdate(s.Network, s.Duration)
+			w.End(id, "")
+			return err
+		}},
+}
+
+func dur(d, def time.Duration) time.Duration {
+	if d <= 0 {
+		return def
+	}
+	return d
+}
+
+func or(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+// Lookup finds a fault kind.
+func Lookup(name string) (Kind, error) {
+	for _, k := range Kinds {
+		if k.Name == name {
+			return k, nil
+		}
+	}
+	var names []string
+	for _, k := range Kinds {
+		names = append(names, k.Name)
+	}
+	sort.Strings(names)
+	return Kind{}, fmt.Errorf("unknown fault %q (known: %s)", name, strings.Join(names, ", "))
+}
+
+// Validate checks a spec names a known fault with what it needs.
+func Validate(s Spec) error {
+	k, err := Lookup(s.Kind)
+	if err != nil {
+		return err
+	}
+	for _, n := range k.Needs {
+		switch {
+		case n == "host" && s.Host == "",
+			n == "vm" && s.VM == "",
+			n == "network" && s.Network == "",
+			n == "duration" && s.Duration <= 0:
+			return fmt.Errorf("fault %s needs %s", s.Kind, n)
+		}
+	}
+	return nil
+}
+
+// Run applies a fault to a world and returns when it has healed.
+func Run(w World, s Spec) error {
+	if err := Validate(s); err != nil {
+		return err
+	}
+	k, _ := Lookup(s.Kind)
+	return k.run(w, s)
+}

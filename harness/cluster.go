@@ -1,0 +1,521 @@
+package harness
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/csconform/csconform/drivers/sim"
+	"github.com/csconform/csconform/faults"
+	"github.com/csconform/csconform/impl"
+	"github.com/csconform/csconform/model/host"
+	"github.com/csconform/csconform/model/invariant"
+	"github.com/csconform/csconform/model/vm"
+)
+
+// Options say what cluster to build.
+type Options struct {
+	Seed    uint64
+	Hosts   []string
+	Defects impl.Switches
+	Config  map[string]string
+}
+
+// Violation is an invariant violation with the steps that led to it.
+type Violation struct {
+	invariant.Violation
+	Trail []TrailEvent `json:"trail"`
+}
+
+// Cluster is a management server, its hosts and their agents in the simulator.
+type Cluster struct {
+	Sched   *sim.Scheduler
+	Fabric  *sim.Fabric
+	Hosts   map[string]*sim.Host
+	HostIDs []string
+	Agents  map[string]*impl.Agent
+	DB      *impl.DB
+	Server  *impl.Server
+	Config  *impl.Config
+	Defects impl.Switches
+	Rec     *Recorder
+
+	Violations []Violation
+	seen       map[string]bool
+	vmIDs      map[string]int64
+	netIDs     map[string]int64
+	msDown     bool
+	routerBoot time.Duration
+	msGen      int
+}
+
+// NewSimCluster builds a cluster in the simulator and runs it until every host is Up.
+func NewSimCluster(o Options) (*Cluster, error) {
+	if len(o.Hosts) == 0 {
+		o.Hosts = []string{"h1"}
+	}
+	cfg, err := impl.NewConfig(o.Config)
+	if err != nil {
+		return nil, err
+	}
+	s := sim.NewScheduler(o.Seed)
+	c := &Cluster{Sched: s, Fabric: sim.NewFabric(s), Hosts: map[string]*sim.Host{}, Agents: map[string]*impl.Agent{},
+		Config: cfg, Defects: o.Defects, seen: map[string]bool{}, vmIDs: map[string]int64{}, netIDs: map[string]int64{}}
+	c.Rec = NewRecorder(s.Now)
+	c.DB = impl.NewDB(s, c.Rec)
+	c.startServer()
+	for _, h := range o.Hosts {
+		if _, dup := c.Hosts[h]; dup {
+			return nil, fmt.Errorf("host %q is listed twice", h)
+		}
+		hv := sim.NewHost(s, h)
+		def := hv.BootDelay
+		hv.BootDelay = func(spec impl.DomainSpec) time.Duration {
+			if spec.Type == "DomainRouter" && c.routerBoot > 0 {
+				return c.routerBoot
+			}
+			return def(spec)
+		}
+		c.Hosts[h] = hv
+		c.HostIDs = append(c.HostIDs, h)
+		c.startAgent(h)
+	}
+	s.AfterStep = c.check
+	deadline := s.Now().Add(5 * time.Minute)
+	if err := s.RunUntil(deadline, c.allUp); err != nil {
+		return nil, err
+	}
+	if !c.allUp() {
+		return nil, fmt.Errorf("hosts did not come up within 5 minutes of virtual time")
+	}
+	return c, nil
+}
+
+func (c *Cluster) startServer() {
+	c.msGen++
+	c.Fabric.Listen(true)
+	c.Server = impl.NewServer("ms1", c.Sched, c.DB, c.Config, c.Defects, c.Fabric)
+	c.Server.Start()
+	c.msDown = false
+}
+
+func (c *Cluster) startAgent(h string) {
+	a := impl.NewAgent(h, c.Sched, c.Fabric, c.Hosts[h], c.Rec)
+	c.Agents[h] = a
+	a.Start()
+}
+
+func (c *Cluster) allUp() bool {
+	for _, h := range c.HostIDs {
+		if hv := c.DB.Host(h); hv == nil || hv.Status != host.Up {
+			return false
+		}
+	}
+	return true
+}
+
+// Close ends every task of the simulation.
+func (c *Cluster) Close() { c.Sched.Close() }
+
+// Now is the virtual time.
+func (c *Cluster) Now() time.Time { return c.Sched.Now() }
+
+// Go runs fn as a task of the simulation (a client, a fault, a scenario).
+func (c *Cluster) Go(name string, fn func()) { c.Sched.Go(name, fn) }
+
+// Sleep is the simulation's time (from a task).
+func (c *Cluster) Sleep(d time.Duration) { c.Sched.Sleep(d) }
+
+// ---- checking
+
+func (c *Cluster) check() {
+	if !c.Rec.dirty {
+		return
+	}
+	c.Rec.dirty = false
+	c.checkNow()
+}
+
+func (c *Cluster) checkNow() {
+	snap := c.Snapshot()
+	c.Rec.netChanges = nil
+	for _, v := range invariant.Check(snap) {
+		// one report per object and kind of violation (an address free in the pool, then held twice)
+		key := fmt.Sprintf("%s|%s|%v", v.Invariant, v.Object, strings.Contains(v.Message, "free"))
+		if c.seen[key] {
+			continue
+		}
+		c.seen[key] = true
+		c.Violations = append(c.Violations, Violation{Violation: v, Trail: c.trail(v)})
+	}
+	sortedViolations(c.Violations)
+}
+
+// Quiesce runs until nothing but periodic work is left for d, then checks once more.
+func (c *Cluster) Quiesce(d time.Duration) error {
+	if err := c.Sched.RunFor(d); err != nil {
+		return err
+	}
+	c.checkNow()
+	return nil
+}
+
+// Snapshot is what the records say and what the hosts run, now.
+func (c *Cluster) Snapshot() invariant.Snapshot {
+	s := invariant.Snapshot{Time: c.Now(), NetworkChanges: c.Rec.netChanges, Faults: c.Rec.Faults}
+	for _, op := range c.Rec.Ops {
+		if !op.Return.IsZero() {
+			s.Ops = append(s.Ops, op)
+		}
+	}
+	for _, v := range c.DB.VMs(nil) {
+		s.VMs = append(s.VMs, invariant.VM{ID: id(v.ID), Name: v.Name, Type: v.Type, State: v.State, HostID: v.HostID, LastHostID: v.LastHostID, Removed: v.Removed})
+		for _, vol := range c.DB.Volumes(v.ID) {
+			s.Volumes = append(s.Volumes, invariant.Volume{ID: id(vol.ID), VMID: id(v.ID), Path: vol.Path, State: vol.State, Removed: vol.Removed})
+		}
+	}
+	for _, h := range c.DB.Hosts() {
+		s.Hosts = append(s.Hosts, invariant.Host{ID: h.ID, Name: h.ID, Status: h.Status})
+	}
+	for _, n := range c.DB.Networks(nil) {
+		s.Networks = append(s.Networks, invariant.Network{ID: id(n.ID), Name: n.Name, State: n.State})
+		for _, ip := range c.DB.IPPool(n.ID) {
+			s.IPs = append(s.IPs, invariant.IP{Address: ip.Address, NetworkID: id(n.ID), Free: ip.VMID == 0, VMID: idOrEmpty(ip.VMID)})
+		}
+	}
+	for _, h := range c.HostIDs {
+		for _, d := range c.Hosts[h].Domains() {
+			s.Domains = append(s.Domains, invariant.Domain{HostID: h, Name: d.Name, Running: d.Running, IPs: d.IPs, Disks: d.Disks})
+		}
+	}
+	for _, l := range c.DB.Locks() {
+		s.Locks = append(s.Locks, invariant.Lock{Key: l.Key, Owner: l.Thread})
+	}
+	return s
+}
+
+func id(i int64) string { return strconv.FormatInt(i, 10) }
+
+func idOrEmpty(i int64) string {
+	if i == 0 {
+		return ""
+	}
+	return id(i)
+}
+
+// ---- names
+
+// VMID resolves a scenario's VM name.
+func (c *Cluster) VMID(name string) (int64, error) {
+	if id, ok := c.vmIDs[name]; ok {
+		return id, nil
+	}
+	return 0, fmt.Errorf("no VM named %q", name)
+}
+
+// NetworkID resolves a scenario's network name.
+func (c *Cluster) NetworkID(name string) (int64, error) {
+	if id, ok := c.netIDs[name]; ok {
+		return id, nil
+	}
+	return 0, fmt.Errorf("no network named %q", name)
+}
+
+// NetworkNames lists the scenario's networks.
+func (c *Cluster) NetworkNames() []string {
+	var n []string
+	for k := range c.netIDs {
+		n = append(n, k)
+	}
+	sort.Strings(n)
+	return n
+}
+
+// ---- client operations (run them from a task)
+
+var errServerDown = fmt.Errorf("connect: connection refused (management server is down)")
+
+// CreateNetwork creates a network named name.
+func (c *Cluster) CreateNetwork(client, name string, persistent bool) error {
+	op := c.Rec.BeginOp(client, "createNetwork", "", "", nil, name)
+	if c.msDown {
+		c.Rec.EndOp(op, errServerDown)
+		return errServerDown
+	}
+	if _, dup := c.netIDs[name]; dup {
+		err := fmt.Errorf("network %q exists", name)
+		c.Rec.EndOp(op, err)
+		return err
+	}
+	n := c.Server.CreateNetwork(name, persistent, 32)
+	c.netIDs[name] = n.ID
+	c.Rec.EndOp(op, nil)
+	return nil
+}
+
+// Deploy is deployVirtualMachine of a VM named name into networks, on host (or any).
+func (c *Cluster) Deploy(client, name string, networks []string, hostID string) error {
+	var nids []int64
+	var ns []string
+	for _, n := range networks {
+		nid, err := c.NetworkID(n)
+		if err != nil {
+			return err
+		}
+		nids = append(nids, nid)
+		ns = append(ns, id(nid))
+	}
+	op := c.Rec.BeginOp(client, "deploy", "", hostID, ns, name)
+	if c.msDown {
+		c.Rec.EndOp(op, errServerDown)
+		return errServerDown
+	}
+	v, j := c.Server.DeployVirtualMachine("", nids, hostID)
+	c.vmIDs[name] = v.ID
+	c.Rec.SetOpVM(op, id(v.ID), hostID)
+	err := c.Server.WaitJob(j)
+	c.fillHost(op, v.ID)
+	c.Rec.EndOp(op, err)
+	return err
+}
+
+// Allocate is deployVirtualMachine with startvm=false: the VM exists, Stopped, nothing implemented.
+func (c *Cluster) Allocate(client, name string, networks []string) error {
+	var nids []int64
+	for _, n := range networks {
+		nid, err := c.NetworkID(n)
+		if err != nil {
+			return err
+		}
+		nids = append(nids, nid)
+	}
+	op := c.Rec.BeginOp(client, "allocate", "", "", nil, name)
+	if c.msDown {
+		c.Rec.EndOp(op, errServerDown)
+		return errServerDown
+	}
+	v := c.Server.AllocateVirtualMachine("", nids)
+	c.vmIDs[name] = v.ID
+	c.Rec.SetOpVM(op, id(v.ID), "")
+	c.Rec.EndOp(op, nil)
+	return nil
+}
+
+func (c *Cluster) fillHost(op int, vmID int64) {
+	o := c.Rec.op(op)
+	if o.HostID == "" {
+		if v := c.DB.VM(vmID); v != nil {
+			o.HostID = v.HostID
+			if o.HostID == "" {
+				o.HostID = v.LastHostID
+			}
+		}
+	}
+}
+
+// VMOp runs one of the VM operations by kind: start, startNoRetry, stop, forceStop, destroy,
+// destroyExpunge, expunge.
+func (c *Cluster) VMOp(client, kind, name, hostID string) error {
+	vmID, err := c.VMID(name)
+	if err != nil {
+		return err
+	}
+	var ns []string
+	if v := c.DB.VM(vmID); v != nil {
+		for _, n := range v.NetworkIDs {
+			ns = append(ns, id(n))
+		}
+	}
+	op := c.Rec.BeginOp(client, kind, id(vmID), hostID, ns, name)
+	if c.msDown {
+		c.Rec.EndOp(op, errServerDown)
+		return errServerDown
+	}
+	var j *impl.JobVO
+	switch kind {
+	case "start":
+		j = c.Server.StartVirtualMachine(vmID, hostID)
+	case "startNoRetry":
+		j = c.Server.StartVirtualMachineOnce(vmID, hostID)
+	case "stop":
+		j = c.Server.StopVirtualMachine(vmID, false)
+	case "forceStop":
+		j = c.Server.StopVirtualMachine(vmID, true)
+	case "destroy":
+		j = c.Server.DestroyVirtualMachine(vmID, false)
+	case "destroyExpunge":
+		j = c.Server.DestroyVirtualMachine(vmID, true)
+	case "expunge":
+		j = c.Server.ExpungeVirtualMachine(vmID)
+	default:
+		err := fmt.Errorf("unknown operation %q", kind)
+		c.Rec.EndOp(op, err)
+		return err
+	}
+	err = c.Server.WaitJob(j)
+	c.fillHost(op, vmID)
+	c.Rec.EndOp(op, err)
+	return err
+}
+
+// SetConfig is updateConfiguration.
+func (c *Cluster) SetConfig(key, value string) error { return c.Config.Set(key, value) }
+
+// ---- faults.World
+
+var _ faults.World = (*Cluster)(nil)
+
+func (c *Cluster) host(h string) (*sim.Host, error) {
+	hv, ok := c.Hosts[h]
+	if !ok {
+		return nil, fmt.Errorf("no host %q", h)
+	}
+	return hv, nil
+}
+
+func (c *Cluster) AgentStop(h string, graceful bool) error {
+	hv, err := c.host(h)
+	if err != nil {
+		return err
+	}
+	a := c.Agents[h]
+	if graceful {
+		a.Shutdown()
+	} else {
+		a.Kill()
+	}
+	hv.Unsubscribe()
+	c.Sched.Kill("agent/" + h + "/")
+	return nil
+}
+
+func (c *Cluster) AgentStart(h string) error {
+	if _, err := c.host(h); err != nil {
+		return err
+	}
+	c.startAgent(h)
+	return nil
+}
+
+func (c *Cluster) CutLink(h string, on bool) error {
+	if _, err := c.host(h); err != nil {
+		return err
+	}
+	c.Fabric.Cut(h, on)
+	return nil
+}
+
+func (c *Cluster) domainOf(vmName string) (*sim.Host, string, error) {
+	vmID, err := c.VMID(vmName)
+	if err != nil {
+		return nil, "", err
+	}
+	v := c.DB.VM(vmID)
+	for _, h := range c.HostIDs {
+		for _, n := range c.Hosts[h].Running() {
+			if n == v.Name {
+				return c.Hosts[h], n, nil
+			}
+		}
+	}
+	return nil, "", fmt.Errorf("VM %s (%s) has no running domain", vmName, v.Name)
+}
+
+func (c *Cluster) CrashDomain(vmName, detail string) error {
+	h, dom, err := c.domainOf(vmName)
+	if err != nil {
+		return err
+	}
+	return h.Crash(dom, detail)
+}
+
+func (c *Cluster) GuestShutdown(vmName string) error {
+	h, dom, err := c.domainOf(vmName)
+	if err != nil {
+		return err
+	}
+	return h.GuestShutdown(dom)
+}
+
+func (c *Cluster) DelayNextOutOfBand(h string, d time.Duration) error {
+	if _, err := c.host(h); err != nil {
+		return err
+	}
+	c.Fabric.DelayNextOutOfBand(h, d)
+	return nil
+}
+
+func (c *Cluster) SetRouterBoot(d time.Duration) error { c.routerBoot = d; return nil }
+
+func (c *Cluster) ServerStop() error {
+	if c.msDown {
+		return fmt.Errorf("management server is already down")
+	}
+	c.msDown = true
+	c.Fabric.Listen(false)
+	c.Sched.Kill("ms/")
+	return nil
+}
+
+func (c *Cluster) ServerStart() error {
+	if !c.msDown {
+		return fmt.Errorf("management server is already up")
+	}
+	c.startServer()
+	return nil
+}
+
+func (c *Cluster) Backdate(network string, d time.Duration) error {
+	nid, err := c.NetworkID(network)
+	if err != nil {
+		return err
+	}
+	n := c.DB.Network(nid)
+	return c.DB.SetNetworkCreated(nid, n.Created.Add(-d))
+}
+
+func (c *Cluster) Begin(kind string, disruptive bool, detail string, targets ...string) int {
+	resolved := make([]string, 0, len(targets))
+	for _, t := range targets {
+		resolved = append(resolved, c.resolveTarget(t))
+	}
+	return c.Rec.BeginFault(kind, disruptive, detail, resolved...)
+}
+
+func (c *Cluster) End(i int, detail string) { c.Rec.EndFault(i, detail) }
+
+// resolveTarget turns "vm:<name>" and "network:<name>" into ids.
+func (c *Cluster) resolveTarget(t string) string {
+	switch {
+	case len(t) > 3 && t[:3] == "vm:":
+		if id, err := c.VMID(t[3:]); err == nil {
+			return VMObj(id)
+		}
+	case len(t) > 8 && t[:8] == "network:":
+		if id, err := c.NetworkID(t[8:]); err == nil {
+			return impl.NetworkObject(id)
+		}
+	}
+	return t
+}
+
+// VMObj names a VM object.
+func VMObj(id int64) string { return impl.VMObject(id) }
+
+// VMState reads a VM's record (for reports).
+func (c *Cluster) VMState(name string) (vm.State, bool) {
+	id, err := c.VMID(name)
+	if err != nil {
+		return "", false
+	}
+	v := c.DB.VM(id)
+	if v == nil {
+		return "", false
+	}
+	if v.Removed {
+		return "Expunged", true
+	}
+	return v.State, true
+}

@@ -1,0 +1,141 @@
+// Package harness builds a cluster, runs a scenario on it, records the history (client operations with
+// call and return times, every state change with its actor, faults, log lines), checks the invariants
+// after every step and at quiescence, and reports.
+package harness
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/csconform/csconform/model/history"
+	"github.com/csconform/csconform/model/invariant"
+	"github.com/csconform/csconform/model/network"
+)
+
+// Recorder is the run's history and what the checkers need from it.
+type Recorder struct {
+	Events []history.Event
+	Ops    []invariant.ClientOp
+	Faults []invariant.Fault
+	// netChanges are network state writes not yet checked.
+	netChanges []invariant.NetworkChange
+	dirty      bool
+	opSeq      int
+	clock      func() time.Time
+}
+
+// NewRecorder returns an empty history whose events without a time get clock's.
+func NewRecorder(clock func() time.Time) *Recorder { return &Recorder{clock: clock} }
+
+// Emit implements history.Sink.
+func (r *Recorder) Emit(e history.Event) {
+	if e.Time.IsZero() {
+		e.Time = r.clock()
+	}
+	e.Seq = int64(len(r.Events) + 1)
+	r.Events = append(r.Events, e)
+	if e.Kind != history.Log {
+		r.dirty = true
+	}
+	if e.Kind == history.State && strings.HasPrefix(e.Object, "network:") {
+		r.netChanges = append(r.netChanges, invariant.NetworkChange{Time: e.Time, NetworkID: strings.TrimPrefix(e.Object, "network:"),
+			From: network.State(e.From), To: network.State(e.To), Actor: e.Actor, LockHolder: e.LockHolder, Direct: e.Direct})
+	}
+}
+
+// BeginOp records a client call and returns its id.
+func (r *Recorder) BeginOp(client, kind, vmID, hostID string, networks []string, detail string) int {
+	r.opSeq++
+	r.Ops = append(r.Ops, invariant.ClientOp{ID: r.opSeq, Client: client, Kind: kind, VMID: vmID, HostID: hostID, NetworkIDs: networks, Call: r.clock()})
+	obj := ""
+	if vmID != "" {
+		obj = "vm:" + vmID
+	} else if len(networks) > 0 {
+		obj = "network:" + networks[0]
+	}
+	r.Emit(history.Event{Actor: client, Kind: history.Call, Object: obj, Op: r.opSeq, Detail: kind + " " + detail})
+	return r.opSeq
+}
+
+// EndOp records the return of a client call.
+func (r *Recorder) EndOp(id int, err error) {
+	op := r.op(id)
+	op.Return = r.clock()
+	op.OK = err == nil
+	e := history.Event{Actor: op.Client, Kind: history.Return, Op: id, To: "ok", Detail: op.Kind}
+	if op.VMID != "" {
+		e.Object = "vm:" + op.VMID
+	}
+	if err != nil {
+		op.Err = err.Error()
+		e.To, e.Detail = "failed", op.Kind+": "+err.Error()
+	}
+	r.Emit(e)
+}
+
+// SetOpVM names the VM of an op once it is known (deploy).
+func (r *Recorder) SetOpVM(id int, vmID, hostID string) {
+	op := r.op(id)
+	op.VMID = vmID
+	if hostID != "" {
+		op.HostID = hostID
+	}
+}
+
+func (r *Recorder) op(id int) *invariant.ClientOp {
+	for i := range r.Ops {
+		if r.Ops[i].ID == id {
+			return &r.Ops[i]
+		}
+	}
+	panic(fmt.Sprintf("no op %d", id))
+}
+
+// BeginFault records a fault; EndFault closes it.
+func (r *Recorder) BeginFault(kind string, disruptive bool, detail string, targets ...string) int {
+	r.Faults = append(r.Faults, invariant.Fault{Kind: kind, Targets: targets, Begin: r.clock(), Disruptive: disruptive})
+	r.Emit(history.Event{Actor: "fault", Kind: history.Fault, Object: strings.Join(targets, ","), To: kind, Detail: detail})
+	return len(r.Faults) - 1
+}
+
+// EndFault closes a fault.
+func (r *Recorder) EndFault(i int, detail string) {
+	r.Faults[i].End = r.clock()
+	r.Emit(history.Event{Actor: "fault", Kind: history.Fault, Object: strings.Join(r.Faults[i].Targets, ","), From: r.Faults[i].Kind, Detail: detail})
+}
+
+// Trail returns the history events that touched any of objects up to t, for a violation's "steps that
+// led to it": state changes, IPs, calls, returns, faults and the log lines about those objects.
+func (r *Recorder) Trail(objects []string, until time.Time, max int) []history.Event {
+	var out []history.Event
+	for _, e := range r.Events {
+		if e.Time.After(until) {
+			break
+		}
+		for _, o := range objects {
+			if o != "" && (e.Object == o || strings.Contains(e.Object, o+",") || strings.HasSuffix(e.Object, ","+o)) {
+				out = append(out, e)
+				break
+			}
+		}
+	}
+	if len(out) > max {
+		out = out[len(out)-max:]
+	}
+	return out
+}
+
+// sortedViolations orders violations by time, then invariant and object.
+func sortedViolations(vs []Violation) {
+	sort.SliceStable(vs, func(i, j int) bool {
+		if !vs[i].Time.Equal(vs[j].Time) {
+			return vs[i].Time.Before(vs[j].Time)
+		}
+		if vs[i].Invariant != vs[j].Invariant {
+			return vs[i].Invariant < vs[j].Invariant
+		}
+		return vs[i].Object < vs[j].Object
+	})
+}

@@ -1,0 +1,629 @@
+package harness
+
+import (
+	"bytes"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/csconform/csconform/faults"
+	"github.com/csconform/csconform/impl"
+	"github.com/csconform/csconform/model/invariant"
+	"github.com/csconform/csconform/model/network"
+	"github.com/csconform/csconform/model/vm"
+)
+
+// Scenario is a scenario file: topology, config, timed steps with faults, and the expected outcome per
+// profile. See conformance/README.md for the format.
+type Scenario struct {
+	Name        string            `yaml:"name"`
+	Title       string            `yaml:"title"`
+	Report      string            `yaml:"report,omitempty"` // the defect report it comes from
+	Description string            `yaml:"description,omitempty"`
+	Seed        uint64            `yaml:"seed,omitempty"`
+	Hosts       []string          `yaml:"hosts"`
+	Config      map[string]string `yaml:"config,omitempty"`
+	Networks    []NetworkDef      `yaml:"networks,omitempty"`
+	Steps       []Step            `yaml:"steps"`
+	Settle      time.Duration     `yaml:"settle,omitempty"` // run this long after the last step (default 3m)
+	Expect      map[string]Expect `yaml:"expect,omitempty"`
+}
+
+// NetworkDef is a network that exists before the steps run.
+type NetworkDef struct {
+	Name       string        `yaml:"name"`
+	Persistent bool          `yaml:"persistent,omitempty"`
+	Age        time.Duration `yaml:"age,omitempty"` // created this long before the steps (set by backdating)
+	// Primed: implemented once by a VM that was then destroyed, and shut down by the network GC (the
+	// seed 000 A/B's starting point: state Allocated, router stopped).
+	Primed bool `yaml:"primed,omitempty"`
+	// VM: with primed, the VM that implemented it is kept (stopped) under this name for a later start.
+	VM string `yaml:"vm,omitempty"`
+}
+
+// Step is one client operation, fault, wait or configuration change. Operations run to completion
+// before the next step unless async.
+type Step struct {
+	Case     string        `yaml:"case,omitempty"` // a label for the report's table
+	Wait     time.Duration `yaml:"wait,omitempty"` // wait this long first
+	Op       string        `yaml:"op,omitempty"`
+	VM       string        `yaml:"vm,omitempty"`
+	Networks []string      `yaml:"networks,omitempty"`
+	Host     string        `yaml:"host,omitempty"`
+	Key      string        `yaml:"key,omitempty"`
+	Value    string        `yaml:"value,omitempty"`
+	Async    bool          `yaml:"async,omitempty"`
+	Fault    string        `yaml:"fault,omitempty"`
+	Network  string        `yaml:"network,omitempty"`
+	Duration time.Duration `yaml:"duration,omitempty"`
+	Detail   string        `yaml:"detail,omitempty"`
+	// Until waits, before the step, for a condition: start-sent (a StartCommand for vm went out),
+	// running (vm's record is Running), implementing (network is Implementing), host-up (host is Up).
+	Until string `yaml:"until,omitempty"`
+}
+
+// Untils are the conditions a step can wait for.
+var Untils = []string{"start-sent", "running", "implementing", "host-up"}
+
+// Expect is the expected outcome under one profile.
+type Expect struct {
+	// Violations: exactly these invariants are violated (empty = none), besides MayViolate.
+	Violations []string `yaml:"violations"`
+	// MayViolate: invariants whose violation depends on the seed's interleaving.
+	MayViolate []string `yaml:"mayViolate,omitempty"`
+	// Cases: a case's result: passed, failed, retried (passed after a failed first attempt), any.
+	Cases map[string]string `yaml:"cases,omitempty"`
+	// States: a VM's record at the end (Running, Stopped, Error, Expunged, …).
+	States map[string]string `yaml:"states,omitempty"`
+}
+
+// Ops a step may name.
+var Ops = []string{"createNetwork", "deploy", "allocate", "start", "startNoRetry", "stop", "forceStop", "destroy", "destroyExpunge", "expunge", "setConfig"}
+
+// ParseScenario reads and validates a scenario file's content.
+func ParseScenario(data []byte, source string) (*Scenario, error) {
+	var s Scenario
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&s); err != nil {
+		return nil, fmt.Errorf("%s: %v", source, err)
+	}
+	if err := s.Validate(); err != nil {
+		return nil, fmt.Errorf("%s: %v", source, err)
+	}
+	return &s, nil
+}
+
+// Validate checks names and references.
+func (s *Scenario) Validate() error {
+	if s.Name == "" {
+		return fmt.Errorf("scenario has no name")
+	}
+	if len(s.Hosts) == 0 {
+		return fmt.Errorf("scenario %s lists no hosts", s.Name)
+	}
+	if _, err := impl.NewConfig(s.Config); err != nil {
+		return fmt.Errorf("scenario %s: %v", s.Name, err)
+	}
+	nets := map[string]bool{}
+	vms := map[string]bool{}
+	for _, n := range s.Networks {
+		if n.Name == "" || nets[n.Name] {
+			return fmt.Errorf("scenario %s: network names must be unique and non-empty", s.Name)
+		}
+		nets[n.Name] = true
+	}
+	for _, n := range s.Networks {
+		if n.VM != "" {
+			vms[n.VM] = true
+		}
+	}
+	hosts := map[string]bool{}
+	for _, h := range s.Hosts {
+		hosts[h] = true
+	}
+	for i, st := range s.Steps {
+		where := fmt.Sprintf("scenario %s step %d", s.Name, i+1)
+		if st.Host != "" && !hosts[st.Host] {
+			return fmt.Errorf("%s: unknown host %q", where, st.Host)
+		}
+		if st.Until != "" && !contains(Untils, st.Until) {
+			return fmt.Errorf("%s: unknown until %q (known: %s)", where, st.Until, strings.Join(Untils, ", "))
+		}
+		switch {
+		case st.Op != "" && st.Fault != "":
+			return fmt.Errorf("%s: a step is an op or a fault, not both", where)
+		case st.Fault != "":
+			if err := faults.Validate(st.faultSpec()); err != nil {
+				return fmt.Errorf("%s: %v", where, err)
+			}
+		case st.Op == "":
+			if st.Wait <= 0 && st.Until == "" {
+				return fmt.Errorf("%s: nothing to do (no op, fault or wait)", where)
+			}
+		default:
+			if !contains(Ops, st.Op) {
+				return fmt.Errorf("%s: unknown op %q (known: %s)", where, st.Op, strings.Join(Ops, ", "))
+			}
+			switch st.Op {
+			case "createNetwork":
+				if st.Network == "" {
+					return fmt.Errorf("%s: createNetwork needs network", where)
+				}
+				nets[st.Network] = true
+			case "deploy", "allocate":
+				if st.VM == "" || len(st.Networks) == 0 {
+					return fmt.Errorf("%s: deploy needs vm and networks", where)
+				}
+				for _, n := range st.Networks {
+					if !nets[n] {
+						return fmt.Errorf("%s: unknown network %q", where, n)
+					}
+				}
+				vms[st.VM] = true
+			case "setConfig":
+				if _, err := impl.NewConfig(map[string]string{st.Key: st.Value}); err != nil {
+					return fmt.Errorf("%s: %v", where, err)
+				}
+			default:
+				if !vms[st.VM] {
+					return fmt.Errorf("%s: %s of unknown vm %q (deploy it first)", where, st.Op, st.VM)
+				}
+			}
+		}
+	}
+	for p, e := range s.Expect {
+		if _, err := impl.Profile(p); err != nil {
+			return fmt.Errorf("scenario %s: expect: %v", s.Name, err)
+		}
+		for _, v := range append(append([]string(nil), e.Violations...), e.MayViolate...) {
+			if !contains(invariantNames, v) {
+				return fmt.Errorf("scenario %s: expect %s: unknown invariant %q (known: %s)", s.Name, p, v, strings.Join(invariantNames, ", "))
+			}
+		}
+		for c, r := range e.Cases {
+			if !contains([]string{"passed", "failed", "retried", "any"}, r) {
+				return fmt.Errorf("scenario %s: expect %s: case %s: result must be passed, failed, retried or any", s.Name, p, c)
+			}
+		}
+	}
+	return nil
+}
+
+var invariantNames = []string{invariant.OrphanDomain, invariant.IPConflict, invariant.VolumeInUse, invariant.NetworkLock, invariant.UnexplainedStartFailure}
+
+func contains(xs []string, x string) bool {
+	for _, y := range xs {
+		if y == x {
+			return true
+		}
+	}
+	return false
+}
+
+func (st Step) faultSpec() faults.Spec {
+	return faults.Spec{Kind: st.Fault, Host: st.Host, VM: st.VM, Network: st.Network, Duration: st.Duration, Detail: st.Detail}
+}
+
+// CaseResult is one row of the repro table.
+type CaseResult struct {
+	Case        string        `json:"case"`
+	Op          string        `json:"op"`
+	Path        string        `json:"path"`
+	VM          string        `json:"vm"`
+	Network     string        `json:"network,omitempty"`
+	AgeMinutes  int           `json:"ageMinutes,omitempty"`
+	Result      string        `json:"result"` // passed, failed, retried, pending
+	Duration    time.Duration `json:"duration"`
+	Err         string        `json:"error,omitempty"`
+	Cleanup     string        `json:"cleanup,omitempty"` // what the orphaned-network cleanup did meanwhile
+	FinalState  string        `json:"finalState,omitempty"`
+	client    string
+	networkID int64
+}
+
+// Result is a scenario run.
+type Result struct {
+	Scenario   string        `json:"scenario"`
+	Title      string        `json:"title"`
+	Profile    string        `json:"profile"`
+	Defects    []string      `json:"defects"`
+	Seed       uint64        `json:"seed"`
+	Cases      []CaseResult  `json:"cases"`
+	Violations []Violation   `json:"violations"`
+	Mismatches []string      `json:"mismatches,omitempty"` // expected outcome not met
+	Expected   bool          `json:"expectationsChecked"`
+	VirtualEnd time.Duration `json:"virtualDuration"`
+	Steps      uint64        `json:"schedulerSteps"`
+	Cluster    *Cluster      `json:"-"`
+}
+
+// RunScenario runs a scenario under a profile (or explicit switches) with a seed.
+func RunScenario(sc *Scenario, profile string, defects impl.Switches, seed uint64) (*Result, error) {
+	if defects == nil {
+		var err error
+		if defects, err = impl.Profile(profile); err != nil {
+			return nil, err
+		}
+	}
+	c, err := NewSimCluster(Options{Seed: seed, Hosts: sc.Hosts, Defects: defects, Config: sc.Config})
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	res := &Result{Scenario: sc.Name, Title: sc.Title, Profile: profile, Defects: defects.On(), Seed: seed, Cluster: c}
+	start := c.Now()
+	var runErr error
+	done := false
+	c.Go("scenario", func() {
+		defer func() { done = true }()
+		// The seed sets where the scenario falls against the server's fixed-rate tasks (heartbeat 2 s,
+		// job GC 10 s, pings), as the wall clock does on a real server.
+		c.Sleep(time.Duration(c.Sched.Rand().Int64N(int64(10 * time.Second))))
+		runErr = c.setup(sc)
+		if runErr == nil {
+			runErr = c.runSteps(sc, res)
+		}
+	})
+	limit := start.Add(24 * time.Hour)
+	if err := c.Sched.RunUntil(limit, func() bool { return done }); err != nil {
+		return nil, err
+	}
+	if runErr != nil {
+		return nil, fmt.Errorf("scenario %s: %v", sc.Name, runErr)
+	}
+	if !done {
+		return nil, fmt.Errorf("scenario %s did not finish within 24 h of virtual time", sc.Name)
+	}
+	settle := sc.Settle
+	if settle <= 0 {
+		settle = 3 * time.Minute
+	}
+	if err := c.Quiesce(settle); err != nil {
+		return nil, err
+	}
+	res.finish(c)
+	res.VirtualEnd = c.Now().Sub(start)
+	res.Steps = c.Sched.Steps()
+	if e, ok := sc.Expect[profile]; ok && profileMatches(profile, defects) {
+		res.Expected = true
+		res.Mismatches = e.compare(res, c)
+	}
+	return res, nil
+}
+
+func profileMatches(profile string, d impl.Switches) bool {
+	p, err := impl.Profile(profile)
+	if err != nil {
+		return false
+	}
+	for k, v := range p {
+		if d[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+// setup creates the scenario's networks; primed ones are implemented once and left to the network GC.
+func (c *Cluster) setup(sc *Scenario) error {
+	var primed []string
+	for _, n := range sc.Networks {
+		if err := c.CreateNetwork("setup", n.Name, n.Persistent); err != nil {
+			return err
+		}
+		if n.Primed {
+			primed = append(primed, n.Name)
+		}
+	}
+	for _, n := range sc.Networks {
+		if !n.Primed {
+			continue
+		}
+		vmName, op := n.VM, "stop"
+		if vmName == "" {
+			vmName, op = "prime-"+n.Name, "destroyExpunge"
+		}
+		if err := c.Deploy("setup", vmName, []string{n.Name}, sc.Hosts[0]); err != nil {
+			return fmt.Errorf("priming network %s: %v", n.Name, err)
+		}
+		if err := c.VMOp("setup", op, vmName, ""); err != nil {
+			return fmt.Errorf("priming network %s: %v", n.Name, err)
+		}
+	}
+	if len(primed) > 0 {
+		deadline := c.Now().Add(4 * (c.Config.Seconds("network.gc.interval") + c.Config.Seconds("network.gc.wait")))
+		for c.Now().Before(deadline) {
+			allDown := true
+			for _, n := range primed {
+				id, _ := c.NetworkID(n)
+				if nw := c.DB.Network(id); nw.State != network.Allocated || c.DB.VM(nw.RouterID).State != vm.Stopped {
+					allDown = false
+				}
+			}
+			if allDown {
+				break
+			}
+			c.Sleep(10 * time.Second)
+		}
+	}
+	for _, n := range sc.Networks {
+		if n.Age > 0 {
+			id, _ := c.NetworkID(n.Name)
+			if err := c.DB.SetNetworkCreated(id, c.Now().Add(-n.Age)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (c *Cluster) runSteps(sc *Scenario, res *Result) error {
+	pending := 0
+	for i, st := range sc.Steps {
+		if st.Wait > 0 {
+			c.Sleep(st.Wait)
+		}
+		if st.Until != "" {
+			if err := c.waitUntil(st); err != nil {
+				return fmt.Errorf("step %d: %v", i+1, err)
+			}
+		}
+		st := st
+		client := fmt.Sprintf("client-%d", i+1)
+		switch {
+		case st.Fault != "":
+			fn := func() error { return faults.Run(c, st.faultSpec()) }
+			if st.Async {
+				pending++
+				c.Go("fault/"+st.Fault, func() { defer func() { pending-- }(); _ = fn() })
+			} else if err := fn(); err != nil {
+				return fmt.Errorf("step %d (%s): %v", i+1, st.Fault, err)
+			}
+		case st.Op == "setConfig":
+			if err := c.SetConfig(st.Key, st.Value); err != nil {
+				return err
+			}
+		case st.Op != "":
+			cr := CaseResult{Case: st.Case, Op: st.Op, Path: pathOf(st.Op), VM: st.VM}
+			if len(st.Networks) > 0 {
+				cr.Network = st.Networks[0]
+			} else if id, err := c.VMID(st.VM); err == nil {
+				if v := c.DB.VM(id); v != nil && len(v.NetworkIDs) > 0 {
+					for _, n := range c.NetworkNames() {
+						if nid, _ := c.NetworkID(n); nid == v.NetworkIDs[0] {
+							cr.Network = n
+						}
+					}
+				}
+			}
+			if cr.Network != "" {
+				nid, _ := c.NetworkID(cr.Network)
+				cr.networkID = nid
+				if n := c.DB.Network(nid); n != nil {
+					cr.AgeMinutes = int(c.Now().Sub(n.Created).Minutes())
+				}
+			}
+			cr.client = client
+			res.Cases = append(res.Cases, cr)
+			fn := func() {
+				switch st.Op {
+				case "createNetwork":
+					_ = c.CreateNetwork(client, st.Network, false)
+				case "deploy":
+					_ = c.Deploy(client, st.VM, st.Networks, st.Host)
+				case "allocate":
+					_ = c.Allocate(client, st.VM, st.Networks)
+				default:
+					_ = c.VMOp(client, st.Op, st.VM, st.Host)
+				}
+			}
+			if st.Async {
+				pending++
+				c.Go(client, func() { defer func() { pending-- }(); fn() })
+			} else {
+				fn()
+			}
+		}
+	}
+	for pending > 0 {
+		c.Sleep(time.Second)
+	}
+	return nil
+}
+
+// waitUntil polls the condition every 50 ms of virtual time, for an hour at most.
+func (c *Cluster) waitUntil(st Step) error {
+	deadline := c.Now().Add(time.Hour)
+	for c.Now().Before(deadline) {
+		switch st.Until {
+		case "start-sent":
+			if id, err := c.VMID(st.VM); err == nil {
+				v := c.DB.VM(id)
+				for i := len(c.Rec.Events) - 1; i >= 0; i-- {
+					e := c.Rec.Events[i]
+					if e.Object == VMObj(id) && strings.HasPrefix(e.Detail, "Sending StartCommand for "+v.Name) {
+						return nil
+					}
+				}
+			}
+		case "running":
+			if st, ok := c.VMState(st.VM); ok && st == vm.Running {
+				return nil
+			}
+		case "implementing":
+			if id, err := c.NetworkID(st.Network); err == nil && c.DB.Network(id).State == network.Implementing {
+				return nil
+			}
+		case "host-up":
+			if h := c.DB.Host(st.Host); h != nil && h.Status == "Up" {
+				return nil
+			}
+		}
+		c.Sleep(50 * time.Millisecond)
+	}
+	return fmt.Errorf("condition %s not met within an hour", st.Until)
+}
+
+func pathOf(op string) string {
+	switch op {
+	case "startNoRetry":
+		return "boot group"
+	case "start":
+		return "plain start"
+	case "deploy":
+		return "deploy"
+	}
+	return op
+}
+
+// finish fills the table from the history.
+func (r *Result) finish(c *Cluster) {
+	for i := range r.Cases {
+		cr := &r.Cases[i]
+		var op invariant.ClientOp
+		for _, o := range c.Rec.Ops {
+			if o.Client == cr.client {
+				op = o
+			}
+		}
+		if op.ID == 0 {
+			cr.Result = "not run"
+			continue
+		}
+		if op.Return.IsZero() {
+			cr.Result = "pending"
+		} else {
+			cr.Duration = op.Return.Sub(op.Call)
+			cr.Result = "passed"
+			if !op.OK {
+				cr.Result, cr.Err = "failed", op.Err
+			} else if c.retried(op) {
+				cr.Result = "retried"
+			}
+		}
+		if st, ok := c.VMState(cr.VM); ok {
+			cr.FinalState = string(st)
+		}
+		if cr.networkID != 0 {
+			cr.Cleanup = c.cleanupDuring(cr.networkID, op)
+		}
+	}
+	r.Violations = c.Violations
+}
+
+// retried: the op passed but a start attempt inside it failed first.
+func (c *Cluster) retried(op invariant.ClientOp) bool {
+	end := op.Return
+	for _, e := range c.Rec.Events {
+		if e.Time.Before(op.Call) {
+			continue
+		}
+		if e.Time.After(end) {
+			break
+		}
+		if e.Kind == "log" && e.Object == "vm:"+op.VMID && strings.HasPrefix(e.Detail, "Start of VM") && strings.Contains(e.Detail, "retrying once") {
+			return true
+		}
+	}
+	return false
+}
+
+// cleanupDuring says what the orphaned-network cleanup did to the network during the op.
+func (c *Cluster) cleanupDuring(nid int64, op invariant.ClientOp) string {
+	obj := impl.NetworkObject(nid)
+	end := op.Return
+	if end.IsZero() {
+		end = c.Now()
+	}
+	var implStart time.Time
+	var orphaned []string
+	seen := 0
+	for _, e := range c.Rec.Events {
+		if e.Time.Before(op.Call) {
+			continue
+		}
+		if e.Time.After(end) {
+			break
+		}
+		if e.Object != obj || e.Kind != "log" {
+			continue
+		}
+		switch {
+		case strings.HasPrefix(e.Detail, "Lock is acquired for network id") && strings.Contains(e.Detail, "implement"):
+			implStart = e.Time
+		case strings.HasPrefix(e.Detail, "Found orphaned network"):
+			orphaned = append(orphaned, fmt.Sprintf("orphaned %.1f s after the implementation started", e.Time.Sub(implStart).Seconds()))
+		case strings.Contains(e.Detail, "in Implementing state is only") || strings.Contains(e.Detail, "has been Implementing for only") || strings.Contains(e.Detail, "not orphaned"):
+			seen++
+		}
+	}
+	switch {
+	case len(orphaned) > 0:
+		return strings.Join(orphaned, "; ")
+	case seen > 0:
+		return fmt.Sprintf("saw it Implementing %d times, no orphan", seen)
+	}
+	return ""
+}
+
+// compare lists where a run differs from what the scenario expects.
+func (e Expect) compare(r *Result, c *Cluster) []string {
+	var out []string
+	got := map[string]bool{}
+	for _, v := range r.Violations {
+		got[v.Invariant] = true
+	}
+	want := map[string]bool{}
+	for _, v := range e.Violations {
+		want[v] = true
+	}
+	for _, n := range invariantNames {
+		if contains(e.MayViolate, n) {
+			continue
+		}
+		if got[n] && !want[n] {
+			out = append(out, "unexpected violation of "+n)
+		}
+		if want[n] && !got[n] {
+			out = append(out, "expected a violation of "+n+", found none")
+		}
+	}
+	cases := make([]string, 0, len(e.Cases))
+	for k := range e.Cases {
+		cases = append(cases, k)
+	}
+	sort.Strings(cases)
+	for _, k := range cases {
+		w := e.Cases[k]
+		found := false
+		for _, cr := range r.Cases {
+			if cr.Case == k {
+				found = true
+				if w != "any" && cr.Result != w {
+					out = append(out, fmt.Sprintf("case %s: expected %s, got %s", k, w, cr.Result))
+				}
+			}
+		}
+		if !found {
+			out = append(out, "expected case "+k+" is not in the scenario")
+		}
+	}
+	names := make([]string, 0, len(e.States))
+	for k := range e.States {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		st, ok := c.VMState(k)
+		if !ok {
+			out = append(out, "no VM "+k)
+		} else if string(st) != e.States[k] {
+			out = append(out, fmt.Sprintf("VM %s: expected %s, got %s", k, e.States[k], st))
+		}
+	}
+	return out
+}

@@ -1,0 +1,215 @@
+package impl
+
+import (
+	"time"
+
+	"github.com/csconform/csconform/model/history"
+)
+
+// Agent is the KVM agent of one host (spec 3.13): it connects, pings every ping.interval with a report
+// of the powered-on domains only, sends an out-of-band ping when another domain shuts itself down or
+// crashes (the report collected at that moment), and runs Start/Stop/Delete commands.
+type Agent struct {
+	HostID string
+	Env    Env
+	Net    Transport
+	HV     Hypervisor
+	Sink   history.Sink // agent.log lines
+
+	pipe         Pipe
+	seq          int64
+	pingInterval time.Duration
+	dead         bool
+	startupAck   Signal
+	generation   int
+}
+
+// Reconnect back-off after a link drop (issue #8517).
+const agentReconnectDelay = 5 * time.Second
+
+// NewAgent returns an agent; Start runs it. Its tasks are named "agent/<host>/…".
+func NewAgent(hostID string, env Env, net Transport, hv Hypervisor, sink history.Sink) *Agent {
+	return &Agent{HostID: hostID, Env: env, Net: net, HV: hv, Sink: sink}
+}
+
+func (a *Agent) log(level, format string, args ...any) {
+	if a.Sink != nil {
+		a.Sink.Emit(history.Event{Time: a.Env.Now(), Actor: "agent/" + a.HostID, Kind: history.Log, Level: level,
+			Object: HostObject(a.HostID), Detail: sprintf(format, args...)})
+	}
+}
+
+func (a *Agent) task(name string, fn func()) { a.Env.Go("agent/"+a.HostID+"/"+name, fn) }
+
+// Start subscribes to lifecycle events and connects.
+func (a *Agent) Start() {
+	a.HV.Subscribe(a.onLifecycleChange)
+	a.task("connect", a.connectLoop)
+}
+
+// Shutdown is a graceful agent stop (systemctl stop cloudstack-agent): a ShutdownCommand, then the
+// socket closes. The domains keep running.
+func (a *Agent) Shutdown() {
+	if a.dead {
+		return
+	}
+	if a.pipe != nil {
+		a.seq++
+		_ = a.pipe.Send(Message{Seq: a.seq, Kind: MsgShutdown, HostID: a.HostID})
+	}
+	a.Kill()
+}
+
+// Kill is the agent process dying (kill -9): its socket closes, its domains keep running.
+func (a *Agent) Kill() {
+	a.dead = true
+	if a.pipe != nil {
+		a.pipe.Close()
+	}
+}
+
+func (a *Agent) connectLoop() {
+	for !a.dead {
+		p, err := a.Net.Dial(a.HostID)
+		if err != nil {
+			a.log("WARN", "Unable to connect to management server: %v", err)
+			a.Env.Sleep(agentReconnectDelay)
+			continue
+		}
+		a.pipe = p
+		a.generation++
+		gen := a.generation
+		a.startupAck = a.Env.NewSignal()
+		ack := a.startupAck
+		a.task("reader", func() { a.reader(p, gen) })
+		a.sendStartup(p)
+		if !ack.Wait(a.pingOrDefault()) || a.dead {
+			p.Close()
+			a.Env.Sleep(agentReconnectDelay)
+			continue
+		}
+		a.pingLoop(p, gen)
+		if a.dead {
+			return
+		}
+		a.log("INFO", "Lost connection to management server, reconnecting in %s", agentReconnectDelay)
+		a.Env.Sleep(agentReconnectDelay)
+	}
+}
+
+func (a *Agent) pingOrDefault() time.Duration {
+	if a.pingInterval > 0 {
+		return a.pingInterval
+	}
+	return 60 * time.Second
+}
+
+func (a *Agent) sendStartup(p Pipe) {
+	a.seq++
+	a.log("INFO", "Sending Startup command with %d running domains", len(a.HV.Running()))
+	_ = p.Send(Message{Seq: a.seq, Kind: MsgStartup, HostID: a.HostID, HasReport: true, Report: a.HV.Running(), CollectedAt: a.Env.Now()})
+}
+
+// pingLoop returns when the connection is gone.
+func (a *Agent) pingLoop(p Pipe, gen int) {
+	for !a.dead && a.generation == gen {
+		a.Env.Sleep(a.pingOrDefault())
+		if a.dead || a.generation != gen {
+			return
+		}
+		a.seq++
+		if err := p.Send(Message{Seq: a.seq, Kind: MsgPing, HostID: a.HostID, HasReport: true, Report: a.HV.Running(), CollectedAt: a.Env.Now()}); err != nil {
+			return
+		}
+	}
+}
+
+// reader handles the management server's requests and answers.
+func (a *Agent) reader(p Pipe, gen int) {
+	for {
+		m, err := p.Recv()
+		if err != nil {
+			if a.generation == gen {
+				a.generation++ // ends the ping loop
+			}
+			return
+		}
+		if m.Kind == MsgAnswer {
+			if m.PingInterval > 0 {
+				a.pingInterval = m.PingInterval
+				a.startupAck.Fire()
+			}
+			if m.SendStartup {
+				a.log("INFO", "Management server requested startup command to reinitialize the agent")
+				a.sendStartup(p)
+			}
+			continue
+		}
+		req := m
+		a.task("cmd", func() { a.execute(p, req) })
+	}
+}
+
+func (a *Agent) execute(p Pipe, m Message) {
+	ans := Message{Seq: m.Seq, Kind: MsgAnswer, HostID: a.HostID, Result: true}
+	switch m.Kind {
+	case MsgStart:
+		if err := a.HV.Start(*m.Domain); err != nil {
+			ans.Result, ans.Details = false, err.Error()
+		} else if m.WaitReady > 0 {
+			if err := a.HV.WaitReady(m.Domain.Name, m.WaitReady); err != nil {
+				ans.Result, ans.Details = false, err.Error()
+			}
+		}
+	case MsgStop:
+		if m.CheckFirst && contains(a.HV.Running(), m.VMName) {
+			ans.Result, ans.Details = false, "vm is still running on host"
+		} else if err := a.HV.Stop(m.VMName); err != nil {
+			ans.Result, ans.Details = false, err.Error()
+		}
+	case MsgDeleteVolume:
+		if err := a.HV.DeleteVolume(m.Path); err != nil {
+			ans.Result, ans.Details = false, err.Error()
+		}
+	case MsgReady, MsgCheckHealth:
+	default:
+		ans.Result, ans.Details = false, "unsupported command "+m.Kind
+	}
+	_ = p.Send(ans)
+}
+
+// onLifecycleChange is LibvirtDomainListener.onLifecycleChange: a self-shutdown or crash of any domain
+// triggers an out-of-band ping whose report is collected now.
+func (a *Agent) onLifecycleChange(ev LifecycleEvent) {
+	if a.dead || ev.Event != "STOPPED" {
+		return
+	}
+	switch ev.Detail {
+	case "SHUTDOWN", "CRASHED", "FAILED":
+		a.log("INFO", "Triggering out of band status update due to completed self-shutdown or crash of VM %s", ev.Domain)
+		a.triggerUpdate()
+	}
+}
+
+// triggerUpdate builds the report at call time and sends it with outOfBand = true.
+func (a *Agent) triggerUpdate() {
+	p := a.pipe
+	if p == nil {
+		return
+	}
+	report := a.HV.Running()
+	a.seq++
+	a.log("DEBUG", "Sending out of band ping with %d running domains", len(report))
+	if err := p.Send(Message{Seq: a.seq, Kind: MsgPing, HostID: a.HostID, HasReport: true, Report: report, OutOfBand: true, CollectedAt: a.Env.Now()}); err != nil {
+		a.log("WARN", "Unable to send ping update: %v", err)
+	}
+}
+
+func contains(xs []string, x string) bool {
+	for _, y := range xs {
+		if y == x {
+			return true
+		}
+	}
+	return false
+}

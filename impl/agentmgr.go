@@ -1,0 +1,303 @@
+package impl
+
+import (
+	"time"
+
+	"github.com/csconform/csconform/model/host"
+)
+
+// AgentManager is AgentManagerImpl: the attaches (one live connection per host), request/answer
+// routing, host status on connect, ping, ping timeout and disconnect.
+type AgentManager struct {
+	s        *Server
+	attaches map[string]*attache
+	seq      int64
+	conns    int
+	// Investigate is the HA investigation of a host whose agent went away (haMgr.investigate): Up,
+	// Down, Disconnected, or "" when it cannot be determined. The default says what a KVM host whose
+	// agent restarts or whose link drops looks like: Disconnected.
+	Investigate func(hostID string) host.Status
+}
+
+type attache struct {
+	host    string
+	pipe    Pipe
+	pending map[int64]*pendingReq
+	closed  bool
+}
+
+type pendingReq struct {
+	done   Signal
+	answer *Message
+	err    error
+}
+
+func newAgentManager(s *Server) *AgentManager {
+	return &AgentManager{s: s, attaches: map[string]*attache{},
+		Investigate: func(string) host.Status { return host.Disconnected }}
+}
+
+func (am *AgentManager) start(t *Thread) {
+	s := am.s
+	// Hosts this server owned are Disconnected until their agents come back (markHostsAsDisconnected).
+	for _, h := range s.DB.Hosts() {
+		if h.MSID == s.ID && h.Status == host.Up {
+			s.DB.HostTransit(t.Name, h.ID, host.ManagementServerDown, "")
+		}
+	}
+	s.Log(t, "INFO", "", "Ping Timeout is %s.", s.Config.PingTimeout())
+	s.Go("AgentAcceptor", am.acceptLoop)
+	s.Go("AgentMonitor", am.monitorTask)
+}
+
+func (am *AgentManager) acceptLoop(t *Thread) {
+	for {
+		p, err := am.s.Net.Accept()
+		if err != nil {
+			return
+		}
+		am.conns++
+		am.s.Go(am.s.nextThread("AgentConnection"), func(t *Thread) { am.serve(t, p) })
+	}
+}
+
+// serve reads one agent connection until it closes.
+func (am *AgentManager) serve(t *Thread, p Pipe) {
+	s := am.s
+	var a *attache
+	for {
+		m, err := p.Recv()
+		if err != nil {
+			if a != nil && am.attaches[a.host] == a && !a.closed {
+				s.Go(s.nextThread("DisconnectTask"), func(t *Thread) {
+					am.disconnectWithInvestigation(t, a, host.AgentDisconnected)
+				})
+			}
+			return
+		}
+		switch {
+		case m.Kind == MsgAnswer:
+			if a != nil {
+				if r, ok := a.pending[m.Seq]; ok {
+					delete(a.pending, m.Seq)
+					r.answer = &m
+					r.done.Fire()
+				}
+			}
+		case m.Kind == MsgStartup:
+			if a != nil && am.attaches[a.host] == a {
+				am.removeAgent(a)
+			}
+			a = &attache{host: m.HostID, pipe: p, pending: map[int64]*pendingReq{}}
+			if old := am.attaches[m.HostID]; old != nil {
+				am.removeAgent(old)
+			}
+			am.attaches[m.HostID] = a
+			aa, mm := a, m
+			s.Go(s.nextThread("AgentConnectTaskPool"), func(t *Thread) { am.connectAgent(t, aa, mm) })
+		case a != nil && m.Kind == MsgShutdown:
+			// handled before reading on, so the socket close that follows finds the host already gone
+			am.processRequest(t, a, m)
+		case a != nil:
+			aa, mm := a, m
+			s.Go(s.nextThread("AgentTaskPool"), func(t *Thread) { am.processRequest(t, aa, mm) })
+		}
+	}
+}
+
+// connectAgent: StartupAnswer with the ping interval, processConnect listeners, Ready → Up.
+func (am *AgentManager) connectAgent(t *Thread, a *attache, m Message) {
+	s := am.s
+	s.DB.HostTransit(t.Name, a.host, host.AgentConnected, s.ID)
+	s.DB.SetLastPinged(a.host, s.Env.Now())
+	if err := a.pipe.Send(Message{Seq: m.Seq, Kind: MsgAnswer, Result: true, PingInterval: s.Config.PingInterval()}); err != nil {
+		return
+	}
+	// processConnect: VMMI resets power tracking for the host.
+	s.Log(t, "INFO", HostObject(a.host), "Reset VM power state sync for host: %s", a.host)
+	s.DB.ResetHostPowerStateTracking(a.host)
+	if m.HasReport {
+		s.processHostVmStateReport(t, a.host, m.Report, m.CollectedAt, false)
+	}
+	if _, err := am.send(t, a.host, Message{Kind: MsgReady}, 30*time.Second, true); err != nil {
+		return
+	}
+	if am.attaches[a.host] == a {
+		s.DB.HostTransit(t.Name, a.host, host.Ready, s.ID)
+	}
+}
+
+func (am *AgentManager) processRequest(t *Thread, a *attache, m Message) {
+	s := am.s
+	switch m.Kind {
+	case MsgPing:
+		s.DB.SetLastPinged(a.host, s.Env.Now())
+		if m.OutOfBand {
+			s.Log(t, "DEBUG", HostObject(a.host), "Ping from Routing host %s (out of band, collected %s)", a.host, m.CollectedAt.Format("15:04:05.000"))
+		}
+		if m.HasReport {
+			s.processHostVmStateReport(t, a.host, m.Report, m.CollectedAt, m.OutOfBand)
+		}
+		answer := Message{Seq: m.Seq, Kind: MsgAnswer, Result: true}
+		if h := s.DB.Host(a.host); h != nil && h.Status != host.Up && am.attaches[a.host] == a {
+			if h.Status != host.Connecting {
+				answer.SendStartup = true
+			}
+		}
+		_ = a.pipe.Send(answer)
+	case MsgShutdown:
+		s.Log(t, "INFO", HostObject(a.host), "Host %s is disconnecting with event %s", a.host, host.ShutdownRequested)
+		am.handleDisconnectWithoutInvestigation(t, a, host.ShutdownRequested)
+		_ = a.pipe.Send(Message{Seq: m.Seq, Kind: MsgAnswer, Result: true})
+	default:
+		_ = a.pipe.Send(Message{Seq: m.Seq, Kind: MsgAnswer, Result: false, Details: "unsupported " + m.Kind})
+	}
+}
+
+// Send is AgentManagerImpl.send: a synchronous command with wait (0 = the `wait` setting).
+func (am *AgentManager) Send(t *Thread, hostID string, m Message, wait time.Duration) (*Message, error) {
+	return am.send(t, hostID, m, wait, false)
+}
+
+func (am *AgentManager) send(t *Thread, hostID string, m Message, wait time.Duration, connecting bool) (*Message, error) {
+	s := am.s
+	if wait <= 0 {
+		wait = s.Config.Seconds("wait")
+	}
+	a := am.attaches[hostID]
+	if a == nil || a.closed {
+		if h := s.DB.Host(hostID); h != nil && h.Status != host.Up {
+			return nil, &AgentUnavailableError{Host: hostID, Reason: "Host with specified id is not in the right state: " + string(h.Status)}
+		}
+		return nil, &AgentUnavailableError{Host: hostID, Reason: "agent not logged into this management server"}
+	}
+	if !connecting {
+		if h := s.DB.Host(hostID); h == nil || (h.Status != host.Up && h.Status != host.Connecting) {
+			st := host.Status("")
+			if h != nil {
+				st = h.Status
+			}
+			return nil, &AgentUnavailableError{Host: hostID, Reason: "Host with specified id is not in the right state: " + string(st)}
+		}
+	}
+	am.seq++
+	m.Seq = am.seq
+	m.HostID = hostID
+	r := &pendingReq{done: s.Env.NewSignal()}
+	a.pending[m.Seq] = r
+	if err := a.pipe.Send(m); err != nil {
+		delete(a.pending, m.Seq)
+		return nil, &AgentUnavailableError{Host: hostID, Reason: "Unable to send: " + err.Error()}
+	}
+	if !r.done.Wait(wait) {
+		delete(a.pending, m.Seq)
+		return nil, &OperationTimedoutError{Host: hostID, Cmd: m.Kind}
+	}
+	if r.err != nil {
+		return nil, r.err
+	}
+	return r.answer, nil
+}
+
+// EasySend is easySend: null when the host is not Up/Connecting or on any error.
+func (am *AgentManager) EasySend(t *Thread, hostID string, m Message) *Message {
+	h := am.s.DB.Host(hostID)
+	if h == nil || (h.Status != host.Up && h.Status != host.Connecting) {
+		am.s.Log(t, "DEBUG", HostObject(hostID), "Can not send command %s due to Host %s not being up", m.Kind, hostID)
+		return nil
+	}
+	ans, err := am.Send(t, hostID, m, 0)
+	if err != nil {
+		return nil
+	}
+	return ans
+}
+
+// removeAgent drops the attache and cancels its outstanding requests as agent-unavailable.
+func (am *AgentManager) removeAgent(a *attache) {
+	if a.closed {
+		return
+	}
+	a.closed = true
+	if am.attaches[a.host] == a {
+		delete(am.attaches, a.host)
+	}
+	a.pipe.Close()
+	seqs := make([]int64, 0, len(a.pending))
+	for seq := range a.pending {
+		seqs = append(seqs, seq)
+	}
+	sortInt64s(seqs)
+	for _, seq := range seqs {
+		r := a.pending[seq]
+		r.err = &AgentUnavailableError{Host: a.host, Reason: "request cancelled: agent disconnected"}
+		r.done.Fire()
+	}
+	a.pending = map[int64]*pendingReq{}
+}
+
+func (am *AgentManager) handleDisconnectWithoutInvestigation(t *Thread, a *attache, ev host.Event) {
+	am.removeAgent(a)
+	am.s.DB.HostTransit(t.Name, a.host, ev, "")
+}
+
+// disconnectWithInvestigation is handleDisconnectWithInvestigation (spec 3.14 step 6).
+func (am *AgentManager) disconnectWithInvestigation(t *Thread, a *attache, ev host.Event) {
+	s := am.s
+	h := s.DB.Host(a.host)
+	if h == nil {
+		return
+	}
+	next, ok := host.Next(h.Status, ev)
+	if !ok || next != host.Alert {
+		am.handleDisconnectWithoutInvestigation(t, a, ev)
+		return
+	}
+	s.Log(t, "INFO", HostObject(a.host), "Investigating why host %s has disconnected with event %s", a.host, ev)
+	switch am.Investigate(a.host) {
+	case host.Up:
+		s.Log(t, "DEBUG", HostObject(a.host), "Agent is determined to be up and running")
+		s.DB.HostTransit(t.Name, a.host, host.Ping, "")
+		return
+	case host.Down:
+		s.Log(t, "ERROR", HostObject(a.host), "Host %s is down. Starting HA on the VMs", a.host)
+		am.handleDisconnectWithoutInvestigation(t, a, host.HostDown)
+		return
+	case host.Disconnected:
+		s.Log(t, "WARN", HostObject(a.host), "Agent is disconnected but the host is still up: %s state: %s", a.host, h.Status)
+		am.handleDisconnectWithoutInvestigation(t, a, ev)
+	default:
+		if s.Env.Now().Sub(h.LastPinged) > s.Config.Seconds("alert.wait") {
+			am.handleDisconnectWithoutInvestigation(t, a, ev)
+			return
+		}
+		s.Log(t, "WARN", HostObject(a.host), "Agent %s state cannot be determined, do nothing", a.host)
+	}
+}
+
+// monitorTask is MonitorTask: agents behind on ping are disconnected with investigation.
+func (am *AgentManager) monitorTask(t *Thread) {
+	s := am.s
+	for {
+		s.Env.Sleep(s.Config.PingInterval())
+		cut := s.Env.Now().Add(-s.Config.PingTimeout())
+		var behind []*attache
+		for _, h := range s.DB.Hosts() {
+			if a := am.attaches[h.ID]; a != nil && h.LastPinged.Before(cut) {
+				behind = append(behind, a)
+			}
+		}
+		for _, a := range behind {
+			s.Log(t, "INFO", HostObject(a.host), "Ping timeout for agent %s, do investigation", a.host)
+			am.disconnectWithInvestigation(t, a, host.PingTimeout)
+		}
+	}
+}
+
+func sortInt64s(x []int64) {
+	for i := 1; i < len(x); i++ {
+		for j := i; j > 0 && x[j] < x[j-1]; j-- {
+			x[j], x[j-1] = x[j-1], x[j]
+		}
+	}
+}

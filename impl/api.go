@@ -1,0 +1,115 @@
+package impl
+
+import (
+	"github.com/csconform/csconform/model/vm"
+)
+
+// The client's face of the server: each call is an API command that becomes an async job, as in
+// CloudStack. Callers poll the job (WaitJob) like cloudstack-go's queryAsyncJobResult loop.
+
+// CreateNetwork is createNetwork: the network stays Allocated until a VM start implements it.
+func (s *Server) CreateNetwork(name string, persistent bool, poolSize int) *NetworkVO {
+	if poolSize <= 0 {
+		poolSize = 32
+	}
+	return s.DB.CreateNetwork("api", name, persistent, poolSize)
+}
+
+// DeployVirtualMachine allocates the VM (record, NICs, ROOT volume) and starts it in a job, through
+// VMEntityManagerImpl.deployVirtualMachine, which retries the start once on any exception.
+func (s *Server) DeployVirtualMachine(name string, networks []int64, hostID string) (*VMVO, *JobVO) {
+	v := s.AllocateVirtualMachine(name, networks)
+	j := s.jobs.SubmitAPIJob("DeployVMCmd", "VirtualMachine", v.ID, func(t *Thread, _ *JobVO) error {
+		err := s.startWithRetry(t, v.ID, hostID)
+		if err == nil {
+			cur := s.DB.VM(v.ID)
+			if cur.State == vm.Running {
+				return nil
+			}
+			s.Log(t, "ERROR", VMObject(v.ID), "VM %s is in %s state after its start completed", cur.Name, cur.State)
+			err = runtimeErr("Unable to deploy VM %s: it is %s after start", cur.Name, cur.State)
+		}
+		if cur := s.DB.VM(v.ID); cur != nil && cur.State == vm.Stopped {
+			s.DB.UpdateVMState(t.Name, cur, vm.OperationFailedToError, vm.Error, "")
+		}
+		s.Log(t, "WARN", VMObject(v.ID), "ALERT: Failed to deploy Instance %s: %v", v.Name, err)
+		return err
+	})
+	return v, j
+}
+
+// AllocateVirtualMachine is the allocation half of deployVirtualMachine (startvm=false): the record,
+// its NICs and its ROOT volume, Stopped.
+func (s *Server) AllocateVirtualMachine(name string, networks []int64) *VMVO {
+	v := s.DB.CreateVM("api", name, "User", networks)
+	for _, n := range networks {
+		s.DB.CreateNic(v.ID, n)
+	}
+	s.DB.CreateVolume("api", v.ID)
+	return v
+}
+
+// startWithRetry is VMEntityManagerImpl's start with a planner reservation: any exception → one more
+// start.
+func (s *Server) startWithRetry(t *Thread, vmID int64, hostID string) error {
+	err := s.advanceStart(t, vmID, hostID)
+	if err == nil {
+		return nil
+	}
+	s.Log(t, "WARN", VMObject(vmID), "Start of VM %d failed, retrying once: %v", vmID, err)
+	return s.advanceStart(t, vmID, hostID)
+}
+
+// StartVirtualMachine is the startVirtualMachine API: the start is retried once.
+func (s *Server) StartVirtualMachine(vmID int64, hostID string) *JobVO {
+	return s.jobs.SubmitAPIJob("StartVMCmd", "VirtualMachine", vmID, func(t *Thread, _ *JobVO) error {
+		if err := s.startWithRetry(t, vmID, hostID); err != nil {
+			return err
+		}
+		if cur := s.DB.VM(vmID); cur.State != vm.Running {
+			return runtimeErr("VM %s is in %s state after its start completed", cur.Name, cur.State)
+		}
+		return nil
+	})
+}
+
+// StartVirtualMachineOnce is the instance boot group / HA path: advanceStart exactly once.
+func (s *Server) StartVirtualMachineOnce(vmID int64, hostID string) *JobVO {
+	return s.jobs.SubmitAPIJob("StartInstanceBootGroup", "VirtualMachine", vmID, func(t *Thread, _ *JobVO) error {
+		if err := s.advanceStart(t, vmID, hostID); err != nil {
+			s.Log(t, "WARN", VMObject(vmID), "boot group start halted (tier 0: failed to start a VM): %v", err)
+			return err
+		}
+		if cur := s.DB.VM(vmID); cur.State != vm.Running {
+			return runtimeErr("VM %s is in %s state after its start completed", cur.Name, cur.State)
+		}
+		return nil
+	})
+}
+
+// StopVirtualMachine is stopVirtualMachine (forced=true is the API's forced stop).
+func (s *Server) StopVirtualMachine(vmID int64, forced bool) *JobVO {
+	return s.jobs.SubmitAPIJob("StopVMCmd", "VirtualMachine", vmID, func(t *Thread, _ *JobVO) error {
+		return s.advanceStop(t, vmID, forced)
+	})
+}
+
+// DestroyVirtualMachine is destroyVirtualMachine (expunge=true expunges at once).
+func (s *Server) DestroyVirtualMachine(vmID int64, expunge bool) *JobVO {
+	return s.jobs.SubmitAPIJob("DestroyVMCmd", "VirtualMachine", vmID, func(t *Thread, _ *JobVO) error {
+		return s.destroy(t, vmID, expunge)
+	})
+}
+
+// ExpungeVirtualMachine is expungeVirtualMachine for a Destroyed VM.
+func (s *Server) ExpungeVirtualMachine(vmID int64) *JobVO {
+	return s.jobs.SubmitAPIJob("ExpungeVMCmd", "VirtualMachine", vmID, func(t *Thread, _ *JobVO) error {
+		return s.advanceExpunge(t, vmID)
+	})
+}
+
+// WaitJob polls a job until it is done, every second, and returns its error.
+func (s *Server) WaitJob(j *JobVO) error {
+	_, err := s.jobs.WaitJob(j.ID, jobPoll, 0)
+	return err
+}

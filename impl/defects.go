@@ -1,0 +1,96 @@
+package impl
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// Defect is one known defect, switchable on its own.
+type Defect struct {
+	Name, Summary string
+}
+
+// Defects are the switches, in the order the reports give them.
+var Defects = []Defect{
+	{"D1", "orphaned-network cleanup ages networks from creation, takes no lock and writes Shutdown directly (#12409, #14522)"},
+	{"D2a", "a forced (out-of-band) power report skips the graceful period for missing VMs (#14206 cause 1)"},
+	{"D2b", "PowerReportMissing releases NICs and volumes without sending a StopCommand (#14206 cause 2)"},
+	{"D2c", "expunge never contacts the host for a VM in Error or Stopped: advanceStop returns early (#14206 cause 3)"},
+	{"D2d", "a power-on report for a Destroyed/Expunging VM is only logged (#14206 cause 4)"},
+	{"D2e", "unknown domains in a report are only debug-logged (#14206 cause 5)"},
+	{"D3", "a forced stop releases resources when the host is only transiently unreachable (vm.destroy.forcestop)"},
+}
+
+// Switches says which defects are on.
+type Switches map[string]bool
+
+// Profiles are named sets of switches.
+var Profiles = map[string]Switches{
+	"cloudstack-4.22": allDefects(true),
+	"fixed":           allDefects(false),
+}
+
+func allDefects(on bool) Switches {
+	s := Switches{}
+	for _, d := range Defects {
+		s[d.Name] = on
+	}
+	return s
+}
+
+// ProfileNames lists the profiles, sorted.
+func ProfileNames() []string {
+	var n []string
+	for k := range Profiles {
+		n = append(n, k)
+	}
+	sort.Strings(n)
+	return n
+}
+
+// Profile returns a copy of a named profile's switches.
+func Profile(name string) (Switches, error) {
+	p, ok := Profiles[name]
+	if !ok {
+		return nil, fmt.Errorf("unknown profile %q (known: %s)", name, strings.Join(ProfileNames(), ", "))
+	}
+	s := Switches{}
+	for k, v := range p {
+		s[k] = v
+	}
+	return s, nil
+}
+
+// ParseDefects turns "D1,D2a" into switches with exactly those on; "D2" means all of D2a–D2e.
+func ParseDefects(list string) (Switches, error) {
+	s := allDefects(false)
+	for _, f := range strings.Split(list, ",") {
+		f = strings.TrimSpace(f)
+		if f == "" || strings.EqualFold(f, "none") {
+			continue
+		}
+		matched := false
+		for _, d := range Defects {
+			if strings.EqualFold(d.Name, f) || strings.HasPrefix(strings.ToUpper(d.Name), strings.ToUpper(f)) && len(f) == 2 {
+				s[d.Name] = true
+				matched = true
+			}
+		}
+		if !matched {
+			return nil, fmt.Errorf("unknown defect %q (known: D1, D2, D2a–D2e, D3)", f)
+		}
+	}
+	return s, nil
+}
+
+// On lists the switches that are on, in the order of Defects.
+func (s Switches) On() []string {
+	var out []string
+	for _, d := range Defects {
+		if s[d.Name] {
+			out = append(out, d.Name)
+		}
+	}
+	return out
+}

@@ -1,0 +1,82 @@
+// Package impl is the reference management server and KVM-style agent: straight-line Go that reads
+// like CloudStack's threads. It never touches time, goroutines, sockets or hypervisors itself; it asks
+// an Env, a Transport and a Hypervisor for them, so the same code runs in the deterministic simulator
+// and in the real worlds.
+package impl
+
+import (
+	"errors"
+	"time"
+)
+
+// Env is the world's clock and task runner. In the simulator time is virtual and only one task runs at
+// a time; in the real world these are time and goroutines.
+type Env interface {
+	Now() time.Time
+	// Sleep parks the calling task for d (d <= 0 still yields to other runnable tasks).
+	Sleep(d time.Duration)
+	// Go starts a background task. The name says which thread of CloudStack it plays.
+	Go(name string, fn func())
+	// NewSignal returns a one-shot event that tasks can wait on.
+	NewSignal() Signal
+}
+
+// Signal is a one-shot event.
+type Signal interface {
+	Fire()
+	// Wait parks until Fire or until timeout passes (timeout <= 0 waits forever); true if fired.
+	Wait(timeout time.Duration) bool
+}
+
+// ErrClosed is returned by a Pipe whose connection is gone.
+var ErrClosed = errors.New("connection closed")
+
+// Pipe is one management-server ↔ agent connection as seen from one end. A cut link loses messages
+// without closing the pipe: as in CloudStack, only missed pings or a timed-out command notice it.
+type Pipe interface {
+	Send(m Message) error
+	// Recv parks until a message arrives; ErrClosed once the connection is closed and drained.
+	Recv() (Message, error)
+	Close()
+}
+
+// Transport connects agents to the management server.
+type Transport interface {
+	// Dial is the agent's side: connect to the management server.
+	Dial(hostID string) (Pipe, error)
+	// Accept is the management server's side: the next agent connection.
+	Accept() (Pipe, error)
+}
+
+// Hypervisor is one host's domains as the agent sees them (libvirt on KVM).
+type Hypervisor interface {
+	// Start defines and creates a domain; it returns once the domain runs (not once the guest is ready).
+	Start(d DomainSpec) error
+	// WaitReady parks until the guest says it is ready (a router's boot), or timeout.
+	WaitReady(name string, timeout time.Duration) error
+	// Stop destroys the domain and returns once it is gone; a domain that does not exist is not an error.
+	Stop(name string) error
+	// Running lists the powered-on domains, sorted by name.
+	Running() []string
+	// DeleteVolume removes a volume; it fails while a running domain holds it open.
+	DeleteVolume(path string) error
+	// Subscribe registers the listener for lifecycle events (libvirt's domain event callback).
+	Subscribe(fn func(LifecycleEvent))
+}
+
+// DomainSpec is what a StartCommand asks the host to run.
+type DomainSpec struct {
+	Name      string   `json:"name"`
+	Type      string   `json:"type"` // "User" or "DomainRouter"
+	MemoryMiB int      `json:"memoryMiB"`
+	IPs       []string `json:"ips,omitempty"`
+	MACs      []string `json:"macs,omitempty"`
+	Disks     []string `json:"disks,omitempty"`
+}
+
+// LifecycleEvent is a libvirt domain lifecycle event.
+type LifecycleEvent struct {
+	Domain string `json:"domain"`
+	Event  string `json:"event"`  // "STARTED", "STOPPED", "SHUTDOWN"
+	Detail string `json:"detail"` // for STOPPED: "SHUTDOWN", "CRASHED", "FAILED", "DESTROYED"
+}

@@ -1,0 +1,46 @@
+package impl
+
+import "fmt"
+
+// The exceptions the orchestration paths branch on, named as in CloudStack.
+
+// AgentUnavailableError is AgentUnavailableException: the host could not be asked at all.
+type AgentUnavailableError struct {
+	Host, Reason string
+}
+
+func (e *AgentUnavailableError) Error() string {
+	return fmt.Sprintf("AgentUnavailableException: Resource [Host:%s] is unreachable: Host %s: %s", e.Host, e.Host, e.Reason)
+}
+
+// OperationTimedoutError is OperationTimedoutException: no answer within the wait.
+type OperationTimedoutError struct {
+	Host, Cmd string
+}
+
+func (e *OperationTimedoutError) Error() string {
+	return fmt.Sprintf("OperationTimedoutException: Commands %s to Host %s timed out", e.Cmd, e.Host)
+}
+
+// ResourceUnavailableError is ResourceUnavailableException.
+type ResourceUnavailableError struct {
+	Resource, Reason string
+}
+
+func (e *ResourceUnavailableError) Error() string {
+	return fmt.Sprintf("ResourceUnavailableException: Resource [%s] is unreachable: %s", e.Resource, e.Reason)
+}
+
+// ConcurrentOperationError is ConcurrentOperationException.
+type ConcurrentOperationError struct{ Msg string }
+
+func (e *ConcurrentOperationError) Error() string { return "ConcurrentOperationException: " + e.Msg }
+
+// CloudRuntimeError is CloudRuntimeException.
+type CloudRuntimeError struct{ Msg string }
+
+func (e *CloudRuntimeError) Error() string { return "CloudRuntimeException: " + e.Msg }
+
+func runtimeErr(format string, args ...any) error {
+	return &CloudRuntimeError{Msg: fmt.Sprintf(format, args...)}
+}

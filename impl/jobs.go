@@ -1,0 +1,179 @@
+package impl
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/csconform/csconform/model/job"
+	"github.com/csconform/csconform/model/network"
+	"github.com/csconform/csconform/model/vm"
+)
+
+// AsyncJobManager is AsyncJobManagerImpl: API jobs, VM work jobs serialised per VM on the
+// VmWorkJobQueue and dispatched by the 2 s heartbeat, and the 10 s GC task that hosts the
+// orphaned-network cleanup of PR #12409.
+type AsyncJobManager struct {
+	s      *Server
+	queues map[int64][]*workItem // VmWorkJobQueue, keyed by VM id
+	errs   map[int64]error       // a failed job's exception, as CloudStack serialises it into the result
+}
+
+type workItem struct {
+	job     *JobVO
+	fn      func(t *Thread) error
+	running bool
+}
+
+// Heartbeat and GC periods (fixed in CloudStack).
+const (
+	HeartbeatInterval = 2 * time.Second
+	GCInterval        = 10 * time.Second
+)
+
+func newAsyncJobManager(s *Server) *AsyncJobManager {
+	return &AsyncJobManager{s: s, queues: map[int64][]*workItem{}, errs: map[int64]error{}}
+}
+
+func (m *AsyncJobManager) start() {
+	m.s.Go("AsyncJobMgr-Heartbeat-1", m.heartbeat)
+	m.s.Go("AsyncJobMgr-Heartbeat-2", m.gcTask)
+}
+
+// SubmitAPIJob runs fn as an API job in its own executor thread and returns the job row at once.
+func (m *AsyncJobManager) SubmitAPIJob(cmd, instanceType string, instanceID int64, fn func(t *Thread, j *JobVO) error) *JobVO {
+	s := m.s
+	name := s.nextThread("API-Job-Executor")
+	j := s.DB.CreateJob(name, cmd, instanceType, instanceID, s.ID)
+	s.Go(name, func(t *Thread) {
+		err := fn(t, j)
+		m.complete(t, j.ID, err)
+	})
+	return j
+}
+
+func (m *AsyncJobManager) complete(t *Thread, id int64, err error) {
+	if err != nil {
+		m.errs[id] = err
+		m.s.DB.CompleteJob(t.Name, id, job.Failed, 530, err.Error())
+		return
+	}
+	m.s.DB.CompleteJob(t.Name, id, job.Succeeded, 0, "")
+}
+
+// JobError is the exception a failed job ended with (nil while running or on success).
+func (m *AsyncJobManager) JobError(id int64) error {
+	if err, ok := m.errs[id]; ok {
+		return err
+	}
+	if j := m.s.DB.Job(id); j != nil && j.Status.Done() && j.Status != job.Succeeded {
+		return errors.New(j.Result)
+	}
+	return nil
+}
+
+// WaitJob polls a job every interval until it is done or timeout passes (cloudstack-go's
+// queryAsyncJobResult loop, or a VM work job's VmStateSyncOutcome).
+func (m *AsyncJobManager) WaitJob(id int64, interval, timeout time.Duration) (job.Status, error) {
+	deadline := m.s.Env.Now().Add(timeout)
+	for {
+		j := m.s.DB.Job(id)
+		if j == nil {
+			return job.Failed, fmt.Errorf("job %d is gone", id)
+		}
+		if j.Status.Done() {
+			return j.Status, m.JobError(id)
+		}
+		if timeout > 0 && !m.s.Env.Now().Before(deadline) {
+			return job.InProgress, &OperationTimedoutError{Host: "-", Cmd: j.Cmd}
+		}
+		m.s.Env.Sleep(interval)
+	}
+}
+
+// runVmWork is startVmThroughJobQueue / stopVmThroughJobQueue: a VmWork job on the VM's queue, joined
+// by the caller, who polls it every vm.job.check.interval.
+func (m *AsyncJobManager) runVmWork(t *Thread, cmd string, vmID int64, fn func(t *Thread) error) error {
+	s := m.s
+	j := s.DB.CreateJob(t.Name, cmd, "VirtualMachine", vmID, s.ID)
+	m.queues[vmID] = append(m.queues[vmID], &workItem{job: j, fn: fn})
+	_, err := m.WaitJob(j.ID, s.Config.Millis("vm.job.check.interval"), s.Config.Millis("vm.job.timeout"))
+	return err
+}
+
+// PendingWorkJobs reports whether a VM has an IN_PROGRESS work job (listPendingWorkJobs).
+func (m *AsyncJobManager) PendingWorkJobs(vmID int64) bool {
+	return len(m.s.DB.Jobs(func(j *JobVO) bool {
+		return j.InstanceType == "VirtualMachine" && j.InstanceID == vmID && j.Status == job.InProgress && len(j.Cmd) > 6 && j.Cmd[:6] == "VmWork"
+	})) > 0
+}
+
+// heartbeat dispatches the head of each VM's queue (at most one work job per VM runs at a time).
+func (m *AsyncJobManager) heartbeat(t *Thread) {
+	s := m.s
+	for {
+		s.Env.Sleep(HeartbeatInterval)
+		ids := make([]int64, 0, len(m.queues))
+		for id := range m.queues {
+			ids = append(ids, id)
+		}
+		sortInt64s(ids)
+		for _, id := range ids {
+			q := m.queues[id]
+			if len(q) == 0 || q[0].running {
+				continue
+			}
+			w := q[0]
+			w.running = true
+			vmID := id
+			name := s.nextThread("Work-Job-Executor")
+			s.Go(name, func(t *Thread) {
+				err := w.fn(t)
+				m.complete(t, w.job.ID, err)
+				q := m.queues[vmID]
+				if len(q) > 0 && q[0] == w {
+					m.queues[vmID] = q[1:]
+				}
+				if len(m.queues[vmID]) == 0 {
+					delete(m.queues, vmID)
+				}
+			})
+		}
+	}
+}
+
+// gcTask is the GC task: every 10 s, among other things, the orphaned-network cleanup.
+func (m *AsyncJobManager) gcTask(t *Thread) {
+	for {
+		m.s.Env.Sleep(GCInterval)
+		m.s.cleanupOrphanedNetworks(t)
+	}
+}
+
+// cleanupLeftOverJobs cancels this server's IN_PROGRESS jobs after a restart and moves their objects
+// out of transitional states (cleanupResources, PR #8394) — without any network lock.
+func (m *AsyncJobManager) cleanupLeftOverJobs(t *Thread) {
+	s := m.s
+	for _, j := range s.DB.Jobs(func(j *JobVO) bool { return j.MSID == s.ID && j.Status == job.InProgress }) {
+		s.Log(t, "DEBUG", JobObject(j.ID), "Cancel left-over job-%d", j.ID)
+		s.DB.CompleteJob(t.Name, j.ID, job.Failed, 530, "job cancelled because of management server restart or shutdown")
+		switch j.InstanceType {
+		case "VirtualMachine":
+			v := s.DB.VM(j.InstanceID)
+			if v != nil && v.State.IsTransitional() {
+				if to, ok := vm.Next(v.State, vm.OperationFailed); ok {
+					host := v.HostID
+					if to == vm.Stopped {
+						host = ""
+					}
+					s.DB.UpdateVMState(t.Name, v, vm.OperationFailed, to, host)
+				}
+			}
+		case "Network":
+			n := s.DB.Network(j.InstanceID)
+			if n != nil && n.State == network.Implementing {
+				s.DB.UpdateNetworkState(t.Name, n, network.Shutdown, "cleanupResources: OperationFailed", false)
+			}
+		}
+	}
+}

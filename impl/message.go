@@ -1,0 +1,47 @@
+package impl
+
+import "time"
+
+// Message kinds on the agent link, named after CloudStack's commands and answers.
+const (
+	MsgStartup       = "StartupCommand"    // agent → MS, carries a full report
+	MsgStartupAnswer = "StartupAnswer"     // MS → agent, carries ping.interval
+	MsgReady         = "ReadyCommand"      // MS → agent
+	MsgPing          = "PingRoutingCommand" // agent → MS, carries a report of powered-on domains
+	MsgPingAnswer    = "PingAnswer"        // MS → agent
+	MsgShutdown      = "ShutdownCommand"   // agent → MS on a graceful agent stop
+	MsgStart         = "StartCommand"      // MS → agent
+	MsgStop          = "StopCommand"       // MS → agent
+	MsgDeleteVolume  = "DeleteCommand"     // MS → agent
+	MsgCheckHealth   = "CheckHealthCommand"
+	MsgAnswer        = "Answer" // the reply to any request; Seq names the request
+)
+
+// Message is one frame on the agent link. It is a flat struct so that the real transport can encode it
+// as JSON without a registry of types.
+type Message struct {
+	Seq    int64  `json:"seq"`
+	Kind   string `json:"kind"`
+	HostID string `json:"hostId,omitempty"`
+
+	// Reports (Startup, Ping): the powered-on domains, as KVM sends only those.
+	Report      []string  `json:"report,omitempty"`
+	HasReport   bool      `json:"hasReport,omitempty"`
+	OutOfBand   bool      `json:"outOfBand,omitempty"`
+	CollectedAt time.Time `json:"collectedAt,omitzero"`
+
+	// StartupAnswer
+	PingInterval time.Duration `json:"pingInterval,omitempty"`
+	SendStartup  bool          `json:"sendStartup,omitempty"` // PingAnswer asks the agent to re-send startup
+
+	// Start / Stop / Delete
+	Domain     *DomainSpec   `json:"domain,omitempty"`
+	WaitReady  time.Duration `json:"waitReady,omitempty"` // a router start answers once the guest is ready
+	VMName     string        `json:"vmName,omitempty"`
+	CheckFirst bool          `json:"checkBeforeCleanup,omitempty"`
+	Path       string        `json:"path,omitempty"`
+
+	// Answer
+	Result  bool   `json:"result,omitempty"`
+	Details string `json:"details,omitempty"`
+}

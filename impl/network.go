@@ -1,0 +1,375 @@
+package impl
+
+import (
+	"time"
+
+	"github.com/csconform/csconform/model/network"
+	"github.com/csconform/csconform/model/vm"
+)
+
+// NetworkOrchestrator paths (spec 3.3–3.7) and the orphaned-network cleanup (4.1).
+
+func isNetworkImplemented(n *NetworkVO) bool {
+	return n.State == network.Implemented || (n.State == network.Setup && !n.Persistent)
+}
+
+// implementNetwork holds the network's lock-table entry for the whole implementation, including the
+// virtual router's boot (spec 3.3).
+func (s *Server) implementNetwork(t *Thread, id int64, dest string) (n *NetworkVO, err error) {
+	n = s.DB.Network(id)
+	if n == nil {
+		return nil, runtimeErr("Unable to find network %d", id)
+	}
+	if isNetworkImplemented(n) {
+		s.Log(t, "DEBUG", NetworkObject(id), "Network %d is already implemented", id)
+		return n, nil
+	}
+	key := NetworkLockKey(id)
+	if !s.acquireInLockTable(t, key, s.Config.Seconds("network.lock.timeout")) {
+		return nil, &ConcurrentOperationError{Msg: "Unable to acquire network configuration: " + itoa(id)}
+	}
+	s.Log(t, "DEBUG", NetworkObject(id), "Lock is acquired for network id %d as a part of network implement", id)
+	defer func() {
+		s.releaseFromLockTable(t, key)
+		s.Log(t, "DEBUG", NetworkObject(id), "Lock is released for network %d as a part of network implement", id)
+	}()
+	n = s.DB.Network(id)
+	if isNetworkImplemented(n) {
+		return n, nil
+	}
+	failed := true
+	defer func() {
+		if !failed {
+			return
+		}
+		s.Log(t, "DEBUG", NetworkObject(id), "Cleaning up because we're unable to implement the network %d", id)
+		if to, ok := network.Next(n.State, network.OperationFailed); ok {
+			s.DB.UpdateNetworkState(t.Name, n, to, "implementNetwork failed: OperationFailed", false)
+		}
+		s.shutdownNetwork(t, id)
+		n = nil
+	}()
+	s.Log(t, "DEBUG", NetworkObject(id), "Asking GuestNetworkGuru to implement network %d", id)
+	to, ok := network.Next(n.State, network.ImplementNetwork)
+	if !ok {
+		s.Log(t, "ERROR", NetworkObject(id), "NoTransitionException: unable to transition network %d from %s via %s", id, n.State, network.ImplementNetwork)
+		return nil, runtimeErr("Unable to implement network %d in state %s", id, n.State)
+	}
+	s.DB.UpdateNetworkState(t.Name, n, to, "implementNetwork: ImplementNetwork", false)
+	s.Env.Sleep(100 * time.Millisecond) // guru.implement
+	if err := s.implementElements(t, n, dest); err != nil {
+		s.Log(t, "ERROR", NetworkObject(id), "Caught exception: %v", err)
+		return nil, err
+	}
+	// The element implementation reloads the network, so the last transition is validated against the
+	// row as it is now, not as this thread left it.
+	n = s.DB.Network(id)
+	to, ok = network.Next(n.State, network.OperationSucceeded)
+	if !ok {
+		s.Log(t, "ERROR", NetworkObject(id), "NoTransitionException: unable to transition network %d from %s via %s", id, n.State, network.OperationSucceeded)
+		return nil, runtimeErr("Unable to implement network %d in state %s", id, n.State)
+	}
+	s.DB.UpdateNetworkState(t.Name, n, to, "implementNetwork: OperationSucceeded", false)
+	failed = false
+	return n, nil
+}
+
+// implementElements is implementNetworkElementsAndResources: the virtual router. Starting it is most of
+// an implementation (36–41 s in the seed report); a running router only needs its rules applied.
+func (s *Server) implementElements(t *Thread, n *NetworkVO, dest string) error {
+	r := s.routerOf(t, n)
+	if r.State == vm.Running {
+		s.Env.Sleep(2 * time.Second) // apply IP associations, rules, DHCP entries
+		return nil
+	}
+	return s.startRouter(t, r, n, dest)
+}
+
+func (s *Server) routerOf(t *Thread, n *NetworkVO) *VMVO {
+	if n.RouterID != 0 {
+		return s.DB.VM(n.RouterID)
+	}
+	r := s.DB.CreateVM(t.Name, "", "DomainRouter", []int64{n.ID})
+	s.DB.CreateVolume(t.Name, r.ID)
+	s.DB.SetNetworkRouter(n.ID, r.ID)
+	n.RouterID = r.ID
+	return r
+}
+
+// startRouter starts the network's router inline in the implementing thread (a placeholder work job
+// keeps power reports off it meanwhile) and answers once the guest is ready.
+func (s *Server) startRouter(t *Thread, r *VMVO, n *NetworkVO, dest string) error {
+	placeholder := s.DB.CreateJob(t.Name, "VmWorkStart(placeholder)", "VirtualMachine", r.ID, s.ID)
+	started := false
+	defer func() {
+		if started {
+			s.jobs.complete(t, placeholder.ID, nil)
+		} else {
+			s.jobs.complete(t, placeholder.ID, runtimeErr("router start failed"))
+		}
+	}()
+	if r.State != vm.Stopped {
+		return runtimeErr("Router %s is in %s state", r.Name, r.State)
+	}
+	if !s.DB.UpdateVMState(t.Name, r, vm.StartRequested, vm.Starting, "") {
+		return &ConcurrentOperationError{Msg: "Unable to change the state of " + r.Name}
+	}
+	s.DB.UpdateVMState(t.Name, r, vm.OperationRetry, vm.Starting, dest)
+	spec := s.domainSpec(r)
+	spec.IPs = []string{n.Gateway()}
+	s.Log(t, "DEBUG", VMObject(r.ID), "Sending StartCommand for %s to host %s", r.Name, dest)
+	ans, err := s.agents.Send(t, dest, Message{Kind: MsgStart, Domain: &spec, WaitReady: s.Config.Seconds("router.ready.timeout")}, 0)
+	if err == nil && !ans.Result {
+		err = runtimeErr("Unable to start %s: %s", r.Name, ans.Details)
+	}
+	if err != nil {
+		s.DB.UpdateVMState(t.Name, r, vm.OperationFailed, vm.Stopped, "")
+		return err
+	}
+	s.Log(t, "DEBUG", VMObject(r.ID), "router start completed: %s", r.Name)
+	s.DB.UpdateVMState(t.Name, r, vm.OperationSucceeded, vm.Running, dest)
+	started = true
+	return nil
+}
+
+// prepare implements each NIC's network and reserves the NIC (spec 3.4).
+func (s *Server) prepare(t *Thread, v *VMVO, dest string) error {
+	for _, nic := range s.DB.Nics(v.ID) {
+		n, err := s.implementNetwork(t, nic.NetworkID, dest)
+		if err != nil || n == nil {
+			s.Log(t, "WARN", NetworkObject(nic.NetworkID), "Failed to implement Network: %d as a part of preparing NIC %d", nic.NetworkID, nic.ID)
+			return runtimeErr("Failed to implement Network ID=%d as a part preparing NIC %d", nic.NetworkID, nic.ID)
+		}
+		if err := s.prepareNic(t, v, nic, n); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *Server) prepareNic(t *Thread, v *VMVO, nic *NicVO, n *NetworkVO) error {
+	if !isNetworkImplemented(n) {
+		return &ResourceUnavailableError{Resource: "Network:" + itoa(n.ID), Reason: "Network is not yet fully implemented"}
+	}
+	s.DB.SetNicState(nic.ID, "Reserving")
+	if ip := s.DB.ReserveIP(t.Name, nic.ID); ip == "" {
+		s.DB.SetNicState(nic.ID, "Allocated")
+		return &ResourceUnavailableError{Resource: "Network:" + itoa(n.ID), Reason: "Insufficient address capacity"}
+	}
+	s.DB.SetNicState(nic.ID, "Reserved")
+	if v.Type == "User" {
+		s.DB.ChangeActiveNicsBy(n.ID, +1)
+	}
+	return nil
+}
+
+// releaseNic returns a reserved NIC's address to the pool (spec 3.5): it can be handed to another VM
+// at once.
+func (s *Server) releaseNic(t *Thread, v *VMVO, nic *NicVO) {
+	if nic.State != "Reserved" && nic.State != "Reserving" {
+		return
+	}
+	wasReserved := nic.State == "Reserved"
+	s.DB.SetNicState(nic.ID, "Releasing")
+	s.DB.ReleaseIP(t.Name, nic.ID)
+	s.Log(t, "DEBUG", VMObject(v.ID), "The nic %d on %s was released according to GuestNetworkGuru, now updating record.", nic.ID, v.Name)
+	s.DB.SetNicState(nic.ID, "Allocated")
+	if wasReserved && v.Type == "User" {
+		s.DB.ChangeActiveNicsBy(nic.NetworkID, -1)
+	}
+}
+
+// releaseVmResources releases NICs and volumes; nothing here asks the host anything.
+func (s *Server) releaseVmResources(t *Thread, v *VMVO) {
+	for _, nic := range s.DB.Nics(v.ID) {
+		s.releaseNic(t, v, nic)
+	}
+	s.Log(t, "DEBUG", VMObject(v.ID), "Successfully cleaned up resources for the VM %s in %s state", v.Name, v.State)
+}
+
+// cleanupNics removes a VM's NICs at expunge.
+func (s *Server) cleanupNics(t *Thread, v *VMVO) {
+	s.Log(t, "DEBUG", VMObject(v.ID), "Cleaning Network for Instance: %s", v.Name)
+	for _, nic := range s.DB.Nics(v.ID) {
+		s.releaseNic(t, v, nic)
+		s.DB.RemoveNic(nic.ID)
+	}
+}
+
+// shutdownNetwork (spec 3.6): never shuts down a network in Implementing.
+func (s *Server) shutdownNetwork(t *Thread, id int64) bool {
+	key := NetworkLockKey(id)
+	if !s.acquireInLockTable(t, key, s.Config.Seconds("network.lock.timeout")) {
+		s.Log(t, "WARN", NetworkObject(id), "Unable to acquire lock for the network %d as a part of network shutdown", id)
+		return false
+	}
+	defer s.releaseFromLockTable(t, key)
+	n := s.DB.Network(id)
+	switch n.State {
+	case network.Allocated:
+		s.Log(t, "DEBUG", NetworkObject(id), "Network [%d] is in Allocated state, no need to shutdown.", id)
+		return true
+	case network.Implemented, network.Shutdown:
+	default:
+		s.Log(t, "DEBUG", NetworkObject(id), "Network is not implemented: %d", id)
+		return false
+	}
+	if to, ok := network.Next(n.State, network.DestroyNetwork); ok {
+		s.DB.UpdateNetworkState(t.Name, n, to, "shutdownNetwork: DestroyNetwork", false)
+	} else if n.State != network.Shutdown {
+		s.DB.UpdateNetworkState(t.Name, n, network.Shutdown, "shutdownNetwork: setState(Shutdown)", true)
+	}
+	if n.RouterID != 0 {
+		if r := s.DB.VM(n.RouterID); r != nil && r.State == vm.Running {
+			s.stopRouter(t, r)
+		}
+	}
+	s.Log(t, "DEBUG", NetworkObject(id), "Network %d is shutdown successfully, cleaning up corresponding resources now.", id)
+	to, _ := network.Next(network.Shutdown, network.OperationSucceeded)
+	s.DB.UpdateNetworkState(t.Name, n, to, "shutdownNetwork: OperationSucceeded", false)
+	s.DB.ClearCheckForGC(id)
+	return true
+}
+
+func (s *Server) stopRouter(t *Thread, r *VMVO) {
+	if !s.DB.UpdateVMState(t.Name, r, vm.StopRequested, vm.Stopping, r.HostID) {
+		return
+	}
+	ans, err := s.agents.Send(t, r.HostID, Message{Kind: MsgStop, VMName: r.Name}, 0)
+	if err != nil || !ans.Result {
+		s.Log(t, "WARN", VMObject(r.ID), "Unable to stop router %s: %v", r.Name, err)
+		s.DB.UpdateVMState(t.Name, r, vm.OperationFailed, vm.Running, r.HostID)
+		return
+	}
+	s.DB.UpdateVMState(t.Name, r, vm.OperationSucceeded, vm.Stopped, "")
+}
+
+// networkGarbageCollector is the NetworkGarbageCollector (spec 3.7): a network must be seen free twice,
+// network.gc.wait apart.
+func (s *Server) networkGarbageCollector(t *Thread) {
+	s.Log(t, "INFO", "", "Network Manager will run the NetworkGarbageCollector every '%s' seconds.", s.Config.Get("network.gc.interval"))
+	lastFree := map[int64]time.Time{}
+	for {
+		s.Env.Sleep(s.Config.Seconds("network.gc.interval"))
+		now := s.Env.Now()
+		stillFree := map[int64]time.Time{}
+		var shutdown []int64
+		for _, n := range s.DB.Networks(func(n *NetworkVO) bool { return !n.Persistent && n.NicsCount == 0 && n.CheckForGC }) {
+			if !s.isNetworkReadyForGc(n) {
+				continue
+			}
+			first, seen := lastFree[n.ID]
+			switch {
+			case !seen:
+				s.Log(t, "DEBUG", NetworkObject(n.ID), "We found network %d to be free for the first time. Adding it to the list", n.ID)
+				stillFree[n.ID] = now
+			case now.Sub(first) < s.Config.Seconds("network.gc.wait"):
+				s.Log(t, "DEBUG", NetworkObject(n.ID), "Network %d is still free but it's not time to shutdown yet", n.ID)
+				stillFree[n.ID] = first
+			default:
+				shutdown = append(shutdown, n.ID)
+			}
+		}
+		lastFree = stillFree
+		for _, id := range shutdown {
+			if !s.shutdownNetwork(t, id) {
+				s.Log(t, "WARN", NetworkObject(id), "Unable to shutdown network: %d", id)
+			}
+		}
+	}
+}
+
+func (s *Server) isNetworkReadyForGc(n *NetworkVO) bool {
+	for _, v := range s.DB.VMs(func(v *VMVO) bool { return v.Type == "User" && !v.Removed }) {
+		for _, nid := range v.NetworkIDs {
+			if nid == n.ID && v.State != vm.Stopped && v.State != vm.Destroyed && v.State != vm.Error && v.State != vm.Expunging {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// cleanupOrphanedNetworks is PR #12409's step of the job GC. With D1 on it does what the report says:
+// ages from creation, sees only Network-typed jobs, takes no lock and forces Shutdown. With D1 off it
+// tries the lock without waiting, ages from the time the network entered Implementing, re-reads under
+// the lock, and shuts a truly stuck network down properly.
+func (s *Server) cleanupOrphanedNetworks(t *Thread) {
+	nets := s.DB.Networks(func(n *NetworkVO) bool { return n.State == network.Implementing })
+	if len(nets) == 0 {
+		return
+	}
+	s.Log(t, "DEBUG", "", "Found %d networks in Implementing state, checking for orphaned networks", len(nets))
+	threshold := time.Duration(s.Config.Int("job.expire.minutes")) * time.Minute
+	now := s.Env.Now()
+	for _, n := range nets {
+		s.Env.Sleep(2 * time.Millisecond) // one query per network
+		if s.Defects["D1"] {
+			age := now.Sub(n.Created)
+			if age < threshold {
+				s.Log(t, "DEBUG", NetworkObject(n.ID), "Network %d in Implementing state is only %d min old, expiration threshold: %d minutes", n.ID, int(age.Minutes()), int(threshold.Minutes()))
+				continue
+			}
+			if s.hasPendingNetworkJob(n.ID) {
+				continue
+			}
+			s.Log(t, "INFO", NetworkObject(n.ID), "Found orphaned network %d in Implementing state without async job. Network created: %s, age: %d minutes, expiration threshold: %d minutes. Transitioning to Shutdown state.",
+				n.ID, n.Created.Format("2006-01-02T15:04:05"), int(age.Minutes()), int(threshold.Minutes()))
+			if to, ok := network.Next(n.State, network.OperationFailed); ok {
+				s.DB.UpdateNetworkState(t.Name, n, to, "cleanupOrphanedNetworks: OperationFailed", false)
+				s.Log(t, "INFO", NetworkObject(n.ID), "Successfully transitioned orphaned network %d to Shutdown state using state machine.", n.ID)
+			} else {
+				s.DB.UpdateNetworkState(t.Name, n, network.Shutdown, "cleanupOrphanedNetworks: setState(Shutdown)", true)
+			}
+			continue
+		}
+		stuck := now.Sub(n.ImplementingSince)
+		if stuck < threshold {
+			s.Log(t, "DEBUG", NetworkObject(n.ID), "Network %d has been Implementing for only %d min, threshold: %d minutes", n.ID, int(stuck.Minutes()), int(threshold.Minutes()))
+			continue
+		}
+		key := NetworkLockKey(n.ID)
+		if !s.DB.TryLock(key, s.ID, t.Name) {
+			s.Log(t, "DEBUG", NetworkObject(n.ID), "Network %d is locked by %s: it is being implemented, not orphaned", n.ID, s.DB.LockHolder(key))
+			continue
+		}
+		func() {
+			defer s.releaseFromLockTable(t, key)
+			cur := s.DB.Network(n.ID)
+			if cur == nil || cur.State != network.Implementing || !cur.ImplementingSince.Equal(n.ImplementingSince) || s.hasPendingNetworkJob(n.ID) {
+				return
+			}
+			s.Log(t, "INFO", NetworkObject(n.ID), "Found orphaned network %d: Implementing for %d minutes with its lock free. Shutting it down.", n.ID, int(stuck.Minutes()))
+			s.DB.UpdateNetworkState(t.Name, cur, network.Shutdown, "cleanupOrphanedNetworks: OperationFailed", false)
+			s.shutdownNetwork(t, n.ID)
+		}()
+	}
+}
+
+func (s *Server) hasPendingNetworkJob(id int64) bool {
+	return len(s.DB.Jobs(func(j *JobVO) bool {
+		return j.InstanceType == "Network" && j.InstanceID == id && !j.Status.Done()
+	})) > 0
+}
+
+func itoa(i int64) string {
+	if i == 0 {
+		return "0"
+	}
+	neg := i < 0
+	if neg {
+		i = -i
+	}
+	var b [20]byte
+	p := len(b)
+	for i > 0 {
+		p--
+		b[p] = byte('0' + i%10)
+		i /= 10
+	}
+	if neg {
+		p--
+		b[p] = '-'
+	}
+	return string(b[p:])
+}

@@ -1,0 +1,189 @@
+package impl
+
+import (
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/csconform/csconform/model/vm"
+)
+
+// Power-state sync (VirtualMachinePowerStateSyncImpl, spec 3.11) and the reactions to it (3.12).
+
+// processHostVmStateReport handles a report of powered-on domains; force is the ping's outOfBand flag.
+func (s *Server) processHostVmStateReport(t *Thread, hostID string, report []string, collected time.Time, force bool) {
+	var reported []int64
+	var unknown []string
+	for _, name := range report {
+		if v := s.DB.VMByName(name); v != nil {
+			reported = append(reported, v.ID)
+		} else {
+			unknown = append(unknown, name)
+		}
+	}
+	s.reportUnknownInstances(t, hostID, unknown)
+	s.Log(t, "DEBUG", HostObject(hostID), "Process VM state report. host: %s, number of records in report: %d, force: %v", hostID, len(report), force)
+	now := s.Env.Now()
+	for _, id := range reported {
+		if s.DB.UpdatePowerState(t.Name, id, vm.PowerOn, hostID, now) {
+			s.handlePowerStateReport(t, id)
+		}
+	}
+	s.processMissingVmReport(t, hostID, reported, force)
+}
+
+// reportUnknownInstances: D2e on, one debug line per unknown domain per report; off, a warning when
+// the set of unknown domains on a host changes.
+func (s *Server) reportUnknownInstances(t *Thread, hostID string, names []string) {
+	if s.Defects["D2e"] {
+		for _, n := range names {
+			s.Log(t, "DEBUG", HostObject(hostID), "Unable to find matched VM in CloudStack DB. name: %s powerstate: PowerOn", n)
+		}
+		return
+	}
+	if s.unknownOnHost == nil {
+		s.unknownOnHost = map[string]string{}
+	}
+	key := strings.Join(names, ",")
+	if s.unknownOnHost[hostID] == key {
+		return
+	}
+	s.unknownOnHost[hostID] = key
+	if len(names) > 0 {
+		s.Log(t, "WARN", HostObject(hostID), "Host reports %d instance(s) that do not exist in CloudStack DB, they are running unmanaged. host: %s, instances: %v", len(names), hostID, names)
+	}
+}
+
+func (s *Server) processMissingVmReport(t *Thread, hostID string, reported []int64, force bool) {
+	startTime := s.Env.Now()
+	cands := s.DB.VMs(func(v *VMVO) bool {
+		return !v.Removed && v.HostID == hostID && (v.State == vm.Running || v.State == vm.Stopping || v.State == vm.Starting) &&
+			!slices.Contains(reported, v.ID)
+	})
+	graceful := 2 * s.Config.PingInterval()
+	var missing []int64
+	for _, v := range cands {
+		if !force && v.PowerStateUpdateCount >= 3 {
+			s.DB.ResetVMPowerStateTracking(v.ID) // filterOutdatedFromMissingVmReport
+			continue
+		}
+		last := v.PowerStateUpdateTime
+		if last.IsZero() {
+			last = v.UpdateTime
+		}
+		since := startTime.Sub(last)
+		s.Log(t, "DEBUG", VMObject(v.ID), "Detected missing VM. host: %s, vm id: %d(%s), power state: PowerReportMissing, last state update: %s", hostID, v.ID, v.Name, last.Format("15:04:05.000"))
+		passed := force || since > graceful
+		if !s.Defects["D2a"] && startTime.Sub(v.UpdateTime) <= graceful {
+			// PR #14207 hasRecentStateChange: a report says nothing about a VM whose state changed
+			// within the graceful period, whatever its force flag.
+			passed = false
+		}
+		if passed {
+			s.Log(t, "DEBUG", VMObject(v.ID), "vm id: %d - time since last state update(%d ms) has passed graceful period", v.ID, since.Milliseconds())
+			missing = append(missing, v.ID)
+		} else {
+			s.Log(t, "DEBUG", VMObject(v.ID), "vm id: %d - time since last state update(%d ms) has not passed graceful period yet", v.ID, since.Milliseconds())
+		}
+	}
+	for _, id := range missing {
+		if s.DB.UpdatePowerState(t.Name, id, vm.PowerReportMissing, hostID, startTime) {
+			s.handlePowerStateReport(t, id)
+		}
+	}
+}
+
+// handlePowerStateReport is the VM_POWER_STATE subscriber (HandlePowerStateReport).
+func (s *Server) handlePowerStateReport(t *Thread, id int64) {
+	v := s.DB.VM(id)
+	if v == nil || v.Removed {
+		s.Log(t, "WARN", VMObject(id), "VM %d no longer exists when processing VM state report.", id)
+		return
+	}
+	if s.jobs.PendingWorkJobs(id) {
+		s.Log(t, "INFO", VMObject(id), "There is pending job or HA tasks working on the VM. vm: %s, postpone power-change report by resetting power-change counters.", v.Name)
+		s.DB.ResetVMPowerStateTracking(id)
+		return
+	}
+	switch v.PowerState {
+	case vm.PowerOn:
+		s.handlePowerOnReportWithNoPendingJobsOnVM(t, v)
+	case vm.PowerOff, vm.PowerReportMissing:
+		s.handlePowerOffReportWithNoPendingJobsOnVM(t, v)
+	}
+}
+
+func (s *Server) handlePowerOnReportWithNoPendingJobsOnVM(t *Thread, v *VMVO) {
+	switch v.State {
+	case vm.Starting, vm.Stopping, vm.Stopped, vm.Migrating:
+		s.Log(t, "INFO", VMObject(v.ID), "VM %s is at %s and we received a power-on report while there is no pending jobs on it.", v.Name, v.State)
+		from := v.State
+		if s.DB.UpdateVMState(t.Name, v, vm.FollowAgentPowerOnReport, vm.Running, v.PowerHost) {
+			s.Log(t, "WARN", VMObject(v.ID), "ALERT: VM %s state is sync-ed (%s -> Running) from out-of-context transition. VM network environment may need to be reset", v.Name, from)
+		}
+	case vm.Running:
+		if v.HostID != v.PowerHost {
+			s.Log(t, "INFO", VMObject(v.ID), "Detected out of band VM migration from host %s to host %s", v.HostID, v.PowerHost)
+			s.DB.UpdateVMState(t.Name, v, vm.FollowAgentPowerOnReport, vm.Running, v.PowerHost)
+		}
+	case vm.Destroyed, vm.Expunging:
+		if s.Defects["D2d"] {
+			s.Log(t, "INFO", VMObject(v.ID), "Receive power on report when Instance is in destroyed or expunging state. Instance: %s, state: %s.", v.Name, v.State)
+			return
+		}
+		s.stopUnmanagedInstanceOnReportingHost(t, v)
+	default:
+		if s.Defects["D2d"] {
+			s.Log(t, "INFO", VMObject(v.ID), "Receive power on report when Instance is in error or unexpected state. Instance: %s, state: %s.", v.Name, v.State)
+			return
+		}
+		s.Log(t, "WARN", VMObject(v.ID), "ALERT: Instance %s is reported running by host %s but is in %s state. It is not managed by CloudStack and may need to be stopped on the host.", v.Name, v.PowerHost, v.State)
+	}
+}
+
+func (s *Server) stopUnmanagedInstanceOnReportingHost(t *Thread, v *VMVO) {
+	if v.PowerHost == "" {
+		s.Log(t, "WARN", VMObject(v.ID), "Instance %s is reported running in %s state but no reporting host is recorded, cannot stop it.", v.Name, v.State)
+		return
+	}
+	ans, err := s.agents.Send(t, v.PowerHost, Message{Kind: MsgStop, VMName: v.Name}, 0)
+	if err != nil || !ans.Result {
+		s.Log(t, "WARN", VMObject(v.ID), "ALERT: Instance %s is reported running by host %s but is in %s state, and could not be stopped. It may need to be stopped on the host.", v.Name, v.PowerHost, v.State)
+		return
+	}
+	s.Log(t, "INFO", VMObject(v.ID), "Stopped unmanaged instance %s on host %s.", v.Name, v.PowerHost)
+}
+
+func (s *Server) handlePowerOffReportWithNoPendingJobsOnVM(t *Thread, v *VMVO) {
+	switch v.State {
+	case vm.Destroyed, vm.Expunging, vm.Error:
+		return
+	}
+	s.Log(t, "INFO", VMObject(v.ID), "VM %s is at %s and we received a %s report while there is no pending jobs on it", v.Name, v.State, v.PowerState)
+	switch v.PowerState {
+	case vm.PowerOff:
+		if !s.sendStop(t, v, true, true) {
+			return
+		}
+		s.releaseVmResources(t, v)
+	case vm.PowerReportMissing:
+		if s.Defects["D2b"] {
+			s.releaseVmResources(t, v) // no StopCommand, no look at the host
+		} else {
+			if !s.sendStop(t, v, false, true) {
+				s.Log(t, "WARN", VMObject(v.ID), "Unable to stop VM %s on its host, not releasing its resources.", v.Name)
+				return
+			}
+			s.releaseVmResources(t, v)
+		}
+	default:
+		return
+	}
+	from := v.State
+	if !s.DB.UpdateVMState(t.Name, v, vm.FollowAgentPowerOffReport, vm.Stopped, "") {
+		s.Log(t, "WARN", VMObject(v.ID), "Unexpected VM state transition exception, race-condition?")
+		return
+	}
+	s.Log(t, "WARN", VMObject(v.ID), "ALERT: VM %s(%d) state is sync-ed (%s -> Stopped) from out-of-context transition.", v.Name, v.ID, from)
+	s.Log(t, "INFO", VMObject(v.ID), "VM %s is sync-ed to at Stopped state according to power-off report from hypervisor.", v.Name)
+}

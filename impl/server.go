@@ -1,0 +1,98 @@
+package impl
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/csconform/csconform/model/history"
+)
+
+// Server is one management server incarnation. Its threads run as Env tasks named "ms/<thread>", so a
+// restart (the driver kills "ms/") ends them all; the DB, and the lock rows this server owned, remain.
+type Server struct {
+	ID      string // management server id (op_lock.mac, host.mgmt_server_id)
+	Env     Env
+	DB      *DB
+	Config  *Config
+	Defects Switches
+	Net     Transport
+
+	agents   *AgentManager
+	jobs     *AsyncJobManager
+	started  time.Time
+	threadNo int
+	// unknownOnHost remembers the unknown domains last reported per host (PR #14207).
+	unknownOnHost map[string]string
+}
+
+// Thread is the identity a piece of work runs under: CloudStack's thread, which owns lock-table rows.
+type Thread struct {
+	Name string
+}
+
+// NewServer wires a management server; Start brings it up.
+func NewServer(id string, env Env, db *DB, cfg *Config, defects Switches, net Transport) *Server {
+	s := &Server{ID: id, Env: env, DB: db, Config: cfg, Defects: defects, Net: net}
+	s.agents = newAgentManager(s)
+	s.jobs = newAsyncJobManager(s)
+	return s
+}
+
+// Start runs CloudStack's start-up: clean up after a previous incarnation, then the periodic tasks and
+// the agent listener.
+func (s *Server) Start() {
+	s.started = s.Env.Now()
+	t := &Thread{Name: "main"}
+	s.DB.CleanupLocksForServer(s.ID)
+	s.jobs.cleanupLeftOverJobs(t)
+	s.agents.start(t)
+	s.jobs.start()
+	s.Go("Network-Scavenger", s.networkGarbageCollector)
+	s.Log(t, "INFO", "", "Management server %s started", s.ID)
+}
+
+// Go starts a server thread.
+func (s *Server) Go(name string, fn func(t *Thread)) {
+	t := &Thread{Name: name}
+	s.Env.Go("ms/"+name, func() { fn(t) })
+}
+
+// nextThread names a pooled worker thread ("API-Job-Executor-3").
+func (s *Server) nextThread(pool string) string {
+	s.threadNo++
+	return fmt.Sprintf("%s-%d", pool, s.threadNo)
+}
+
+// Log writes a management-server.log line into the history.
+func (s *Server) Log(t *Thread, level, object, format string, args ...any) {
+	s.DB.Emit(history.Event{Actor: t.Name, Kind: history.Log, Level: level, Object: object, Detail: fmt.Sprintf(format, args...)})
+}
+
+// acquireInLockTable polls the lock table until timeout (Merovingian2.acquire); false on time-out.
+func (s *Server) acquireInLockTable(t *Thread, key string, timeout time.Duration) bool {
+	deadline := s.Env.Now().Add(timeout)
+	for {
+		if s.DB.TryLock(key, s.ID, t.Name) {
+			return true
+		}
+		if !s.Env.Now().Before(deadline) {
+			s.Log(t, "WARN", "", "Timed out on acquiring lock %s", key)
+			return false
+		}
+		wait := s.Config.Seconds("lock.poll.interval")
+		if rest := deadline.Sub(s.Env.Now()); rest < wait {
+			wait = rest
+		}
+		s.Env.Sleep(wait)
+	}
+}
+
+func (s *Server) releaseFromLockTable(t *Thread, key string) { s.DB.Unlock(key, s.ID, t.Name) }
+
+// Agents exposes the agent manager (host status, sends).
+func (s *Server) Agents() *AgentManager { return s.agents }
+
+// Jobs exposes the async job manager.
+func (s *Server) Jobs() *AsyncJobManager { return s.jobs }
+
+func sprintf(format string, args ...any) string { return fmt.Sprintf(format, args...) }

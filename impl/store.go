@@ -1,0 +1,827 @@
+package impl
+
+import (
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/csconform/csconform/model/history"
+	"github.com/csconform/csconform/model/host"
+	"github.com/csconform/csconform/model/job"
+	"github.com/csconform/csconform/model/network"
+	"github.com/csconform/csconform/model/vm"
+)
+
+// DB is the management server's database: the rows CloudStack keeps in MySQL. It outlives a management
+// server restart. Reads return copies (CloudStack's VOs); writes keep CloudStack's semantics where the
+// defects depend on them: VM state writes are compare-and-set on update_count, network state writes are
+// last-writer-wins on an in-memory copy.
+type DB struct {
+	mu   sync.Mutex
+	env  Env
+	sink history.Sink
+	seq  int64
+
+	vms      map[int64]*VMVO
+	networks map[int64]*NetworkVO
+	nics     map[int64]*NicVO
+	ips      map[int64][]*IPVO // per network, in pool order
+	volumes  map[int64]*VolumeVO
+	hosts    map[string]*HostVO
+	jobs     map[int64]*JobVO
+	locks    map[string]*LockVO
+	nextID   int64
+}
+
+// VMVO is a vm_instance row.
+type VMVO struct {
+	ID          int64
+	Name        string
+	Type        string // "User" or "DomainRouter"
+	State       vm.State
+	HostID      string
+	LastHostID  string
+	NetworkIDs  []int64
+	UpdateCount int64
+	UpdateTime  time.Time
+	Created     time.Time
+	Removed     bool
+
+	PowerState            vm.PowerState
+	PowerStateUpdateTime  time.Time
+	PowerStateUpdateCount int
+	PowerHost             string
+}
+
+// NetworkVO is a networks row with its op_networks counters.
+type NetworkVO struct {
+	ID                int64
+	Name              string
+	State             network.State
+	Created           time.Time
+	ImplementingSince time.Time // set on the transition to Implementing (the D1 fix ages from it)
+	Persistent        bool
+	CIDR              string // e.g. "10.1.1" (a /24)
+	RouterID          int64
+	NicsCount         int
+	CheckForGC        bool
+}
+
+// Gateway is the router's address on the network.
+func (n *NetworkVO) Gateway() string { return n.CIDR + ".1" }
+
+// NicVO is a nics row.
+type NicVO struct {
+	ID        int64
+	VMID      int64
+	NetworkID int64
+	IP        string
+	MAC       string
+	State     string // Allocated, Reserving, Reserved, Releasing, Deallocating
+}
+
+// IPVO is one guest address of a network's pool.
+type IPVO struct {
+	Address string
+	NicID   int64 // 0 = free
+}
+
+// VolumeVO is a volumes row.
+type VolumeVO struct {
+	ID      int64
+	VMID    int64
+	Path    string
+	State   string // Allocated, Ready, Destroy, Expunging, Expunged
+	Removed bool
+}
+
+// HostVO is a host row.
+type HostVO struct {
+	ID             string
+	Status         host.Status
+	MSID           string
+	LastPinged     time.Time
+	DisconnectedOn time.Time
+}
+
+// JobVO is an async_job row (vm_work_job rows are jobs with a VM instance and a Cmd of VmWork*).
+type JobVO struct {
+	ID           int64
+	Cmd          string
+	InstanceType string // "VirtualMachine", "Network", ...
+	InstanceID   int64
+	Status       job.Status
+	ResultCode   int
+	Result       string
+	MSID         string
+	Created      time.Time
+}
+
+// LockVO is an op_lock row.
+type LockVO struct {
+	Key     string
+	MSID    string
+	Thread  string
+	Waiters int
+	Since   time.Time
+}
+
+// NewDB returns an empty database.
+func NewDB(env Env, sink history.Sink) *DB {
+	return &DB{env: env, sink: sink,
+		vms: map[int64]*VMVO{}, networks: map[int64]*NetworkVO{}, nics: map[int64]*NicVO{},
+		ips: map[int64][]*IPVO{}, volumes: map[int64]*VolumeVO{}, hosts: map[string]*HostVO{},
+		jobs: map[int64]*JobVO{}, locks: map[string]*LockVO{}}
+}
+
+func (db *DB) emit(e history.Event) {
+	if db.sink == nil {
+		return
+	}
+	db.seq++
+	e.Seq = db.seq
+	e.Time = db.env.Now()
+	db.sink.Emit(e)
+}
+
+// Emit records an event on the run's history (log lines, faults, client calls).
+func (db *DB) Emit(e history.Event) {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	db.emit(e)
+}
+
+func (db *DB) id() int64 { db.nextID++; return db.nextID }
+
+// VMObject, NetworkObject and friends name objects in histories.
+func VMObject(id int64) string      { return fmt.Sprintf("vm:%d", id) }
+func NetworkObject(id int64) string { return fmt.Sprintf("network:%d", id) }
+func HostObject(id string) string   { return "host:" + id }
+func JobObject(id int64) string     { return fmt.Sprintf("job:%d", id) }
+
+// ---- vm_instance
+
+// CreateVM inserts a VM row in Stopped.
+func (db *DB) CreateVM(actor, name, typ string, networks []int64) *VMVO {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	v := &VMVO{ID: db.id(), Type: typ, State: vm.Stopped, NetworkIDs: append([]int64(nil), networks...),
+		Created: db.env.Now(), UpdateTime: db.env.Now(), PowerState: vm.PowerOff}
+	if name == "" {
+		if typ == "DomainRouter" {
+			name = fmt.Sprintf("r-%d-VM", v.ID)
+		} else {
+			name = fmt.Sprintf("i-2-%d-VM", v.ID)
+		}
+	}
+	v.Name = name
+	db.vms[v.ID] = v
+	db.emit(history.Event{Actor: actor, Kind: history.State, Object: VMObject(v.ID), To: string(vm.Stopped), Detail: "created " + name})
+	c := *v
+	return &c
+}
+
+// VM reads a VM row (nil if missing).
+func (db *DB) VM(id int64) *VMVO {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	v, ok := db.vms[id]
+	if !ok {
+		return nil
+	}
+	c := *v
+	c.NetworkIDs = append([]int64(nil), v.NetworkIDs...)
+	return &c
+}
+
+// VMByName finds a live (not removed) VM by instance name.
+func (db *DB) VMByName(name string) *VMVO {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	for _, id := range db.sortedVMIDs() {
+		v := db.vms[id]
+		if v.Name == name && !v.Removed {
+			c := *v
+			return &c
+		}
+	}
+	return nil
+}
+
+func (db *DB) sortedVMIDs() []int64 {
+	ids := make([]int64, 0, len(db.vms))
+	for id := range db.vms {
+		ids = append(ids, id)
+	}
+	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	return ids
+}
+
+// VMs lists VM rows matching f, by id.
+func (db *DB) VMs(f func(*VMVO) bool) []*VMVO {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	var out []*VMVO
+	for _, id := range db.sortedVMIDs() {
+		v := db.vms[id]
+		if f == nil || f(v) {
+			c := *v
+			out = append(out, &c)
+		}
+	}
+	return out
+}
+
+// UpdateVMState is VMInstanceDaoImpl.updateState: an optimistic write keyed on state, host and
+// update_count of the caller's copy. false = the row changed underneath (no exception, as in CloudStack).
+func (db *DB) UpdateVMState(actor string, old *VMVO, ev vm.Event, newState vm.State, newHost string) bool {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	row, ok := db.vms[old.ID]
+	if !ok {
+		return false
+	}
+	if old.State == newState && old.HostID == newHost && newHost != "" {
+		return true // same state and host: no write, update_time not bumped
+	}
+	if row.State != old.State || row.HostID != old.HostID || row.UpdateCount != old.UpdateCount {
+		db.emit(history.Event{Actor: actor, Kind: history.Log, Level: "DEBUG", Object: VMObject(old.ID),
+			Detail: fmt.Sprintf("Unable to update %s: DB Data={Host=%s; State=%s; updated=%d} Stale Data: {Host=%s; State=%s; updated=%d}",
+				row.Name, row.HostID, row.State, row.UpdateCount, old.HostID, old.State, old.UpdateCount)})
+		return false
+	}
+	from := row.State
+	row.State = newState
+	if from == vm.Starting && ev == vm.OperationSucceeded {
+		row.LastHostID = newHost
+	}
+	if from == vm.Stopping && ev == vm.OperationSucceeded {
+		row.LastHostID = row.HostID
+	}
+	if newHost == "" && row.HostID != "" {
+		row.LastHostID = row.HostID
+	}
+	row.HostID = newHost
+	row.UpdateCount++
+	row.UpdateTime = db.env.Now()
+	*old = *row
+	old.NetworkIDs = append([]int64(nil), row.NetworkIDs...)
+	db.emit(history.Event{Actor: actor, Kind: history.State, Object: VMObject(row.ID), From: string(from), To: string(newState),
+		Detail: fmt.Sprintf("%s %s host=%s", row.Name, ev, newHost)})
+	return true
+}
+
+// RemoveVM marks an expunged VM's row removed.
+func (db *DB) RemoveVM(actor string, id int64) {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	if v, ok := db.vms[id]; ok {
+		v.Removed = true
+		db.emit(history.Event{Actor: actor, Kind: history.State, Object: VMObject(id), From: string(v.State), To: "Expunged", Detail: v.Name + " removed"})
+	}
+}
+
+// UpdatePowerState is the bulk updatePowerState for one VM: it writes only when the column's last
+// update is older than wisdomEra, and counts identical reports up to three (getPowerUpdateCount).
+// It returns true when something was written (and so should be published).
+func (db *DB) UpdatePowerState(actor string, id int64, ps vm.PowerState, hostID string, wisdomEra time.Time) bool {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	v, ok := db.vms[id]
+	if !ok {
+		return false
+	}
+	if !v.PowerStateUpdateTime.IsZero() && !v.PowerStateUpdateTime.Before(wisdomEra) {
+		return false
+	}
+	outOfSync := (ps == vm.PowerOff && v.State == vm.Running) || (ps == vm.PowerOn && v.State == vm.Stopped)
+	count := v.PowerStateUpdateCount
+	switch {
+	case ps != v.PowerState || v.PowerHost != hostID || outOfSync:
+		count = 1
+	case count < 3:
+		count++
+	default:
+		return false
+	}
+	from := v.PowerState
+	v.PowerState, v.PowerHost, v.PowerStateUpdateTime, v.PowerStateUpdateCount = ps, hostID, db.env.Now(), count
+	if from != ps {
+		db.emit(history.Event{Actor: actor, Kind: history.Power, Object: VMObject(id), From: string(from), To: string(ps), Detail: v.Name + " on " + hostID})
+	}
+	return true
+}
+
+// SetPowerState writes the power columns directly (sendStop writes PowerOff on success).
+func (db *DB) SetPowerState(actor string, id int64, ps vm.PowerState) {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	if v, ok := db.vms[id]; ok && v.PowerState != ps {
+		db.emit(history.Event{Actor: actor, Kind: history.Power, Object: VMObject(id), From: string(v.PowerState), To: string(ps), Detail: v.Name})
+		v.PowerState = ps
+		v.PowerStateUpdateTime = db.env.Now()
+		v.PowerStateUpdateCount = 1
+	}
+}
+
+// ResetVMPowerStateTracking is resetVmPowerStateTracking: count 0, update time now.
+func (db *DB) ResetVMPowerStateTracking(id int64) {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	if v, ok := db.vms[id]; ok {
+		v.PowerStateUpdateCount = 0
+		v.PowerStateUpdateTime = db.env.Now()
+	}
+}
+
+// ResetHostPowerStateTracking resets every VM whose power_host is the host.
+func (db *DB) ResetHostPowerStateTracking(hostID string) {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	for _, id := range db.sortedVMIDs() {
+		if v := db.vms[id]; v.PowerHost == hostID {
+			v.PowerStateUpdateCount = 0
+			v.PowerStateUpdateTime = db.env.Now()
+		}
+	}
+}
+
+// ---- networks
+
+// CreateNetwork inserts an Allocated network with a /24 pool of .10–.(10+size-1).
+func (db *DB) CreateNetwork(actor, name string, persistent bool, poolSize int) *NetworkVO {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	n := &NetworkVO{ID: db.id(), Name: name, State: network.Allocated, Created: db.env.Now(), Persistent: persistent}
+	n.CIDR = fmt.Sprintf("10.%d.%d", 1+n.ID/250, n.ID%250)
+	for i := 0; i < poolSize; i++ {
+		db.ips[n.ID] = append(db.ips[n.ID], &IPVO{Address: fmt.Sprintf("%s.%d", n.CIDR, 10+i)})
+	}
+	db.networks[n.ID] = n
+	db.emit(history.Event{Actor: actor, Kind: history.State, Object: NetworkObject(n.ID), To: string(network.Allocated),
+		Detail: fmt.Sprintf("created %s %s.0/24 persistent=%v", name, n.CIDR, persistent)})
+	c := *n
+	return &c
+}
+
+// Network reads a network row (nil if missing).
+func (db *DB) Network(id int64) *NetworkVO {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	n, ok := db.networks[id]
+	if !ok {
+		return nil
+	}
+	c := *n
+	return &c
+}
+
+// Networks lists networks matching f, by id.
+func (db *DB) Networks(f func(*NetworkVO) bool) []*NetworkVO {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	ids := make([]int64, 0, len(db.networks))
+	for id := range db.networks {
+		ids = append(ids, id)
+	}
+	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	var out []*NetworkVO
+	for _, id := range ids {
+		if n := db.networks[id]; f == nil || f(n) {
+			c := *n
+			out = append(out, &c)
+		}
+	}
+	return out
+}
+
+// UpdateNetworkState is NetworkDaoImpl.updateState: the transition is validated against the caller's
+// in-memory copy and the row is overwritten by id — not a compare-and-set (spec 2.2), so the last
+// writer wins. direct marks a state set around the state machine (setState + update).
+func (db *DB) UpdateNetworkState(actor string, n *NetworkVO, to network.State, why string, direct bool) {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	row, ok := db.networks[n.ID]
+	if !ok {
+		return
+	}
+	from := row.State
+	if to == network.Implementing {
+		row.ImplementingSince = db.env.Now()
+	}
+	row.State = to
+	n.State = to
+	n.ImplementingSince = row.ImplementingSince
+	holder := ""
+	if l, ok := db.locks[NetworkLockKey(n.ID)]; ok {
+		holder = l.Thread
+	}
+	db.emit(history.Event{Actor: actor, Kind: history.State, Object: NetworkObject(n.ID), From: string(from), To: string(to),
+		Detail: why, LockHolder: holder, Direct: direct})
+}
+
+// SetNetworkCreated backdates (or moves) a network's creation time.
+func (db *DB) SetNetworkCreated(id int64, t time.Time) error {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	n, ok := db.networks[id]
+	if !ok {
+		return fmt.Errorf("network %d does not exist", id)
+	}
+	n.Created = t
+	return nil
+}
+
+// SetNetworkRouter records the network's virtual router.
+func (db *DB) SetNetworkRouter(id, routerID int64) {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	db.networks[id].RouterID = routerID
+}
+
+// ChangeActiveNicsBy is changeActiveNicsBy plus setCheckForGc.
+func (db *DB) ChangeActiveNicsBy(id int64, d int) {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	n := db.networks[id]
+	n.NicsCount += d
+	n.CheckForGC = true
+}
+
+// ClearCheckForGC is clearCheckForGc.
+func (db *DB) ClearCheckForGC(id int64) {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	db.networks[id].CheckForGC = false
+}
+
+// ---- nics and the IP pool
+
+// CreateNic inserts an Allocated NIC (no address yet: a Start-strategy NIC gets one at reserve).
+func (db *DB) CreateNic(vmID, networkID int64) *NicVO {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	n := &NicVO{ID: db.id(), VMID: vmID, NetworkID: networkID, State: "Allocated"}
+	n.MAC = fmt.Sprintf("02:00:%02x:%02x:%02x:%02x", byte(networkID>>8), byte(networkID), byte(n.ID>>8), byte(n.ID))
+	db.nics[n.ID] = n
+	c := *n
+	return &c
+}
+
+// Nics lists a VM's NICs, by id.
+func (db *DB) Nics(vmID int64) []*NicVO {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	var ids []int64
+	for id, n := range db.nics {
+		if n.VMID == vmID {
+			ids = append(ids, id)
+		}
+	}
+	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	var out []*NicVO
+	for _, id := range ids {
+		c := *db.nics[id]
+		out = append(out, &c)
+	}
+	return out
+}
+
+// SetNicState writes a NIC's state.
+func (db *DB) SetNicState(id int64, state string) {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	if n, ok := db.nics[id]; ok {
+		n.State = state
+	}
+}
+
+// ReserveIP gives the NIC the lowest free address of its network ("" if the pool is empty). A NIC that
+// already holds one keeps it.
+func (db *DB) ReserveIP(actor string, nicID int64) string {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	nic := db.nics[nicID]
+	for _, ip := range db.ips[nic.NetworkID] {
+		if ip.NicID == nicID {
+			return ip.Address
+		}
+	}
+	for _, ip := range db.ips[nic.NetworkID] {
+		if ip.NicID == 0 {
+			ip.NicID = nicID
+			nic.IP = ip.Address
+			db.emit(history.Event{Actor: actor, Kind: history.IP, Object: "ip:" + ip.Address, From: "free", To: VMObject(nic.VMID)})
+			return ip.Address
+		}
+	}
+	return ""
+}
+
+// ReleaseIP returns the NIC's address to the pool.
+func (db *DB) ReleaseIP(actor string, nicID int64) {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	nic, ok := db.nics[nicID]
+	if !ok {
+		return
+	}
+	for _, ip := range db.ips[nic.NetworkID] {
+		if ip.NicID == nicID {
+			ip.NicID = 0
+			db.emit(history.Event{Actor: actor, Kind: history.IP, Object: "ip:" + ip.Address, From: VMObject(nic.VMID), To: "free"})
+		}
+	}
+	nic.IP = ""
+}
+
+// RemoveNic deletes a NIC row.
+func (db *DB) RemoveNic(id int64) {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	delete(db.nics, id)
+}
+
+// IPPool lists a network's pool with the holder VM id (0 = free).
+func (db *DB) IPPool(networkID int64) []IPHolder {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	var out []IPHolder
+	for _, ip := range db.ips[networkID] {
+		h := IPHolder{Address: ip.Address}
+		if ip.NicID != 0 {
+			if nic, ok := db.nics[ip.NicID]; ok {
+				h.VMID = nic.VMID
+			}
+		}
+		out = append(out, h)
+	}
+	return out
+}
+
+// IPHolder is one pool address and the VM holding it.
+type IPHolder struct {
+	Address string
+	VMID    int64
+}
+
+// ---- volumes
+
+// CreateVolume inserts an Allocated ROOT volume for a VM.
+func (db *DB) CreateVolume(actor string, vmID int64) *VolumeVO {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	v := &VolumeVO{ID: db.id(), VMID: vmID, State: "Allocated"}
+	v.Path = fmt.Sprintf("/primary/ROOT-%d-%d.qcow2", vmID, v.ID)
+	db.volumes[v.ID] = v
+	db.emit(history.Event{Actor: actor, Kind: history.State, Object: fmt.Sprintf("volume:%d", v.ID), To: "Allocated", Detail: v.Path})
+	c := *v
+	return &c
+}
+
+// Volumes lists a VM's volumes (removed ones too when all is set).
+func (db *DB) Volumes(vmID int64) []*VolumeVO {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	var out []*VolumeVO
+	for _, v := range db.sortedVolumes() {
+		if v.VMID == vmID {
+			c := *v
+			out = append(out, &c)
+		}
+	}
+	return out
+}
+
+func (db *DB) sortedVolumes() []*VolumeVO {
+	out := make([]*VolumeVO, 0, len(db.volumes))
+	for _, v := range db.volumes {
+		out = append(out, v)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
+}
+
+// SetVolumeState writes a volume's state; "Expunged" also marks it removed.
+func (db *DB) SetVolumeState(actor string, id int64, state string) {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	v, ok := db.volumes[id]
+	if !ok || v.State == state {
+		return
+	}
+	db.emit(history.Event{Actor: actor, Kind: history.State, Object: fmt.Sprintf("volume:%d", id), From: v.State, To: state, Detail: v.Path})
+	v.State = state
+	if state == "Expunged" {
+		v.Removed = true
+	}
+}
+
+// ---- hosts
+
+// Host reads a host row (nil if missing).
+func (db *DB) Host(id string) *HostVO {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	h, ok := db.hosts[id]
+	if !ok {
+		return nil
+	}
+	c := *h
+	return &c
+}
+
+// Hosts lists hosts by id.
+func (db *DB) Hosts() []*HostVO {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	var ids []string
+	for id := range db.hosts {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	var out []*HostVO
+	for _, id := range ids {
+		c := *db.hosts[id]
+		out = append(out, &c)
+	}
+	return out
+}
+
+// HostTransit applies a host status event; false when the state machine refuses it.
+func (db *DB) HostTransit(actor, id string, ev host.Event, msID string) (host.Status, bool) {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	h, ok := db.hosts[id]
+	if !ok {
+		h = &HostVO{ID: id}
+		db.hosts[id] = h
+	}
+	to, ok := host.Next(h.Status, ev)
+	if !ok {
+		return h.Status, false
+	}
+	from := h.Status
+	if to != from {
+		if to.LostConnection() {
+			h.DisconnectedOn = db.env.Now()
+		}
+		h.Status = to
+		db.emit(history.Event{Actor: actor, Kind: history.State, Object: HostObject(id), From: string(from), To: string(to), Detail: string(ev)})
+	}
+	if msID != "" {
+		h.MSID = msID
+	}
+	return to, true
+}
+
+// SetLastPinged records a ping.
+func (db *DB) SetLastPinged(id string, t time.Time) {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	if h, ok := db.hosts[id]; ok {
+		h.LastPinged = t
+	}
+}
+
+// ---- async jobs
+
+// CreateJob inserts an IN_PROGRESS job.
+func (db *DB) CreateJob(actor, cmd, instanceType string, instanceID int64, msID string) *JobVO {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	j := &JobVO{ID: db.id(), Cmd: cmd, InstanceType: instanceType, InstanceID: instanceID, Status: job.InProgress, MSID: msID, Created: db.env.Now()}
+	db.jobs[j.ID] = j
+	db.emit(history.Event{Actor: actor, Kind: history.State, Object: JobObject(j.ID), To: string(job.InProgress),
+		Detail: fmt.Sprintf("%s %s:%d", cmd, instanceType, instanceID)})
+	c := *j
+	return &c
+}
+
+// CompleteJob finishes a job (no-op when already done).
+func (db *DB) CompleteJob(actor string, id int64, st job.Status, code int, result string) {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	j, ok := db.jobs[id]
+	if !ok || j.Status.Done() {
+		return
+	}
+	j.Status, j.ResultCode, j.Result = st, code, result
+	db.emit(history.Event{Actor: actor, Kind: history.State, Object: JobObject(id), From: string(job.InProgress), To: string(st), Detail: result})
+}
+
+// Job reads a job row.
+func (db *DB) Job(id int64) *JobVO {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	j, ok := db.jobs[id]
+	if !ok {
+		return nil
+	}
+	c := *j
+	return &c
+}
+
+// Jobs lists jobs matching f, by id.
+func (db *DB) Jobs(f func(*JobVO) bool) []*JobVO {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	ids := make([]int64, 0, len(db.jobs))
+	for id := range db.jobs {
+		ids = append(ids, id)
+	}
+	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	var out []*JobVO
+	for _, id := range ids {
+		if j := db.jobs[id]; f == nil || f(j) {
+			c := *j
+			out = append(out, &c)
+		}
+	}
+	return out
+}
+
+// ---- op_lock
+
+// NetworkLockKey is the lock-table key of a network row.
+func NetworkLockKey(id int64) string { return fmt.Sprintf("networks%d", id) }
+
+// TryLock inserts or re-enters a lock row; false if another owner holds it.
+func (db *DB) TryLock(key, msID, thread string) bool {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	l, ok := db.locks[key]
+	if ok {
+		if l.MSID == msID && l.Thread == thread {
+			l.Waiters++
+			return true
+		}
+		return false
+	}
+	db.locks[key] = &LockVO{Key: key, MSID: msID, Thread: thread, Waiters: 1, Since: db.env.Now()}
+	db.emit(history.Event{Actor: thread, Kind: history.Lock, Object: key, To: "held"})
+	return true
+}
+
+// Unlock decrements a lock row's count and deletes it at zero.
+func (db *DB) Unlock(key, msID, thread string) {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	l, ok := db.locks[key]
+	if !ok || l.MSID != msID || l.Thread != thread {
+		return
+	}
+	l.Waiters--
+	if l.Waiters <= 0 {
+		delete(db.locks, key)
+		db.emit(history.Event{Actor: thread, Kind: history.Lock, Object: key, From: "held", To: "released"})
+	}
+}
+
+// LockHolder names the thread holding key ("" if free).
+func (db *DB) LockHolder(key string) string {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	if l, ok := db.locks[key]; ok {
+		return l.Thread
+	}
+	return ""
+}
+
+// Locks lists the lock rows by key.
+func (db *DB) Locks() []LockVO {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	var out []LockVO
+	for _, l := range db.locks {
+		out = append(out, *l)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
+	return out
+}
+
+// CleanupLocksForServer is Merovingian2.cleanupForServer: a restarting server drops its own rows.
+func (db *DB) CleanupLocksForServer(msID string) {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	for k, l := range db.locks {
+		if l.MSID == msID {
+			delete(db.locks, k)
+		}
+	}
+}
+
+// VMByNameAny finds the newest VM row with an instance name, removed or not.
+func (db *DB) VMByNameAny(name string) *VMVO {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	var found *VMVO
+	for _, id := range db.sortedVMIDs() {
+		if v := db.vms[id]; v.Name == name {
+			c := *v
+			found = &c
+		}
+	}
+	return found
+}

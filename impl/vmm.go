@@ -1,0 +1,428 @@
+package impl
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/csconform/csconform/model/host"
+	"github.com/csconform/csconform/model/vm"
+)
+
+// VirtualMachineManagerImpl: start (spec 3.8), stop (3.9), destroy and expunge (3.10).
+
+func (s *Server) domainSpec(v *VMVO) DomainSpec {
+	spec := DomainSpec{Name: v.Name, Type: v.Type, MemoryMiB: 128}
+	for _, nic := range s.DB.Nics(v.ID) {
+		if nic.IP != "" {
+			spec.IPs = append(spec.IPs, nic.IP)
+		}
+		spec.MACs = append(spec.MACs, nic.MAC)
+	}
+	for _, vol := range s.DB.Volumes(v.ID) {
+		if !vol.Removed {
+			spec.Disks = append(spec.Disks, vol.Path)
+		}
+	}
+	return spec
+}
+
+// planDeployment picks a host: the requested one, else the VM's last host, else the first Up host not
+// avoided.
+func (s *Server) planDeployment(v *VMVO, want string, avoid map[string]bool) (string, error) {
+	if want != "" {
+		if avoid[want] {
+			return "", &ResourceUnavailableError{Resource: "Host:" + want, Reason: "Unable to create a deployment for " + v.Name}
+		}
+		return want, nil
+	}
+	var cands []string
+	if v.LastHostID != "" {
+		cands = append(cands, v.LastHostID)
+	}
+	for _, h := range s.DB.Hosts() {
+		cands = append(cands, h.ID)
+	}
+	for _, id := range cands {
+		if h := s.DB.Host(id); h != nil && h.Status == host.Up && !avoid[id] {
+			return id, nil
+		}
+	}
+	return "", &ResourceUnavailableError{Resource: "Zone:1", Reason: "InsufficientServerCapacityException: Unable to create a deployment for " + v.Name}
+}
+
+// advanceStart runs orchestrateStart as a VmWorkStart job on the VM's queue.
+func (s *Server) advanceStart(t *Thread, vmID int64, host string) error {
+	return s.jobs.runVmWork(t, "VmWorkStart", vmID, func(t *Thread) error { return s.orchestrateStart(t, vmID, host) })
+}
+
+func (s *Server) orchestrateStart(t *Thread, vmID int64, want string) (err error) {
+	v := s.DB.VM(vmID)
+	if v == nil {
+		return runtimeErr("Unable to find VM %d", vmID)
+	}
+	// changeToStartState
+	ok := false
+	for i := 0; i < s.Config.Int("vm.op.lock.state.retry") && !ok; i++ {
+		switch v.State {
+		case vm.Stopped:
+			ok = s.DB.UpdateVMState(t.Name, v, vm.StartRequested, vm.Starting, "")
+			if !ok {
+				s.Log(t, "DEBUG", VMObject(vmID), "Determining why we're unable to update the state to Starting for %s. Retry=%d", v.Name, i)
+				v = s.DB.VM(vmID)
+			}
+		case vm.Running:
+			s.Log(t, "DEBUG", VMObject(vmID), "VM is already started: %s", v.Name)
+			return nil
+		case vm.Starting, vm.Stopping, vm.Migrating, vm.Expunging:
+			return &ConcurrentOperationError{Msg: "There are concurrent operations on " + v.Name}
+		default:
+			return runtimeErr("Cannot start %s in %s state", v.Name, v.State)
+		}
+	}
+	if !ok {
+		return &ConcurrentOperationError{Msg: "Unable to change the state of " + v.Name}
+	}
+	started, canRetry := false, true
+	avoid := map[string]bool{}
+	defer func() {
+		if !started && canRetry {
+			cur := s.DB.VM(vmID)
+			if cur.State == vm.Starting {
+				s.DB.UpdateVMState(t.Name, cur, vm.OperationFailed, vm.Stopped, "")
+			}
+		}
+		if !started && err == nil {
+			err = runtimeErr("Unable to start Instance '%s' (%d), see management server log for details", v.Name, vmID)
+		}
+	}()
+	for retry := s.Config.Int("start.retry"); retry != 0; retry-- {
+		s.Log(t, "DEBUG", VMObject(vmID), "VM start attempt #%d", s.Config.Int("start.retry")-retry+1)
+		dest, perr := s.planDeployment(v, want, avoid)
+		if perr != nil {
+			return perr
+		}
+		avoid[dest] = true
+		if !s.DB.UpdateVMState(t.Name, v, vm.OperationRetry, vm.Starting, dest) {
+			return &ConcurrentOperationError{Msg: "Unable to update the state of the Virtual Machine " + v.Name}
+		}
+		step, answered := "Prepare", false
+		aerr := func() error {
+			if err := s.prepare(t, v, dest); err != nil {
+				return err
+			}
+			for _, vol := range s.DB.Volumes(vmID) {
+				if vol.State == "Allocated" {
+					s.DB.SetVolumeState(t.Name, vol.ID, "Ready")
+				}
+			}
+			spec := s.domainSpec(v)
+			step = "Starting"
+			s.Log(t, "DEBUG", VMObject(vmID), "Sending StartCommand for %s to host %s", v.Name, dest)
+			ans, err := s.agents.Send(t, dest, Message{Kind: MsgStart, Domain: &spec}, 0)
+			if err != nil {
+				return err
+			}
+			step = "Started"
+			if !ans.Result {
+				s.Log(t, "INFO", VMObject(vmID), "Unable to start VM on %s due to %s", dest, ans.Details)
+				return nil
+			}
+			answered = true
+			cur := s.DB.VM(vmID)
+			if !s.DB.UpdateVMState(t.Name, cur, vm.OperationSucceeded, vm.Running, dest) {
+				s.Log(t, "ERROR", VMObject(vmID), "Unable to transition to a new state. %s", cur.Name)
+				return &ConcurrentOperationError{Msg: "Failed to deploy VM" + v.Name}
+			}
+			started = true
+			s.Log(t, "DEBUG", VMObject(vmID), "Start completed for VM %s", v.Name)
+			return nil
+		}()
+		if !started && canRetry {
+			var te *OperationTimedoutError
+			if errors.As(aerr, &te) {
+				canRetry = false
+			}
+		}
+		if !started && canRetry {
+			// per-attempt finally: cleanup, which always releases NICs and volumes.
+			force := !((step == "Started" || step == "Starting") && answered)
+			s.cleanup(t, s.DB.VM(vmID), step, force)
+		}
+		if started {
+			return nil
+		}
+		var ue *AgentUnavailableError
+		var te *OperationTimedoutError
+		var re *ResourceUnavailableError
+		switch {
+		case aerr == nil:
+			continue // a failed StartAnswer: next attempt
+		case errors.As(aerr, &te):
+			s.Log(t, "DEBUG", VMObject(vmID), "Unable to send the start command to host %s", dest)
+			return &AgentUnavailableError{Host: dest, Reason: "Unable to start " + v.Name}
+		case errors.As(aerr, &ue):
+			s.Log(t, "WARN", VMObject(vmID), "Unable to contact resource. %v", aerr)
+			v = s.DB.VM(vmID)
+			continue // host scope: avoided, try another host
+		case errors.As(aerr, &re):
+			s.Log(t, "WARN", VMObject(vmID), "Unable to contact resource. %v", aerr)
+			return aerr // network scope cannot be avoided
+		default:
+			s.Log(t, "ERROR", VMObject(vmID), "Failed to start instance %s: %v", v.Name, aerr)
+			return aerr // CloudRuntimeException escapes the loop
+		}
+	}
+	return nil
+}
+
+// cleanup stops what a failed start may have left and — in its finally — always releases resources.
+func (s *Server) cleanup(t *Thread, v *VMVO, step string, force bool) bool {
+	s.Log(t, "DEBUG", VMObject(v.ID), "Cleaning up resources for the vm %s in %s state", v.Name, v.State)
+	defer s.releaseVmResources(t, v)
+	switch v.State {
+	case vm.Starting:
+		switch step {
+		case "Starting", "Started", "Release":
+			if step == "Starting" && !force {
+				s.Log(t, "WARN", VMObject(v.ID), "Unable to cleanup vm %s; work state is incorrect: %s", v.Name, step)
+				return false
+			}
+			if v.HostID != "" && !s.sendStop(t, v, force, false) {
+				s.Log(t, "WARN", VMObject(v.ID), "Failed to stop vm %s in Starting state as a part of cleanup process", v.Name)
+				return false
+			}
+		default:
+			s.Log(t, "DEBUG", VMObject(v.ID), "Cleanup is not needed for vm %s; work state is not alright: %s", v.Name, step)
+		}
+		return true
+	case vm.Stopping, vm.Running:
+		if v.HostID != "" && !s.sendStop(t, v, force, false) {
+			return false
+		}
+	}
+	return true
+}
+
+// forcedReleaseAllowed is where D3 lives: whether a forced stop that could not reach the host may
+// treat the VM as stopped. With D3 on, always (CloudStack 4.22). With it off, only when the host is
+// gone (Down, Removed, no row): a host that may reconnect — Disconnected, Connecting, Alert,
+// Rebalancing, or Up with its link down — is expected back with the domain still running.
+func (s *Server) forcedReleaseAllowed(t *Thread, v *VMVO, hostID string) bool {
+	if s.Defects["D3"] || hostID == "" {
+		return true
+	}
+	h := s.DB.Host(hostID)
+	if h == nil || h.Status == host.Down || h.Status == host.Removed {
+		return true
+	}
+	s.Log(t, "WARN", VMObject(v.ID), "Not forcing the stop of %s: its host %s is %s and may still be running it. The stop fails if the host cannot be reached; retry once the host is Up or Down.", v.Name, hostID, h.Status)
+	return false
+}
+
+// sendStop (spec 3.9): with force, an unreachable host counts as success.
+func (s *Server) sendStop(t *Thread, v *VMVO, force, checkBeforeCleanup bool) bool {
+	if v.HostID == "" {
+		s.Log(t, "ERROR", VMObject(v.ID), "Invalid answer received in response to a StopCommand for %s", v.Name)
+		return false
+	}
+	ans, err := s.agents.Send(t, v.HostID, Message{Kind: MsgStop, VMName: v.Name, CheckFirst: checkBeforeCleanup}, 0)
+	if err != nil {
+		s.Log(t, "WARN", VMObject(v.ID), "Unable to stop %s due to [%v].", v.Name, err)
+		return force && s.forcedReleaseAllowed(t, v, v.HostID)
+	}
+	if !ans.Result {
+		s.Log(t, "DEBUG", VMObject(v.ID), "Unable to stop VM due to %s", ans.Details)
+		return false
+	}
+	if v.Type == "User" {
+		s.DB.SetPowerState(t.Name, v.ID, vm.PowerOff)
+	}
+	return true
+}
+
+// AdvanceStop runs the stop as a VmWorkStop job.
+func (s *Server) advanceStop(t *Thread, vmID int64, forced bool) error {
+	return s.jobs.runVmWork(t, "VmWorkStop", vmID, func(t *Thread) error { return s.orchestrateStop(t, vmID, forced) })
+}
+
+func (s *Server) orchestrateStop(t *Thread, vmID int64, forced bool) error {
+	v := s.DB.VM(vmID)
+	if v == nil || v.Removed {
+		return runtimeErr("Unable to find VM %d", vmID)
+	}
+	switch v.State {
+	case vm.Stopped:
+		s.Log(t, "DEBUG", VMObject(vmID), "VM is already stopped: %s", v.Name)
+		return nil
+	case vm.Destroyed, vm.Expunging, vm.Error:
+		s.Log(t, "DEBUG", VMObject(vmID), "Stopped called on %s but the state is %s", v.Name, v.State)
+		return nil
+	}
+	if v.HostID == "" {
+		if !forced {
+			s.Log(t, "DEBUG", VMObject(vmID), "HostId is null but this is not a forced stop, cannot stop vm %s", v.Name)
+			return runtimeErr("Unable to stop %s", v.Name)
+		}
+		s.DB.UpdateVMState(t.Name, v, vm.AgentReportStopped, vm.Stopped, "")
+		return nil
+	}
+	hostID := v.HostID
+	if _, ok := vm.Next(v.State, vm.StopRequested); !ok {
+		if !forced {
+			return runtimeErr("We cannot stop %s when it is in state %s", v.Name, v.State)
+		}
+		s.Log(t, "WARN", VMObject(vmID), "Unable to transition the state but we're moving on because it's forced stop")
+		if !s.cleanup(t, v, "Release", true) {
+			return runtimeErr("Failed to cleanup %s , current state %s", v.Name, v.State)
+		}
+		cur := s.DB.VM(vmID)
+		if !s.DB.UpdateVMState(t.Name, cur, vm.AgentReportStopped, vm.Stopped, "") {
+			return runtimeErr("Unable to stop %s", v.Name)
+		}
+		return nil
+	}
+	if !s.DB.UpdateVMState(t.Name, v, vm.StopRequested, vm.Stopping, hostID) {
+		return &ConcurrentOperationError{Msg: v.Name + " is being operated on."}
+	}
+	ans, err := s.agents.Send(t, hostID, Message{Kind: MsgStop, VMName: v.Name}, 0)
+	stopped := false
+	var ue *AgentUnavailableError
+	var te *OperationTimedoutError
+	switch {
+	case errors.As(err, &ue) || errors.As(err, &te):
+		s.Log(t, "WARN", VMObject(vmID), "Unable to stop %s due to [%v].", v.Name, err)
+	case err != nil:
+		return err
+	case !ans.Result:
+		if !forced {
+			s.DB.UpdateVMState(t.Name, v, vm.OperationFailed, vm.Running, hostID)
+		}
+		return runtimeErr("Unable to stop the virtual machine due to %s", ans.Details)
+	default:
+		stopped = true
+	}
+	if !stopped {
+		if !forced || !s.forcedReleaseAllowed(t, v, hostID) {
+			s.Log(t, "WARN", VMObject(vmID), "Unable to stop vm %s", v.Name)
+			s.DB.UpdateVMState(t.Name, v, vm.OperationFailed, vm.Running, hostID)
+			return runtimeErr("Unable to stop %s", v.Name)
+		}
+		s.Log(t, "WARN", VMObject(vmID), "Unable to actually stop %s but continue with release because it's a force stop", v.Name)
+	}
+	s.Log(t, "DEBUG", VMObject(vmID), "%s is stopped on the host.  Proceeding to release resource held.", v.Name)
+	s.releaseVmResources(t, v)
+	if !s.DB.UpdateVMState(t.Name, v, vm.OperationSucceeded, vm.Stopped, "") {
+		return runtimeErr("unable to stop %s", v.Name)
+	}
+	return nil
+}
+
+// destroy is UserVmManagerImpl.destroyVm then VMMI.destroy (and advanceExpunge when asked).
+func (s *Server) destroy(t *Thread, vmID int64, expunge bool) error {
+	v := s.DB.VM(vmID)
+	if v == nil || v.Removed {
+		return fmt.Errorf("InvalidParameterValueException: Unable to find a virtual machine with id %d", vmID)
+	}
+	if (v.State == vm.Destroyed || v.State == vm.Expunging) && !expunge {
+		return nil
+	}
+	forced := s.Config.Bool("vm.destroy.forcestop")
+	if err := s.advanceStop(t, vmID, forced); err != nil {
+		return runtimeErr("Unable to contact the agent to stop the virtual machine %s: %v", v.Name, err)
+	}
+	v = s.DB.VM(vmID)
+	if v.State != vm.Destroyed && v.State != vm.Expunging {
+		s.Log(t, "DEBUG", VMObject(vmID), "Destroying vm %s, expunge flag %v", v.Name, expunge)
+		if err := s.advanceStop(t, vmID, forced); err != nil {
+			return err
+		}
+		v = s.DB.VM(vmID)
+		to, ok := vm.Next(v.State, vm.DestroyRequested)
+		if !ok || !s.DB.UpdateVMState(t.Name, v, vm.DestroyRequested, to, v.HostID) {
+			return runtimeErr("Unable to destroy %s", v.Name)
+		}
+		for _, vol := range s.DB.Volumes(vmID) {
+			s.DB.SetVolumeState(t.Name, vol.ID, "Destroy")
+		}
+	}
+	if expunge {
+		return s.advanceExpunge(t, vmID)
+	}
+	return nil
+}
+
+// advanceExpunge (spec 3.10). D2c: with it on, nothing contacts the host for a VM the DB says is
+// stopped; with it off, the last known host is asked to stop the instance first (PR #14207).
+func (s *Server) advanceExpunge(t *Thread, vmID int64) error {
+	v := s.DB.VM(vmID)
+	if v == nil || v.Removed {
+		return runtimeErr("Unable to find VM %d", vmID)
+	}
+	if v.State != vm.Destroyed && v.State != vm.Expunging && v.State != vm.Error {
+		return runtimeErr("VM %s is not destroyed: %s", v.Name, v.State)
+	}
+	if !s.Defects["D2c"] {
+		s.ensureInstanceIsStoppedOnLastKnownHost(t, v)
+	}
+	if err := s.advanceStop(t, vmID, s.Config.Bool("vm.destroy.forcestop")); err != nil {
+		return err
+	}
+	v = s.DB.VM(vmID)
+	if v.State != vm.Expunging {
+		if !s.DB.UpdateVMState(t.Name, v, vm.ExpungeOperation, vm.Expunging, v.HostID) {
+			return runtimeErr("Unable to expunge %s", v.Name)
+		}
+	}
+	s.cleanupNics(t, v)
+	for _, vol := range s.DB.Volumes(vmID) {
+		if vol.Removed {
+			continue
+		}
+		s.DB.SetVolumeState(t.Name, vol.ID, "Expunging")
+		target := v.LastHostID
+		if target == "" {
+			target = v.HostID
+		}
+		ok := false
+		if target != "" {
+			ans, err := s.agents.Send(t, target, Message{Kind: MsgDeleteVolume, Path: vol.Path}, 0)
+			ok = err == nil && ans.Result
+			if !ok {
+				s.Log(t, "WARN", VMObject(vmID), "Unable to expunge volume %s: %v %s", vol.Path, err, details(ans))
+			}
+		}
+		if ok || target == "" {
+			s.DB.SetVolumeState(t.Name, vol.ID, "Expunged")
+		} else {
+			s.DB.SetVolumeState(t.Name, vol.ID, "Destroy")
+		}
+	}
+	s.Log(t, "DEBUG", VMObject(vmID), "Expunged VM instance %s", v.Name)
+	s.DB.RemoveVM(t.Name, vmID)
+	return nil
+}
+
+func details(m *Message) string {
+	if m == nil {
+		return ""
+	}
+	return m.Details
+}
+
+func (s *Server) ensureInstanceIsStoppedOnLastKnownHost(t *Thread, v *VMVO) {
+	target := v.HostID
+	if target == "" {
+		target = v.LastHostID
+	}
+	if target == "" {
+		return
+	}
+	ans, err := s.agents.Send(t, target, Message{Kind: MsgStop, VMName: v.Name}, 0)
+	if err != nil || !ans.Result {
+		s.Log(t, "WARN", VMObject(v.ID), "Unable to confirm instance %s is stopped on host %s before expunging: %v %s", v.Name, target, err, details(ans))
+	}
+}
+
+// jobPoll is how often API callers poll queryAsyncJobResult.
+const jobPoll = time.Second

@@ -1,0 +1,467 @@
+package invariant
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/csconform/csconform/model/host"
+	"github.com/csconform/csconform/model/network"
+	"github.com/csconform/csconform/model/vm"
+)
+
+// Snapshot is what the checks look at: the management server's records and
+// the hypervisors' truth at one moment, plus the history needed to judge
+// failures and network writes.
+type Snapshot struct {
+	Time     time.Time
+	VMs      []VM // management-server records, including removed (expunged) rows with Removed=true
+	Hosts    []Host
+	Networks []Network
+	IPs      []IP // the guest IP pool of every network
+	Volumes  []Volume
+	Domains  []Domain // the truth: what the hypervisors run (from the driver, never from the agent)
+	// NetworkChanges are the network state writes to check (the harness
+	// passes those since the previous check).
+	NetworkChanges []NetworkChange
+	Ops            []ClientOp // client operations finished so far (call and return times, result)
+	Faults         []Fault    // injected faults so far
+	Locks          []Lock     // not needed by the checks below, informational
+}
+
+// VM is a vm_instance row.
+type VM struct {
+	ID, Name, Type     string // Type is "User" or "DomainRouter"
+	State              vm.State
+	HostID, LastHostID string
+	Removed            bool
+}
+
+// Host is a host row.
+type Host struct {
+	ID, Name string
+	Status   host.Status
+}
+
+// Network is a networks row.
+type Network struct {
+	ID, Name string
+	State    network.State
+}
+
+// IP is one address of a network's guest IP pool.
+type IP struct {
+	Address, NetworkID string
+	Free               bool
+	VMID               string // holder when !Free
+}
+
+// Volume is a volumes row.
+type Volume struct {
+	ID, VMID, Path string
+	State          string // Allocated, Ready, Destroy, Expunging, Expunged
+	Removed        bool
+}
+
+// Domain is a hypervisor domain as the driver sees it.
+type Domain struct {
+	HostID, Name string
+	Running      bool
+	IPs          []string
+	Disks        []string // volume paths it holds open
+}
+
+// NetworkChange is one write of a network's state.
+type NetworkChange struct {
+	Time      time.Time
+	NetworkID string
+	From, To  network.State
+	Actor     string
+	// LockHolder is the actor holding the network's lock-table entry at the
+	// write, "" if none.
+	LockHolder string
+	Direct     bool // written around the FSM
+}
+
+// ClientOp is one API call a client made and saw finish.
+type ClientOp struct {
+	ID     int
+	Client string
+	// Kind is "deploy", "start", "startNoRetry", "stop", "forceStop",
+	// "destroy", "destroyExpunge", "expunge", "createNetwork", ...
+	Kind         string
+	VMID         string
+	HostID       string // host the VM was placed on, if any
+	NetworkIDs   []string
+	Call, Return time.Time
+	OK           bool
+	Err          string
+}
+
+// Fault is one injected fault.
+type Fault struct {
+	Kind       string
+	Targets    []string  // "host:<id>", "vm:<id>", "network:<id>", "ms"
+	Begin, End time.Time // End zero = still active
+	Disruptive bool
+}
+
+// Lock is a lock-table entry.
+type Lock struct {
+	Key, Owner string
+}
+
+// Violation is one broken invariant.
+type Violation struct {
+	Invariant string
+	Object    string
+	Time      time.Time
+	Message   string
+}
+
+func (v Violation) String() string {
+	return v.Invariant + " " + v.Object + ": " + v.Message
+}
+
+// Invariant names, used as Violation.Invariant.
+const (
+	OrphanDomain            = "orphan-domain"
+	IPConflict              = "ip-conflict"
+	VolumeInUse             = "volume-in-use"
+	NetworkLock             = "network-lock"
+	UnexplainedStartFailure = "unexplained-start-failure"
+)
+
+// StartKinds are the op kinds that start a VM.
+var StartKinds = []string{"deploy", "start", "startNoRetry"}
+
+// DisruptiveKinds are the op kinds that legitimately make a concurrent start
+// on the same VM or network fail.
+var DisruptiveKinds = []string{"stop", "forceStop", "destroy", "destroyExpunge", "expunge", "deleteNetwork", "restartNetwork"}
+
+// Check runs every invariant and returns the violations sorted by
+// (Invariant, Object, Message, Time), so that runs can be diffed.
+func Check(s Snapshot) []Violation {
+	var out []Violation
+	out = append(out, CheckOrphanDomains(s)...)
+	out = append(out, CheckIPs(s)...)
+	out = append(out, CheckVolumes(s)...)
+	out = append(out, CheckNetworkLocks(s)...)
+	out = append(out, CheckStartFailures(s)...)
+	sortViolations(out)
+	return out
+}
+
+func sortViolations(vs []Violation) {
+	slices.SortStableFunc(vs, func(a, b Violation) int {
+		return cmp.Or(
+			cmp.Compare(a.Invariant, b.Invariant),
+			cmp.Compare(a.Object, b.Object),
+			cmp.Compare(a.Message, b.Message),
+			a.Time.Compare(b.Time),
+		)
+	})
+}
+
+// domainName names a domain in messages; the host matters because the same
+// VM may run on two hosts at once, which is exactly the race we look for.
+func domainName(d Domain) string {
+	return fmt.Sprintf("%s on host %s", d.Name, d.HostID)
+}
+
+// recordsByName indexes VM records by name, each list sorted by ID so
+// messages do not depend on input order.
+func recordsByName(vms []VM) map[string][]VM {
+	m := map[string][]VM{}
+	for _, v := range vms {
+		m[v.Name] = append(m[v.Name], v)
+	}
+	for _, l := range m {
+		slices.SortStableFunc(l, func(a, b VM) int { return cmp.Compare(a.ID, b.ID) })
+	}
+	return m
+}
+
+// runningDomains returns the running domains sorted by (host, name) so
+// outputs do not depend on the driver's listing order.
+func runningDomains(ds []Domain) []Domain {
+	var out []Domain
+	for _, d := range ds {
+		if d.Running {
+			out = append(out, d)
+		}
+	}
+	slices.SortStableFunc(out, func(a, b Domain) int {
+		return cmp.Or(cmp.Compare(a.HostID, b.HostID), cmp.Compare(a.Name, b.Name))
+	})
+	return out
+}
+
+// uniq returns xs without duplicates, sorted.
+func uniq(xs []string) []string {
+	out := slices.Clone(xs)
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// CheckOrphanDomains: every running domain must be backed by a live VM
+// record, in a state that may have a domain, placed on the domain's host.
+// Otherwise the orchestrator has forgotten a running guest (D2, D3).
+func CheckOrphanDomains(s Snapshot) []Violation {
+	byName := recordsByName(s.VMs)
+	var out []Violation
+	for _, d := range runningDomains(s.Domains) {
+		var live, removed []VM
+		for _, r := range byName[d.Name] {
+			if r.Removed {
+				removed = append(removed, r)
+			} else {
+				live = append(live, r)
+			}
+		}
+		var msg string
+		switch {
+		case len(live) == 0 && len(removed) > 0:
+			msg = fmt.Sprintf("domain %s is running but its VM record %s is removed (expunged)", domainName(d), removed[0].ID)
+		case len(live) == 0:
+			msg = fmt.Sprintf("domain %s is running but no VM record is named %s", domainName(d), d.Name)
+		default:
+			var why []string
+			for _, r := range live {
+				switch {
+				case noDomainState(r.State):
+					why = append(why, fmt.Sprintf("record %s is %s", r.ID, r.State))
+				case r.HostID != d.HostID:
+					why = append(why, fmt.Sprintf("record %s (%s) places it on host %q", r.ID, r.State, r.HostID))
+				}
+			}
+			if len(why) < len(live) {
+				continue // some record accounts for the domain
+			}
+			msg = fmt.Sprintf("domain %s is running but %s", domainName(d), strings.Join(why, "; "))
+		}
+		out = append(out, Violation{Invariant: OrphanDomain, Object: "domain:" + d.Name, Time: s.Time, Message: msg})
+	}
+	sortViolations(out)
+	return out
+}
+
+// noDomainState reports whether a record in this state says no domain should
+// be running for it.
+func noDomainState(st vm.State) bool {
+	switch st {
+	case vm.Destroyed, vm.Expunging, vm.Error, vm.Stopped:
+		return true
+	}
+	return false
+}
+
+// CheckIPs: a guest address is used by at most one running domain, and the
+// pool must hold it for that domain's own VM; otherwise the address was
+// released under a running guest and may be (or was) handed out again.
+// Addresses outside every pool (link-local, public) are not checked.
+func CheckIPs(s Snapshot) []Violation {
+	byName := recordsByName(s.VMs)
+	pool := map[string][]IP{}
+	for _, ip := range s.IPs {
+		pool[ip.Address] = append(pool[ip.Address], ip)
+	}
+	for _, l := range pool {
+		slices.SortStableFunc(l, func(a, b IP) int { return cmp.Compare(a.NetworkID, b.NetworkID) })
+	}
+
+	var out []Violation
+	users := map[string][]string{}
+	for _, d := range runningDomains(s.Domains) {
+		// The domain's own records, removed ones included: an expunged VM
+		// whose address is still held by its row is an orphan-domain
+		// problem, not an address conflict.
+		own := map[string]bool{}
+		for _, r := range byName[d.Name] {
+			own[r.ID] = true
+		}
+		for _, addr := range uniq(d.IPs) {
+			users[addr] = append(users[addr], domainName(d))
+			entries := pool[addr]
+			if len(entries) == 0 || slices.ContainsFunc(entries, func(ip IP) bool { return !ip.Free && own[ip.VMID] }) {
+				continue
+			}
+			var why []string
+			for _, ip := range entries {
+				if ip.Free {
+					why = append(why, fmt.Sprintf("free in the pool of network %s", ip.NetworkID))
+				} else {
+					why = append(why, fmt.Sprintf("allocated to VM %s in network %s", ip.VMID, ip.NetworkID))
+				}
+			}
+			out = append(out, Violation{
+				Invariant: IPConflict,
+				Object:    "ip:" + addr,
+				Time:      s.Time,
+				Message:   fmt.Sprintf("address %s used by running domain %s is %s", addr, domainName(d), strings.Join(why, "; ")),
+			})
+		}
+	}
+	for addr, ds := range users {
+		if ds = uniq(ds); len(ds) < 2 {
+			continue
+		}
+		out = append(out, Violation{
+			Invariant: IPConflict,
+			Object:    "ip:" + addr,
+			Time:      s.Time,
+			Message:   fmt.Sprintf("address %s used by %d running domains: %s", addr, len(ds), strings.Join(ds, ", ")),
+		})
+	}
+	sortViolations(out)
+	return out
+}
+
+// deadVolumeState reports whether a volume in this state must no longer be
+// open anywhere: its storage may be deleted or reused under the guest.
+func deadVolumeState(st string) bool {
+	switch st {
+	case "Destroy", "Expunging", "Expunged":
+		return true
+	}
+	return false
+}
+
+// CheckVolumes: a disk a running domain holds open must have a volume record
+// and every record with that path must be live (not Destroy, Expunging,
+// Expunged or removed).
+func CheckVolumes(s Snapshot) []Violation {
+	byPath := map[string][]Volume{}
+	for _, v := range s.Volumes {
+		byPath[v.Path] = append(byPath[v.Path], v)
+	}
+	for _, l := range byPath {
+		slices.SortStableFunc(l, func(a, b Volume) int { return cmp.Compare(a.ID, b.ID) })
+	}
+	var out []Violation
+	for _, d := range runningDomains(s.Domains) {
+		for _, path := range uniq(d.Disks) {
+			recs := byPath[path]
+			if len(recs) == 0 {
+				out = append(out, Violation{
+					Invariant: VolumeInUse, Object: "volume:" + path, Time: s.Time,
+					Message: fmt.Sprintf("running domain %s holds %s open but no volume record has that path", domainName(d), path),
+				})
+				continue
+			}
+			for _, v := range recs {
+				if !deadVolumeState(v.State) && !v.Removed {
+					continue
+				}
+				what := v.State
+				if v.Removed {
+					what += ", removed"
+				}
+				out = append(out, Violation{
+					Invariant: VolumeInUse, Object: "volume:" + path, Time: s.Time,
+					Message: fmt.Sprintf("running domain %s holds %s open but volume %s (VM %s) is %s", domainName(d), path, v.ID, v.VMID, what),
+				})
+			}
+		}
+	}
+	sortViolations(out)
+	return out
+}
+
+// CheckNetworkLocks: a network's state may only be written by the actor that
+// holds its lock-table entry, if anyone holds it. The network DAO write is
+// not a compare-and-set, so any other writer silently overwrites (D1).
+func CheckNetworkLocks(s Snapshot) []Violation {
+	var out []Violation
+	for _, c := range s.NetworkChanges {
+		if c.LockHolder == "" || c.Actor == c.LockHolder {
+			continue
+		}
+		how := "through the FSM"
+		if c.Direct {
+			how = "directly, around the FSM"
+		}
+		out = append(out, Violation{
+			Invariant: NetworkLock,
+			Object:    "network:" + c.NetworkID,
+			Time:      c.Time,
+			Message: fmt.Sprintf("%s wrote network %s %s -> %s %s while %s held its lock",
+				c.Actor, c.NetworkID, c.From, c.To, how, c.LockHolder),
+		})
+	}
+	sortViolations(out)
+	return out
+}
+
+// CheckStartFailures: a start that failed must be explained by a disruptive
+// fault on something it depended on, or by a concurrent disruptive operation
+// on the same VM or one of its networks. Anything else is the orchestrator
+// tripping over its own state (e.g. a network left in Shutdown by GC).
+func CheckStartFailures(s Snapshot) []Violation {
+	var out []Violation
+	for _, op := range s.Ops {
+		if op.OK || !slices.Contains(StartKinds, op.Kind) {
+			continue
+		}
+		if explainedByFault(op, s.Faults) || explainedByOp(op, s.Ops) {
+			continue
+		}
+		obj := "vm:" + op.VMID
+		if op.VMID == "" {
+			// A deploy can fail before a VM row exists; key on the op then.
+			obj = fmt.Sprintf("op:%d", op.ID)
+		}
+		out = append(out, Violation{
+			Invariant: UnexplainedStartFailure,
+			Object:    obj,
+			Time:      op.Return,
+			Message: fmt.Sprintf("%s #%d by %s of VM %s failed with %q; no disruptive fault or concurrent disruptive operation overlaps it",
+				op.Kind, op.ID, op.Client, op.VMID, op.Err),
+		})
+	}
+	sortViolations(out)
+	return out
+}
+
+// overlaps reports whether [a0, a1] and [b0, b1] intersect; a zero end means
+// the interval is still open.
+func overlaps(a0, a1, b0, b1 time.Time) bool {
+	return (a1.IsZero() || !b0.After(a1)) && (b1.IsZero() || !a0.After(b1))
+}
+
+func explainedByFault(op ClientOp, faults []Fault) bool {
+	targets := map[string]bool{"ms": true}
+	if op.VMID != "" {
+		targets["vm:"+op.VMID] = true
+	}
+	if op.HostID != "" {
+		targets["host:"+op.HostID] = true
+	}
+	for _, n := range op.NetworkIDs {
+		targets["network:"+n] = true
+	}
+	for _, f := range faults {
+		if f.Disruptive && overlaps(op.Call, op.Return, f.Begin, f.End) &&
+			slices.ContainsFunc(f.Targets, func(t string) bool { return targets[t] }) {
+			return true
+		}
+	}
+	return false
+}
+
+func explainedByOp(op ClientOp, ops []ClientOp) bool {
+	for _, o := range ops {
+		if o.ID == op.ID || !slices.Contains(DisruptiveKinds, o.Kind) || !overlaps(op.Call, op.Return, o.Call, o.Return) {
+			continue
+		}
+		if op.VMID != "" && o.VMID == op.VMID {
+			return true
+		}
+		if slices.ContainsFunc(o.NetworkIDs, func(n string) bool { return slices.Contains(op.NetworkIDs, n) }) {
+			return true
+		}
+	}
+	return false
+}

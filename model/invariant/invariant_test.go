@@ -1,0 +1,405 @@
+package invariant
+
+import (
+	"math/rand/v2"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/csconform/csconform/model/host"
+	"github.com/csconform/csconform/model/network"
+	"github.com/csconform/csconform/model/vm"
+)
+
+var t0 = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+
+func at(sec int) time.Time { return t0.Add(time.Duration(sec) * time.Second) }
+
+// clean returns a consistent snapshot: two user VMs and a router running
+// where the records say, each address and disk held by its own record.
+func clean() Snapshot {
+	return Snapshot{
+		Time: at(100),
+		VMs: []VM{
+			{ID: "v1", Name: "i-1", Type: "User", State: vm.Running, HostID: "h1", LastHostID: "h1"},
+			{ID: "v2", Name: "i-2", Type: "User", State: vm.Running, HostID: "h2", LastHostID: "h2"},
+			{ID: "r1", Name: "r-1", Type: "DomainRouter", State: vm.Running, HostID: "h1", LastHostID: "h1"},
+			{ID: "v0", Name: "i-0", Type: "User", State: vm.Expunging, Removed: true},
+		},
+		Hosts: []Host{{ID: "h1", Name: "kvm1", Status: host.Up}, {ID: "h2", Name: "kvm2", Status: host.Up}},
+		Networks: []Network{
+			{ID: "n1", Name: "guest", State: network.Implemented},
+		},
+		IPs: []IP{
+			{Address: "10.0.0.1", NetworkID: "n1", VMID: "r1"},
+			{Address: "10.0.0.11", NetworkID: "n1", VMID: "v1"},
+			{Address: "10.0.0.12", NetworkID: "n1", VMID: "v2"},
+			{Address: "10.0.0.13", NetworkID: "n1", Free: true},
+		},
+		Volumes: []Volume{
+			{ID: "vol1", VMID: "v1", Path: "/pool/vol1", State: "Ready"},
+			{ID: "vol2", VMID: "v2", Path: "/pool/vol2", State: "Ready"},
+			{ID: "volr", VMID: "r1", Path: "/pool/volr", State: "Ready"},
+			{ID: "vol0", VMID: "v0", Path: "/pool/vol0", State: "Expunged", Removed: true},
+		},
+		Domains: []Domain{
+			{HostID: "h1", Name: "i-1", Running: true, IPs: []string{"10.0.0.11"}, Disks: []string{"/pool/vol1"}},
+			{HostID: "h2", Name: "i-2", Running: true, IPs: []string{"10.0.0.12"}, Disks: []string{"/pool/vol2"}},
+			{HostID: "h1", Name: "r-1", Running: true, IPs: []string{"10.0.0.1", "169.254.0.5"}, Disks: []string{"/pool/volr"}},
+			// A shut-off leftover of the expunged VM is no violation: only
+			// running domains matter.
+			{HostID: "h2", Name: "i-0", Running: false, IPs: []string{"10.0.0.13"}, Disks: []string{"/pool/vol0"}},
+		},
+		NetworkChanges: []NetworkChange{
+			{Time: at(1), NetworkID: "n1", From: network.Allocated, To: network.Implementing, Actor: "job-1", LockHolder: "job-1"},
+			{Time: at(2), NetworkID: "n1", From: network.Implementing, To: network.Implemented, Actor: "job-1", LockHolder: "job-1"},
+		},
+		Ops: []ClientOp{
+			{ID: 1, Client: "c1", Kind: "deploy", VMID: "v1", HostID: "h1", NetworkIDs: []string{"n1"}, Call: at(0), Return: at(5), OK: true},
+			{ID: 2, Client: "c2", Kind: "deploy", VMID: "v2", HostID: "h2", NetworkIDs: []string{"n1"}, Call: at(1), Return: at(6), OK: true},
+		},
+		Locks: []Lock{{Key: "networks:n1", Owner: "job-1"}},
+	}
+}
+
+type want struct{ object, contains string }
+
+type testCase struct {
+	name   string
+	mutate func(s *Snapshot)
+	want   []want // in the order the check returns them (sorted)
+}
+
+func run(t *testing.T, check func(Snapshot) []Violation, invariant string, cases []testCase) {
+	t.Helper()
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := clean()
+			if tc.mutate != nil {
+				tc.mutate(&s)
+			}
+			got := check(s)
+			if len(got) != len(tc.want) {
+				t.Fatalf("got %d violations, want %d:\n%s", len(got), len(tc.want), dump(got))
+			}
+			for i, w := range tc.want {
+				g := got[i]
+				if g.Invariant != invariant || g.Object != w.object || !strings.Contains(g.Message, w.contains) {
+					t.Errorf("violation %d = %s\nwant %s %s containing %q", i, g, invariant, w.object, w.contains)
+				}
+			}
+		})
+	}
+}
+
+func dump(vs []Violation) string {
+	var b strings.Builder
+	for _, v := range vs {
+		b.WriteString("  " + v.String() + "\n")
+	}
+	return b.String()
+}
+
+func setVM(s *Snapshot, id string, f func(*VM)) {
+	for i := range s.VMs {
+		if s.VMs[i].ID == id {
+			f(&s.VMs[i])
+		}
+	}
+}
+
+func TestCheckOrphanDomains(t *testing.T) {
+	state := func(st vm.State, hostID string) func(*Snapshot) {
+		return func(s *Snapshot) { setVM(s, "v1", func(v *VM) { v.State, v.HostID = st, hostID }) }
+	}
+	run(t, CheckOrphanDomains, OrphanDomain, []testCase{
+		{name: "clean", want: nil},
+		{name: "record Starting on the domain's host", mutate: state(vm.Starting, "h1")},
+		{name: "record Stopping on the domain's host", mutate: state(vm.Stopping, "h1")},
+		{name: "record Migrating on the domain's host", mutate: state(vm.Migrating, "h1")},
+		{name: "record Stopped", mutate: state(vm.Stopped, ""),
+			want: []want{{"domain:i-1", "record v1 is Stopped"}}},
+		{name: "record Destroyed", mutate: state(vm.Destroyed, "h1"),
+			want: []want{{"domain:i-1", "record v1 is Destroyed"}}},
+		{name: "record Expunging", mutate: state(vm.Expunging, "h1"),
+			want: []want{{"domain:i-1", "record v1 is Expunging"}}},
+		{name: "record Error", mutate: state(vm.Error, "h1"),
+			want: []want{{"domain:i-1", "record v1 is Error"}}},
+		{name: "record on another host", mutate: state(vm.Running, "h2"),
+			want: []want{{"domain:i-1", `places it on host "h2"`}}},
+		{name: "record Starting on another host", mutate: state(vm.Starting, "h2"),
+			want: []want{{"domain:i-1", `record v1 (Starting) places it on host "h2"`}}},
+		{name: "record removed",
+			mutate: func(s *Snapshot) { setVM(s, "v1", func(v *VM) { v.Removed = true }) },
+			want:   []want{{"domain:i-1", "record v1 is removed"}}},
+		{name: "no record at all",
+			mutate: func(s *Snapshot) {
+				s.Domains = append(s.Domains, Domain{HostID: "h2", Name: "i-9", Running: true})
+			},
+			want: []want{{"domain:i-9", "no VM record is named i-9"}}},
+		{name: "expunged VM's domain restarted",
+			mutate: func(s *Snapshot) { s.Domains[3].Running = true },
+			want:   []want{{"domain:i-0", "on host h2 is running but its VM record v0 is removed"}}},
+		{name: "same VM running on a second host",
+			mutate: func(s *Snapshot) {
+				s.Domains = append(s.Domains, Domain{HostID: "h2", Name: "i-1", Running: true})
+			},
+			want: []want{{"domain:i-1", `i-1 on host h2 is running but record v1 (Running) places it on host "h1"`}}},
+		{name: "stopped domain of a Stopped record",
+			mutate: func(s *Snapshot) {
+				state(vm.Stopped, "")(s)
+				s.Domains[0].Running = false
+			}},
+	})
+}
+
+func TestCheckIPs(t *testing.T) {
+	run(t, CheckIPs, IPConflict, []testCase{
+		{name: "clean", want: nil},
+		{name: "address outside every pool is not checked",
+			mutate: func(s *Snapshot) { s.Domains[0].IPs = append(s.Domains[0].IPs, "192.0.2.7") }},
+		{name: "address listed twice by one domain",
+			mutate: func(s *Snapshot) { s.Domains[0].IPs = append(s.Domains[0].IPs, "10.0.0.11") }},
+		{name: "address free in the pool",
+			mutate: func(s *Snapshot) { s.IPs[1] = IP{Address: "10.0.0.11", NetworkID: "n1", Free: true} },
+			want:   []want{{"ip:10.0.0.11", "used by running domain i-1 on host h1 is free in the pool of network n1"}}},
+		{name: "address re-allocated to another VM",
+			mutate: func(s *Snapshot) { s.IPs[1].VMID = "v2" },
+			want:   []want{{"ip:10.0.0.11", "is allocated to VM v2 in network n1"}}},
+		{name: "two running domains share an address",
+			mutate: func(s *Snapshot) { s.Domains[1].IPs = []string{"10.0.0.11"} },
+			want: []want{
+				{"ip:10.0.0.11", "used by 2 running domains: i-1 on host h1, i-2 on host h2"},
+				{"ip:10.0.0.11", "used by running domain i-2 on host h2 is allocated to VM v1"},
+			}},
+		{name: "same VM running on two hosts",
+			mutate: func(s *Snapshot) {
+				s.Domains = append(s.Domains, Domain{HostID: "h2", Name: "i-1", Running: true, IPs: []string{"10.0.0.11"}})
+			},
+			want: []want{{"ip:10.0.0.11", "i-1 on host h1, i-1 on host h2"}}},
+		{name: "stopped domain using a free address",
+			mutate: func(s *Snapshot) { s.Domains[3].IPs = []string{"10.0.0.13", "10.0.0.11"} }},
+		{name: "expunged VM's domain still running on its leaked address",
+			mutate: func(s *Snapshot) {
+				s.Domains[3].Running = true
+				s.IPs[3] = IP{Address: "10.0.0.13", NetworkID: "n1", VMID: "v0"}
+			}},
+	})
+}
+
+func TestCheckVolumes(t *testing.T) {
+	volState := func(st string, removed bool) func(*Snapshot) {
+		return func(s *Snapshot) { s.Volumes[0].State, s.Volumes[0].Removed = st, removed }
+	}
+	run(t, CheckVolumes, VolumeInUse, []testCase{
+		{name: "clean", want: nil},
+		{name: "Allocated volume open", mutate: volState("Allocated", false)},
+		{name: "Destroy", mutate: volState("Destroy", false),
+			want: []want{{"volume:/pool/vol1", "running domain i-1 on host h1 holds /pool/vol1 open but volume vol1 (VM v1) is Destroy"}}},
+		{name: "Expunging", mutate: volState("Expunging", false),
+			want: []want{{"volume:/pool/vol1", "is Expunging"}}},
+		{name: "Expunged", mutate: volState("Expunged", false),
+			want: []want{{"volume:/pool/vol1", "is Expunged"}}},
+		{name: "Ready but removed", mutate: volState("Ready", true),
+			want: []want{{"volume:/pool/vol1", "is Ready, removed"}}},
+		{name: "no record",
+			mutate: func(s *Snapshot) { s.Domains[1].Disks = append(s.Domains[1].Disks, "/pool/ghost") },
+			want:   []want{{"volume:/pool/ghost", "no volume record has that path"}}},
+		{name: "expunged volume held by a stopped domain"},
+		{name: "expunged volume held by a running domain",
+			mutate: func(s *Snapshot) { s.Domains[3].Running = true },
+			want:   []want{{"volume:/pool/vol0", "volume vol0 (VM v0) is Expunged, removed"}}},
+	})
+}
+
+func TestCheckNetworkLocks(t *testing.T) {
+	change := func(c NetworkChange) func(*Snapshot) {
+		return func(s *Snapshot) { s.NetworkChanges = append(s.NetworkChanges, c) }
+	}
+	run(t, CheckNetworkLocks, NetworkLock, []testCase{
+		{name: "clean: writes by the lock holder", want: nil},
+		{name: "no lock holder",
+			mutate: change(NetworkChange{Time: at(3), NetworkID: "n1", From: network.Implemented, To: network.Shutdown, Actor: "gc"})},
+		{name: "GC writes while implementer holds the lock",
+			mutate: change(NetworkChange{Time: at(3), NetworkID: "n1", From: network.Implementing, To: network.Shutdown, Actor: "gc", LockHolder: "job-7"}),
+			want:   []want{{"network:n1", "gc wrote network n1 Implementing -> Shutdown through the FSM while job-7 held its lock"}}},
+		{name: "direct write while another holds the lock",
+			mutate: change(NetworkChange{Time: at(3), NetworkID: "n2", From: network.Setup, To: network.Shutdown, Actor: "job-8", LockHolder: "job-7", Direct: true}),
+			want:   []want{{"network:n2", "directly, around the FSM while job-7"}}},
+	})
+}
+
+func TestCheckStartFailures(t *testing.T) {
+	failedStart := ClientOp{ID: 10, Client: "c1", Kind: "start", VMID: "v1", HostID: "h1", NetworkIDs: []string{"n1"},
+		Call: at(10), Return: at(20), Err: "Unable to start: network n1 is in state Shutdown"}
+	with := func(ops []ClientOp, faults []Fault) func(*Snapshot) {
+		return func(s *Snapshot) {
+			s.Ops = append(s.Ops, ops...)
+			s.Faults = append(s.Faults, faults...)
+		}
+	}
+	fault := func(target string, begin, end time.Time, disruptive bool) Fault {
+		return Fault{Kind: "test", Targets: []string{target}, Begin: begin, End: end, Disruptive: disruptive}
+	}
+	op := func(id int, kind, vmID string, nets []string, call, ret time.Time) ClientOp {
+		return ClientOp{ID: id, Client: "c2", Kind: kind, VMID: vmID, NetworkIDs: nets, Call: call, Return: ret, OK: true}
+	}
+	unexplained := []want{{"vm:v1", `failed with "Unable to start: network n1 is in state Shutdown"`}}
+	var noFaults []Fault
+	run(t, CheckStartFailures, UnexplainedStartFailure, []testCase{
+		{name: "clean: starts succeeded", want: nil},
+		{name: "unexplained failure", mutate: with([]ClientOp{failedStart}, nil), want: unexplained},
+		{name: "failed stop is not a start",
+			mutate: with([]ClientOp{{ID: 11, Kind: "stop", VMID: "v1", Call: at(10), Return: at(20)}}, nil)},
+		{name: "startNoRetry counts as a start",
+			mutate: with([]ClientOp{{ID: 11, Kind: "startNoRetry", VMID: "v2", Call: at(10), Return: at(20), Err: "boom"}}, nil),
+			want:   []want{{"vm:v2", `"boom"`}}},
+		{name: "deploy failing before a VM exists",
+			mutate: with([]ClientOp{{ID: 12, Kind: "deploy", Call: at(10), Return: at(20), Err: "no capacity"}}, nil),
+			want:   []want{{"op:12", `"no capacity"`}}},
+		{name: "explained by a fault on the host",
+			mutate: with([]ClientOp{failedStart}, []Fault{fault("host:h1", at(15), at(30), true)})},
+		{name: "explained by a fault still active",
+			mutate: with([]ClientOp{failedStart}, []Fault{fault("host:h1", at(1), time.Time{}, true)})},
+		{name: "explained by a fault on the VM",
+			mutate: with([]ClientOp{failedStart}, []Fault{fault("vm:v1", at(5), at(10), true)})},
+		{name: "explained by a fault on the network",
+			mutate: with([]ClientOp{failedStart}, []Fault{fault("network:n1", at(20), at(25), true)})},
+		{name: "explained by a management-server fault",
+			mutate: with([]ClientOp{failedStart}, []Fault{fault("ms", at(12), at(13), true)})},
+		{name: "fault not disruptive",
+			mutate: with([]ClientOp{failedStart}, []Fault{fault("host:h1", at(15), at(30), false)}), want: unexplained},
+		{name: "fault ended before the call",
+			mutate: with([]ClientOp{failedStart}, []Fault{fault("host:h1", at(1), at(9), true)}), want: unexplained},
+		{name: "fault began after the return",
+			mutate: with([]ClientOp{failedStart}, []Fault{fault("host:h1", at(21), time.Time{}, true)}), want: unexplained},
+		{name: "fault on another host",
+			mutate: with([]ClientOp{failedStart}, []Fault{fault("host:h2", at(15), at(30), true)}), want: unexplained},
+		{name: "explained by a concurrent destroy",
+			mutate: with([]ClientOp{failedStart, op(13, "destroy", "v1", nil, at(12), at(14))}, noFaults)},
+		{name: "explained by a concurrent forced stop that failed",
+			mutate: with([]ClientOp{failedStart, {ID: 13, Kind: "forceStop", VMID: "v1", Call: at(19), Return: at(40)}}, noFaults)},
+		{name: "explained by a concurrent network delete",
+			mutate: with([]ClientOp{failedStart, op(13, "deleteNetwork", "", []string{"n1"}, at(5), at(11))}, noFaults)},
+		{name: "destroy of another VM on another network",
+			mutate: with([]ClientOp{failedStart, op(13, "destroy", "v2", []string{"n2"}, at(12), at(14))}, noFaults), want: unexplained},
+		{name: "destroy of the VM after the start returned",
+			mutate: with([]ClientOp{failedStart, op(13, "destroy", "v1", nil, at(21), at(24))}, noFaults), want: unexplained},
+		{name: "concurrent start is not disruptive",
+			mutate: with([]ClientOp{failedStart, op(13, "start", "v1", []string{"n1"}, at(12), at(14))}, noFaults), want: unexplained},
+	})
+}
+
+// TestCheckCombines checks that Check reports exactly what the five checks
+// report, and leaves its input alone.
+func TestCheckCombines(t *testing.T) {
+	s := messy()
+	before := messy()
+	got := Check(s)
+	var want []Violation
+	for _, f := range []func(Snapshot) []Violation{CheckOrphanDomains, CheckIPs, CheckVolumes, CheckNetworkLocks, CheckStartFailures} {
+		want = append(want, f(s)...)
+	}
+	sortViolations(want)
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("Check =\n%s\nwant\n%s", dump(got), dump(want))
+	}
+	if !reflect.DeepEqual(s, before) {
+		t.Error("Check modified its snapshot")
+	}
+	for _, inv := range []string{OrphanDomain, IPConflict, VolumeInUse, NetworkLock, UnexplainedStartFailure} {
+		if !slices.ContainsFunc(got, func(v Violation) bool { return v.Invariant == inv }) {
+			t.Errorf("messy snapshot raised no %s violation", inv)
+		}
+	}
+	if v := Check(clean()); len(v) != 0 {
+		t.Errorf("Check(clean) =\n%s", dump(v))
+	}
+}
+
+// messy plants several violations of every invariant.
+func messy() Snapshot {
+	s := clean()
+	setVM(&s, "v1", func(v *VM) { v.State, v.HostID = vm.Stopped, "" })
+	s.Volumes[1].State = "Destroy"
+	s.IPs[2].Free, s.IPs[2].VMID = true, ""
+	s.Domains = append(s.Domains,
+		Domain{HostID: "h2", Name: "i-1", Running: true, IPs: []string{"10.0.0.11", "10.0.0.13"}, Disks: []string{"/pool/vol1", "/pool/x"}},
+		Domain{HostID: "h1", Name: "i-8", Running: true, IPs: []string{"10.0.0.12"}, Disks: []string{"/pool/vol2"}},
+	)
+	s.NetworkChanges = append(s.NetworkChanges,
+		NetworkChange{Time: at(3), NetworkID: "n1", From: network.Implementing, To: network.Shutdown, Actor: "gc", LockHolder: "job-1"},
+		NetworkChange{Time: at(4), NetworkID: "n2", From: network.Implemented, To: network.Shutdown, Actor: "gc", LockHolder: "job-2", Direct: true},
+	)
+	s.Ops = append(s.Ops,
+		ClientOp{ID: 3, Kind: "start", VMID: "v1", NetworkIDs: []string{"n1"}, Call: at(10), Return: at(20), Err: "a"},
+		ClientOp{ID: 4, Kind: "deploy", VMID: "v3", Call: at(10), Return: at(20), Err: "b"},
+		ClientOp{ID: 5, Kind: "startNoRetry", VMID: "v2", Call: at(30), Return: at(40), Err: "c"},
+	)
+	return s
+}
+
+// TestCheckDeterministic shuffles every input slice and expects the same,
+// sorted, output each time.
+func TestCheckDeterministic(t *testing.T) {
+	want := Check(messy())
+	if len(want) < 10 {
+		t.Fatalf("messy snapshot gave only %d violations; the test needs more to mean anything", len(want))
+	}
+	sorted := slices.IsSortedFunc(want, func(a, b Violation) int {
+		if c := strings.Compare(a.Invariant, b.Invariant); c != 0 {
+			return c
+		}
+		if c := strings.Compare(a.Object, b.Object); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Message, b.Message)
+	})
+	if !sorted {
+		t.Errorf("Check output not sorted by (invariant, object, message):\n%s", dump(want))
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	for i := range 50 {
+		s := messy()
+		shuffle(r, s.VMs)
+		shuffle(r, s.IPs)
+		shuffle(r, s.Volumes)
+		shuffle(r, s.Domains)
+		shuffle(r, s.NetworkChanges)
+		shuffle(r, s.Ops)
+		for _, d := range s.Domains {
+			shuffle(r, d.IPs)
+			shuffle(r, d.Disks)
+		}
+		if got := Check(s); !reflect.DeepEqual(got, want) {
+			t.Fatalf("shuffle %d: Check =\n%s\nwant\n%s", i, dump(got), dump(want))
+		}
+	}
+}
+
+func shuffle[T any](r *rand.Rand, xs []T) {
+	r.Shuffle(len(xs), func(i, j int) { xs[i], xs[j] = xs[j], xs[i] })
+}
+
+func TestOverlaps(t *testing.T) {
+	tests := []struct {
+		name           string
+		a0, a1, b0, b1 time.Time
+		want           bool
+	}{
+		{"disjoint before", at(0), at(5), at(6), at(9), false},
+		{"disjoint after", at(6), at(9), at(0), at(5), false},
+		{"touching ends", at(0), at(5), at(5), at(9), true},
+		{"contained", at(0), at(10), at(3), at(4), true},
+		{"open b begun earlier", at(5), at(9), at(0), time.Time{}, true},
+		{"open b begun later", at(5), at(9), at(10), time.Time{}, false},
+		{"open a", at(5), time.Time{}, at(100), at(101), true},
+	}
+	for _, tc := range tests {
+		if got := overlaps(tc.a0, tc.a1, tc.b0, tc.b1); got != tc.want {
+			t.Errorf("%s: overlaps = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
