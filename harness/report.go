@@ -15,9 +15,9 @@ import (
 // TrailEvent is one step that led to a violation, as a line a CloudStack engineer can read against
 // management-server.log.
 type TrailEvent struct {
-	Time   time.Time `json:"time"`
-	Actor  string    `json:"actor"`
-	Event  string    `json:"event"`
+	Time  time.Time `json:"time"`
+	Actor string    `json:"actor"`
+	Event string    `json:"event"`
 }
 
 func (c *Cluster) trail(v invariant.Violation) []TrailEvent {

@@ -210,19 +210,19 @@ func (st Step) faultSpec() faults.Spec {
 
 // CaseResult is one row of the repro table.
 type CaseResult struct {
-	Case        string        `json:"case"`
-	Op          string        `json:"op"`
-	Path        string        `json:"path"`
-	VM          string        `json:"vm"`
-	Network     string        `json:"network,omitempty"`
-	AgeMinutes  int           `json:"ageMinutes,omitempty"`
-	Result      string        `json:"result"` // passed, failed, retried, pending
-	Duration    time.Duration `json:"duration"`
-	Err         string        `json:"error,omitempty"`
-	Cleanup     string        `json:"cleanup,omitempty"` // what the orphaned-network cleanup did meanwhile
-	FinalState  string        `json:"finalState,omitempty"`
-	client    string
-	networkID int64
+	Case       string        `json:"case"`
+	Op         string        `json:"op"`
+	Path       string        `json:"path"`
+	VM         string        `json:"vm"`
+	Network    string        `json:"network,omitempty"`
+	AgeMinutes int           `json:"ageMinutes,omitempty"`
+	Result     string        `json:"result"` // passed, failed, retried, pending
+	Duration   time.Duration `json:"duration"`
+	Err        string        `json:"error,omitempty"`
+	Cleanup    string        `json:"cleanup,omitempty"` // what the orphaned-network cleanup did meanwhile
+	FinalState string        `json:"finalState,omitempty"`
+	client     string
+	networkID  int64
 }
 
 // Result is a scenario run.

@@ -4,15 +4,15 @@ import "time"
 
 // Message kinds on the agent link, named after CloudStack's commands and answers.
 const (
-	MsgStartup       = "StartupCommand"    // agent → MS, carries a full report
-	MsgStartupAnswer = "StartupAnswer"     // MS → agent, carries ping.interval
-	MsgReady         = "ReadyCommand"      // MS → agent
+	MsgStartup       = "StartupCommand"     // agent → MS, carries a full report
+	MsgStartupAnswer = "StartupAnswer"      // MS → agent, carries ping.interval
+	MsgReady         = "ReadyCommand"       // MS → agent
 	MsgPing          = "PingRoutingCommand" // agent → MS, carries a report of powered-on domains
-	MsgPingAnswer    = "PingAnswer"        // MS → agent
-	MsgShutdown      = "ShutdownCommand"   // agent → MS on a graceful agent stop
-	MsgStart         = "StartCommand"      // MS → agent
-	MsgStop          = "StopCommand"       // MS → agent
-	MsgDeleteVolume  = "DeleteCommand"     // MS → agent
+	MsgPingAnswer    = "PingAnswer"         // MS → agent
+	MsgShutdown      = "ShutdownCommand"    // agent → MS on a graceful agent stop
+	MsgStart         = "StartCommand"       // MS → agent
+	MsgStop          = "StopCommand"        // MS → agent
+	MsgDeleteVolume  = "DeleteCommand"      // MS → agent
 	MsgCheckHealth   = "CheckHealthCommand"
 	MsgAnswer        = "Answer" // the reply to any request; Seq names the request
 )

@@ -1,33 +1,239 @@
+// Command csconform reproduces CloudStack orchestration races in a deterministic simulator and checks
+// the safety invariants on every step.
 package main
 
 import (
+	"encoding/json"
+	"errors"
+	"flag"
 	"fmt"
+	"io"
 	"os"
+	"strings"
+	"text/tabwriter"
 
 	"github.com/csconform/csconform/conformance"
 	"github.com/csconform/csconform/drivers/sim"
+	"github.com/csconform/csconform/faults"
 	"github.com/csconform/csconform/harness"
+	"github.com/csconform/csconform/impl"
 )
 
-func main() {
-	sc, err := conformance.Find(os.Args[1])
+const usage = `csconform finds orchestration races in CloudStack-style management servers.
+
+Usage:
+  csconform scenarios                      list the built-in scenarios
+  csconform repro NAME|FILE|all [flags]    run scenarios and check the invariants
+  csconform profiles                       list profiles and defect switches
+  csconform faults                         list the faults a scenario can inject
+  csconform config                         list the configuration keys and their defaults
+
+repro flags:
+  --profile P      cloudstack-4.22 (all known defects) or fixed (default cloudstack-4.22)
+  --defects LIST   switch on exactly these defects instead (D1,D2a,...; D2 = D2a-D2e; none)
+  --seed N         scheduler seed (default: each scenario's own)
+  --driver NAME    where domains live: sim (default; the only driver in this build)
+  --json           print the results as JSON
+  --history FILE   write the recorded history of the (last) run as JSON lines
+
+Exit status: 0 no violation, 1 a violation was found, 2 bad input.
+`
+
+func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
+
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		fmt.Fprint(stdout, usage)
+		return 0
+	}
+	switch args[0] {
+	case "scenarios":
+		return listScenarios(stdout, stderr)
+	case "profiles":
+		for _, p := range impl.ProfileNames() {
+			s, _ := impl.Profile(p)
+			fmt.Fprintf(stdout, "%-16s defects on: %s\n", p, strings.Join(orNone(s.On()), ","))
+		}
+		fmt.Fprintln(stdout)
+		for _, d := range impl.Defects {
+			fmt.Fprintf(stdout, "%-4s %s\n", d.Name, d.Summary)
+		}
+		return 0
+	case "faults":
+		for _, k := range faults.Kinds {
+			fmt.Fprintf(stdout, "%-17s needs %-18s %s\n", k.Name, strings.Join(orNone(k.Needs), ","), k.Doc)
+		}
+		return 0
+	case "config":
+		for _, k := range impl.ConfigKeys {
+			fmt.Fprintf(stdout, "%-24s %-7s %-16s %s\n", k.Name, k.Default, k.Unit, k.Description)
+		}
+		return 0
+	case "repro":
+		return repro(args[1:], stdout, stderr)
+	}
+	fmt.Fprintf(stderr, "csconform: unknown command %q\n\n%s", args[0], usage)
+	return 2
+}
+
+func orNone(x []string) []string {
+	if len(x) == 0 {
+		return []string{"none"}
+	}
+	return x
+}
+
+func listScenarios(stdout, stderr io.Writer) int {
+	all, err := conformance.Builtin()
 	if err != nil {
-		fmt.Println(err)
-		os.Exit(2)
+		fmt.Fprintln(stderr, "csconform:", err)
+		return 2
 	}
-	seed := sc.Seed
-	if len(os.Args) > 4 {
-		fmt.Sscan(os.Args[4], &seed)
+	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tREPORT\tTITLE")
+	for _, s := range all {
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", s.Name, s.Report, s.Title)
 	}
-	r, err := harness.RunScenario(sc, os.Args[2], nil, seed)
-	if err != nil {
-		fmt.Println(err)
-		os.Exit(2)
-	}
-	r.WriteText(os.Stdout, sim.Epoch)
-	if len(os.Args) > 3 && os.Args[3] == "x" {
-		for _, e := range r.Cluster.Rec.Events {
-			fmt.Printf("%s %-24s %-6s %-10s %s %s->%s %s\n", e.Time.Sub(sim.Epoch), e.Actor, e.Kind, e.Object, e.Level, e.From, e.To, e.Detail)
+	tw.Flush()
+	return 0
+}
+
+func repro(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("repro", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	profile := fs.String("profile", "cloudstack-4.22", "")
+	defects := fs.String("defects", "", "")
+	seed := fs.Uint64("seed", 0, "")
+	driver := fs.String("driver", "sim", "")
+	asJSON := fs.Bool("json", false, "")
+	historyFile := fs.String("history", "", "")
+	fs.Usage = func() { fmt.Fprint(stderr, usage) }
+	// Accept the scenario name before or after the flags.
+	var names []string
+	for len(args) > 0 {
+		if err := fs.Parse(args); err != nil {
+			return 2
+		}
+		args = fs.Args()
+		if len(args) > 0 {
+			names = append(names, args[0])
+			args = args[1:]
 		}
 	}
+	if len(names) != 1 {
+		fmt.Fprintln(stderr, "csconform repro: name one scenario (or all)")
+		return 2
+	}
+	if *driver != "sim" {
+		fmt.Fprintf(stderr, "csconform repro: unknown driver %q: this build has only the simulator driver (sim)\n", *driver)
+		return 2
+	}
+	var sw impl.Switches
+	var err error
+	if *defects != "" {
+		if sw, err = impl.ParseDefects(*defects); err != nil {
+			fmt.Fprintln(stderr, "csconform repro:", err)
+			return 2
+		}
+		*profile = "custom"
+	} else if _, err := impl.Profile(*profile); err != nil {
+		fmt.Fprintln(stderr, "csconform repro:", err)
+		return 2
+	}
+	var scs []*harness.Scenario
+	if names[0] == "all" {
+		scs, err = conformance.Builtin()
+	} else {
+		var sc *harness.Scenario
+		sc, err = conformance.Find(names[0])
+		scs = []*harness.Scenario{sc}
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "csconform repro:", err)
+		return 2
+	}
+	var results []*harness.Result
+	found := false
+	for i, sc := range scs {
+		s := sc.Seed
+		if *seed != 0 {
+			s = *seed
+		}
+		if !*asJSON && len(scs) > 1 {
+			fmt.Fprintf(stderr, "[%d/%d] %s\n", i+1, len(scs), sc.Name)
+		}
+		r, err := harness.RunScenario(sc, *profile, sw, s)
+		if err != nil {
+			fmt.Fprintln(stderr, "csconform repro:", err)
+			return 2
+		}
+		if *historyFile != "" {
+			if err := writeHistory(*historyFile, r); err != nil {
+				fmt.Fprintln(stderr, "csconform repro:", err)
+				return 2
+			}
+		}
+		r.Cluster = nil
+		results = append(results, r)
+		if len(r.Violations) > 0 {
+			found = true
+		}
+		if !*asJSON {
+			r.WriteText(stdout, sim.Epoch)
+		}
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(results); err != nil {
+			fmt.Fprintln(stderr, "csconform repro:", err)
+			return 2
+		}
+	} else {
+		fmt.Fprintln(stdout, summary(results))
+	}
+	if found {
+		return 1
+	}
+	return 0
+}
+
+func summary(rs []*harness.Result) string {
+	n, bad := 0, 0
+	var names []string
+	for _, r := range rs {
+		n += len(r.Violations)
+		if len(r.Violations) > 0 {
+			bad++
+			seen := map[string]bool{}
+			for _, v := range r.Violations {
+				if !seen[v.Invariant] {
+					seen[v.Invariant] = true
+					names = append(names, r.Scenario+": "+v.Invariant)
+				}
+			}
+		}
+	}
+	if n == 0 {
+		return fmt.Sprintf("%d scenario(s), no invariant violated", len(rs))
+	}
+	return fmt.Sprintf("%d scenario(s), %d with violations (%d in all):\n  %s", len(rs), bad, n, strings.Join(names, "\n  "))
+}
+
+func writeHistory(path string, r *harness.Result) error {
+	if r.Cluster == nil {
+		return errors.New("no history recorded")
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	enc := json.NewEncoder(f)
+	for _, e := range r.Cluster.Rec.Events {
+		if err := enc.Encode(e); err != nil {
+			f.Close()
+			return err
+		}
+	}
+	return f.Close()
 }

@@ -1,0 +1,123 @@
+package conformance
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/csconform/csconform/harness"
+	"github.com/csconform/csconform/impl"
+)
+
+// Every built-in scenario gives the outcome it states under every profile it states one for.
+func TestBuiltinScenariosMeetTheirExpectations(t *testing.T) {
+	all, err := Builtin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(all) < 4 {
+		t.Fatalf("only %d built-in scenarios", len(all))
+	}
+	for _, sc := range all {
+		for _, profile := range impl.ProfileNames() {
+			if _, ok := sc.Expect[profile]; !ok {
+				continue
+			}
+			t.Run(sc.Name+"/"+profile, func(t *testing.T) {
+				r, err := harness.RunScenario(sc, profile, nil, sc.Seed)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !r.Expected {
+					t.Fatal("expectations were not checked")
+				}
+				for _, m := range r.Mismatches {
+					t.Error(m)
+				}
+				if profile == "fixed" && len(r.Violations) > 0 {
+					t.Errorf("fixed profile violates %s: %s", r.Violations[0].Invariant, r.Violations[0].Message)
+				}
+			})
+		}
+	}
+}
+
+// Each defect, switched on alone, is found by its seed scenario with other seeds too; with all
+// switches off nothing is.
+func TestEachDefectAloneIsFoundAcrossSeeds(t *testing.T) {
+	cases := []struct {
+		defects  string
+		scenario string
+		want     string // an invariant that must be violated
+	}{
+		{"D1", "seed-000-ab", "network-lock"},
+		{"D1", "seed-000-ab", "unexplained-start-failure"},
+		{"D2", "seed-001-stale-power-report", "orphan-domain"},
+		{"D2", "seed-001-stale-power-report", "ip-conflict"},
+		{"D3", "seed-004-forced-destroy", "orphan-domain"},
+		{"D3", "seed-004-forced-destroy", "ip-conflict"},
+		{"D3", "seed-004-forced-destroy", "volume-in-use"},
+	}
+	for _, c := range cases {
+		sc, err := Find(c.scenario)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sw, err := impl.ParseDefects(c.defects)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for seed := uint64(1); seed <= 5; seed++ {
+			r, err := harness.RunScenario(sc, "custom", sw, seed)
+			if err != nil {
+				t.Fatal(err)
+			}
+			found := false
+			for _, v := range r.Violations {
+				found = found || v.Invariant == c.want
+			}
+			if !found {
+				t.Errorf("%s alone, %s seed %d: no %s violation", c.defects, c.scenario, seed, c.want)
+			}
+			none, _ := impl.ParseDefects("none")
+			r, err = harness.RunScenario(sc, "custom", none, seed)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(r.Violations) > 0 {
+				t.Errorf("no defect, %s seed %d: %s", c.scenario, seed, r.Violations[0].Message)
+			}
+		}
+	}
+}
+
+// Same seed, same history and same report, byte for byte.
+func TestSameSeedSameBytes(t *testing.T) {
+	all, err := Builtin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sc := range all {
+		var outs [2][]byte
+		var hist [2]int
+		for i := range outs {
+			r, err := harness.RunScenario(sc, "cloudstack-4.22", nil, 7)
+			if err != nil {
+				t.Fatal(err)
+			}
+			hist[i] = len(r.Cluster.Rec.Events)
+			var b bytes.Buffer
+			for _, e := range r.Cluster.Rec.Events {
+				b.WriteString(e.Time.String() + e.Actor + e.Kind + e.Object + e.From + e.To + e.Detail + "\n")
+			}
+			r.Cluster = nil
+			js, err := r.JSON()
+			if err != nil {
+				t.Fatal(err)
+			}
+			outs[i] = append(js, b.Bytes()...)
+		}
+		if !bytes.Equal(outs[0], outs[1]) {
+			t.Errorf("%s: two runs with seed 7 differ (%d vs %d history events)", sc.Name, hist[0], hist[1])
+		}
+	}
+}
