@@ -1,0 +1,76 @@
+package harness
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestParseScenarioRejectsBadInput(t *testing.T) {
+	cases := []struct {
+		name, yaml, want string
+	}{
+		{"not yaml", "name: [", "did not find"},
+		{"unknown field", "name: x\nhosts: [h1]\nstepz: []\n", "field stepz not found"},
+		{"no name", "hosts: [h1]\n", "no name"},
+		{"no hosts", "name: x\n", "no hosts"},
+		{"unknown op", "name: x\nhosts: [h1]\nsteps:\n  - op: reboot\n", "unknown op"},
+		{"unknown fault", "name: x\nhosts: [h1]\nsteps:\n  - fault: meteor\n", "unknown fault"},
+		{"fault missing host", "name: x\nhosts: [h1]\nsteps:\n  - fault: agent-restart\n", "needs host"},
+		{"unknown host", "name: x\nhosts: [h1]\nsteps:\n  - fault: agent-restart\n    host: h9\n", "unknown host"},
+		{"vm not deployed", "name: x\nhosts: [h1]\nsteps:\n  - op: start\n    vm: v1\n", "unknown vm"},
+		{"unknown network", "name: x\nhosts: [h1]\nsteps:\n  - op: deploy\n    vm: v1\n    networks: [n1]\n", "unknown network"},
+		{"bad config key", "name: x\nhosts: [h1]\nconfig: {ping.intervall: \"5\"}\n", "unknown configuration key"},
+		{"bad config value", "name: x\nhosts: [h1]\nconfig: {ping.interval: fast}\n", "not a number"},
+		{"unknown profile", "name: x\nhosts: [h1]\nexpect: {cloudstack-5: {violations: []}}\n", "unknown profile"},
+		{"unknown invariant", "name: x\nhosts: [h1]\nexpect: {fixed: {violations: [meh]}}\n", "unknown invariant"},
+		{"bad case result", "name: x\nhosts: [h1]\nexpect: {fixed: {violations: [], cases: {a: ok}}}\n", "result must be"},
+		{"bad duration", "name: x\nhosts: [h1]\nsteps:\n  - wait: soon\n", "time.Duration"},
+		{"empty step", "name: x\nhosts: [h1]\nsteps:\n  - case: a\n", "nothing to do"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := ParseScenario([]byte(c.yaml), "test.yaml")
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("err = %v, want it to mention %q", err, c.want)
+			}
+		})
+	}
+}
+
+func TestParseScenarioAcceptsAUserScenario(t *testing.T) {
+	sc, err := ParseScenario([]byte(`
+name: mine
+hosts: [h1, h2]
+config: {vm.destroy.forcestop: "true", ping.interval: "10"}
+networks: [{name: n1, primed: true, vm: v0, age: 48h}]
+steps:
+  - {op: deploy, vm: v1, networks: [n1], host: h2}
+  - {fault: disconnect, host: h2, duration: 30s, async: true}
+  - {case: d, op: destroyExpunge, vm: v1, wait: 2s}
+  - {case: s, op: start, vm: v0}
+expect:
+  fixed: {violations: [], cases: {d: failed}}
+`), "mine.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sc.Networks[0].Age != 48*time.Hour || sc.Steps[1].Duration != 30*time.Second {
+		t.Fatalf("durations not parsed: %+v", sc)
+	}
+}
+
+// Simulating a day of GC ticks, heartbeats and pings for a small cluster.
+func BenchmarkSimulateDay(b *testing.B) {
+	for i := 0; i < b.N; i++ {
+		c, err := NewSimCluster(Options{Seed: uint64(i), Hosts: []string{"h1", "h2", "h3"}, Defects: map[string]bool{}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := c.Sched.RunFor(24 * time.Hour); err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(float64(c.Sched.Steps()), "steps/day")
+		c.Close()
+	}
+}
