@@ -257,15 +257,9 @@ func (c *Cluster) CreateNetwork(client, name string, persistent bool) error {
 
 // Deploy is deployVirtualMachine of a VM named name into networks, on host (or any).
 func (c *Cluster) Deploy(client, name string, networks []string, hostID string) error {
-	var nids []int64
-	var ns []string
-	for _, n := range networks {
-		nid, err := c.NetworkID(n)
-		if err != nil {
-			return err
-		}
-		nids = append(nids, nid)
-		ns = append(ns, id(nid))
+	nids, ns, err := c.resolveNetworks(networks)
+	if err != nil {
+		return err
 	}
 	op := c.Rec.BeginOp(client, "deploy", "", hostID, ns, name)
 	if c.msDown {
@@ -275,23 +269,34 @@ func (c *Cluster) Deploy(client, name string, networks []string, hostID string) 
 	v, j := c.Server.DeployVirtualMachine("", nids, hostID)
 	c.vmIDs[name] = v.ID
 	c.Rec.SetOpVM(op, id(v.ID), hostID)
-	err := c.Server.WaitJob(j)
+	err = c.Server.WaitJob(j)
 	c.fillHost(op, v.ID)
 	c.Rec.EndOp(op, err)
 	return err
 }
 
-// Allocate is deployVirtualMachine with startvm=false: the VM exists, Stopped, nothing implemented.
-func (c *Cluster) Allocate(client, name string, networks []string) error {
+// resolveNetworks turns a scenario's network names into ids (and their history names).
+func (c *Cluster) resolveNetworks(names []string) ([]int64, []string, error) {
 	var nids []int64
-	for _, n := range networks {
+	var ns []string
+	for _, n := range names {
 		nid, err := c.NetworkID(n)
 		if err != nil {
-			return err
+			return nil, nil, err
 		}
 		nids = append(nids, nid)
+		ns = append(ns, id(nid))
 	}
-	op := c.Rec.BeginOp(client, "allocate", "", "", nil, name)
+	return nids, ns, nil
+}
+
+// Allocate is deployVirtualMachine with startvm=false: the VM exists, Stopped, nothing implemented.
+func (c *Cluster) Allocate(client, name string, networks []string) error {
+	nids, ns, err := c.resolveNetworks(networks)
+	if err != nil {
+		return err
+	}
+	op := c.Rec.BeginOp(client, "allocate", "", "", ns, name)
 	if c.msDown {
 		c.Rec.EndOp(op, errServerDown)
 		return errServerDown
