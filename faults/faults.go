@@ -59,83 +59,66 @@ type Kind struct {
 var Kinds = []Kind{
 	{"agent-restart", "graceful restart of the host's agent (ShutdownCommand, socket closed, back after duration; default 10s); domains keep running",
 		true, []string{"host"}, func(w World, s Spec) error {
-			id := w.Begin("agent-restart", true, fmt.Sprintf("agent restart, down %s", dur(s.Duration, 10*time.Second)), "host:"+s.Host)
-			if err := w.AgentStop(s.Host, true); err != nil {
-				return err
-			}
-			w.Sleep(dur(s.Duration, 10*time.Second))
-			err := w.AgentStart(s.Host)
-			w.End(id, "agent started")
-			return err
+			d := dur(s.Duration, 10*time.Second)
+			return timeBoxed(w, "agent-restart", fmt.Sprintf("agent restart, down %s", d), d,
+				func() error { return w.AgentStop(s.Host, true) }, func() error { return w.AgentStart(s.Host) }, "agent started", "host:"+s.Host)
 		}},
 	{"agent-kill", "kill -9 of the host's agent, restarted after duration (default 10s); domains keep running",
 		true, []string{"host"}, func(w World, s Spec) error {
-			id := w.Begin("agent-kill", true, "agent killed", "host:"+s.Host)
-			if err := w.AgentStop(s.Host, false); err != nil {
-				return err
-			}
-			w.Sleep(dur(s.Duration, 10*time.Second))
-			err := w.AgentStart(s.Host)
-			w.End(id, "agent started")
-			return err
+			return timeBoxed(w, "agent-kill", "agent killed", dur(s.Duration, 10*time.Second),
+				func() error { return w.AgentStop(s.Host, false) }, func() error { return w.AgentStart(s.Host) }, "agent started", "host:"+s.Host)
 		}},
 	{"disconnect", "cut the agent link of a host for duration (messages held, then delivered, as TCP would)",
 		true, []string{"host", "duration"}, func(w World, s Spec) error {
-			id := w.Begin("disconnect", true, "link cut for "+s.Duration.String(), "host:"+s.Host)
-			if err := w.CutLink(s.Host, true); err != nil {
-				return err
-			}
-			w.Sleep(s.Duration)
-			err := w.CutLink(s.Host, false)
-			w.End(id, "link healed")
-			return err
+			return timeBoxed(w, "disconnect", "link cut for "+s.Duration.String(), s.Duration,
+				func() error { return w.CutLink(s.Host, true) }, func() error { return w.CutLink(s.Host, false) }, "link healed", "host:"+s.Host)
 		}},
 	{"crash", "a domain's QEMU is killed (STOPPED/FAILED): the agent sends an out-of-band ping",
 		true, []string{"vm"}, func(w World, s Spec) error {
-			id := w.Begin("crash", true, "crash of "+s.VM, "vm:"+s.VM)
-			err := w.CrashDomain(s.VM, or(s.Detail, "FAILED"))
-			w.End(id, "")
-			return err
+			return instant(w, "crash", true, "crash of "+s.VM, func() error { return w.CrashDomain(s.VM, or(s.Detail, "FAILED")) }, "vm:"+s.VM)
 		}},
 	{"guest-shutdown", "the guest powers itself off (SHUTDOWN, then STOPPED/SHUTDOWN): out-of-band ping",
 		true, []string{"vm"}, func(w World, s Spec) error {
-			id := w.Begin("guest-shutdown", true, "self-shutdown of "+s.VM, "vm:"+s.VM)
-			err := w.GuestShutdown(s.VM)
-			w.End(id, "")
-			return err
+			return instant(w, "guest-shutdown", true, "self-shutdown of "+s.VM, func() error { return w.GuestShutdown(s.VM) }, "vm:"+s.VM)
 		}},
 	{"stale-report", "the next out-of-band report of a host is processed duration after it was collected",
 		false, []string{"host", "duration"}, func(w World, s Spec) error {
-			id := w.Begin("stale-report", false, "next out-of-band report delayed by "+s.Duration.String(), "host:"+s.Host)
-			err := w.DelayNextOutOfBand(s.Host, s.Duration)
-			w.End(id, "")
-			return err
+			return instant(w, "stale-report", false, "next out-of-band report delayed by "+s.Duration.String(),
+				func() error { return w.DelayNextOutOfBand(s.Host, s.Duration) }, "host:"+s.Host)
 		}},
 	{"slow-router-boot", "router guests take duration to boot (0 = default 36–41 s)",
 		false, []string{"duration"}, func(w World, s Spec) error {
-			id := w.Begin("slow-router-boot", false, "router boot "+s.Duration.String())
-			err := w.SetRouterBoot(s.Duration)
-			w.End(id, "")
-			return err
+			return instant(w, "slow-router-boot", false, "router boot "+s.Duration.String(), func() error { return w.SetRouterBoot(s.Duration) })
 		}},
 	{"ms-restart", "the management server process dies and comes back after duration (default 30s)",
 		true, nil, func(w World, s Spec) error {
-			id := w.Begin("ms-restart", true, "management server restart", "ms")
-			if err := w.ServerStop(); err != nil {
-				return err
-			}
-			w.Sleep(dur(s.Duration, 30*time.Second))
-			err := w.ServerStart()
-			w.End(id, "management server started")
-			return err
+			return timeBoxed(w, "ms-restart", "management server restart", dur(s.Duration, 30*time.Second),
+				w.ServerStop, w.ServerStart, "management server started", "ms")
 		}},
 	{"backdate", "move a network's creation time back by duration (the seed 000 A/B's UPDATE networks SET created = …)",
 		false, []string{"network", "duration"}, func(w World, s Spec) error {
-			id := w.Begin("backdate", false, "created -= "+s.Duration.String(), "network:"+s.Network)
-			err := w.Backdate(s.Network, s.Duration)
-			w.End(id, "")
-			return err
+			return instant(w, "backdate", false, "created -= "+s.Duration.String(), func() error { return w.Backdate(s.Network, s.Duration) }, "network:"+s.Network)
 		}},
+}
+
+// timeBoxed records a disruptive fault, applies it, lets it last d and heals it.
+func timeBoxed(w World, kind, detail string, d time.Duration, apply, heal func() error, healed string, targets ...string) error {
+	id := w.Begin(kind, true, detail, targets...)
+	if err := apply(); err != nil {
+		return err
+	}
+	w.Sleep(d)
+	err := heal()
+	w.End(id, healed)
+	return err
+}
+
+// instant records a fault that acts once.
+func instant(w World, kind string, disruptive bool, detail string, act func() error, targets ...string) error {
+	id := w.Begin(kind, disruptive, detail, targets...)
+	err := act()
+	w.End(id, "")
+	return err
 }
 
 func dur(d, def time.Duration) time.Duration {

@@ -141,6 +141,7 @@ func (c *Cluster) check() {
 func (c *Cluster) checkNow() {
 	snap := c.Snapshot()
 	c.Rec.netChanges = nil
+	added := false
 	for _, v := range invariant.Check(snap) {
 		// one report per object and kind of violation (an address free in the pool, then held twice)
 		key := fmt.Sprintf("%s|%s|%v", v.Invariant, v.Object, strings.Contains(v.Message, "free"))
@@ -149,8 +150,11 @@ func (c *Cluster) checkNow() {
 		}
 		c.seen[key] = true
 		c.Violations = append(c.Violations, Violation{Violation: v, Trail: c.trail(v)})
+		added = true
 	}
-	sortedViolations(c.Violations)
+	if added {
+		sortedViolations(c.Violations)
+	}
 }
 
 // Quiesce runs until nothing but periodic work is left for d, then checks once more.
@@ -172,9 +176,9 @@ func (c *Cluster) Snapshot() invariant.Snapshot {
 	}
 	for _, v := range c.DB.VMs(nil) {
 		s.VMs = append(s.VMs, invariant.VM{ID: id(v.ID), Name: v.Name, Type: v.Type, State: v.State, HostID: v.HostID, LastHostID: v.LastHostID, Removed: v.Removed})
-		for _, vol := range c.DB.Volumes(v.ID) {
-			s.Volumes = append(s.Volumes, invariant.Volume{ID: id(vol.ID), VMID: id(v.ID), Path: vol.Path, State: vol.State, Removed: vol.Removed})
-		}
+	}
+	for _, vol := range c.DB.Volumes(0) {
+		s.Volumes = append(s.Volumes, invariant.Volume{ID: id(vol.ID), VMID: id(vol.VMID), Path: vol.Path, State: vol.State, Removed: vol.Removed})
 	}
 	for _, h := range c.DB.Hosts() {
 		s.Hosts = append(s.Hosts, invariant.Host{ID: h.ID, Name: h.ID, Status: h.Status})
@@ -493,13 +497,13 @@ func (c *Cluster) End(i int, detail string) { c.Rec.EndFault(i, detail) }
 
 // resolveTarget turns "vm:<name>" and "network:<name>" into ids.
 func (c *Cluster) resolveTarget(t string) string {
-	switch {
-	case len(t) > 3 && t[:3] == "vm:":
-		if id, err := c.VMID(t[3:]); err == nil {
+	if name, ok := strings.CutPrefix(t, "vm:"); ok {
+		if id, err := c.VMID(name); err == nil {
 			return VMObj(id)
 		}
-	case len(t) > 8 && t[:8] == "network:":
-		if id, err := c.NetworkID(t[8:]); err == nil {
+	}
+	if name, ok := strings.CutPrefix(t, "network:"); ok {
+		if id, err := c.NetworkID(name); err == nil {
 			return impl.NetworkObject(id)
 		}
 	}

@@ -3,7 +3,8 @@ package harness
 import (
 	"bytes"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -130,7 +131,7 @@ func (s *Scenario) Validate() error {
 		if st.Host != "" && !hosts[st.Host] {
 			return fmt.Errorf("%s: unknown host %q", where, st.Host)
 		}
-		if st.Until != "" && !contains(Untils, st.Until) {
+		if st.Until != "" && !slices.Contains(Untils, st.Until) {
 			return fmt.Errorf("%s: unknown until %q (known: %s)", where, st.Until, strings.Join(Untils, ", "))
 		}
 		switch {
@@ -145,7 +146,7 @@ func (s *Scenario) Validate() error {
 				return fmt.Errorf("%s: nothing to do (no op, fault or wait)", where)
 			}
 		default:
-			if !contains(Ops, st.Op) {
+			if !slices.Contains(Ops, st.Op) {
 				return fmt.Errorf("%s: unknown op %q (known: %s)", where, st.Op, strings.Join(Ops, ", "))
 			}
 			switch st.Op {
@@ -180,12 +181,12 @@ func (s *Scenario) Validate() error {
 			return fmt.Errorf("scenario %s: expect: %v", s.Name, err)
 		}
 		for _, v := range append(append([]string(nil), e.Violations...), e.MayViolate...) {
-			if !contains(invariantNames, v) {
+			if !slices.Contains(invariantNames, v) {
 				return fmt.Errorf("scenario %s: expect %s: unknown invariant %q (known: %s)", s.Name, p, v, strings.Join(invariantNames, ", "))
 			}
 		}
 		for c, r := range e.Cases {
-			if !contains([]string{"passed", "failed", "retried", "any"}, r) {
+			if !slices.Contains([]string{"passed", "failed", "retried", "any"}, r) {
 				return fmt.Errorf("scenario %s: expect %s: case %s: result must be passed, failed, retried or any", s.Name, p, c)
 			}
 		}
@@ -194,15 +195,6 @@ func (s *Scenario) Validate() error {
 }
 
 var invariantNames = []string{invariant.OrphanDomain, invariant.IPConflict, invariant.VolumeInUse, invariant.NetworkLock, invariant.UnexplainedStartFailure}
-
-func contains(xs []string, x string) bool {
-	for _, y := range xs {
-		if y == x {
-			return true
-		}
-	}
-	return false
-}
 
 func (st Step) faultSpec() faults.Spec {
 	return faults.Spec{Kind: st.Fault, Host: st.Host, VM: st.VM, Network: st.Network, Duration: st.Duration, Detail: st.Detail}
@@ -582,7 +574,7 @@ func (e Expect) compare(r *Result, c *Cluster) []string {
 		want[v] = true
 	}
 	for _, n := range invariantNames {
-		if contains(e.MayViolate, n) {
+		if slices.Contains(e.MayViolate, n) {
 			continue
 		}
 		if got[n] && !want[n] {
@@ -592,12 +584,7 @@ func (e Expect) compare(r *Result, c *Cluster) []string {
 			out = append(out, "expected a violation of "+n+", found none")
 		}
 	}
-	cases := make([]string, 0, len(e.Cases))
-	for k := range e.Cases {
-		cases = append(cases, k)
-	}
-	sort.Strings(cases)
-	for _, k := range cases {
+	for _, k := range slices.Sorted(maps.Keys(e.Cases)) {
 		w := e.Cases[k]
 		found := false
 		for _, cr := range r.Cases {
@@ -612,12 +599,7 @@ func (e Expect) compare(r *Result, c *Cluster) []string {
 			out = append(out, "expected case "+k+" is not in the scenario")
 		}
 	}
-	names := make([]string, 0, len(e.States))
-	for k := range e.States {
-		names = append(names, k)
-	}
-	sort.Strings(names)
-	for _, k := range names {
+	for _, k := range slices.Sorted(maps.Keys(e.States)) {
 		st, ok := c.VMState(k)
 		if !ok {
 			out = append(out, "no VM "+k)

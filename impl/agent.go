@@ -1,6 +1,8 @@
 package impl
 
 import (
+	"fmt"
+	"slices"
 	"time"
 
 	"github.com/csconform/csconform/model/history"
@@ -35,7 +37,7 @@ func NewAgent(hostID string, env Env, net Transport, hv Hypervisor, sink history
 func (a *Agent) log(level, format string, args ...any) {
 	if a.Sink != nil {
 		a.Sink.Emit(history.Event{Time: a.Env.Now(), Actor: "agent/" + a.HostID, Kind: history.Log, Level: level,
-			Object: HostObject(a.HostID), Detail: sprintf(format, args...)})
+			Object: HostObject(a.HostID), Detail: fmt.Sprintf(format, args...)})
 	}
 }
 
@@ -162,7 +164,7 @@ func (a *Agent) execute(p Pipe, m Message) {
 			}
 		}
 	case MsgStop:
-		if m.CheckFirst && contains(a.HV.Running(), m.VMName) {
+		if m.CheckFirst && slices.Contains(a.HV.Running(), m.VMName) {
 			ans.Result, ans.Details = false, "vm is still running on host"
 		} else if err := a.HV.Stop(m.VMName); err != nil {
 			ans.Result, ans.Details = false, err.Error()
@@ -203,13 +205,4 @@ func (a *Agent) triggerUpdate() {
 	if err := p.Send(Message{Seq: a.seq, Kind: MsgPing, HostID: a.HostID, HasReport: true, Report: report, OutOfBand: true, CollectedAt: a.Env.Now()}); err != nil {
 		a.log("WARN", "Unable to send ping update: %v", err)
 	}
-}
-
-func contains(xs []string, x string) bool {
-	for _, y := range xs {
-		if y == x {
-			return true
-		}
-	}
-	return false
 }

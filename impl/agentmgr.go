@@ -1,6 +1,7 @@
 package impl
 
 import (
+	"slices"
 	"time"
 
 	"github.com/csconform/csconform/model/host"
@@ -199,20 +200,6 @@ func (am *AgentManager) send(t *Thread, hostID string, m Message, wait time.Dura
 	return r.answer, nil
 }
 
-// EasySend is easySend: null when the host is not Up/Connecting or on any error.
-func (am *AgentManager) EasySend(t *Thread, hostID string, m Message) *Message {
-	h := am.s.DB.Host(hostID)
-	if h == nil || (h.Status != host.Up && h.Status != host.Connecting) {
-		am.s.Log(t, "DEBUG", HostObject(hostID), "Can not send command %s due to Host %s not being up", m.Kind, hostID)
-		return nil
-	}
-	ans, err := am.Send(t, hostID, m, 0)
-	if err != nil {
-		return nil
-	}
-	return ans
-}
-
 // removeAgent drops the attache and cancels its outstanding requests as agent-unavailable.
 func (am *AgentManager) removeAgent(a *attache) {
 	if a.closed {
@@ -227,7 +214,7 @@ func (am *AgentManager) removeAgent(a *attache) {
 	for seq := range a.pending {
 		seqs = append(seqs, seq)
 	}
-	sortInt64s(seqs)
+	slices.Sort(seqs)
 	for _, seq := range seqs {
 		r := a.pending[seq]
 		r.err = &AgentUnavailableError{Host: a.host, Reason: "request cancelled: agent disconnected"}
@@ -290,14 +277,6 @@ func (am *AgentManager) monitorTask(t *Thread) {
 		for _, a := range behind {
 			s.Log(t, "INFO", HostObject(a.host), "Ping timeout for agent %s, do investigation", a.host)
 			am.disconnectWithInvestigation(t, a, host.PingTimeout)
-		}
-	}
-}
-
-func sortInt64s(x []int64) {
-	for i := 1; i < len(x); i++ {
-		for j := i; j > 0 && x[j] < x[j-1]; j-- {
-			x[j], x[j-1] = x[j-1], x[j]
 		}
 	}
 }

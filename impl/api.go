@@ -1,6 +1,8 @@
 package impl
 
 import (
+	"time"
+
 	"github.com/csconform/csconform/model/vm"
 )
 
@@ -107,6 +109,9 @@ func (s *Server) ExpungeVirtualMachine(vmID int64) *JobVO {
 		return s.advanceExpunge(t, vmID)
 	})
 }
+
+// jobPoll is how often API callers poll queryAsyncJobResult.
+const jobPoll = time.Second
 
 // WaitJob polls a job until it is done, every second, and returns its error.
 func (s *Server) WaitJob(j *JobVO) error {

@@ -78,15 +78,6 @@ func (c *Config) Set(name, value string) error {
 // Get returns a key's value as text.
 func (c *Config) Get(name string) string { return c.values[name] }
 
-// All returns every key and value, sorted by key.
-func (c *Config) All() [][2]string {
-	out := make([][2]string, 0, len(c.values))
-	for _, k := range ConfigKeys {
-		out = append(out, [2]string{k.Name, c.values[k.Name]})
-	}
-	return out
-}
-
 func (c *Config) num(name string) float64 {
 	v, err := strconv.ParseFloat(c.values[name], 64)
 	if err != nil {

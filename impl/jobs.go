@@ -3,6 +3,8 @@ package impl
 import (
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/csconform/csconform/model/job"
@@ -104,7 +106,7 @@ func (m *AsyncJobManager) runVmWork(t *Thread, cmd string, vmID int64, fn func(t
 // PendingWorkJobs reports whether a VM has an IN_PROGRESS work job (listPendingWorkJobs).
 func (m *AsyncJobManager) PendingWorkJobs(vmID int64) bool {
 	return len(m.s.DB.Jobs(func(j *JobVO) bool {
-		return j.InstanceType == "VirtualMachine" && j.InstanceID == vmID && j.Status == job.InProgress && len(j.Cmd) > 6 && j.Cmd[:6] == "VmWork"
+		return j.InstanceType == "VirtualMachine" && j.InstanceID == vmID && j.Status == job.InProgress && strings.HasPrefix(j.Cmd, "VmWork")
 	})) > 0
 }
 
@@ -117,7 +119,7 @@ func (m *AsyncJobManager) heartbeat(t *Thread) {
 		for id := range m.queues {
 			ids = append(ids, id)
 		}
-		sortInt64s(ids)
+		slices.Sort(ids)
 		for _, id := range ids {
 			q := m.queues[id]
 			if len(q) == 0 || q[0].running {

@@ -1,6 +1,7 @@
 package impl
 
 import (
+	"strconv"
 	"time"
 
 	"github.com/csconform/csconform/model/network"
@@ -26,7 +27,7 @@ func (s *Server) implementNetwork(t *Thread, id int64, dest string) (n *NetworkV
 	}
 	key := NetworkLockKey(id)
 	if !s.acquireInLockTable(t, key, s.Config.Seconds("network.lock.timeout")) {
-		return nil, &ConcurrentOperationError{Msg: "Unable to acquire network configuration: " + itoa(id)}
+		return nil, &ConcurrentOperationError{Msg: "Unable to acquire network configuration: " + strconv.FormatInt(id, 10)}
 	}
 	s.Log(t, "DEBUG", NetworkObject(id), "Lock is acquired for network id %d as a part of network implement", id)
 	defer func() {
@@ -149,12 +150,12 @@ func (s *Server) prepare(t *Thread, v *VMVO, dest string) error {
 
 func (s *Server) prepareNic(t *Thread, v *VMVO, nic *NicVO, n *NetworkVO) error {
 	if !isNetworkImplemented(n) {
-		return &ResourceUnavailableError{Resource: "Network:" + itoa(n.ID), Reason: "Network is not yet fully implemented"}
+		return &ResourceUnavailableError{Resource: "Network:" + strconv.FormatInt(n.ID, 10), Reason: "Network is not yet fully implemented"}
 	}
 	s.DB.SetNicState(nic.ID, "Reserving")
 	if ip := s.DB.ReserveIP(t.Name, nic.ID); ip == "" {
 		s.DB.SetNicState(nic.ID, "Allocated")
-		return &ResourceUnavailableError{Resource: "Network:" + itoa(n.ID), Reason: "Insufficient address capacity"}
+		return &ResourceUnavailableError{Resource: "Network:" + strconv.FormatInt(n.ID, 10), Reason: "Insufficient address capacity"}
 	}
 	s.DB.SetNicState(nic.ID, "Reserved")
 	if v.Type == "User" {
@@ -350,26 +351,4 @@ func (s *Server) hasPendingNetworkJob(id int64) bool {
 	return len(s.DB.Jobs(func(j *JobVO) bool {
 		return j.InstanceType == "Network" && j.InstanceID == id && !j.Status.Done()
 	})) > 0
-}
-
-func itoa(i int64) string {
-	if i == 0 {
-		return "0"
-	}
-	neg := i < 0
-	if neg {
-		i = -i
-	}
-	var b [20]byte
-	p := len(b)
-	for i > 0 {
-		p--
-		b[p] = byte('0' + i%10)
-		i /= 10
-	}
-	if neg {
-		p--
-		b[p] = '-'
-	}
-	return string(b[p:])
 }

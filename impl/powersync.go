@@ -167,15 +167,13 @@ func (s *Server) handlePowerOffReportWithNoPendingJobsOnVM(t *Thread, v *VMVO) {
 		}
 		s.releaseVmResources(t, v)
 	case vm.PowerReportMissing:
-		if s.Defects["D2b"] {
-			s.releaseVmResources(t, v) // no StopCommand, no look at the host
-		} else {
-			if !s.sendStop(t, v, false, true) {
-				s.Log(t, "WARN", VMObject(v.ID), "Unable to stop VM %s on its host, not releasing its resources.", v.Name)
-				return
-			}
-			s.releaseVmResources(t, v)
+		// D2b: release with no StopCommand and no look at the host. Fixed: a real stop first, which
+		// the agent refuses (checkBeforeCleanup) while the domain runs.
+		if !s.Defects["D2b"] && !s.sendStop(t, v, false, true) {
+			s.Log(t, "WARN", VMObject(v.ID), "Unable to stop VM %s on its host, not releasing its resources.", v.Name)
+			return
 		}
+		s.releaseVmResources(t, v)
 	default:
 		return
 	}

@@ -88,11 +88,3 @@ func (s *Server) acquireInLockTable(t *Thread, key string, timeout time.Duration
 }
 
 func (s *Server) releaseFromLockTable(t *Thread, key string) { s.DB.Unlock(key, s.ID, t.Name) }
-
-// Agents exposes the agent manager (host status, sends).
-func (s *Server) Agents() *AgentManager { return s.agents }
-
-// Jobs exposes the async job manager.
-func (s *Server) Jobs() *AsyncJobManager { return s.jobs }
-
-func sprintf(format string, args ...any) string { return fmt.Sprintf(format, args...) }

@@ -256,9 +256,6 @@ func (db *DB) UpdateVMState(actor string, old *VMVO, ev vm.Event, newState vm.St
 	if from == vm.Starting && ev == vm.OperationSucceeded {
 		row.LastHostID = newHost
 	}
-	if from == vm.Stopping && ev == vm.OperationSucceeded {
-		row.LastHostID = row.HostID
-	}
 	if newHost == "" && row.HostID != "" {
 		row.LastHostID = row.HostID
 	}
@@ -580,13 +577,13 @@ func (db *DB) CreateVolume(actor string, vmID int64) *VolumeVO {
 	return &c
 }
 
-// Volumes lists a VM's volumes (removed ones too when all is set).
+// Volumes lists a VM's volumes, removed ones included (vmID 0: every volume).
 func (db *DB) Volumes(vmID int64) []*VolumeVO {
 	db.mu.Lock()
 	defer db.mu.Unlock()
 	var out []*VolumeVO
 	for _, v := range db.sortedVolumes() {
-		if v.VMID == vmID {
+		if vmID == 0 || v.VMID == vmID {
 			c := *v
 			out = append(out, &c)
 		}

@@ -3,7 +3,6 @@ package impl
 import (
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/csconform/csconform/model/host"
 	"github.com/csconform/csconform/model/vm"
@@ -138,27 +137,24 @@ func (s *Server) orchestrateStart(t *Thread, vmID int64, want string) (err error
 			s.Log(t, "DEBUG", VMObject(vmID), "Start completed for VM %s", v.Name)
 			return nil
 		}()
-		if !started && canRetry {
-			var te *OperationTimedoutError
-			if errors.As(aerr, &te) {
-				canRetry = false
-			}
+		if started {
+			return nil
 		}
-		if !started && canRetry {
+		var te *OperationTimedoutError
+		timedOut := errors.As(aerr, &te)
+		if timedOut {
+			canRetry = false // the VM stays Starting on the host; no cleanup
+		} else {
 			// per-attempt finally: cleanup, which always releases NICs and volumes.
 			force := !((step == "Started" || step == "Starting") && answered)
 			s.cleanup(t, s.DB.VM(vmID), step, force)
 		}
-		if started {
-			return nil
-		}
 		var ue *AgentUnavailableError
-		var te *OperationTimedoutError
 		var re *ResourceUnavailableError
 		switch {
 		case aerr == nil:
 			continue // a failed StartAnswer: next attempt
-		case errors.As(aerr, &te):
+		case timedOut:
 			s.Log(t, "DEBUG", VMObject(vmID), "Unable to send the start command to host %s", dest)
 			return &AgentUnavailableError{Host: dest, Reason: "Unable to start " + v.Name}
 		case errors.As(aerr, &ue):
@@ -423,6 +419,3 @@ func (s *Server) ensureInstanceIsStoppedOnLastKnownHost(t *Thread, v *VMVO) {
 		s.Log(t, "WARN", VMObject(v.ID), "Unable to confirm instance %s is stopped on host %s before expunging: %v %s", v.Name, target, err, details(ans))
 	}
 }
-
-// jobPoll is how often API callers poll queryAsyncJobResult.
-const jobPoll = time.Second

@@ -76,9 +76,6 @@ func (f *Fabric) Cut(host string, on bool) {
 	}
 }
 
-// IsCut reports whether host's link is cut.
-func (f *Fabric) IsCut(host string) bool { return f.cut[host] }
-
 // DelayNextOutOfBand makes the next out-of-band ping from host reach the management server d later
 // than it would.
 func (f *Fabric) DelayNextOutOfBand(host string, d time.Duration) { f.stale[host] = d }

@@ -49,14 +49,13 @@ type task struct {
 }
 
 type wakeup struct {
-	at   time.Time
-	tie  uint64 // seeded: the schedule's choice among wake-ups due at the same instant
-	seq  uint64 // insertion order, last resort
-	t    *task
-	gen  uint64
-	idx  int
-	from string
-	fn   func() // a timer callback instead of a task: runs on the scheduler, must not block
+	at  time.Time
+	tie uint64 // seeded: the schedule's choice among wake-ups due at the same instant
+	seq uint64 // insertion order, last resort
+	t   *task
+	gen uint64
+	idx int
+	fn  func() // a timer callback instead of a task: runs on the scheduler, must not block
 }
 
 type wakeQueue []*wakeup
@@ -98,17 +97,9 @@ func (s *Scheduler) Now() time.Time { return s.now }
 // Steps counts task steps run so far.
 func (s *Scheduler) Steps() uint64 { return s.steps }
 
-// Current names the running task ("" between steps).
-func (s *Scheduler) Current() string {
-	if s.cur == nil {
-		return ""
-	}
-	return s.cur.name
-}
-
-func (s *Scheduler) push(at time.Time, t *task, from string) {
+func (s *Scheduler) push(at time.Time, t *task) {
 	s.seq++
-	heap.Push(&s.queue, &wakeup{at: at, tie: s.rng.Uint64(), seq: s.seq, t: t, gen: t.gen, from: from})
+	heap.Push(&s.queue, &wakeup{at: at, tie: s.rng.Uint64(), seq: s.seq, t: t, gen: t.gen})
 }
 
 // After runs fn on the scheduler after d of virtual time. fn must not block: it is for deliveries and
@@ -118,7 +109,7 @@ func (s *Scheduler) After(d time.Duration, fn func()) {
 		d = 0
 	}
 	s.seq++
-	heap.Push(&s.queue, &wakeup{at: s.now.Add(d), tie: s.rng.Uint64(), seq: s.seq, fn: fn, from: "after"})
+	heap.Push(&s.queue, &wakeup{at: s.now.Add(d), tie: s.rng.Uint64(), seq: s.seq, fn: fn})
 }
 
 // Go starts a task; it first runs when the scheduler picks it.
@@ -127,7 +118,7 @@ func (s *Scheduler) Go(name string, fn func()) {
 	t := &task{id: s.ids, name: name, wake: make(chan struct{}), fn: fn, killed: s.closing}
 	s.tasks[t] = struct{}{}
 	go s.body(t)
-	s.push(s.now, t, "go")
+	s.push(s.now, t)
 }
 
 func (s *Scheduler) body(t *task) {
@@ -175,7 +166,7 @@ func (s *Scheduler) Sleep(d time.Duration) {
 		d = 0
 	}
 	t.gen++
-	s.push(s.now.Add(d), t, "sleep")
+	s.push(s.now.Add(d), t)
 	s.park(t)
 }
 
@@ -188,7 +179,7 @@ func (s *Scheduler) Kill(prefix string) {
 			t.killed = true
 			if t != s.cur {
 				t.gen++
-				s.push(s.now, t, "kill")
+				s.push(s.now, t)
 			}
 		}
 	}
@@ -204,15 +195,6 @@ func (s *Scheduler) sortedTasks() []*task {
 	return ts
 }
 
-// Tasks lists the live tasks' names, sorted (for diagnostics and leak tests).
-func (s *Scheduler) Tasks() []string {
-	var names []string
-	for _, t := range s.sortedTasks() {
-		names = append(names, t.name)
-	}
-	return names
-}
-
 // step runs the next due task once. It returns false when nothing is due up to limit.
 func (s *Scheduler) step(limit time.Time) bool {
 	for s.queue.Len() > 0 {
@@ -221,32 +203,25 @@ func (s *Scheduler) step(limit time.Time) bool {
 			return false
 		}
 		heap.Pop(&s.queue)
-		if w.fn != nil {
-			if s.closing {
-				continue
-			}
-			if w.at.After(s.now) {
-				s.now = w.at
-			}
-			s.steps++
-			w.fn()
-			if s.AfterStep != nil && s.fail == nil {
-				s.AfterStep()
-			}
-			return true
-		}
-		if w.t.done || w.gen != w.t.gen {
+		switch {
+		case w.fn != nil && s.closing:
+			continue
+		case w.fn == nil && (w.t.done || w.gen != w.t.gen):
 			continue // stale: the task was woken another way, or is gone
 		}
 		if w.at.After(s.now) {
 			s.now = w.at
 		}
-		w.t.gen++ // any other pending wake-up for this park is now stale
-		s.cur = w.t
 		s.steps++
-		w.t.wake <- struct{}{}
-		<-s.yield
-		s.cur = nil
+		if w.fn != nil {
+			w.fn()
+		} else {
+			w.t.gen++ // any other pending wake-up for this park is now stale
+			s.cur = w.t
+			w.t.wake <- struct{}{}
+			<-s.yield
+			s.cur = nil
+		}
 		if s.AfterStep != nil && s.fail == nil {
 			s.AfterStep()
 		}
@@ -285,7 +260,7 @@ func (s *Scheduler) Close() {
 			if t != s.cur {
 				t.killed = true
 				t.gen++
-				s.push(s.now, t, "close")
+				s.push(s.now, t)
 			}
 		}
 		for s.step(far) {
@@ -309,7 +284,7 @@ func (g *signal) Fire() {
 	g.fired = true
 	for _, t := range g.waiters {
 		if !t.done {
-			g.s.push(g.s.now, t, "signal")
+			g.s.push(g.s.now, t)
 		}
 	}
 	g.waiters = nil
@@ -323,7 +298,7 @@ func (g *signal) Wait(timeout time.Duration) bool {
 	t.gen++
 	g.waiters = append(g.waiters, t)
 	if timeout > 0 {
-		g.s.push(g.s.now.Add(timeout), t, "timeout")
+		g.s.push(g.s.now.Add(timeout), t)
 	}
 	g.s.park(t)
 	if !g.fired {
