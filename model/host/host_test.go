@@ -1,7 +1,6 @@
 package host
 
 import (
-	"errors"
 	"fmt"
 	"regexp"
 	"strings"
@@ -80,22 +79,6 @@ var wantFlags = []struct {
 	{Unknown, false, false, false},
 }
 
-func loadSection(t *testing.T) *specdoc.Doc {
-	t.Helper()
-	d, err := specdoc.Load()
-	if errors.Is(err, specdoc.ErrMissing) {
-		t.Skipf("spec not available (%v): expected at <repo>/../shared/spec/cloudstack-behaviour.md, or set %s", err, specdoc.EnvVar)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := d.Section("2.3")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
-}
-
 type key struct {
 	from Status
 	ev   Event
@@ -107,7 +90,7 @@ var edgeRE = regexp.MustCompile(`^(\w+)\s*→\s*(\w+)(?:\s*\((\w+) only\))?$`)
 
 // specTransitions parses the "From | Event → To" table of spec 2.3.
 func specTransitions(t *testing.T) map[key]Status {
-	tab, err := loadSection(t).TableWithHeader("From", "Event → To")
+	tab, err := specdoc.SectionOrSkip(t, "2.3").TableWithHeader("From", "Event → To")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -210,7 +193,7 @@ func TestFlagsMatchLiteral(t *testing.T) {
 }
 
 func TestFlagsMatchSpec(t *testing.T) {
-	tab, err := loadSection(t).TableWithHeader("Status", "updateMS", "checkMS", "lostConnection")
+	tab, err := specdoc.SectionOrSkip(t, "2.3").TableWithHeader("Status", "updateMS", "checkMS", "lostConnection")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -238,7 +221,7 @@ func TestFlagsMatchSpec(t *testing.T) {
 func TestEventsMatchSpec(t *testing.T) {
 	var para []string
 	in := false
-	for _, l := range loadSection(t).Lines {
+	for _, l := range specdoc.SectionOrSkip(t, "2.3").Lines {
 		l = strings.TrimSpace(l)
 		if rest, ok := strings.CutPrefix(l, "Events:"); ok {
 			in, l = true, rest

@@ -1,7 +1,6 @@
 package network
 
 import (
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -22,22 +21,6 @@ var wantTransitions = []struct{ from, event, to string }{
 	{"Allocated", "DestroyNetwork", "Destroy"},
 }
 
-func loadSection(t *testing.T) *specdoc.Doc {
-	t.Helper()
-	d, err := specdoc.Load()
-	if errors.Is(err, specdoc.ErrMissing) {
-		t.Skipf("spec not available (%v): expected at <repo>/../shared/spec/cloudstack-behaviour.md, or set %s", err, specdoc.EnvVar)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := d.Section("2.2")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
-}
-
 func TestTransitionsMatchLiteral(t *testing.T) {
 	if len(Transitions) != len(wantTransitions) {
 		t.Fatalf("len(Transitions) = %d, want %d", len(Transitions), len(wantTransitions))
@@ -50,7 +33,7 @@ func TestTransitionsMatchLiteral(t *testing.T) {
 }
 
 func TestTransitionsMatchSpec(t *testing.T) {
-	tab, err := loadSection(t).TableWithHeader("From", "Event", "To")
+	tab, err := specdoc.SectionOrSkip(t, "2.2").TableWithHeader("From", "Event", "To")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +85,7 @@ func TestTransitionsMatchSpec(t *testing.T) {
 // ("`Network.State`: ..." and "`Network.Event`: ...") of spec 2.2.
 func TestNamesMatchSpec(t *testing.T) {
 	lists := map[string][]string{}
-	for _, l := range loadSection(t).Lines {
+	for _, l := range specdoc.SectionOrSkip(t, "2.2").Lines {
 		l = specdoc.Clean(l)
 		for _, p := range []string{"Network.State:", "Network.Event:"} {
 			if rest, ok := strings.CutPrefix(l, p); ok {

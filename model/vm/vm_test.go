@@ -1,7 +1,6 @@
 package vm
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -67,27 +66,6 @@ var wantTransitions = []struct {
 	{"Error", "ExpungeOperation", "Expunging", false},
 }
 
-func loadSpec(t *testing.T) *specdoc.Doc {
-	t.Helper()
-	d, err := specdoc.Load()
-	if errors.Is(err, specdoc.ErrMissing) {
-		t.Skipf("spec not available (%v): expected at <repo>/../shared/spec/cloudstack-behaviour.md, or set %s", err, specdoc.EnvVar)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	return d
-}
-
-func section(t *testing.T, d *specdoc.Doc, prefix string) *specdoc.Doc {
-	t.Helper()
-	s, err := d.Section(prefix)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
-}
-
 func TestTransitionsMatchLiteral(t *testing.T) {
 	if len(Transitions) != len(wantTransitions) {
 		t.Fatalf("len(Transitions) = %d, want %d", len(Transitions), len(wantTransitions))
@@ -102,7 +80,7 @@ func TestTransitionsMatchLiteral(t *testing.T) {
 }
 
 func TestTransitionsMatchSpec(t *testing.T) {
-	tab, err := section(t, loadSpec(t), "2.1.3").TableWithHeader("From", "Event", "To", "U")
+	tab, err := specdoc.SectionOrSkip(t, "2.1.3").TableWithHeader("From", "Event", "To", "U")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,7 +170,7 @@ func TestNext(t *testing.T) {
 }
 
 func TestStatesMatchSpec(t *testing.T) {
-	tab, err := section(t, loadSpec(t), "2.1.1").TableWithHeader("State", "transitional?", "Notes")
+	tab, err := specdoc.SectionOrSkip(t, "2.1.1").TableWithHeader("State", "transitional?", "Notes")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -210,7 +188,7 @@ func TestStatesMatchSpec(t *testing.T) {
 }
 
 func TestEventsMatchSpec(t *testing.T) {
-	sec := section(t, loadSpec(t), "2.1.2")
+	sec := specdoc.SectionOrSkip(t, "2.1.2")
 	// The event list is the first non-heading paragraph, comma separated.
 	var para []string
 	for _, l := range sec.Lines[1:] {
@@ -232,7 +210,7 @@ func TestEventsMatchSpec(t *testing.T) {
 }
 
 func TestPowerStatesMatchSpec(t *testing.T) {
-	tab, err := section(t, loadSpec(t), "2.1.5").TableWithHeader("Value", "Meaning / producer")
+	tab, err := specdoc.SectionOrSkip(t, "2.1.5").TableWithHeader("Value", "Meaning / producer")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"testing"
 )
 
 // RelPath is the spec's location relative to a package directory one level
@@ -172,4 +173,22 @@ func equal(a, b []string) bool {
 		}
 	}
 	return true
+}
+
+// SectionOrSkip is the tests' way in: the spec's section, a skip with where the spec was expected
+// when the file is absent, or a failure when it cannot be read or has no such section.
+func SectionOrSkip(t testing.TB, prefix string) *Doc {
+	t.Helper()
+	d, err := Load()
+	if errors.Is(err, ErrMissing) {
+		t.Skipf("spec not available (%v): expected at <repo>/../shared/spec/cloudstack-behaviour.md, or set %s", err, EnvVar)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := d.Section(prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }
