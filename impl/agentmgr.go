@@ -1,6 +1,7 @@
 package impl
 
 import (
+	"maps"
 	"slices"
 	"time"
 
@@ -210,12 +211,7 @@ func (am *AgentManager) removeAgent(a *attache) {
 		delete(am.attaches, a.host)
 	}
 	a.pipe.Close()
-	seqs := make([]int64, 0, len(a.pending))
-	for seq := range a.pending {
-		seqs = append(seqs, seq)
-	}
-	slices.Sort(seqs)
-	for _, seq := range seqs {
+	for _, seq := range slices.Sorted(maps.Keys(a.pending)) {
 		r := a.pending[seq]
 		r.err = &AgentUnavailableError{Host: a.host, Reason: "request cancelled: agent disconnected"}
 		r.done.Fire()

@@ -3,6 +3,7 @@ package impl
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -115,12 +116,7 @@ func (m *AsyncJobManager) heartbeat(t *Thread) {
 	s := m.s
 	for {
 		s.Env.Sleep(HeartbeatInterval)
-		ids := make([]int64, 0, len(m.queues))
-		for id := range m.queues {
-			ids = append(ids, id)
-		}
-		slices.Sort(ids)
-		for _, id := range ids {
+		for _, id := range slices.Sorted(maps.Keys(m.queues)) {
 			q := m.queues[id]
 			if len(q) == 0 || q[0].running {
 				continue

@@ -1,7 +1,10 @@
 package impl
 
 import (
+	"cmp"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -199,7 +202,7 @@ func (db *DB) VM(id int64) *VMVO {
 func (db *DB) VMByName(name string) *VMVO {
 	db.mu.Lock()
 	defer db.mu.Unlock()
-	for _, id := range db.sortedVMIDs() {
+	for _, id := range slices.Sorted(maps.Keys(db.vms)) {
 		v := db.vms[id]
 		if v.Name == name && !v.Removed {
 			c := *v
@@ -209,28 +212,24 @@ func (db *DB) VMByName(name string) *VMVO {
 	return nil
 }
 
-func (db *DB) sortedVMIDs() []int64 {
-	ids := make([]int64, 0, len(db.vms))
-	for id := range db.vms {
-		ids = append(ids, id)
+// rows copies the rows of a table that match f (nil: all), in id order: never map order, so every
+// caller's decisions replay with the seed.
+func rows[K cmp.Ordered, V any](table map[K]*V, f func(*V) bool) []*V {
+	var out []*V
+	for _, id := range slices.Sorted(maps.Keys(table)) {
+		if v := table[id]; f == nil || f(v) {
+			c := *v
+			out = append(out, &c)
+		}
 	}
-	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
-	return ids
+	return out
 }
 
 // VMs lists VM rows matching f, by id.
 func (db *DB) VMs(f func(*VMVO) bool) []*VMVO {
 	db.mu.Lock()
 	defer db.mu.Unlock()
-	var out []*VMVO
-	for _, id := range db.sortedVMIDs() {
-		v := db.vms[id]
-		if f == nil || f(v) {
-			c := *v
-			out = append(out, &c)
-		}
-	}
-	return out
+	return rows(db.vms, f)
 }
 
 // UpdateVMState is VMInstanceDaoImpl.updateState: an optimistic write keyed on state, host and
@@ -336,7 +335,7 @@ func (db *DB) ResetVMPowerStateTracking(id int64) {
 func (db *DB) ResetHostPowerStateTracking(hostID string) {
 	db.mu.Lock()
 	defer db.mu.Unlock()
-	for _, id := range db.sortedVMIDs() {
+	for _, id := range slices.Sorted(maps.Keys(db.vms)) {
 		if v := db.vms[id]; v.PowerHost == hostID {
 			v.PowerStateUpdateCount = 0
 			v.PowerStateUpdateTime = db.env.Now()
@@ -378,19 +377,7 @@ func (db *DB) Network(id int64) *NetworkVO {
 func (db *DB) Networks(f func(*NetworkVO) bool) []*NetworkVO {
 	db.mu.Lock()
 	defer db.mu.Unlock()
-	ids := make([]int64, 0, len(db.networks))
-	for id := range db.networks {
-		ids = append(ids, id)
-	}
-	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
-	var out []*NetworkVO
-	for _, id := range ids {
-		if n := db.networks[id]; f == nil || f(n) {
-			c := *n
-			out = append(out, &c)
-		}
-	}
-	return out
+	return rows(db.networks, f)
 }
 
 // UpdateNetworkState is NetworkDaoImpl.updateState: the transition is validated against the caller's
@@ -470,19 +457,7 @@ func (db *DB) CreateNic(vmID, networkID int64) *NicVO {
 func (db *DB) Nics(vmID int64) []*NicVO {
 	db.mu.Lock()
 	defer db.mu.Unlock()
-	var ids []int64
-	for id, n := range db.nics {
-		if n.VMID == vmID {
-			ids = append(ids, id)
-		}
-	}
-	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
-	var out []*NicVO
-	for _, id := range ids {
-		c := *db.nics[id]
-		out = append(out, &c)
-	}
-	return out
+	return rows(db.nics, func(n *NicVO) bool { return n.VMID == vmID })
 }
 
 // SetNicState writes a NIC's state.
@@ -581,23 +556,7 @@ func (db *DB) CreateVolume(actor string, vmID int64) *VolumeVO {
 func (db *DB) Volumes(vmID int64) []*VolumeVO {
 	db.mu.Lock()
 	defer db.mu.Unlock()
-	var out []*VolumeVO
-	for _, v := range db.sortedVolumes() {
-		if vmID == 0 || v.VMID == vmID {
-			c := *v
-			out = append(out, &c)
-		}
-	}
-	return out
-}
-
-func (db *DB) sortedVolumes() []*VolumeVO {
-	out := make([]*VolumeVO, 0, len(db.volumes))
-	for _, v := range db.volumes {
-		out = append(out, v)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
-	return out
+	return rows(db.volumes, func(v *VolumeVO) bool { return vmID == 0 || v.VMID == vmID })
 }
 
 // SetVolumeState writes a volume's state; "Expunged" also marks it removed.
@@ -633,17 +592,7 @@ func (db *DB) Host(id string) *HostVO {
 func (db *DB) Hosts() []*HostVO {
 	db.mu.Lock()
 	defer db.mu.Unlock()
-	var ids []string
-	for id := range db.hosts {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
-	var out []*HostVO
-	for _, id := range ids {
-		c := *db.hosts[id]
-		out = append(out, &c)
-	}
-	return out
+	return rows(db.hosts, nil)
 }
 
 // HostTransit applies a host status event; false when the state machine refuses it.
@@ -724,19 +673,7 @@ func (db *DB) Job(id int64) *JobVO {
 func (db *DB) Jobs(f func(*JobVO) bool) []*JobVO {
 	db.mu.Lock()
 	defer db.mu.Unlock()
-	ids := make([]int64, 0, len(db.jobs))
-	for id := range db.jobs {
-		ids = append(ids, id)
-	}
-	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
-	var out []*JobVO
-	for _, id := range ids {
-		if j := db.jobs[id]; f == nil || f(j) {
-			c := *j
-			out = append(out, &c)
-		}
-	}
-	return out
+	return rows(db.jobs, f)
 }
 
 // ---- op_lock
@@ -814,7 +751,7 @@ func (db *DB) VMByNameAny(name string) *VMVO {
 	db.mu.Lock()
 	defer db.mu.Unlock()
 	var found *VMVO
-	for _, id := range db.sortedVMIDs() {
+	for _, id := range slices.Sorted(maps.Keys(db.vms)) {
 		if v := db.vms[id]; v.Name == name {
 			c := *v
 			found = &c
