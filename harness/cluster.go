@@ -10,6 +10,7 @@ import (
 	"github.com/csconform/csconform/drivers/sim"
 	"github.com/csconform/csconform/faults"
 	"github.com/csconform/csconform/impl"
+	"github.com/csconform/csconform/model/history"
 	"github.com/csconform/csconform/model/host"
 	"github.com/csconform/csconform/model/invariant"
 	"github.com/csconform/csconform/model/vm"
@@ -141,6 +142,7 @@ func (c *Cluster) check() {
 func (c *Cluster) checkNow() {
 	snap := c.Snapshot()
 	c.Rec.netChanges = nil
+	c.Rec.observe(snap)
 	added := false
 	for _, v := range invariant.Check(snap) {
 		// one report per object and kind of violation (an address free in the pool, then held twice)
@@ -149,6 +151,7 @@ func (c *Cluster) checkNow() {
 			continue
 		}
 		c.seen[key] = true
+		c.Rec.Emit(history.Event{Actor: "checker", Kind: history.Violation, Object: v.Object, To: v.Invariant, Detail: v.Message})
 		c.Violations = append(c.Violations, Violation{Violation: v, Trail: c.trail(v)})
 		added = true
 	}

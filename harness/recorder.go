@@ -22,7 +22,11 @@ type Recorder struct {
 	// netChanges are network state writes not yet checked.
 	netChanges []invariant.NetworkChange
 	dirty      bool
-	opSeq      int
+	// touched are the objects that history events named since the last observation.
+	touched map[string]bool
+	// observed is the last observation written per object.
+	observed map[string]string
+	opSeq    int
 	clock      func() time.Time
 }
 
@@ -36,8 +40,14 @@ func (r *Recorder) Emit(e history.Event) {
 	}
 	e.Seq = int64(len(r.Events) + 1)
 	r.Events = append(r.Events, e)
-	if e.Kind != history.Log {
+	if e.Kind != history.Log && e.Kind != history.Observe && e.Kind != history.Violation {
 		r.dirty = true
+		if r.touched == nil {
+			r.touched = map[string]bool{}
+		}
+		for _, o := range strings.Split(e.Object, ",") {
+			r.touched[o] = true
+		}
 	}
 	if e.Kind == history.State && strings.HasPrefix(e.Object, "network:") {
 		r.netChanges = append(r.netChanges, invariant.NetworkChange{Time: e.Time, NetworkID: strings.TrimPrefix(e.Object, "network:"),

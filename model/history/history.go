@@ -17,6 +17,8 @@ const (
 	Fault   = "fault"   // a fault began (From="") or ended (To="")
 	Domain  = "domain"  // a domain started or stopped on a host (the hypervisor's truth)
 	Observe = "observe" // a checker's observation
+	// Violation is an invariant violation the harness found at this point (Object, To = invariant).
+	Violation = "violation"
 )
 
 // Event is one line of a history.

@@ -1,0 +1,299 @@
+package linear
+
+import (
+	"cmp"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+	"github.com/csconform/csconform/model/history"
+)
+
+// Observation formats, as the harness writes them in history.Observe events:
+//   - object "vm:N", To "on/live" (or off, dead): the VM's running domain on any host, and its record;
+//   - object "ip:A", To "vm:1,vm:7" (or ""): the VMs whose running domains use the address.
+
+// ObserveVM is the To of a VM observation.
+func ObserveVM(on, dead bool) string { return VMState{On: on, Dead: dead}.code() }
+
+func (s VMState) code() string {
+	c := "off/"
+	if s.On {
+		c = "on/"
+	}
+	if s.Dead {
+		return c + "dead"
+	}
+	return c + "live"
+}
+
+// Partition is one object's porcupine history.
+type Partition struct {
+	Object string // vm:3, network:2, ip:10.1.1.10
+	Model  string // vm, network, ip
+	Ops    []porcupine.Operation
+}
+
+// VMKind maps a client operation to the VM model's kind ("" if it has none).
+func VMKind(op string) string {
+	switch op {
+	case "deploy", "start", "startNoRetry":
+		return VMStart
+	case "stop", "forceStop":
+		return VMStop
+	case "destroy", "destroyExpunge", "expunge":
+		return VMDestroy
+	}
+	return ""
+}
+
+type call struct {
+	seq    int64
+	actor  string
+	name   string
+	object string
+}
+
+// Partitions turns a history into one porcupine history per object. Times are the events' sequence
+// numbers: the recorder's order is the order things happened in, which virtual time (where many events
+// share an instant) is not.
+func Partitions(events []history.Event) []Partition {
+	b := builder{parts: map[string]*Partition{}, calls: map[int]*call{}, sections: map[string]int{}, faults: map[string][]int{}, clients: map[string]map[string]int{}}
+	end := int64(len(events)) + 1
+	if n := len(events); n > 0 {
+		end = events[n-1].Seq + 1
+	}
+	for _, e := range events {
+		b.event(e)
+	}
+	// operations that never returned are indeterminate: they may take effect any time after the call
+	for _, id := range slices.Sorted(maps.Keys(b.calls)) {
+		c := b.calls[id]
+		if k := VMKind(c.name); k != "" && strings.HasPrefix(c.object, "vm:") {
+			b.vmOp(c.object, c.actor, k, c.name, Unknown, c.seq, end, nil)
+		}
+	}
+	for _, p := range b.parts {
+		for i := range p.Ops {
+			if p.Ops[i].Return == open {
+				p.Ops[i].Return = end
+			}
+		}
+	}
+	out := make([]Partition, 0, len(b.parts))
+	for _, k := range slices.Sorted(maps.Keys(b.parts)) {
+		p := b.parts[k]
+		if len(p.Ops) > 0 {
+			out = append(out, *p)
+		}
+	}
+	return out
+}
+
+const open = -1
+
+type builder struct {
+	parts    map[string]*Partition
+	calls    map[int]*call
+	sections map[string]int   // "network:N|actor" -> index of the open critical section's op
+	faults   map[string][]int // "vm:N|kind" -> indexes of open fault ops
+	clients  map[string]map[string]int
+}
+
+func (b *builder) add(object, model, actor string, in, out any, call, ret int64, meta any) int {
+	p := b.parts[object]
+	if p == nil {
+		p = &Partition{Object: object, Model: model}
+		b.parts[object] = p
+		b.clients[object] = map[string]int{}
+	}
+	cl, ok := b.clients[object][actor]
+	if !ok {
+		cl = len(b.clients[object])
+		b.clients[object][actor] = cl
+	}
+	p.Ops = append(p.Ops, porcupine.Operation{ClientId: cl, Input: in, Output: out, Call: call, Return: ret, Metadata: meta})
+	return len(p.Ops) - 1
+}
+
+// vmOp adds a client operation on a VM. A destroy is two steps to an observer — the domain stops (the
+// record is still live, Stopped), then the record dies — so it enters the history as its stop part and
+// its destroy part, both over the call's interval.
+func (b *builder) vmOp(object, actor, kind, name string, out Outcome, call, ret int64, meta any) {
+	if kind == VMDestroy {
+		b.add(object, "vm", actor, VMInput{Kind: VMStop, Name: name + " (its stop)"}, out, call, ret, meta)
+	}
+	b.add(object, "vm", actor, VMInput{Kind: kind, Name: name}, out, call, ret, meta)
+}
+
+func (b *builder) event(e history.Event) {
+	switch e.Kind {
+	case history.Call:
+		name, _, _ := strings.Cut(e.Detail, " ")
+		b.calls[e.Op] = &call{seq: e.Seq, actor: e.Actor, name: name, object: e.Object}
+	case history.Return:
+		c := b.calls[e.Op]
+		if c == nil {
+			return
+		}
+		delete(b.calls, e.Op)
+		k := VMKind(c.name)
+		if k == "" || !strings.HasPrefix(e.Object, "vm:") {
+			return
+		}
+		out := OK
+		if e.To != "ok" {
+			out = Failed
+		}
+		b.vmOp(e.Object, c.actor, k, c.name, out, c.seq, e.Seq, e.Detail)
+	case history.Fault:
+		kind := e.To
+		if kind == "" {
+			kind = e.From
+		}
+		if kind != "crash" && kind != "guest-shutdown" {
+			return
+		}
+		for _, obj := range strings.Split(e.Object, ",") {
+			if !strings.HasPrefix(obj, "vm:") {
+				continue
+			}
+			key := obj + "|" + kind
+			if e.From == "" { // begins
+				i := b.add(obj, "vm", "fault", VMInput{Kind: VMDown, Name: kind}, OK, e.Seq, open, e.Detail)
+				b.faults[key] = append(b.faults[key], i)
+			} else if open := b.faults[key]; len(open) > 0 {
+				b.parts[obj].Ops[open[0]].Return = e.Seq
+				b.faults[key] = open[1:]
+			}
+		}
+	case history.Observe:
+		switch {
+		case strings.HasPrefix(e.Object, "vm:"):
+			s := VMState{On: strings.HasPrefix(e.To, "on/"), Dead: strings.HasSuffix(e.To, "/dead")}
+			b.add(e.Object, "vm", "observer", VMInput{Kind: VMObserve, Seen: s}, OK, e.Seq, e.Seq, e.Detail)
+		case strings.HasPrefix(e.Object, "ip:"):
+			var users []string
+			if e.To != "" {
+				users = strings.Split(e.To, ",")
+			}
+			b.add(e.Object, "ip", "observer", IPInput{Users: users}, nil, e.Seq, e.Seq, e.Detail)
+		}
+	case history.IP:
+		b.add(e.Object, "ip", e.Actor, IPInput{Write: true, From: e.From, To: e.To}, nil, e.Seq, e.Seq, e.Detail)
+	case history.Lock:
+		id, ok := strings.CutPrefix(e.Object, "networks")
+		if !ok {
+			return
+		}
+		key := "network:" + id + "|" + e.Actor
+		if e.To == "held" {
+			if _, re := b.sections[key]; !re {
+				b.sections[key] = b.add("network:"+id, "network", e.Actor, NetInput{Actor: e.Actor, Locked: true}, nil, e.Seq, open, "lock held")
+			}
+		} else if i, held := b.sections[key]; held {
+			b.parts["network:"+id].Ops[i].Return = e.Seq
+			delete(b.sections, key)
+		}
+	case history.State:
+		if !strings.HasPrefix(e.Object, "network:") {
+			return
+		}
+		w := Transition{From: e.From, To: e.To}
+		if i, held := b.sections[e.Object+"|"+e.Actor]; held && e.LockHolder == e.Actor {
+			op := &b.parts[e.Object].Ops[i]
+			in := op.Input.(NetInput)
+			in.Writes = append(slices.Clip(in.Writes), w)
+			op.Input = in
+			return
+		}
+		b.add(e.Object, "network", e.Actor, NetInput{Actor: e.Actor, Writes: []Transition{w}}, nil, e.Seq, e.Seq, e.Detail)
+	}
+}
+
+// Result is the verdict on one partition.
+type Result struct {
+	Object string `json:"object"`
+	Model  string `json:"model"`
+	Ops    int    `json:"operations"`
+	// Verdict is "ok", "illegal" (no sequential order explains it) or "unknown" (timed out).
+	Verdict string `json:"verdict"`
+	// Explain is, for an illegal history, the longest order that works and the operation that cannot
+	// follow it.
+	Explain []string `json:"explain,omitempty"`
+	info    porcupine.LinearizationInfo
+	ops     []porcupine.Operation
+}
+
+// Check checks every partition; each gets at most timeout (0: no limit).
+func Check(parts []Partition, timeout time.Duration) []Result {
+	out := make([]Result, 0, len(parts))
+	for _, p := range parts {
+		m := Models[p.Model]
+		res, info := porcupine.CheckOperationsVerbose(m, p.Ops, timeout)
+		r := Result{Object: p.Object, Model: p.Model, Ops: len(p.Ops), info: info, ops: p.Ops}
+		switch res {
+		case porcupine.Ok:
+			r.Verdict = "ok"
+		case porcupine.Illegal:
+			r.Verdict = "illegal"
+			r.Explain = explain(m, p.Ops, info)
+		default:
+			r.Verdict = "unknown"
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// Illegal is the results that are not linearizable.
+func Illegal(rs []Result) []Result {
+	var out []Result
+	for _, r := range rs {
+		if r.Verdict == "illegal" {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// explain replays the longest partial linearization and names the operations that cannot come next.
+func explain(m porcupine.Model, ops []porcupine.Operation, info porcupine.LinearizationInfo) []string {
+	var best []int
+	for _, part := range info.PartialLinearizations() {
+		for _, lin := range part {
+			if len(lin) > len(best) {
+				best = lin
+			}
+		}
+	}
+	var out []string
+	state := m.Init()
+	done := map[int]bool{}
+	for _, i := range best {
+		op := ops[i]
+		_, state = m.Step(state, op.Input, op.Output)
+		done[i] = true
+		out = append(out, "  "+m.DescribeOperation(op.Input, op.Output)+"  =>  "+m.DescribeState(state))
+	}
+	// the earliest-returning operation left out cannot follow
+	rest := []int{}
+	for i := range ops {
+		if !done[i] {
+			rest = append(rest, i)
+		}
+	}
+	slices.SortFunc(rest, func(a, b int) int { return cmp.Compare(ops[a].Return, ops[b].Return) })
+	if len(rest) > 0 {
+		op := ops[rest[0]]
+		out = append(out, "  then, impossible: "+m.DescribeOperation(op.Input, op.Output))
+	}
+	return out
+}
+
+// Visualize writes porcupine's HTML for one partition (use it for failing partitions only).
+func (r Result) Visualize(path string) error {
+	return porcupine.VisualizePath(Models[r.Model], r.info, path)
+}
