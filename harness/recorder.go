@@ -27,7 +27,7 @@ type Recorder struct {
 	// observed is the last observation written per object.
 	observed map[string]string
 	opSeq    int
-	clock      func() time.Time
+	clock    func() time.Time
 }
 
 // NewRecorder returns an empty history whose events without a time get clock's.
