@@ -1,0 +1,129 @@
+package linear
+
+import (
+	"testing"
+
+	"github.com/csconform/csconform/model/history"
+)
+
+// h numbers events in order, as the recorder does.
+func h(es ...history.Event) []history.Event {
+	for i := range es {
+		es[i].Seq = int64(i + 1)
+	}
+	return es
+}
+
+func callE(op int, actor, obj, what string) history.Event {
+	return history.Event{Kind: history.Call, Op: op, Actor: actor, Object: obj, Detail: what}
+}
+
+func ret(op int, actor, obj, result string) history.Event {
+	return history.Event{Kind: history.Return, Op: op, Actor: actor, Object: obj, To: result}
+}
+
+func obsVM(obj string, on, dead bool) history.Event {
+	return history.Event{Kind: history.Observe, Actor: "observer", Object: obj, To: ObserveVM(on, dead)}
+}
+
+func obsIP(obj, users string) history.Event {
+	return history.Event{Kind: history.Observe, Actor: "observer", Object: obj, To: users}
+}
+
+func netW(actor, from, to, holder string) history.Event {
+	return history.Event{Kind: history.State, Actor: actor, Object: "network:1", From: from, To: to, LockHolder: holder}
+}
+
+func lock(actor, to string) history.Event {
+	e := history.Event{Kind: history.Lock, Actor: actor, Object: "networks1", To: to}
+	if to == "released" {
+		e.From = "held"
+	}
+	return e
+}
+
+func fault(kind, obj string, begin bool) history.Event {
+	e := history.Event{Kind: history.Fault, Actor: "fault", Object: obj}
+	if begin {
+		e.To = kind
+	} else {
+		e.From = kind
+	}
+	return e
+}
+
+func ipW(from, to string) history.Event {
+	return history.Event{Kind: history.IP, Actor: "ms", Object: "ip:10.1.1.10", From: from, To: to}
+}
+
+func TestModels(t *testing.T) {
+	const v = "vm:2"
+	deployed := []history.Event{callE(1, "c1", "network:1", "deploy web1"), obsVM(v, false, false), obsVM(v, true, false), ret(1, "c1", v, "ok"), obsVM(v, true, false)}
+	with := func(es ...history.Event) []history.Event {
+		return h(append(append([]history.Event(nil), deployed...), es...)...)
+	}
+	cases := []struct {
+		name    string
+		events  []history.Event
+		illegal string // the object that must fail, "" for none
+	}{
+		{"destroy returned ok but the domain runs on with a dead record (D3)",
+			with(callE(2, "c2", v, "destroyExpunge web1"), obsVM(v, false, false), ret(2, "c2", v, "ok"), obsVM(v, true, true)), v},
+		{"destroy returned ok and the domain is gone",
+			with(callE(2, "c2", v, "destroyExpunge web1"), obsVM(v, false, false), obsVM(v, false, true), ret(2, "c2", v, "ok"), obsVM(v, false, true)), ""},
+		{"stop returned ok but the domain still runs",
+			with(callE(2, "c2", v, "stop web1"), ret(2, "c2", v, "ok"), obsVM(v, true, false)), v},
+		{"the domain stops with no stop, destroy or fault",
+			with(obsVM(v, false, false)), v},
+		{"the domain stops after a crash",
+			with(fault("crash", v, true), fault("crash", v, false), obsVM(v, false, false)), ""},
+		{"a failed start may leave the domain running; a later destroy must still stop it (D2)",
+			h(callE(1, "c1", "network:1", "deploy web1"), obsVM(v, true, false), ret(1, "c1", v, "failed"), obsVM(v, true, false),
+				callE(2, "c2", v, "destroyExpunge web1"), ret(2, "c2", v, "ok"), obsVM(v, true, true)), v},
+		{"a start that never returned may take effect later",
+			h(callE(1, "c1", v, "start web1"), obsVM(v, false, false), obsVM(v, true, false)), ""},
+		{"a start cannot succeed on a dead record",
+			h(callE(1, "c1", v, "destroy web1"), ret(1, "c1", v, "ok"), callE(2, "c2", v, "start web1"), ret(2, "c2", v, "ok")), v},
+		{"someone writes inside a critical section (D1)",
+			h(netW("api", "", "Allocated", ""), lock("w1", "held"), netW("w1", "Allocated", "Implementing", "w1"),
+				netW("gc", "Implementing", "Shutdown", "w1"), netW("w1", "Shutdown", "Allocated", "w1"), lock("w1", "released")), "network:1"},
+		{"critical sections one after another",
+			h(netW("api", "", "Allocated", ""), lock("w1", "held"), netW("w1", "Allocated", "Implementing", "w1"),
+				netW("w1", "Implementing", "Implemented", "w1"), lock("w1", "released"),
+				lock("gc", "held"), netW("gc", "Implemented", "Shutdown", "gc"), netW("gc", "Shutdown", "Allocated", "gc"), lock("gc", "released")), ""},
+		{"an address freed while its domain runs",
+			h(ipW("free", "vm:2"), obsIP("ip:10.1.1.10", "vm:2"), ipW("vm:2", "free"), obsIP("ip:10.1.1.10", "vm:2")), "ip:10.1.1.10"},
+		{"an address used by two running domains",
+			h(ipW("free", "vm:2"), obsIP("ip:10.1.1.10", "vm:2,vm:5")), "ip:10.1.1.10"},
+		{"an address handed on after its domain stopped",
+			h(ipW("free", "vm:2"), obsIP("ip:10.1.1.10", "vm:2"), obsIP("ip:10.1.1.10", ""), ipW("vm:2", "free"), ipW("free", "vm:5"), obsIP("ip:10.1.1.10", "vm:5")), ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			rs := Check(Partitions(c.events), 0)
+			bad := Illegal(rs)
+			switch {
+			case c.illegal == "" && len(bad) > 0:
+				t.Fatalf("%s is illegal:\n%v", bad[0].Object, bad[0].Explain)
+			case c.illegal != "" && (len(bad) != 1 || bad[0].Object != c.illegal):
+				t.Fatalf("want only %s illegal, got %+v", c.illegal, bad)
+			}
+			for _, b := range bad {
+				if len(b.Explain) == 0 {
+					t.Errorf("%s: no explanation", b.Object)
+				}
+			}
+		})
+	}
+}
+
+func TestVisualizeFailingPartition(t *testing.T) {
+	ev := h(ipW("free", "vm:2"), obsIP("ip:10.1.1.10", "vm:2,vm:5"))
+	bad := Illegal(Check(Partitions(ev), 0))
+	if len(bad) != 1 {
+		t.Fatalf("want one illegal partition, got %d", len(bad))
+	}
+	if err := bad[0].Visualize(t.TempDir() + "/ip.html"); err != nil {
+		t.Fatal(err)
+	}
+}
