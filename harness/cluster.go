@@ -2,6 +2,7 @@ package harness
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -172,11 +173,7 @@ func (c *Cluster) Quiesce(d time.Duration) error {
 // Snapshot is what the records say and what the hosts run, now.
 func (c *Cluster) Snapshot() invariant.Snapshot {
 	s := invariant.Snapshot{Time: c.Now(), NetworkChanges: c.Rec.netChanges, Faults: c.Rec.Faults}
-	for _, op := range c.Rec.Ops {
-		if !op.Return.IsZero() {
-			s.Ops = append(s.Ops, op)
-		}
-	}
+	s.Ops = c.Rec.Ops
 	for _, v := range c.DB.VMs(nil) {
 		s.VMs = append(s.VMs, invariant.VM{ID: id(v.ID), Name: v.Name, Type: v.Type, State: v.State, HostID: v.HostID, LastHostID: v.LastHostID, Removed: v.Removed})
 	}
@@ -496,7 +493,18 @@ func (c *Cluster) Begin(kind string, disruptive bool, detail string, targets ...
 	return c.Rec.BeginFault(kind, disruptive, detail, resolved...)
 }
 
-func (c *Cluster) End(i int, detail string) { c.Rec.EndFault(i, detail) }
+// End closes a fault once its effect is over: a host fault (and a management-server restart) lasts
+// until the hosts are Up again, for that long it explains a failed start.
+func (c *Cluster) End(i int, detail string) {
+	f := c.Rec.Faults[i]
+	if f.Disruptive && slices.ContainsFunc(f.Targets, func(t string) bool { return t == "ms" || strings.HasPrefix(t, "host:") }) {
+		deadline := c.Now().Add(5 * time.Minute)
+		for !c.allUp() && c.Now().Before(deadline) {
+			c.Sleep(time.Second)
+		}
+	}
+	c.Rec.EndFault(i, detail)
+}
 
 // resolveTarget turns "vm:<name>" and "network:<name>" into ids.
 func (c *Cluster) resolveTarget(t string) string {

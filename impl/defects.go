@@ -20,6 +20,8 @@ var Defects = []Defect{
 	{"D2d", "a power-on report for a Destroyed/Expunging VM is only logged (#14206 cause 4)"},
 	{"D2e", "unknown domains in a report are only debug-logged (#14206 cause 5)"},
 	{"D3", "a forced stop releases resources when the host is only transiently unreachable (vm.destroy.forcestop)"},
+	// Found by csconform explore, not in the seed reports: the D2/D3 family through the start path.
+	{"C1", "a failed start's cleanup releases NICs and volumes even when its stop could not reach the host (spec 3.8 step 12)"},
 }
 
 // Switches says which defects are on.

@@ -44,8 +44,11 @@ func (s *Server) implementNetwork(t *Thread, id int64, dest string) (n *NetworkV
 			return
 		}
 		s.Log(t, "DEBUG", NetworkObject(id), "Cleaning up because we're unable to implement the network %d", id)
-		if to, ok := network.Next(n.State, network.OperationFailed); ok {
-			s.DB.UpdateNetworkState(t.Name, n, to, "implementNetwork failed: OperationFailed", false)
+		// reload: n is the named result, already nil on an error return
+		if cur := s.DB.Network(id); cur != nil {
+			if to, ok := network.Next(cur.State, network.OperationFailed); ok {
+				s.DB.UpdateNetworkState(t.Name, cur, to, "implementNetwork failed: OperationFailed", false)
+			}
 		}
 		s.shutdownNetwork(t, id)
 		n = nil

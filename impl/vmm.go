@@ -175,7 +175,14 @@ func (s *Server) orchestrateStart(t *Thread, vmID int64, want string) (err error
 // cleanup stops what a failed start may have left and — in its finally — always releases resources.
 func (s *Server) cleanup(t *Thread, v *VMVO, step string, force bool) bool {
 	s.Log(t, "DEBUG", VMObject(v.ID), "Cleaning up resources for the vm %s in %s state", v.Name, v.State)
-	defer s.releaseVmResources(t, v)
+	released := true
+	defer func() {
+		if released || s.Defects["C1"] {
+			s.releaseVmResources(t, v)
+			return
+		}
+		s.Log(t, "WARN", VMObject(v.ID), "Not releasing the resources of %s: its stop did not reach host %s, whose domain may still run", v.Name, v.HostID)
+	}()
 	switch v.State {
 	case vm.Starting:
 		switch step {
@@ -186,6 +193,7 @@ func (s *Server) cleanup(t *Thread, v *VMVO, step string, force bool) bool {
 			}
 			if v.HostID != "" && !s.sendStop(t, v, force, false) {
 				s.Log(t, "WARN", VMObject(v.ID), "Failed to stop vm %s in Starting state as a part of cleanup process", v.Name)
+				released = false
 				return false
 			}
 		default:
@@ -194,6 +202,7 @@ func (s *Server) cleanup(t *Thread, v *VMVO, step string, force bool) bool {
 		return true
 	case vm.Stopping, vm.Running:
 		if v.HostID != "" && !s.sendStop(t, v, force, false) {
+			released = false
 			return false
 		}
 	}

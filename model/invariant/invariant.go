@@ -26,9 +26,11 @@ type Snapshot struct {
 	// NetworkChanges are the network state writes to check (the harness
 	// passes those since the previous check).
 	NetworkChanges []NetworkChange
-	Ops            []ClientOp // client operations finished so far (call and return times, result)
-	Faults         []Fault    // injected faults so far
-	Locks          []Lock     // not needed by the checks below, informational
+	// Ops are the client operations so far (call and return times, result); one still in flight has
+	// a zero Return: it can explain a failure though it has not ended.
+	Ops    []ClientOp
+	Faults []Fault // injected faults so far
+	Locks  []Lock  // not needed by the checks below, informational
 }
 
 // VM is a vm_instance row.
@@ -140,6 +142,8 @@ var StartKinds = []string{"deploy", "start", "startNoRetry"}
 // DisruptiveKinds are the op kinds that legitimately make a concurrent start
 // on the same VM or network fail.
 var DisruptiveKinds = []string{"stop", "forceStop", "destroy", "destroyExpunge", "expunge", "deleteNetwork", "restartNetwork"}
+
+var destroyKinds = []string{"destroy", "destroyExpunge", "expunge"}
 
 // Check runs every invariant and returns the violations sorted by
 // (Invariant, Object, Message, Time), so that runs can be diffed.
@@ -402,7 +406,7 @@ func CheckNetworkLocks(s Snapshot) []Violation {
 func CheckStartFailures(s Snapshot) []Violation {
 	var out []Violation
 	for _, op := range s.Ops {
-		if op.OK || !slices.Contains(StartKinds, op.Kind) {
+		if op.OK || op.Return.IsZero() || !slices.Contains(StartKinds, op.Kind) {
 			continue
 		}
 		if explainedByFault(op, s.Faults) || explainedByOp(op, s.Ops) {
@@ -453,6 +457,10 @@ func explainedByFault(op ClientOp, faults []Fault) bool {
 
 func explainedByOp(op ClientOp, ops []ClientOp) bool {
 	for _, o := range ops {
+		// the client destroyed the VM before: starting it again fails, rightly
+		if o.ID != op.ID && op.VMID != "" && o.VMID == op.VMID && o.OK && slices.Contains(destroyKinds, o.Kind) && o.Call.Before(op.Call) {
+			return true
+		}
 		if o.ID == op.ID || !slices.Contains(DisruptiveKinds, o.Kind) || !overlaps(op.Call, op.Return, o.Call, o.Return) {
 			continue
 		}

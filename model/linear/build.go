@@ -60,7 +60,7 @@ type call struct {
 // numbers: the recorder's order is the order things happened in, which virtual time (where many events
 // share an instant) is not.
 func Partitions(events []history.Event) []Partition {
-	b := builder{parts: map[string]*Partition{}, calls: map[int]*call{}, sections: map[string]int{}, faults: map[string][]int{}, clients: map[string]map[string]int{}}
+	b := builder{parts: map[string]*Partition{}, calls: map[int]*call{}, sections: map[string]int{}, clients: map[string]map[string]int{}}
 	end := int64(len(events)) + 1
 	if n := len(events); n > 0 {
 		end = events[n-1].Seq + 1
@@ -97,8 +97,7 @@ const open = -1
 type builder struct {
 	parts    map[string]*Partition
 	calls    map[int]*call
-	sections map[string]int   // "network:N|actor" -> index of the open critical section's op
-	faults   map[string][]int // "vm:N|kind" -> indexes of open fault ops
+	sections map[string]int // "network:N|actor" -> index of the open critical section's op
 	clients  map[string]map[string]int
 }
 
@@ -160,13 +159,10 @@ func (b *builder) event(e history.Event) {
 			if !strings.HasPrefix(obj, "vm:") {
 				continue
 			}
-			key := obj + "|" + kind
-			if e.From == "" { // begins
-				i := b.add(obj, "vm", "fault", VMInput{Kind: VMDown, Name: kind}, OK, e.Seq, open, e.Detail)
-				b.faults[key] = append(b.faults[key], i)
-			} else if open := b.faults[key]; len(open) > 0 {
-				b.parts[obj].Ops[open[0]].Return = e.Seq
-				b.faults[key] = open[1:]
+			// The domain goes down some time after the fault (a guest's poweroff takes a while), so
+			// the operation stays open: it may take effect any time after it began.
+			if e.From == "" {
+				b.add(obj, "vm", "fault", VMInput{Kind: VMDown, Name: kind}, OK, e.Seq, open, e.Detail)
 			}
 		}
 	case history.Observe:

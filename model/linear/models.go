@@ -21,6 +21,9 @@ import (
 type VMState struct {
 	On   bool
 	Dead bool
+	// Stale: the domain went down by a fault and no client operation has acted since, so the record
+	// may still say Running until power sync catches up (a start then succeeds without starting).
+	Stale bool
 }
 
 func (s VMState) String() string {
@@ -106,6 +109,9 @@ func vmOutcomes(s VMState, in VMInput) (ok, failed []any) {
 		if !s.Dead {
 			ok = []any{VMState{On: true}}
 		}
+		if s.Stale {
+			ok = append(ok, s)
+		}
 		failed = []any{s, VMState{On: false, Dead: s.Dead}}
 		if !s.Dead {
 			failed = append(failed, VMState{On: true})
@@ -117,10 +123,10 @@ func vmOutcomes(s VMState, in VMInput) (ok, failed []any) {
 		ok = []any{VMState{Dead: true}}
 		failed = []any{s, VMState{On: false, Dead: s.Dead}, VMState{Dead: true}}
 	case VMDown:
-		ok = []any{VMState{On: false, Dead: s.Dead}}
+		ok = []any{VMState{On: false, Dead: s.Dead, Stale: !s.Dead}}
 		failed = ok
 	case VMObserve:
-		if in.Seen == s {
+		if in.Seen.On == s.On && in.Seen.Dead == s.Dead {
 			ok = []any{s}
 		}
 		failed = ok

@@ -1,0 +1,199 @@
+package explore
+
+import (
+	"flag"
+	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/csconform/csconform/harness"
+	"github.com/csconform/csconform/impl"
+	"github.com/csconform/csconform/model/linear"
+	"pgregory.net/rapid"
+)
+
+// Detectors say which checkers judge a run.
+type Detectors struct {
+	Invariants bool
+	Linear     bool
+}
+
+// Both is the default: a finding of either detector fails the run.
+var Both = Detectors{Invariants: true, Linear: true}
+
+// Options say what to explore.
+type Options struct {
+	Profile   string        // a name for reports (cloudstack-4.22, fixed, or "custom")
+	Defects   impl.Switches // the switches the server runs with
+	Detectors Detectors
+	// Seen, if set, is told of every case run (progress, the last program).
+	Seen func(*Outcome)
+}
+
+// Outcome is one program's run and both detectors' verdicts.
+type Outcome struct {
+	Program *harness.Scenario
+	Result  *harness.Result
+	Linear  []linear.Result // every partition
+	Illegal []linear.Result // the partitions no sequential order explains
+}
+
+// Failed says whether the detectors flag the run.
+func (o *Outcome) Failed(d Detectors) bool {
+	return (d.Invariants && len(o.Result.Violations) > 0) || (d.Linear && len(o.Illegal) > 0)
+}
+
+// linearTimeout bounds porcupine per partition; partitions are small, so this is only a guard.
+const linearTimeout = 10 * time.Second
+
+// Run runs a program once and checks it.
+func Run(sc *harness.Scenario, o Options) (*Outcome, error) {
+	res, err := harness.RunScenario(sc, o.Profile, o.Defects, sc.Seed)
+	if err != nil {
+		return nil, err
+	}
+	lin := linear.Check(linear.Partitions(res.Cluster.Rec.Events), linearTimeout)
+	return &Outcome{Program: sc, Result: res, Linear: lin, Illegal: linear.Illegal(lin)}, nil
+}
+
+// Property is the rapid property: a random program runs without a finding.
+func Property(o Options) func(*rapid.T) {
+	if o.Detectors == (Detectors{}) {
+		o.Detectors = Both
+	}
+	return func(t *rapid.T) {
+		sc := Program(t)
+		if err := sc.Validate(); err != nil {
+			t.Fatalf("generated an invalid program: %v", err)
+		}
+		out, err := Run(sc, o)
+		if err != nil {
+			t.Fatalf("run: %v", err)
+		}
+		if o.Seen != nil {
+			o.Seen(out)
+		}
+		if out.Failed(o.Detectors) {
+			t.Fatalf("%s", out.Counterexample())
+		}
+	}
+}
+
+// Finding is what an exploration found.
+type Finding struct {
+	// Seed replays the failing case: go test -rapid.seed=N, or csconform explore --seed N --budget 1.
+	Seed uint64
+	// Cases is how many cases ran until the first failure (before shrinking).
+	Cases int
+	// Shrunk is the smallest failing program rapid found, run once more.
+	Shrunk *Outcome
+	// Report is rapid's own message.
+	Report string
+}
+
+// rapid keeps its settings in the flag package; explorations run one at a time.
+var rapidMu sync.Mutex
+
+// Explore runs up to checks cases from seed (0: a random one) and returns the shrunk finding, or nil.
+// shrinkTime bounds the minimisation (0: rapid's default).
+func Explore(o Options, checks int, seed uint64, shrinkTime time.Duration) (*Finding, int, error) {
+	rapidMu.Lock()
+	defer rapidMu.Unlock()
+	testing.Init() // rapid asks testing.Short(); outside go test that needs the testing flags
+	restore := setFlags(map[string]string{"rapid.checks": strconv.Itoa(checks), "rapid.seed": strconv.FormatUint(seed, 10),
+		"rapid.nofailfile": "true", "rapid.shrinktime": shrinkTime.String(), "rapid.failfile": ""}, shrinkTime > 0)
+	defer restore()
+	cases, firstFail := 0, 0
+	var last *Outcome
+	seen := o.Seen
+	det := o.Detectors
+	if det == (Detectors{}) {
+		det = Both
+	}
+	o.Seen = func(out *Outcome) {
+		last = out
+		if firstFail == 0 {
+			cases++
+			if out.Failed(det) {
+				firstFail = cases
+			}
+		}
+		if seen != nil && firstFail == 0 {
+			seen(out)
+		}
+	}
+	tb := &captureTB{}
+	rapid.Check(tb, Property(o))
+	if !tb.failed {
+		return nil, cases, nil
+	}
+	msg := tb.log.String()
+	f := &Finding{Cases: firstFail, Shrunk: last, Report: msg}
+	if m := seedRE.FindStringSubmatch(msg); m != nil {
+		f.Seed, _ = strconv.ParseUint(m[1], 10, 64)
+	}
+	if last == nil || !last.Failed(det) {
+		return f, cases, fmt.Errorf("rapid reported a failure that is not a finding:\n%s", msg)
+	}
+	return f, cases, nil
+}
+
+var seedRE = regexp.MustCompile(`-rapid\.seed=(\d+)`)
+
+func setFlags(vals map[string]string, withShrink bool) func() {
+	old := map[string]string{}
+	for k, v := range vals {
+		if k == "rapid.shrinktime" && !withShrink {
+			continue
+		}
+		f := flag.Lookup(k)
+		if f == nil {
+			continue
+		}
+		old[k] = f.Value.String()
+		_ = flag.Set(k, v)
+	}
+	return func() {
+		for k, v := range old {
+			_ = flag.Set(k, v)
+		}
+	}
+}
+
+// captureTB is the testing.TB rapid reports to outside go test.
+type captureTB struct {
+	failed bool
+	log    strings.Builder
+}
+
+func (c *captureTB) Helper()                           {}
+func (c *captureTB) Name() string                      { return "explore" }
+func (c *captureTB) Logf(format string, args ...any)   { fmt.Fprintf(&c.log, format+"\n", args...) }
+func (c *captureTB) Log(args ...any)                   { fmt.Fprintln(&c.log, args...) }
+func (c *captureTB) Skipf(format string, args ...any)  { c.Logf(format, args...) }
+func (c *captureTB) Skip(args ...any)                  { c.Log(args...) }
+func (c *captureTB) SkipNow()                          {}
+func (c *captureTB) Errorf(format string, args ...any) { c.failed = true; c.Logf(format, args...) }
+func (c *captureTB) Error(args ...any)                 { c.failed = true; c.Log(args...) }
+func (c *captureTB) Fatalf(format string, args ...any) { c.Errorf(format, args...) }
+func (c *captureTB) Fatal(args ...any)                 { c.Error(args...) }
+func (c *captureTB) FailNow()                          { c.failed = true }
+func (c *captureTB) Fail()                             { c.failed = true }
+func (c *captureTB) Failed() bool                      { return c.failed }
+
+// Invariants lists the invariants a run broke, sorted, once each.
+func (o *Outcome) Invariants() []string {
+	var out []string
+	for _, v := range o.Result.Violations {
+		if !slices.Contains(out, v.Invariant) {
+			out = append(out, v.Invariant)
+		}
+	}
+	slices.Sort(out)
+	return out
+}

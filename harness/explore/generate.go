@@ -1,0 +1,138 @@
+// Package explore finds orchestration races from random workloads: rapid draws a program (a topology,
+// client operations, faults and waits), the simulator runs it, and both detectors — the invariants
+// after every step and the linearizability of every object's history — judge it. A failing program
+// shrinks to a short counterexample that replays from its seed and saves as a scenario file.
+package explore
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/csconform/csconform/harness"
+	"pgregory.net/rapid"
+)
+
+// Limits of a generated program.
+const (
+	maxHosts    = 2
+	maxNetworks = 2
+	maxActions  = 8
+)
+
+// gen is the generator's view of the program so far: what exists to act on.
+type gen struct {
+	t     *rapid.T
+	sc    *harness.Scenario
+	vms   []string
+	where map[string]string // vm -> host
+	n     int
+}
+
+// Program draws a program. Actions are weighted towards the interleavings that matter: a deploy into a
+// network older than job.expire.minutes (the orphaned-network cleanup), a bystander's crash while a
+// start is in flight with a delayed out-of-band report (stale power report), a destroy while the host's
+// agent is away (forced release); the rest are plain operations, single faults and waits.
+func Program(t *rapid.T) *harness.Scenario {
+	g := &gen{t: t, where: map[string]string{}}
+	seed := rapid.Uint64Range(1, 1<<32).Draw(t, "seed")
+	g.sc = &harness.Scenario{Name: fmt.Sprintf("explore-%d", seed), Title: "a program found by csconform explore",
+		Seed: seed, Settle: 3 * time.Minute, Lenient: true}
+	for i := range rapid.IntRange(1, maxHosts).Draw(t, "hosts") {
+		g.sc.Hosts = append(g.sc.Hosts, fmt.Sprintf("h%d", i+1))
+	}
+	if rapid.Bool().Draw(t, "vm.destroy.forcestop") {
+		g.sc.Config = map[string]string{"vm.destroy.forcestop": "true"}
+	}
+	ages := []time.Duration{0, 30 * time.Minute, 48 * time.Hour}
+	for i := range rapid.IntRange(1, maxNetworks).Draw(t, "networks") {
+		g.sc.Networks = append(g.sc.Networks, harness.NetworkDef{Name: fmt.Sprintf("net%d", i+1),
+			Age: rapid.SampledFrom(ages).Draw(t, "age"), Persistent: rapid.IntRange(0, 9).Draw(t, "persistent") == 0})
+	}
+	for range rapid.IntRange(1, maxActions).Draw(t, "actions") {
+		g.action()
+	}
+	return g.sc
+}
+
+func (g *gen) step(s harness.Step) { g.sc.Steps = append(g.sc.Steps, s) }
+
+func (g *gen) host() string { return rapid.SampledFrom(g.sc.Hosts).Draw(g.t, "host") }
+
+func (g *gen) network() string {
+	return g.sc.Networks[rapid.IntRange(0, len(g.sc.Networks)-1).Draw(g.t, "network")].Name
+}
+
+// deploy adds a deployVirtualMachine of a new VM on host h.
+func (g *gen) deploy(h string, async bool) string {
+	g.n++
+	name := fmt.Sprintf("vm%d", g.n)
+	g.step(harness.Step{Op: "deploy", VM: name, Networks: []string{g.network()}, Host: h, Async: async})
+	g.vms = append(g.vms, name)
+	g.where[name] = h
+	return name
+}
+
+// someVM is an existing VM, or a new one deployed for the purpose.
+func (g *gen) someVM() string {
+	if len(g.vms) == 0 {
+		return g.deploy(g.host(), false)
+	}
+	return rapid.SampledFrom(g.vms).Draw(g.t, "vm")
+}
+
+func (g *gen) wait(label string, max time.Duration) time.Duration {
+	return time.Duration(rapid.Int64Range(0, int64(max/time.Second)).Draw(g.t, label)) * time.Second
+}
+
+var vmOps = []string{"start", "startNoRetry", "stop", "forceStop", "destroy", "destroyExpunge", "expunge"}
+
+var soloFaults = []string{"crash", "guest-shutdown", "agent-restart", "agent-kill", "disconnect", "ms-restart", "slow-router-boot", "stale-report"}
+
+func (g *gen) action() {
+	switch w := rapid.IntRange(0, 99).Draw(g.t, "action"); {
+	case w < 20: // a deploy
+		g.deploy(g.host(), rapid.Bool().Draw(g.t, "async"))
+	case w < 40: // an operation on a VM
+		v := g.someVM()
+		g.step(harness.Step{Wait: g.wait("wait", 30*time.Second), Op: rapid.SampledFrom(vmOps).Draw(g.t, "op"), VM: v,
+			Async: rapid.Bool().Draw(g.t, "async")})
+	case w < 55: // a bystander on the same host crashes while a start is in flight
+		h := g.host()
+		bystander := g.deploy(h, false)
+		g.step(harness.Step{Fault: "stale-report", Host: h, Duration: time.Duration(rapid.IntRange(1, 30).Draw(g.t, "staleness")) * 100 * time.Millisecond})
+		starting := g.deploy(h, true)
+		kind := rapid.SampledFrom([]string{"crash", "guest-shutdown"}).Draw(g.t, "fault")
+		g.step(harness.Step{Until: "start-sent", VM: starting})
+		g.step(harness.Step{Fault: kind, VM: bystander, Detail: map[string]string{"crash": "CRASHED"}[kind]})
+	case w < 70: // the host's agent goes away while a VM on it is stopped or destroyed
+		v := g.someVM()
+		h := g.where[v]
+		kind := rapid.SampledFrom([]string{"agent-restart", "disconnect", "agent-kill"}).Draw(g.t, "fault")
+		g.step(harness.Step{Fault: kind, Host: h, Duration: time.Duration(rapid.IntRange(5, 60).Draw(g.t, "down")) * time.Second, Async: true})
+		g.step(harness.Step{Wait: g.wait("wait", 10*time.Second) + time.Second, Op: rapid.SampledFrom([]string{"destroyExpunge", "destroy", "forceStop"}).Draw(g.t, "op"), VM: v})
+	case w < 90: // a fault on its own
+		g.fault(rapid.SampledFrom(soloFaults).Draw(g.t, "fault"))
+	default: // time passes: GC ticks, pings, network GC
+		g.step(harness.Step{Wait: time.Duration(rapid.IntRange(1, 20).Draw(g.t, "minutes")) * time.Minute})
+	}
+}
+
+func (g *gen) fault(kind string) {
+	s := harness.Step{Fault: kind, Async: true}
+	switch kind {
+	case "crash", "guest-shutdown":
+		s.VM, s.Async = g.someVM(), false
+	case "stale-report":
+		s.Host, s.Async = g.host(), false
+		s.Duration = time.Duration(rapid.IntRange(1, 30).Draw(g.t, "staleness")) * 100 * time.Millisecond
+	case "slow-router-boot":
+		s.Async = false
+		s.Duration = time.Duration(rapid.IntRange(36, 120).Draw(g.t, "boot")) * time.Second
+	case "ms-restart":
+		s.Duration = time.Duration(rapid.IntRange(5, 60).Draw(g.t, "down")) * time.Second
+	default:
+		s.Host = g.host()
+		s.Duration = time.Duration(rapid.IntRange(5, 60).Draw(g.t, "down")) * time.Second
+	}
+	g.step(s)
+}

@@ -1,0 +1,166 @@
+package explore
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/csconform/csconform/drivers/sim"
+	"github.com/csconform/csconform/harness"
+	"github.com/csconform/csconform/model/history"
+	"gopkg.in/yaml.v3"
+)
+
+// Describe is one step of a program in words.
+func Describe(st harness.Step) string {
+	var b strings.Builder
+	if st.Wait > 0 {
+		fmt.Fprintf(&b, "after %s, ", st.Wait)
+	}
+	if st.Until != "" {
+		what := st.VM
+		if st.Until == "implementing" {
+			what = st.Network
+		} else if st.Until == "host-up" {
+			what = st.Host
+		}
+		fmt.Fprintf(&b, "once %s is %s, ", what, st.Until)
+		if st.Op == "" && st.Fault == "" {
+			return strings.TrimSuffix(b.String(), ", ")
+		}
+	}
+	switch {
+	case st.Fault != "":
+		fmt.Fprintf(&b, "fault %s", st.Fault)
+		for _, kv := range [][2]string{{"host", st.Host}, {"vm", st.VM}, {"network", st.Network}, {"detail", st.Detail}} {
+			if kv[1] != "" {
+				fmt.Fprintf(&b, " %s=%s", kv[0], kv[1])
+			}
+		}
+		if st.Duration > 0 {
+			fmt.Fprintf(&b, " for %s", st.Duration)
+		}
+	case st.Op == "deploy":
+		fmt.Fprintf(&b, "deploy %s into %s on %s", st.VM, strings.Join(st.Networks, ","), st.Host)
+	case st.Op != "":
+		fmt.Fprintf(&b, "%s %s", st.Op, st.VM)
+	}
+	if st.Async {
+		b.WriteString(" (without waiting)")
+	}
+	return b.String()
+}
+
+// Counterexample is the program, what the detectors said and the timeline, for a person to read
+// against management-server.log.
+func (o *Outcome) Counterexample() string {
+	var b strings.Builder
+	sc := o.Program
+	fmt.Fprintf(&b, "program (seed %d, hosts %s", sc.Seed, strings.Join(sc.Hosts, ","))
+	for k, v := range sc.Config {
+		fmt.Fprintf(&b, ", %s=%s", k, v)
+	}
+	b.WriteString("):\n")
+	for _, n := range sc.Networks {
+		fmt.Fprintf(&b, "   network %s, %s old", n.Name, n.Age)
+		if n.Persistent {
+			b.WriteString(", persistent")
+		}
+		b.WriteString("\n")
+	}
+	for i, st := range sc.Steps {
+		fmt.Fprintf(&b, "%3d. %s\n", i+1, Describe(st))
+	}
+	for _, v := range o.Result.Violations {
+		fmt.Fprintf(&b, "INVARIANT %s on %s: %s\n", v.Invariant, v.Object, v.Message)
+	}
+	for _, r := range o.Illegal {
+		fmt.Fprintf(&b, "NOT LINEARIZABLE %s (%d operations); the longest order that works:\n", r.Object, r.Ops)
+		for _, l := range r.Explain {
+			b.WriteString("   " + l + "\n")
+		}
+	}
+	b.WriteString("timeline:\n")
+	b.WriteString(Timeline(o.Result.Cluster.Rec.Events, sim.Epoch, 150))
+	return b.String()
+}
+
+// Timeline is the history a person needs: client calls and returns, faults, record state changes of
+// VMs, networks and hosts, addresses, warnings and errors, and the violations, at most max lines.
+func Timeline(events []history.Event, epoch time.Time, max int) string {
+	var lines []string
+	for _, e := range events {
+		var what string
+		switch e.Kind {
+		case history.Call:
+			what = "calls " + e.Detail
+		case history.Return:
+			what = "returns " + e.To
+			if e.To != "ok" {
+				what = "returns " + e.Detail
+			}
+		case history.Fault:
+			if e.From == "" {
+				what = "fault " + e.To + " begins: " + e.Detail
+			} else {
+				what = "fault " + e.From + " ends" + or(": "+e.Detail, e.Detail)
+			}
+		case history.State:
+			if !strings.HasPrefix(e.Object, "vm:") && !strings.HasPrefix(e.Object, "network:") && !strings.HasPrefix(e.Object, "host:") {
+				continue
+			}
+			what = fmt.Sprintf("%s %s -> %s", e.Object, or(e.From, "(new)"), e.To)
+			if e.Detail != "" {
+				what += " (" + e.Detail + ")"
+			}
+		case history.IP:
+			what = fmt.Sprintf("%s %s -> %s", e.Object, e.From, e.To)
+		case history.Log:
+			if e.Level != "WARN" && e.Level != "ERROR" {
+				continue
+			}
+			what = e.Level + " " + e.Detail
+		case history.Violation:
+			what = "VIOLATION " + e.To + " on " + e.Object + ": " + e.Detail
+		default:
+			continue
+		}
+		obj := e.Object
+		if e.Kind == history.State || e.Kind == history.IP {
+			obj = ""
+		}
+		lines = append(lines, fmt.Sprintf("  +%s  %-26s %s%s", clock(e.Time.Sub(epoch)), e.Actor, or(obj+" ", ""), what))
+	}
+	if len(lines) > max {
+		n := len(lines) - max
+		lines = append(lines[:max], fmt.Sprintf("  … %d more lines in the history", n))
+	}
+	return strings.Join(lines, "\n") + "\n"
+}
+
+func or(s, d string) string {
+	if s == "" || s == ": " || s == " " {
+		return d
+	}
+	return s
+}
+
+func clock(d time.Duration) string {
+	return fmt.Sprintf("%02d:%02d:%06.3f", int(d.Hours()), int(d.Minutes())%60, (d % time.Minute).Seconds())
+}
+
+// SaveScenario writes the program as a scenario file for the conformance suite, expecting under the
+// profile it ran with the invariants it broke.
+func (o *Outcome) SaveScenario(path, profile string) error {
+	sc := *o.Program
+	sc.Description = "Found by csconform explore; shrunk by rapid.\n"
+	if profile == "cloudstack-4.22" || profile == "fixed" {
+		sc.Expect = map[string]harness.Expect{profile: {Violations: o.Invariants()}}
+	}
+	data, err := yaml.Marshal(&sc)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, data, 0o644)
+}
