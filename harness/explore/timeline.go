@@ -16,6 +16,9 @@ import (
 func Describe(st harness.Step) string {
 	var b strings.Builder
 	if st.Wait > 0 {
+		if st.Until == "" && st.Op == "" && st.Fault == "" {
+			return fmt.Sprintf("wait %s", st.Wait)
+		}
 		fmt.Fprintf(&b, "after %s, ", st.Wait)
 	}
 	if st.Until != "" {

@@ -215,6 +215,10 @@ func uniq(xs []string) []string {
 // Otherwise the orchestrator has forgotten a running guest (D2, D3).
 func CheckOrphanDomains(s Snapshot) []Violation {
 	byName := recordsByName(s.VMs)
+	up := map[string]bool{}
+	for _, h := range s.Hosts {
+		up[h.ID] = h.Status == host.Up
+	}
 	var out []Violation
 	for _, d := range runningDomains(s.Domains) {
 		var live, removed []VM
@@ -235,6 +239,10 @@ func CheckOrphanDomains(s Snapshot) []Violation {
 			var why []string
 			for _, r := range live {
 				switch {
+				case r.State == vm.Stopped && !up[d.HostID]:
+					// A start or stop that lost its host leaves the record Stopped; the server cannot
+					// see the host until it reconnects, and then its report adopts the domain.
+					continue
 				case noDomainState(r.State):
 					why = append(why, fmt.Sprintf("record %s is %s", r.ID, r.State))
 				case r.HostID != d.HostID:
