@@ -390,6 +390,9 @@ func (c *Cluster) AgentStop(h string, graceful bool) error {
 		return err
 	}
 	a := c.Agents[h]
+	if !a.Running() {
+		return nil // already down (overlapping faults): systemctl stop of a stopped service
+	}
 	if graceful {
 		a.Shutdown()
 	} else {
@@ -403,6 +406,9 @@ func (c *Cluster) AgentStop(h string, graceful bool) error {
 func (c *Cluster) AgentStart(h string) error {
 	if _, err := c.host(h); err != nil {
 		return err
+	}
+	if c.Agents[h].Running() {
+		return nil // already up (overlapping faults): systemctl start of a running service
 	}
 	c.startAgent(h)
 	return nil

@@ -43,6 +43,9 @@ func (a *Agent) log(level, format string, args ...any) {
 
 func (a *Agent) task(name string, fn func()) { a.Env.Go("agent/"+a.HostID+"/"+name, fn) }
 
+// Running says whether the agent process is up (neither shut down nor killed).
+func (a *Agent) Running() bool { return !a.dead }
+
 // Start subscribes to lifecycle events and connects.
 func (a *Agent) Start() {
 	a.HV.Subscribe(a.onLifecycleChange)

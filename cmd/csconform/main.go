@@ -16,6 +16,7 @@ import (
 	"github.com/csconform/csconform/drivers/sim"
 	"github.com/csconform/csconform/faults"
 	"github.com/csconform/csconform/harness"
+	"github.com/csconform/csconform/harness/explore"
 	"github.com/csconform/csconform/impl"
 )
 
@@ -27,6 +28,9 @@ Usage:
   csconform profiles                       list profiles and defect switches
   csconform faults                         list the faults a scenario can inject
   csconform config                         list the configuration keys and their defaults
+  csconform explore [flags]                random programs with faults until a detector flags one
+  csconform check FILE                     re-check a saved history (JSON lines); exit 1 on a finding
+  csconform bench [flags]                  time to find each defect, simulator and checker speed
 
 repro flags:
   --profile P      cloudstack-4.22 (all known defects) or fixed (default cloudstack-4.22)
@@ -35,6 +39,20 @@ repro flags:
   --driver NAME    where domains live: sim (default; the only driver in this build)
   --json           print the results as JSON
   --history FILE   write the recorded history of the (last) run as JSON lines
+
+explore flags:
+  --profile P, --defects LIST   as for repro (default profile fixed)
+  --budget N       cases to run at most (default 1000)
+  --seed N         where to start (default: random, printed); --seed N --budget 1 replays a finding
+  --shard i/n      run the i-th of n disjoint slices of the seed space (a CI matrix)
+  --detectors D    both (default), invariants or linear
+  --out DIR        write summary.txt, result.json, junit.xml and, for a finding, history.jsonl,
+                   counterexample.yaml and one porcupine HTML per failing partition
+  --quiet          no progress bar
+
+bench flags:
+  --seeds N        seeds per defect (default 20)
+  --budget N       cases per seed at most (default 100)
 
 Exit status: 0 no violation, 1 a violation was found, 2 bad input.
 `
@@ -71,9 +89,24 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 0
 	case "repro":
 		return repro(args[1:], stdout, stderr)
+	case "explore":
+		return exploreCmd(args[1:], stdout, stderr)
+	case "check":
+		return checkCmd(args[1:], stdout, stderr)
+	case "bench":
+		return benchCmd(args[1:], stdout, stderr)
 	}
 	fmt.Fprintf(stderr, "csconform: unknown command %q\n\n%s", args[0], usage)
 	return 2
+}
+
+// switches resolves --profile and --defects; with defects, the profile becomes "custom".
+func switches(profile *string, defects string) (impl.Switches, error) {
+	if defects != "" {
+		*profile = "custom"
+		return impl.ParseDefects(defects)
+	}
+	return impl.Profile(*profile)
 }
 
 func orNone(x []string) []string {
@@ -128,15 +161,8 @@ func repro(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "csconform repro: unknown driver %q: this build has only the simulator driver (sim)\n", *driver)
 		return 2
 	}
-	var sw impl.Switches
-	var err error
-	if *defects != "" {
-		if sw, err = impl.ParseDefects(*defects); err != nil {
-			fmt.Fprintln(stderr, "csconform repro:", err)
-			return 2
-		}
-		*profile = "custom"
-	} else if _, err := impl.Profile(*profile); err != nil {
+	sw, err := switches(profile, *defects)
+	if err != nil {
 		fmt.Fprintln(stderr, "csconform repro:", err)
 		return 2
 	}
@@ -224,16 +250,5 @@ func writeHistory(path string, r *harness.Result) error {
 	if r.Cluster == nil {
 		return errors.New("no history recorded")
 	}
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	enc := json.NewEncoder(f)
-	for _, e := range r.Cluster.Rec.Events {
-		if err := enc.Encode(e); err != nil {
-			f.Close()
-			return err
-		}
-	}
-	return f.Close()
+	return explore.WriteHistory(path, r.Cluster.Rec.Events)
 }

@@ -1,0 +1,275 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/csconform/csconform/harness/explore"
+	"github.com/csconform/csconform/impl"
+	"github.com/csconform/csconform/model/history"
+	"github.com/csconform/csconform/model/linear"
+)
+
+// chunk is how many cases one rapid run covers; a shard takes every n-th chunk.
+const chunk = 100
+
+// chunkSeed is the rapid seed of chunk k: k = 0 is the seed itself, so --seed N --budget 1 replays
+// the case rapid reported as N.
+func chunkSeed(seed uint64, k int) uint64 {
+	if k == 0 {
+		return seed
+	}
+	return rand.New(rand.NewPCG(seed, uint64(k))).Uint64()
+}
+
+func parseShard(s string) (int, int, error) {
+	if s == "" {
+		return 0, 1, nil
+	}
+	a, b, ok := strings.Cut(s, "/")
+	i, err1 := strconv.Atoi(a)
+	n, err2 := strconv.Atoi(b)
+	if !ok || err1 != nil || err2 != nil || n < 1 || i < 0 || i >= n {
+		return 0, 0, fmt.Errorf("--shard wants i/n with 0 <= i < n, got %q", s)
+	}
+	return i, n, nil
+}
+
+func exploreCmd(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("explore", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	profile := fs.String("profile", "fixed", "")
+	defects := fs.String("defects", "", "")
+	budget := fs.Int("budget", 1000, "")
+	seed := fs.Uint64("seed", 0, "")
+	shard := fs.String("shard", "", "")
+	detectors := fs.String("detectors", "both", "")
+	out := fs.String("out", "", "")
+	quiet := fs.Bool("quiet", false, "")
+	fs.Usage = func() { fmt.Fprint(stderr, usage) }
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	fail := func(err error) int { fmt.Fprintln(stderr, "csconform explore:", err); return 2 }
+	if fs.NArg() > 0 {
+		return fail(fmt.Errorf("unexpected argument %q", fs.Arg(0)))
+	}
+	sw, err := switches(profile, *defects)
+	if err != nil {
+		return fail(err)
+	}
+	det, ok := map[string]explore.Detectors{"both": explore.Both, "invariants": {Invariants: true}, "linear": {Linear: true}}[*detectors]
+	if !ok {
+		return fail(fmt.Errorf("--detectors wants both, invariants or linear, got %q", *detectors))
+	}
+	if *budget < 1 {
+		return fail(fmt.Errorf("--budget must be at least 1"))
+	}
+	si, sn, err := parseShard(*shard)
+	if err != nil {
+		return fail(err)
+	}
+	if *seed == 0 {
+		*seed = rand.Uint64()
+	}
+	sum := &explore.Summary{Profile: *profile, Defects: sw.On(), Seed: *seed, Shard: *shard, Budget: *budget}
+	start := time.Now()
+	done := 0
+	progress := func() {
+		if *quiet {
+			return
+		}
+		w := 30 * done / *budget
+		fmt.Fprintf(stderr, "\r[%s%s] %d/%d cases, %.0f s", strings.Repeat("#", w), strings.Repeat(" ", 30-w), done, *budget, time.Since(start).Seconds())
+	}
+	o := explore.Options{Profile: *profile, Defects: sw, Detectors: det, Seen: func(*explore.Outcome) { done++; progress() }}
+	for k := 0; done < *budget && !sum.Found; k++ {
+		if k%sn != si {
+			continue
+		}
+		n := min(chunk, *budget-done)
+		f, _, err := explore.Explore(o, n, chunkSeed(*seed, k), 0)
+		if err != nil {
+			return fail(err)
+		}
+		if f != nil {
+			done++ // Seen counts the cases before the failing one
+			sum.Found, sum.Finding, sum.ReplaySeed = true, f, f.Seed
+		}
+	}
+	if !*quiet {
+		fmt.Fprintln(stderr)
+	}
+	sum.Cases = done
+	sum.WallSecs = time.Since(start).Seconds()
+	fmt.Fprint(stdout, sum.Text())
+	if *out != "" {
+		if err := sum.WriteReports(*out); err != nil {
+			return fail(err)
+		}
+		fmt.Fprintf(stdout, "reports in %s\n", *out)
+	}
+	if sum.Found {
+		return 1
+	}
+	return 0
+}
+
+// readHistory reads a history file (JSON lines), naming the line of the first bad one.
+func readHistory(path string) ([]history.Event, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var events []history.Event
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<26)
+	for n := 1; sc.Scan(); n++ {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" {
+			continue
+		}
+		var e history.Event
+		dec := json.NewDecoder(strings.NewReader(line))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&e); err != nil {
+			return nil, fmt.Errorf("%s:%d: not a history event: %v", path, n, err)
+		}
+		if e.Kind == "" || e.Seq == 0 {
+			return nil, fmt.Errorf("%s:%d: not a history event: no seq or kind", path, n)
+		}
+		events = append(events, e)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("%s: %v", path, err)
+	}
+	if len(events) == 0 {
+		return nil, fmt.Errorf("%s: no events", path)
+	}
+	return events, nil
+}
+
+func checkCmd(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("check", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	out := fs.String("out", "", "")
+	asJSON := fs.Bool("json", false, "")
+	fs.Usage = func() { fmt.Fprint(stderr, usage) }
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if fs.NArg() != 1 {
+		fmt.Fprintln(stderr, "csconform check: name one history file (JSON lines, as written by repro --history or explore --out)")
+		return 2
+	}
+	events, err := readHistory(fs.Arg(0))
+	if err != nil {
+		fmt.Fprintln(stderr, "csconform check:", err)
+		return 2
+	}
+	var violations []history.Event
+	for _, e := range events {
+		if e.Kind == history.Violation {
+			violations = append(violations, e)
+		}
+	}
+	results := linear.Check(linear.Partitions(events), 30*time.Second)
+	bad := linear.Illegal(results)
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		_ = enc.Encode(map[string]any{"events": len(events), "partitions": results, "violations": violations})
+	} else {
+		fmt.Fprintf(stdout, "%d events, %d partitions checked\n", len(events), len(results))
+		for _, v := range violations {
+			fmt.Fprintf(stdout, "INVARIANT %s on %s: %s\n", v.To, v.Object, v.Detail)
+		}
+		for _, r := range bad {
+			fmt.Fprintf(stdout, "NOT LINEARIZABLE %s (%d operations):\n%s\n", r.Object, r.Ops, strings.Join(r.Explain, "\n"))
+		}
+		for _, r := range results {
+			if r.Verdict == "unknown" {
+				fmt.Fprintf(stdout, "UNDECIDED %s: the checker timed out\n", r.Object)
+			}
+		}
+		if len(violations) == 0 && len(bad) == 0 {
+			fmt.Fprintln(stdout, "no violation recorded; every partition is linearizable")
+		}
+	}
+	if *out != "" {
+		if err := os.MkdirAll(*out, 0o755); err != nil {
+			fmt.Fprintln(stderr, "csconform check:", err)
+			return 2
+		}
+		for _, r := range bad {
+			name := "partition-" + strings.NewReplacer(":", "-", "/", "-").Replace(r.Object) + ".html"
+			if err := r.Visualize(*out + "/" + name); err != nil {
+				fmt.Fprintln(stderr, "csconform check:", err)
+				return 2
+			}
+		}
+	}
+	if len(violations) > 0 || len(bad) > 0 {
+		return 1
+	}
+	return 0
+}
+
+// benchCmd prints how fast each defect is found (each switched on alone), how fast the simulator runs
+// and how long porcupine takes on a 10,000-operation history. Figures, never assertions.
+func benchCmd(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	seeds := fs.Int("seeds", 20, "")
+	budget := fs.Int("budget", 100, "")
+	fs.Usage = func() { fmt.Fprint(stderr, usage) }
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if *seeds < 1 || *budget < 1 {
+		fmt.Fprintln(stderr, "csconform bench: --seeds and --budget must be at least 1")
+		return 2
+	}
+	fmt.Fprintf(stdout, "cases and wall time to the first finding (both detectors), each defect alone, %d seeds, budget %d:\n", *seeds, *budget)
+	fmt.Fprintf(stdout, "%-7s %6s %13s %12s %13s %12s\n", "defect", "found", "median cases", "worst cases", "median time", "worst time")
+	for _, d := range []string{"D1", "D2", "D3", "C1"} {
+		sw, _ := impl.ParseDefects(d)
+		var cases []int
+		var secs []float64
+		found := 0
+		for s := 1; s <= *seeds; s++ {
+			t0 := time.Now()
+			f, ran, err := explore.Explore(explore.Options{Profile: d, Defects: sw}, *budget, uint64(s)*7919, time.Millisecond)
+			if err != nil {
+				fmt.Fprintln(stderr, "csconform bench:", err)
+				return 2
+			}
+			if f != nil {
+				found++
+				ran = f.Cases
+			}
+			cases = append(cases, ran)
+			secs = append(secs, time.Since(t0).Seconds())
+			fmt.Fprintf(stderr, "\r%s seed %d/%d", d, s, *seeds)
+		}
+		fmt.Fprint(stderr, "\r                    \r")
+		slices.Sort(cases)
+		slices.Sort(secs)
+		fmt.Fprintf(stdout, "%-7s %3d/%-2d %13d %12d %12.2fs %11.2fs\n", d, found, *seeds, cases[len(cases)/2], cases[len(cases)-1], secs[len(secs)/2], secs[len(secs)-1])
+	}
+	day := explore.SimulateDay()
+	fmt.Fprintf(stdout, "simulator: a 24 h day of a 3-host cluster in %.2f s, %d scheduler steps, %.0f steps/s\n", day.Wall.Seconds(), day.Steps, float64(day.Steps)/day.Wall.Seconds())
+	ops, wall := explore.CheckLargeHistory(10000)
+	fmt.Fprintf(stdout, "porcupine: %d operations in %d partitions checked in %.3f s\n", ops.Ops, ops.Partitions, wall.Seconds())
+	return 0
+}

@@ -1,0 +1,81 @@
+package explore
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/csconform/csconform/harness"
+	"github.com/csconform/csconform/model/history"
+	"github.com/csconform/csconform/model/linear"
+)
+
+// Day is a simulated day's figures.
+type Day struct {
+	Wall  time.Duration
+	Steps uint64
+}
+
+// SimulateDay runs a 3-host cluster for 24 h of virtual time (GC ticks, heartbeats, pings, network GC).
+func SimulateDay() Day {
+	t0 := time.Now()
+	c, err := harness.NewSimCluster(harness.Options{Seed: 1, Hosts: []string{"h1", "h2", "h3"}, Defects: map[string]bool{}})
+	if err != nil {
+		panic(err) // a cluster of defaults always comes up
+	}
+	defer c.Close()
+	if err := c.Sched.RunFor(24 * time.Hour); err != nil {
+		panic(err)
+	}
+	return Day{Wall: time.Since(t0), Steps: c.Sched.Steps()}
+}
+
+// LargeHistory is a synthetic history of about n operations over n/100 VMs: each VM deployed, then
+// observed, stopped, started and observed again, with several clients overlapping.
+func LargeHistory(n int) []history.Event {
+	var es []history.Event
+	seq := int64(0)
+	add := func(e history.Event) {
+		seq++
+		e.Seq = seq
+		es = append(es, e)
+	}
+	vms := max(n/100, 1)
+	op := 0
+	for round := 0; len(es) < 2*n; round++ {
+		for v := 1; v <= vms; v++ {
+			obj := fmt.Sprintf("vm:%d", v)
+			on := round%2 == 0
+			kind := "start"
+			if round == 0 {
+				kind = "deploy"
+			} else if !on {
+				kind = "stop"
+			}
+			op++
+			add(history.Event{Kind: history.Call, Op: op, Actor: fmt.Sprintf("client-%d", v%7), Object: obj, Detail: kind + " x"})
+			add(history.Event{Kind: history.Observe, Object: obj, To: linear.ObserveVM(!on, false)})
+			add(history.Event{Kind: history.Observe, Object: obj, To: linear.ObserveVM(on, false)})
+			add(history.Event{Kind: history.Return, Op: op, Object: obj, To: "ok"})
+		}
+	}
+	return es
+}
+
+// HistorySize is what was checked.
+type HistorySize struct{ Ops, Partitions int }
+
+// CheckLargeHistory checks LargeHistory(n) with the VM model.
+func CheckLargeHistory(n int) (HistorySize, time.Duration) {
+	parts := linear.Partitions(LargeHistory(n))
+	size := HistorySize{Partitions: len(parts)}
+	for _, p := range parts {
+		size.Ops += len(p.Ops)
+	}
+	t0 := time.Now()
+	rs := linear.Check(parts, 0)
+	wall := time.Since(t0)
+	if len(linear.Illegal(rs)) > 0 {
+		panic("the synthetic history is linearizable by construction")
+	}
+	return size, wall
+}
