@@ -24,6 +24,12 @@ var Defects = []Defect{
 	{"C1", "a failed start's cleanup releases NICs and volumes even when its stop could not reach the host (spec 3.8 step 12)"},
 }
 
+// PlantedIgnorePowerOn is not a CloudStack defect: it is a bug the detector tests plant to show that
+// exploration finds bugs nobody described. With it on, power sync ignores a power-on report for a VM
+// whose record is Stopping or Stopped, so a domain the server lost track of is never adopted. No
+// profile has it and ParseDefects does not accept it.
+const PlantedIgnorePowerOn = "planted-ignore-power-on"
+
 // Switches says which defects are on.
 type Switches map[string]bool
 

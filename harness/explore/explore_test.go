@@ -1,8 +1,16 @@
 package explore
 
 import (
+	"bytes"
 	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
+	"time"
+
+	"github.com/csconform/csconform/harness"
 
 	"github.com/csconform/csconform/impl"
 	"pgregory.net/rapid"
@@ -25,4 +33,157 @@ func TestExplore(t *testing.T) {
 		t.Fatal(err)
 	}
 	rapid.Check(t, Property(Options{Profile: *profileFlag, Defects: sw}))
+}
+
+func only(names ...string) impl.Switches {
+	sw := impl.Switches{}
+	for _, n := range names {
+		sw[n] = true
+	}
+	return sw
+}
+
+var families = []struct {
+	name    string
+	defects impl.Switches
+}{
+	{"D1", only("D1")},
+	{"D2", only("D2a", "D2b", "D2c", "D2d", "D2e")},
+	{"D3", only("D3")},
+	{"C1", only("C1")},
+	{"planted: power-on reports for Stopping and Stopped VMs ignored", only(impl.PlantedIgnorePowerOn)},
+}
+
+// TestEachDetectorFindsEachDefect switches each defect on alone and explores from a random start with
+// the default budget, once judged by the invariants only and once by linearizability only: both must
+// find it, and the shrunk program must be short.
+func TestEachDetectorFindsEachDefect(t *testing.T) {
+	if testing.Short() {
+		t.Skip("explores with shrinking")
+	}
+	for _, f := range families {
+		for _, det := range []struct {
+			name string
+			d    Detectors
+		}{{"invariants", Detectors{Invariants: true}}, {"linearizability", Detectors{Linear: true}}} {
+			t.Run(f.name+"/"+det.name, func(t *testing.T) {
+				seed := uint64(time.Now().UnixNano())
+				found, ran, err := Explore(Options{Profile: f.name, Defects: f.defects, Detectors: det.d}, 100, seed, 3*time.Second)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if found == nil {
+					t.Fatalf("not found in %d cases from seed %d", ran, seed)
+				}
+				t.Logf("found after %d cases from seed %d; shrunk (replay with -rapid.seed=%d):\n%s", found.Cases, seed, found.Seed, found.Shrunk.Counterexample())
+				if n := len(found.Shrunk.Program.Steps); n > 12 {
+					t.Errorf("shrunk to %d steps, want at most 12", n)
+				}
+			})
+		}
+	}
+}
+
+// TestFixedFindsNothing is the other half of each detector's test: the same budget finds nothing once
+// the defects are fixed.
+func TestFixedFindsNothing(t *testing.T) {
+	seed := uint64(time.Now().UnixNano())
+	found, ran, err := Explore(Options{Profile: "fixed", Defects: impl.Switches{}}, 100, seed, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if found != nil {
+		t.Fatalf("seed %d: found after %d cases:\n%s", seed, found.Cases, found.Shrunk.Counterexample())
+	}
+	if ran != 100 {
+		t.Fatalf("ran %d cases, want 100", ran)
+	}
+}
+
+// TestFindingReplays: the reported seed fails again on its first case, and a program run twice gives
+// the same history, byte for byte.
+func TestFindingReplays(t *testing.T) {
+	o := Options{Profile: "D3", Defects: only("D3")}
+	found, _, err := Explore(o, 100, 42, time.Second)
+	if err != nil || found == nil {
+		t.Fatalf("no finding to replay (err %v)", err)
+	}
+	again, ran, err := Explore(o, 1, found.Seed, time.Second)
+	if err != nil || again == nil || again.Cases != 1 || ran != 1 {
+		t.Fatalf("seed %d did not fail on its first case (err %v)", found.Seed, err)
+	}
+	a, err := Run(found.Shrunk.Program, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := Run(found.Shrunk.Program, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ha, hb bytes.Buffer
+	for _, e := range a.Result.Cluster.Rec.Events {
+		fmt.Fprintf(&ha, "%+v\n", e)
+	}
+	for _, e := range b.Result.Cluster.Rec.Events {
+		fmt.Fprintf(&hb, "%+v\n", e)
+	}
+	if !bytes.Equal(ha.Bytes(), hb.Bytes()) {
+		t.Fatal("the same program gave two histories")
+	}
+}
+
+// TestSavedCounterexampleIsAScenario: a shrunk program saved as a scenario file parses, and the
+// conformance runner reproduces what it expects.
+func TestSavedCounterexampleIsAScenario(t *testing.T) {
+	sw, _ := impl.Profile("cloudstack-4.22")
+	o := Options{Profile: "cloudstack-4.22", Defects: sw}
+	found, _, err := Explore(o, 100, 7, time.Second)
+	if err != nil || found == nil {
+		t.Fatalf("no finding (err %v)", err)
+	}
+	path := filepath.Join(t.TempDir(), "found.yaml")
+	if err := found.Shrunk.SaveScenario(path, "cloudstack-4.22"); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, err := harness.ParseScenario(data, path)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, data)
+	}
+	res, err := harness.RunScenario(sc, "cloudstack-4.22", nil, sc.Seed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Expected || len(res.Mismatches) > 0 {
+		t.Fatalf("saved scenario does not reproduce: %v\n%s", res.Mismatches, data)
+	}
+}
+
+func TestReports(t *testing.T) {
+	o := Options{Profile: "D1", Defects: only("D1")}
+	found, ran, err := Explore(o, 100, 3, time.Second)
+	if err != nil || found == nil {
+		t.Fatalf("no finding (err %v)", err)
+	}
+	dir := t.TempDir()
+	sum := &Summary{Profile: "D1", Defects: []string{"D1"}, Seed: 3, Budget: 100, Cases: ran, Found: true, Finding: found}
+	if err := sum.WriteReports(dir); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"summary.txt", "result.json", "junit.xml", "history.jsonl", "counterexample.yaml"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			t.Error(err)
+		}
+	}
+	html, _ := filepath.Glob(filepath.Join(dir, "partition-*.html"))
+	if len(html) != len(found.Shrunk.Illegal) {
+		t.Errorf("%d visualizations for %d failing partitions", len(html), len(found.Shrunk.Illegal))
+	}
+	junit, _ := os.ReadFile(filepath.Join(dir, "junit.xml"))
+	if !strings.Contains(string(junit), "<failure") {
+		t.Errorf("junit.xml reports no failure:\n%s", junit)
+	}
 }

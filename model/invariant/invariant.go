@@ -465,8 +465,10 @@ func explainedByFault(op ClientOp, faults []Fault) bool {
 
 func explainedByOp(op ClientOp, ops []ClientOp) bool {
 	for _, o := range ops {
-		// the client destroyed the VM before: starting it again fails, rightly
-		if o.ID != op.ID && op.VMID != "" && o.VMID == op.VMID && o.OK && slices.Contains(destroyKinds, o.Kind) && o.Call.Before(op.Call) {
+		// The client destroyed the VM before, or its deploy failed and left it in Error: starting it
+		// again is refused, rightly.
+		if o.ID != op.ID && op.VMID != "" && o.VMID == op.VMID && o.Call.Before(op.Call) &&
+			((o.OK && slices.Contains(destroyKinds, o.Kind)) || (!o.OK && !o.Return.IsZero() && o.Kind == "deploy")) {
 			return true
 		}
 		if o.ID == op.ID || !slices.Contains(DisruptiveKinds, o.Kind) || !overlaps(op.Call, op.Return, o.Call, o.Return) {
