@@ -92,8 +92,11 @@ func (am *AgentManager) serve(t *Thread, p Pipe) {
 				}
 			}
 		case m.Kind == MsgStartup:
-			if a != nil && am.current(a) {
-				am.removeAgent(a)
+			// A StartupCommand on a connection that already carries one is the agent reinitialising
+			// (it was asked to by a PingAnswer, spec 3.13): a reconnect of the host on the same link.
+			// The old attache goes, its outstanding requests are cancelled, the link stays open.
+			if a != nil {
+				am.retire(a)
 			}
 			a = &attache{host: m.HostID, pipe: p, pending: map[int64]*pendingReq{}}
 			am.mu.Lock()
@@ -271,6 +274,14 @@ func (am *AgentManager) removeAgent(a *attache) {
 	}
 	a.pipe.Close()
 	cancelPending(a.host, pending)
+}
+
+// retire drops the attache and cancels its outstanding requests but leaves its connection open: the
+// agent re-sent its StartupCommand on it and a new attache takes the link over.
+func (am *AgentManager) retire(a *attache) {
+	if pending, ok := am.detach(a); ok {
+		cancelPending(a.host, pending)
+	}
 }
 
 func cancelPending(hostID string, pending map[int64]*pendingReq) {
