@@ -27,6 +27,8 @@ Usage:
   csconform profiles                       list profiles and defect switches
   csconform faults                         list the faults a scenario can inject
   csconform config                         list the configuration keys and their defaults
+  csconform server [flags]                 run the management server over TCP (csconform server -h)
+  csconform agent --host ID --server ADDR  run one host's agent over TCP (csconform agent -h)
 
 repro flags:
   --profile P      cloudstack-4.22 (all known defects) or fixed (default cloudstack-4.22)
@@ -71,6 +73,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 0
 	case "repro":
 		return repro(args[1:], stdout, stderr)
+	case "server":
+		return serverCmd(args[1:], stdout, stderr)
+	case "agent":
+		return agentCmd(args[1:], stdout, stderr)
 	}
 	fmt.Fprintf(stderr, "csconform: unknown command %q\n\n%s", args[0], usage)
 	return 2
