@@ -147,6 +147,7 @@ func TestServerAndAgentsOverTCP(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real time: about 15 s")
 	}
+	t.Parallel()
 	env := NewEnv()
 	defer env.Close()
 	ln, err := Listen("127.0.0.1:0")
@@ -215,5 +216,84 @@ func TestServerAndAgentsOverTCP(t *testing.T) {
 	}
 	if got := db.VM(v.ID); got.State != vm.Running || got.HostID != "h2" || got.PowerState != vm.PowerOn {
 		t.Fatalf("after the reconnect the VM is %s/%s on %q", got.State, got.PowerState, got.HostID)
+	}
+}
+
+// Many API jobs at once on real goroutines, for the race detector (go test -race) as much as for the
+// outcome: six VMs deployed at once over two networks on two hosts, then all destroyed and expunged
+// at once, while pings and power reports flow.
+func TestConcurrentJobsOverTCP(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real time: about 10 s")
+	}
+	t.Parallel()
+	env := NewEnv()
+	defer env.Close()
+	ln, err := Listen("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	cfg, err := impl.NewConfig(map[string]string{"ping.interval": "1", "vm.job.check.interval": "200", "lock.poll.interval": "0.2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := impl.NewDB(env, &sink{})
+	srv := impl.NewServer("ms1", env, db, cfg, impl.Switches{}, ln)
+	srv.Start()
+	hvs := map[string]*FakeHost{}
+	for _, h := range []string{"h1", "h2"} {
+		hvs[h] = NewFakeHost(env, h)
+		a := impl.NewAgent(h, env, &Dialer{Addr: ln.Addr()}, hvs[h], &sink{})
+		a.Start()
+		defer a.Kill()
+	}
+	eventually(t, 10*time.Second, "both hosts Up", func() bool {
+		for _, h := range []string{"h1", "h2"} {
+			if r := db.Host(h); r == nil || r.Status != host.Up {
+				return false
+			}
+		}
+		return true
+	})
+	nets := []int64{srv.CreateNetwork("a", false, 8).ID, srv.CreateNetwork("b", false, 8).ID}
+	var wg sync.WaitGroup
+	errs := make(chan error, 12)
+	ids := make([]int64, 6)
+	for i := range ids {
+		v, j := srv.DeployVirtualMachine("", []int64{nets[i%2]}, []string{"h1", "h2"}[i%2])
+		ids[i] = v.ID
+		wg.Add(1)
+		go func() { defer wg.Done(); errs <- srv.WaitJob(j) }()
+	}
+	wg.Wait()
+	for _, id := range ids {
+		if err := <-errs; err != nil {
+			t.Fatalf("deploy: %v", err)
+		}
+		if v := db.VM(id); v.State != vm.Running {
+			t.Fatalf("vm %d is %s after its deploy succeeded", id, v.State)
+		}
+	}
+	for _, id := range ids {
+		j := srv.DestroyVirtualMachine(id, true)
+		wg.Add(1)
+		go func() { defer wg.Done(); errs <- srv.WaitJob(j) }()
+	}
+	wg.Wait()
+	for _, id := range ids {
+		if err := <-errs; err != nil {
+			t.Fatalf("destroy: %v", err)
+		}
+		if v := db.VM(id); !v.Removed {
+			t.Fatalf("vm %d is %s, not expunged, after its destroy succeeded", id, v.State)
+		}
+	}
+	for h, hv := range hvs {
+		for _, d := range hv.Domains() {
+			if d.Type != "DomainRouter" {
+				t.Errorf("%s still runs %s after every VM was expunged", h, d.Name)
+			}
+		}
 	}
 }
