@@ -390,7 +390,7 @@ func (c *Cluster) AgentStop(h string, graceful bool) error {
 		return err
 	}
 	a := c.Agents[h]
-	if !a.Running() {
+	if a.Dead() {
 		return nil // already down (overlapping faults): systemctl stop of a stopped service
 	}
 	if graceful {
@@ -407,7 +407,7 @@ func (c *Cluster) AgentStart(h string) error {
 	if _, err := c.host(h); err != nil {
 		return err
 	}
-	if c.Agents[h].Running() {
+	if !c.Agents[h].Dead() {
 		return nil // already up (overlapping faults): systemctl start of a running service
 	}
 	c.startAgent(h)

@@ -3,6 +3,7 @@ package impl
 import (
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/csconform/csconform/model/history"
@@ -18,6 +19,8 @@ type Agent struct {
 	HV     Hypervisor
 	Sink   history.Sink // agent.log lines
 
+	// mu guards the fields below; it is never held across a call into Env, a Pipe or the Hypervisor.
+	mu           sync.Mutex
 	pipe         Pipe
 	seq          int64
 	pingInterval time.Duration
@@ -43,9 +46,6 @@ func (a *Agent) log(level, format string, args ...any) {
 
 func (a *Agent) task(name string, fn func()) { a.Env.Go("agent/"+a.HostID+"/"+name, fn) }
 
-// Running says whether the agent process is up (neither shut down nor killed).
-func (a *Agent) Running() bool { return !a.dead }
-
 // Start subscribes to lifecycle events and connects.
 func (a *Agent) Start() {
 	a.HV.Subscribe(a.onLifecycleChange)
@@ -55,46 +55,84 @@ func (a *Agent) Start() {
 // Shutdown is a graceful agent stop (systemctl stop cloudstack-agent): a ShutdownCommand, then the
 // socket closes. The domains keep running.
 func (a *Agent) Shutdown() {
+	a.mu.Lock()
 	if a.dead {
+		a.mu.Unlock()
 		return
 	}
-	if a.pipe != nil {
+	p := a.pipe
+	if p != nil {
 		a.seq++
-		_ = a.pipe.Send(Message{Seq: a.seq, Kind: MsgShutdown, HostID: a.HostID})
+	}
+	seq := a.seq
+	a.mu.Unlock()
+	if p != nil {
+		_ = p.Send(Message{Seq: seq, Kind: MsgShutdown, HostID: a.HostID})
 	}
 	a.Kill()
 }
 
 // Kill is the agent process dying (kill -9): its socket closes, its domains keep running.
 func (a *Agent) Kill() {
+	a.mu.Lock()
 	a.dead = true
-	if a.pipe != nil {
-		a.pipe.Close()
+	p := a.pipe
+	a.mu.Unlock()
+	if p != nil {
+		p.Close()
 	}
 }
 
+// Dead says whether the agent was shut down or killed.
+func (a *Agent) Dead() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.dead
+}
+
+// alive says whether the agent runs and gen is still its connection.
+func (a *Agent) alive(gen int) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return !a.dead && a.generation == gen
+}
+
+func (a *Agent) nextSeq() int64 {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.seq++
+	return a.seq
+}
+
 func (a *Agent) connectLoop() {
-	for !a.dead {
+	for !a.Dead() {
 		p, err := a.Net.Dial(a.HostID)
 		if err != nil {
 			a.log("WARN", "Unable to connect to management server: %v", err)
 			a.Env.Sleep(agentReconnectDelay)
 			continue
 		}
+		ack := a.Env.NewSignal()
+		a.mu.Lock()
+		if a.dead { // killed while dialling (only possible with real concurrency)
+			a.mu.Unlock()
+			p.Close()
+			return
+		}
 		a.pipe = p
 		a.generation++
 		gen := a.generation
-		a.startupAck = a.Env.NewSignal()
-		ack := a.startupAck
+		a.startupAck = ack
+		a.mu.Unlock()
 		a.task("reader", func() { a.reader(p, gen) })
 		a.sendStartup(p)
-		if !ack.Wait(a.pingOrDefault()) || a.dead {
+		if !ack.Wait(a.pingOrDefault()) || a.Dead() {
 			p.Close()
 			a.Env.Sleep(agentReconnectDelay)
 			continue
 		}
 		a.pingLoop(p, gen)
-		if a.dead {
+		if a.Dead() {
 			return
 		}
 		a.log("INFO", "Lost connection to management server, reconnecting in %s", agentReconnectDelay)
@@ -103,6 +141,8 @@ func (a *Agent) connectLoop() {
 }
 
 func (a *Agent) pingOrDefault() time.Duration {
+	a.mu.Lock()
+	defer a.mu.Unlock()
 	if a.pingInterval > 0 {
 		return a.pingInterval
 	}
@@ -110,20 +150,20 @@ func (a *Agent) pingOrDefault() time.Duration {
 }
 
 func (a *Agent) sendStartup(p Pipe) {
-	a.seq++
+	seq := a.nextSeq()
 	a.log("INFO", "Sending Startup command with %d running domains", len(a.HV.Running()))
-	_ = p.Send(Message{Seq: a.seq, Kind: MsgStartup, HostID: a.HostID, HasReport: true, Report: a.HV.Running(), CollectedAt: a.Env.Now()})
+	_ = p.Send(Message{Seq: seq, Kind: MsgStartup, HostID: a.HostID, HasReport: true, Report: a.HV.Running(), CollectedAt: a.Env.Now()})
 }
 
 // pingLoop returns when the connection is gone.
 func (a *Agent) pingLoop(p Pipe, gen int) {
-	for !a.dead && a.generation == gen {
+	for a.alive(gen) {
 		a.Env.Sleep(a.pingOrDefault())
-		if a.dead || a.generation != gen {
+		if !a.alive(gen) {
 			return
 		}
-		a.seq++
-		if err := p.Send(Message{Seq: a.seq, Kind: MsgPing, HostID: a.HostID, HasReport: true, Report: a.HV.Running(), CollectedAt: a.Env.Now()}); err != nil {
+		seq := a.nextSeq()
+		if err := p.Send(Message{Seq: seq, Kind: MsgPing, HostID: a.HostID, HasReport: true, Report: a.HV.Running(), CollectedAt: a.Env.Now()}); err != nil {
 			return
 		}
 	}
@@ -134,15 +174,20 @@ func (a *Agent) reader(p Pipe, gen int) {
 	for {
 		m, err := p.Recv()
 		if err != nil {
+			a.mu.Lock()
 			if a.generation == gen {
 				a.generation++ // ends the ping loop
 			}
+			a.mu.Unlock()
 			return
 		}
 		if m.Kind == MsgAnswer {
 			if m.PingInterval > 0 {
+				a.mu.Lock()
 				a.pingInterval = m.PingInterval
-				a.startupAck.Fire()
+				ack := a.startupAck
+				a.mu.Unlock()
+				ack.Fire()
 			}
 			if m.SendStartup {
 				a.log("INFO", "Management server requested startup command to reinitialize the agent")
@@ -186,7 +231,7 @@ func (a *Agent) execute(p Pipe, m Message) {
 // onLifecycleChange is LibvirtDomainListener.onLifecycleChange: a self-shutdown or crash of any domain
 // triggers an out-of-band ping whose report is collected now.
 func (a *Agent) onLifecycleChange(ev LifecycleEvent) {
-	if a.dead || ev.Event != "STOPPED" {
+	if a.Dead() || ev.Event != "STOPPED" {
 		return
 	}
 	switch ev.Detail {
@@ -198,14 +243,16 @@ func (a *Agent) onLifecycleChange(ev LifecycleEvent) {
 
 // triggerUpdate builds the report at call time and sends it with outOfBand = true.
 func (a *Agent) triggerUpdate() {
+	a.mu.Lock()
 	p := a.pipe
+	a.mu.Unlock()
 	if p == nil {
 		return
 	}
 	report := a.HV.Running()
-	a.seq++
+	seq := a.nextSeq()
 	a.log("DEBUG", "Sending out of band ping with %d running domains", len(report))
-	if err := p.Send(Message{Seq: a.seq, Kind: MsgPing, HostID: a.HostID, HasReport: true, Report: report, OutOfBand: true, CollectedAt: a.Env.Now()}); err != nil {
+	if err := p.Send(Message{Seq: seq, Kind: MsgPing, HostID: a.HostID, HasReport: true, Report: report, OutOfBand: true, CollectedAt: a.Env.Now()}); err != nil {
 		a.log("WARN", "Unable to send ping update: %v", err)
 	}
 }

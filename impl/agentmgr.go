@@ -3,6 +3,7 @@ package impl
 import (
 	"maps"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/csconform/csconform/model/host"
@@ -11,7 +12,10 @@ import (
 // AgentManager is AgentManagerImpl: the attaches (one live connection per host), request/answer
 // routing, host status on connect, ping, ping timeout and disconnect.
 type AgentManager struct {
-	s        *Server
+	s *Server
+	// mu guards attaches, seq, conns and every attache's pending and closed. It is never held across
+	// a call into Env, a Pipe or a Hypervisor (see Server.mu).
+	mu       sync.Mutex
 	attaches map[string]*attache
 	seq      int64
 	conns    int
@@ -58,7 +62,9 @@ func (am *AgentManager) acceptLoop(t *Thread) {
 		if err != nil {
 			return
 		}
+		am.mu.Lock()
 		am.conns++
+		am.mu.Unlock()
 		am.s.Go(am.s.nextThread("AgentConnection"), func(t *Thread) { am.serve(t, p) })
 	}
 }
@@ -70,7 +76,7 @@ func (am *AgentManager) serve(t *Thread, p Pipe) {
 	for {
 		m, err := p.Recv()
 		if err != nil {
-			if a != nil && am.attaches[a.host] == a && !a.closed {
+			if a != nil && am.live(a) {
 				s.Go(s.nextThread("DisconnectTask"), func(t *Thread) {
 					am.disconnectWithInvestigation(t, a, host.AgentDisconnected)
 				})
@@ -80,21 +86,26 @@ func (am *AgentManager) serve(t *Thread, p Pipe) {
 		switch {
 		case m.Kind == MsgAnswer:
 			if a != nil {
-				if r, ok := a.pending[m.Seq]; ok {
-					delete(a.pending, m.Seq)
+				if r := am.takePending(a, m.Seq); r != nil {
 					r.answer = &m
 					r.done.Fire()
 				}
 			}
 		case m.Kind == MsgStartup:
-			if a != nil && am.attaches[a.host] == a {
-				am.removeAgent(a)
+			// A StartupCommand on a connection that already carries one is the agent reinitialising
+			// (it was asked to by a PingAnswer, spec 3.13): a reconnect of the host on the same link.
+			// The old attache goes, its outstanding requests are cancelled, the link stays open.
+			if a != nil {
+				am.retire(a)
 			}
 			a = &attache{host: m.HostID, pipe: p, pending: map[int64]*pendingReq{}}
-			if old := am.attaches[m.HostID]; old != nil {
+			am.mu.Lock()
+			old := am.attaches[m.HostID]
+			am.attaches[m.HostID] = a
+			am.mu.Unlock()
+			if old != nil {
 				am.removeAgent(old)
 			}
-			am.attaches[m.HostID] = a
 			aa, mm := a, m
 			s.Go(s.nextThread("AgentConnectTaskPool"), func(t *Thread) { am.connectAgent(t, aa, mm) })
 		case a != nil && m.Kind == MsgShutdown:
@@ -124,7 +135,7 @@ func (am *AgentManager) connectAgent(t *Thread, a *attache, m Message) {
 	if _, err := am.send(t, a.host, Message{Kind: MsgReady}, 30*time.Second, true); err != nil {
 		return
 	}
-	if am.attaches[a.host] == a {
+	if am.current(a) {
 		s.DB.HostTransit(t.Name, a.host, host.Ready, s.ID)
 	}
 }
@@ -141,7 +152,7 @@ func (am *AgentManager) processRequest(t *Thread, a *attache, m Message) {
 			s.processHostVmStateReport(t, a.host, m.Report, m.CollectedAt, m.OutOfBand)
 		}
 		answer := Message{Seq: m.Seq, Kind: MsgAnswer, Result: true}
-		if h := s.DB.Host(a.host); h != nil && h.Status != host.Up && am.attaches[a.host] == a {
+		if h := s.DB.Host(a.host); h != nil && h.Status != host.Up && am.current(a) {
 			if h.Status != host.Connecting {
 				answer.SendStartup = true
 			}
@@ -166,8 +177,11 @@ func (am *AgentManager) send(t *Thread, hostID string, m Message, wait time.Dura
 	if wait <= 0 {
 		wait = s.Config.Seconds("wait")
 	}
+	am.mu.Lock()
 	a := am.attaches[hostID]
-	if a == nil || a.closed {
+	closed := a == nil || a.closed
+	am.mu.Unlock()
+	if closed {
 		if h := s.DB.Host(hostID); h != nil && h.Status != host.Up {
 			return nil, &AgentUnavailableError{Host: hostID, Reason: "Host with specified id is not in the right state: " + string(h.Status)}
 		}
@@ -182,17 +196,23 @@ func (am *AgentManager) send(t *Thread, hostID string, m Message, wait time.Dura
 			return nil, &AgentUnavailableError{Host: hostID, Reason: "Host with specified id is not in the right state: " + string(st)}
 		}
 	}
+	r := &pendingReq{done: s.Env.NewSignal()}
+	am.mu.Lock()
+	if a.closed { // removed since the check above (only possible with real concurrency)
+		am.mu.Unlock()
+		return nil, &AgentUnavailableError{Host: hostID, Reason: "agent not logged into this management server"}
+	}
 	am.seq++
 	m.Seq = am.seq
 	m.HostID = hostID
-	r := &pendingReq{done: s.Env.NewSignal()}
 	a.pending[m.Seq] = r
+	am.mu.Unlock()
 	if err := a.pipe.Send(m); err != nil {
-		delete(a.pending, m.Seq)
+		am.takePending(a, m.Seq)
 		return nil, &AgentUnavailableError{Host: hostID, Reason: "Unable to send: " + err.Error()}
 	}
 	if !r.done.Wait(wait) {
-		delete(a.pending, m.Seq)
+		am.takePending(a, m.Seq)
 		return nil, &OperationTimedoutError{Host: hostID, Cmd: m.Kind}
 	}
 	if r.err != nil {
@@ -201,22 +221,75 @@ func (am *AgentManager) send(t *Thread, hostID string, m Message, wait time.Dura
 	return r.answer, nil
 }
 
-// removeAgent drops the attache and cancels its outstanding requests as agent-unavailable.
-func (am *AgentManager) removeAgent(a *attache) {
+// current says whether a is the host's attache.
+func (am *AgentManager) current(a *attache) bool {
+	am.mu.Lock()
+	defer am.mu.Unlock()
+	return am.attaches[a.host] == a
+}
+
+// live says whether a is the host's attache and still open.
+func (am *AgentManager) live(a *attache) bool {
+	am.mu.Lock()
+	defer am.mu.Unlock()
+	return am.attaches[a.host] == a && !a.closed
+}
+
+// takePending removes and returns the request waiting for seq (nil if none: answered, cancelled or
+// timed out already), so exactly one of answer, cancel and time-out completes a request.
+func (am *AgentManager) takePending(a *attache, seq int64) *pendingReq {
+	am.mu.Lock()
+	defer am.mu.Unlock()
+	r, ok := a.pending[seq]
+	if !ok {
+		return nil
+	}
+	delete(a.pending, seq)
+	return r
+}
+
+// detach marks a closed, drops it from the attaches and hands back its outstanding requests; false
+// if it was closed already.
+func (am *AgentManager) detach(a *attache) (map[int64]*pendingReq, bool) {
+	am.mu.Lock()
+	defer am.mu.Unlock()
 	if a.closed {
-		return
+		return nil, false
 	}
 	a.closed = true
 	if am.attaches[a.host] == a {
 		delete(am.attaches, a.host)
 	}
+	pending := a.pending
+	a.pending = map[int64]*pendingReq{}
+	return pending, true
+}
+
+// removeAgent drops the attache, closes its connection and cancels its outstanding requests as
+// agent-unavailable.
+func (am *AgentManager) removeAgent(a *attache) {
+	pending, ok := am.detach(a)
+	if !ok {
+		return
+	}
 	a.pipe.Close()
-	for _, seq := range slices.Sorted(maps.Keys(a.pending)) {
-		r := a.pending[seq]
-		r.err = &AgentUnavailableError{Host: a.host, Reason: "request cancelled: agent disconnected"}
+	cancelPending(a.host, pending)
+}
+
+// retire drops the attache and cancels its outstanding requests but leaves its connection open: the
+// agent re-sent its StartupCommand on it and a new attache takes the link over.
+func (am *AgentManager) retire(a *attache) {
+	if pending, ok := am.detach(a); ok {
+		cancelPending(a.host, pending)
+	}
+}
+
+func cancelPending(hostID string, pending map[int64]*pendingReq) {
+	for _, seq := range slices.Sorted(maps.Keys(pending)) {
+		r := pending[seq]
+		r.err = &AgentUnavailableError{Host: hostID, Reason: "request cancelled: agent disconnected"}
 		r.done.Fire()
 	}
-	a.pending = map[int64]*pendingReq{}
 }
 
 func (am *AgentManager) handleDisconnectWithoutInvestigation(t *Thread, a *attache, ev host.Event) {
@@ -265,11 +338,14 @@ func (am *AgentManager) monitorTask(t *Thread) {
 		s.Env.Sleep(s.Config.PingInterval())
 		cut := s.Env.Now().Add(-s.Config.PingTimeout())
 		var behind []*attache
-		for _, h := range s.DB.Hosts() {
+		hosts := s.DB.Hosts()
+		am.mu.Lock()
+		for _, h := range hosts {
 			if a := am.attaches[h.ID]; a != nil && h.LastPinged.Before(cut) {
 				behind = append(behind, a)
 			}
 		}
+		am.mu.Unlock()
 		for _, a := range behind {
 			s.Log(t, "INFO", HostObject(a.host), "Ping timeout for agent %s, do investigation", a.host)
 			am.disconnectWithInvestigation(t, a, host.PingTimeout)

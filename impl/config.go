@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"sync"
 	"time"
 )
 
@@ -33,6 +34,7 @@ var ConfigKeys = []ConfigKey{
 
 // Config holds the current values. Like CloudStack's dynamic keys, a value is read at each use.
 type Config struct {
+	mu     sync.RWMutex // a value may be changed while the server's threads read it
 	values map[string]string
 }
 
@@ -57,6 +59,8 @@ func NewConfig(overrides map[string]string) (*Config, error) {
 
 // Set changes a key (updateConfiguration).
 func (c *Config) Set(name, value string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	def, ok := c.values[name]
 	if !ok {
 		return fmt.Errorf("unknown configuration key %q", name)
@@ -76,10 +80,14 @@ func (c *Config) Set(name, value string) error {
 }
 
 // Get returns a key's value as text.
-func (c *Config) Get(name string) string { return c.values[name] }
+func (c *Config) Get(name string) string {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.values[name]
+}
 
 func (c *Config) num(name string) float64 {
-	v, err := strconv.ParseFloat(c.values[name], 64)
+	v, err := strconv.ParseFloat(c.Get(name), 64)
 	if err != nil {
 		panic(fmt.Sprintf("config %s: %v", name, err))
 	}
@@ -100,7 +108,7 @@ func (c *Config) Millis(name string) time.Duration {
 func (c *Config) Int(name string) int { return int(c.num(name)) }
 
 // Bool reads a boolean key.
-func (c *Config) Bool(name string) bool { return c.values[name] == "true" }
+func (c *Config) Bool(name string) bool { return c.Get(name) == "true" }
 
 // PingInterval is ping.interval.
 func (c *Config) PingInterval() time.Duration { return c.Seconds("ping.interval") }

@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/csconform/csconform/model/job"
@@ -18,6 +19,7 @@ import (
 // orphaned-network cleanup of PR #12409.
 type AsyncJobManager struct {
 	s      *Server
+	mu     sync.Mutex            // guards queues, errs and each item's running; never held across an Env call
 	queues map[int64][]*workItem // VmWorkJobQueue, keyed by VM id
 	errs   map[int64]error       // a failed job's exception, as CloudStack serialises it into the result
 }
@@ -57,7 +59,9 @@ func (m *AsyncJobManager) SubmitAPIJob(cmd, instanceType string, instanceID int6
 
 func (m *AsyncJobManager) complete(t *Thread, id int64, err error) {
 	if err != nil {
+		m.mu.Lock()
 		m.errs[id] = err
+		m.mu.Unlock()
 		m.s.DB.CompleteJob(t.Name, id, job.Failed, 530, err.Error())
 		return
 	}
@@ -66,7 +70,10 @@ func (m *AsyncJobManager) complete(t *Thread, id int64, err error) {
 
 // JobError is the exception a failed job ended with (nil while running or on success).
 func (m *AsyncJobManager) JobError(id int64) error {
-	if err, ok := m.errs[id]; ok {
+	m.mu.Lock()
+	err, ok := m.errs[id]
+	m.mu.Unlock()
+	if ok {
 		return err
 	}
 	if j := m.s.DB.Job(id); j != nil && j.Status.Done() && j.Status != job.Succeeded {
@@ -99,7 +106,9 @@ func (m *AsyncJobManager) WaitJob(id int64, interval, timeout time.Duration) (jo
 func (m *AsyncJobManager) runVmWork(t *Thread, cmd string, vmID int64, fn func(t *Thread) error) error {
 	s := m.s
 	j := s.DB.CreateJob(t.Name, cmd, "VirtualMachine", vmID, s.ID)
+	m.mu.Lock()
 	m.queues[vmID] = append(m.queues[vmID], &workItem{job: j, fn: fn})
+	m.mu.Unlock()
 	_, err := m.WaitJob(j.ID, s.Config.Millis("vm.job.check.interval"), s.Config.Millis("vm.job.timeout"))
 	return err
 }
@@ -116,18 +125,29 @@ func (m *AsyncJobManager) heartbeat(t *Thread) {
 	s := m.s
 	for {
 		s.Env.Sleep(HeartbeatInterval)
+		// Pick the heads under the lock, then start them in VM id order (the order the simulator's
+		// schedule depends on) without it.
+		var heads []*workItem
+		var vmIDs []int64
+		m.mu.Lock()
 		for _, id := range slices.Sorted(maps.Keys(m.queues)) {
 			q := m.queues[id]
 			if len(q) == 0 || q[0].running {
 				continue
 			}
-			w := q[0]
-			w.running = true
-			vmID := id
+			q[0].running = true
+			heads = append(heads, q[0])
+			vmIDs = append(vmIDs, id)
+		}
+		m.mu.Unlock()
+		for i, w := range heads {
+			vmID := vmIDs[i]
 			name := s.nextThread("Work-Job-Executor")
 			s.Go(name, func(t *Thread) {
 				err := w.fn(t)
 				m.complete(t, w.job.ID, err)
+				m.mu.Lock()
+				defer m.mu.Unlock()
 				q := m.queues[vmID]
 				if len(q) > 0 && q[0] == w {
 					m.queues[vmID] = q[1:]

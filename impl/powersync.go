@@ -41,14 +41,17 @@ func (s *Server) reportUnknownInstances(t *Thread, hostID string, names []string
 		}
 		return
 	}
+	key := strings.Join(names, ",")
+	s.mu.Lock()
 	if s.unknownOnHost == nil {
 		s.unknownOnHost = map[string]string{}
 	}
-	key := strings.Join(names, ",")
-	if s.unknownOnHost[hostID] == key {
+	same := s.unknownOnHost[hostID] == key
+	s.unknownOnHost[hostID] = key
+	s.mu.Unlock()
+	if same {
 		return
 	}
-	s.unknownOnHost[hostID] = key
 	if len(names) > 0 {
 		s.Log(t, "WARN", HostObject(hostID), "Host reports %d instance(s) that do not exist in CloudStack DB, they are running unmanaged. host: %s, instances: %v", len(names), hostID, names)
 	}

@@ -2,6 +2,7 @@ package impl
 
 import (
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/csconform/csconform/model/history"
@@ -17,9 +18,14 @@ type Server struct {
 	Defects Switches
 	Net     Transport
 
-	agents   *AgentManager
-	jobs     *AsyncJobManager
-	started  time.Time
+	agents  *AgentManager
+	jobs    *AsyncJobManager
+	started time.Time
+
+	// mu guards threadNo and unknownOnHost when the server's threads are real goroutines. Like every
+	// Go mutex in impl it is never held across a call into Env, a Pipe or a Hypervisor: in the
+	// simulator a task parks inside those, and a parked task holding a mutex would stop the world.
+	mu       sync.Mutex
 	threadNo int
 	// unknownOnHost remembers the unknown domains last reported per host (PR #14207).
 	unknownOnHost map[string]string
@@ -59,8 +65,11 @@ func (s *Server) Go(name string, fn func(t *Thread)) {
 
 // nextThread names a pooled worker thread ("API-Job-Executor-3").
 func (s *Server) nextThread(pool string) string {
+	s.mu.Lock()
 	s.threadNo++
-	return fmt.Sprintf("%s-%d", pool, s.threadNo)
+	n := s.threadNo
+	s.mu.Unlock()
+	return fmt.Sprintf("%s-%d", pool, n)
 }
 
 // Log writes a management-server.log line into the history.

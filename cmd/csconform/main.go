@@ -31,6 +31,8 @@ Usage:
   csconform explore [flags]                random programs with faults until a detector flags one
   csconform check FILE                     re-check a saved history (JSON lines); exit 1 on a finding
   csconform bench [flags]                  time to find each defect, simulator and checker speed
+  csconform server [flags]                 run the management server over TCP (csconform server -h)
+  csconform agent --host ID --server ADDR  run one host's agent over TCP (csconform agent -h)
 
 repro flags:
   --profile P      cloudstack-4.22 (all known defects) or fixed (default cloudstack-4.22)
@@ -95,6 +97,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return checkCmd(args[1:], stdout, stderr)
 	case "bench":
 		return benchCmd(args[1:], stdout, stderr)
+	case "server":
+		return serverCmd(args[1:], stdout, stderr)
+	case "agent":
+		return agentCmd(args[1:], stdout, stderr)
 	}
 	fmt.Fprintf(stderr, "csconform: unknown command %q\n\n%s", args[0], usage)
 	return 2

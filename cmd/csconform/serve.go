@@ -1,0 +1,268 @@
+package main
+
+// csconform server and csconform agent: the reference management server and its agents as separate
+// processes speaking over TCP (drivers/live), in real time.
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/csconform/csconform/drivers/live"
+	"github.com/csconform/csconform/impl"
+	"github.com/csconform/csconform/model/history"
+)
+
+const serveUsage = `Usage:
+  csconform server [--listen ADDR] [--control ADDR] [--id MSID] [--profile P|--defects LIST]
+                   [--config KEY=VALUE ...] [--history FILE] [--verbose]
+  csconform agent  --host ID --server ADDR [--hypervisor sim] [--history FILE] [--verbose]
+
+server flags:
+  --listen ADDR       where agents connect (default 127.0.0.1:8250)
+  --control ADDR      the control endpoint, JSON over HTTP (default 127.0.0.1:8096); GET / lists it
+  --id MSID           management server id (default ms1)
+  --profile P         cloudstack-4.22 or fixed (default cloudstack-4.22)
+  --defects LIST      switch on exactly these defects instead (D1,D2a,...; none)
+  --config KEY=VALUE  a configuration override, repeatable (csconform config lists the keys)
+agent flags:
+  --host ID           the host this agent serves
+  --server ADDR       the management server's --listen address
+  --hypervisor NAME   where domains run: ` + "%s" + `
+both:
+  --history FILE      append every event as JSON lines to FILE
+  --verbose           log DEBUG lines too (default: INFO and up, and every state change)
+
+The server prints "agents listening on ADDR" and "control listening on http://ADDR" once ready.
+SIGINT/SIGTERM: the agent sends a ShutdownCommand and exits; the server stops. Exit status 2 on bad
+flags or an unreachable management server.
+`
+
+// hypervisors are the --hypervisor choices: each builds the hypervisor of one host.
+var hypervisors = map[string]struct {
+	doc string
+	new func(env *live.Env, hostID string) (impl.Hypervisor, error)
+}{
+	"sim": {"in-process FAKE hypervisor in real time, no real domains", func(env *live.Env, id string) (impl.Hypervisor, error) {
+		return live.NewFakeHost(env, id), nil
+	}},
+}
+
+func hypervisorNames() string {
+	var names []string
+	for n, h := range hypervisors {
+		names = append(names, n+" ("+h.doc+")")
+	}
+	sort.Strings(names)
+	return strings.Join(names, ", ")
+}
+
+func printServeUsage(w io.Writer) { fmt.Fprintf(w, serveUsage, hypervisorNames()) }
+
+// configFlags collects repeated --config KEY=VALUE.
+type configFlags map[string]string
+
+func (c configFlags) String() string { return "" }
+func (c configFlags) Set(v string) error {
+	k, val, ok := strings.Cut(v, "=")
+	if !ok || k == "" {
+		return fmt.Errorf("want KEY=VALUE, got %q", v)
+	}
+	c[k] = val
+	return nil
+}
+
+// logSink prints events as log lines and, with --history, appends them as JSON lines.
+type logSink struct {
+	mu      sync.Mutex
+	w       io.Writer
+	verbose bool
+	hist    *json.Encoder
+	seq     int64
+}
+
+func (s *logSink) Emit(e history.Event) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if e.Time.IsZero() {
+		e.Time = time.Now()
+	}
+	s.seq++
+	e.Seq = s.seq
+	if s.hist != nil {
+		s.hist.Encode(e)
+	}
+	ts := e.Time.UTC().Format("2006-01-02T15:04:05.000Z")
+	switch {
+	case e.Kind == history.Log && (e.Level != "DEBUG" || s.verbose):
+		fmt.Fprintf(s.w, "%s %-5s [%s] %s %s\n", ts, e.Level, e.Actor, e.Object, e.Detail)
+	case e.Kind == history.State:
+		fmt.Fprintf(s.w, "%s STATE [%s] %s %s -> %s (%s)\n", ts, e.Actor, e.Object, orDash(e.From), e.To, e.Detail)
+	case e.Kind != history.Log && s.verbose:
+		fmt.Fprintf(s.w, "%s %-5s [%s] %s %s -> %s %s\n", ts, e.Kind, e.Actor, e.Object, orDash(e.From), e.To, e.Detail)
+	}
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func newLogSink(stderr io.Writer, verbose bool, historyFile string) (*logSink, func(), error) {
+	s := &logSink{w: stderr, verbose: verbose}
+	if historyFile == "" {
+		return s, func() {}, nil
+	}
+	f, err := os.OpenFile(historyFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, nil, err
+	}
+	s.hist = json.NewEncoder(f)
+	return s, func() { s.mu.Lock(); f.Close(); s.hist = nil; s.mu.Unlock() }, nil
+}
+
+// parseServe parses flags, accepting no positional arguments: -1 to go on, else the exit status.
+func parseServe(name string, fs *flag.FlagSet, args []string, stdout, stderr io.Writer) int {
+	fs.SetOutput(stderr)
+	fs.Usage = func() {}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			printServeUsage(stdout)
+			return 0
+		}
+		fmt.Fprintf(stderr, "csconform %s: see csconform %s -h\n", name, name)
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "csconform %s: unexpected argument %q\n", name, fs.Arg(0))
+		return 2
+	}
+	return -1
+}
+
+func serverCmd(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("server", flag.ContinueOnError)
+	listen := fs.String("listen", "127.0.0.1:8250", "")
+	controlAddr := fs.String("control", "127.0.0.1:8096", "")
+	id := fs.String("id", "ms1", "")
+	profile := fs.String("profile", "cloudstack-4.22", "")
+	defects := fs.String("defects", "", "")
+	historyFile := fs.String("history", "", "")
+	verbose := fs.Bool("verbose", false, "")
+	overrides := configFlags{}
+	fs.Var(overrides, "config", "")
+	if code := parseServe("server", fs, args, stdout, stderr); code >= 0 {
+		return code
+	}
+	fail := func(err error) int { fmt.Fprintln(stderr, "csconform server:", err); return 2 }
+	var sw impl.Switches
+	var err error
+	if *defects != "" {
+		sw, err = impl.ParseDefects(*defects)
+	} else {
+		sw, err = impl.Profile(*profile)
+	}
+	if err != nil {
+		return fail(err)
+	}
+	cfg, err := impl.NewConfig(overrides)
+	if err != nil {
+		return fail(err)
+	}
+	sink, closeSink, err := newLogSink(stderr, *verbose, *historyFile)
+	if err != nil {
+		return fail(err)
+	}
+	defer closeSink()
+	ln, err := live.Listen(*listen)
+	if err != nil {
+		return fail(fmt.Errorf("agent listener: %w", err))
+	}
+	defer ln.Close()
+	cl, err := net.Listen("tcp", *controlAddr)
+	if err != nil {
+		return fail(fmt.Errorf("control endpoint: %w", err))
+	}
+	env := live.NewEnv()
+	defer env.Close()
+	db := impl.NewDB(env, sink)
+	srv := impl.NewServer(*id, env, db, cfg, sw, ln)
+	srv.Start()
+	hs := &http.Server{Handler: newControl(srv, db, cfg), ReadHeaderTimeout: 10 * time.Second}
+	go hs.Serve(cl)
+
+	fmt.Fprintf(stdout, "agents listening on %s\n", ln.Addr())
+	fmt.Fprintf(stdout, "control listening on http://%s\n", cl.Addr())
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	<-ctx.Done()
+	fmt.Fprintf(stderr, "csconform server: %s stopping\n", *id)
+	sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	hs.Shutdown(sctx)
+	return 0
+}
+
+func agentCmd(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("agent", flag.ContinueOnError)
+	hostID := fs.String("host", "", "")
+	server := fs.String("server", "", "")
+	hvName := fs.String("hypervisor", "sim", "")
+	historyFile := fs.String("history", "", "")
+	verbose := fs.Bool("verbose", false, "")
+	if code := parseServe("agent", fs, args, stdout, stderr); code >= 0 {
+		return code
+	}
+	fail := func(err error) int { fmt.Fprintln(stderr, "csconform agent:", err); return 2 }
+	switch {
+	case *hostID == "":
+		return fail(errors.New("--host is required"))
+	case *server == "":
+		return fail(errors.New("--server is required"))
+	}
+	hv, ok := hypervisors[*hvName]
+	if !ok {
+		return fail(fmt.Errorf("unknown hypervisor %q; this build has: %s", *hvName, hypervisorNames()))
+	}
+	// The agent retries its connection for ever once running; a server that cannot be reached at
+	// start is a mistake to report, not to wait out.
+	probe, err := net.DialTimeout("tcp", *server, 5*time.Second)
+	if err != nil {
+		return fail(fmt.Errorf("cannot reach the management server at %s: %v", *server, err))
+	}
+	probe.Close()
+	sink, closeSink, err := newLogSink(stderr, *verbose, *historyFile)
+	if err != nil {
+		return fail(err)
+	}
+	defer closeSink()
+	env := live.NewEnv()
+	defer env.Close()
+	h, err := hv.new(env, *hostID)
+	if err != nil {
+		return fail(err)
+	}
+	a := impl.NewAgent(*hostID, env, &live.Dialer{Addr: *server}, h, sink)
+	a.Start()
+	fmt.Fprintf(stdout, "agent %s: management server %s, hypervisor %s\n", *hostID, *server, *hvName)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	<-ctx.Done()
+	fmt.Fprintf(stderr, "csconform agent: %s shutting down\n", *hostID)
+	a.Shutdown() // ShutdownCommand, then the socket closes; domains keep running
+	return 0
+}

@@ -1,0 +1,264 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/csconform/csconform/model/history"
+)
+
+func TestServeFlagErrors(t *testing.T) {
+	// a port nobody listens on
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := l.Addr().String()
+	l.Close()
+	cases := []struct {
+		args []string
+		code int
+		out  string
+	}{
+		{[]string{"server", "-h"}, 0, "--listen ADDR"},
+		{[]string{"agent", "--help"}, 0, "--hypervisor NAME"},
+		{[]string{"server", "--bogus"}, 2, "bogus"},
+		{[]string{"server", "extra"}, 2, "unexpected argument"},
+		{[]string{"server", "--config", "nope=1"}, 2, "unknown configuration key"},
+		{[]string{"server", "--config", "ping.interval"}, 2, "KEY=VALUE"},
+		{[]string{"server", "--config", "ping.interval=fast"}, 2, "not a number"},
+		{[]string{"server", "--profile", "cloudstack-9"}, 2, "unknown profile"},
+		{[]string{"server", "--defects", "D9"}, 2, "unknown defect"},
+		{[]string{"server", "--listen", "127.0.0.1:99999"}, 2, "agent listener"},
+		{[]string{"agent", "--server", dead}, 2, "--host is required"},
+		{[]string{"agent", "--host", "h1"}, 2, "--server is required"},
+		{[]string{"agent", "--host", "h1", "--server", dead}, 2, "cannot reach the management server"},
+		{[]string{"agent", "--host", "h1", "--server", dead, "--hypervisor", "xen"}, 2, "unknown hypervisor"},
+	}
+	for _, c := range cases {
+		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
+			var out, errb bytes.Buffer
+			code := run(c.args, &out, &errb)
+			if code != c.code {
+				t.Fatalf("exit %d, want %d\n%s%s", code, c.code, out.String(), errb.String())
+			}
+			if !strings.Contains(out.String()+errb.String(), c.out) {
+				t.Fatalf("output does not mention %q:\n%s%s", c.out, out.String(), errb.String())
+			}
+		})
+	}
+}
+
+// proc is a csconform process under test.
+type proc struct {
+	cmd    *exec.Cmd
+	stderr bytes.Buffer
+	exited chan error
+}
+
+func startProc(t *testing.T, bin string, args ...string) (*proc, *bufio.Scanner) {
+	t.Helper()
+	p := &proc{cmd: exec.Command(bin, args...), exited: make(chan error, 1)}
+	p.cmd.Stderr = &p.stderr
+	out, err := p.cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { p.exited <- p.cmd.Wait() }()
+	t.Cleanup(func() {
+		p.cmd.Process.Signal(syscall.SIGCONT)
+		p.cmd.Process.Kill()
+		<-p.exited
+		if t.Failed() {
+			t.Logf("%s stderr:\n%s", strings.Join(args[:min(3, len(args))], " "), p.stderr.String())
+		}
+	})
+	return p, bufio.NewScanner(out)
+}
+
+// waitExit waits (bounded) for the process to exit and returns its status.
+func (p *proc) waitExit(t *testing.T) int {
+	t.Helper()
+	select {
+	case err := <-p.exited:
+		p.exited <- err // for the cleanup
+		if ee, ok := err.(*exec.ExitError); ok {
+			return ee.ExitCode()
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return 0
+	case <-time.After(15 * time.Second):
+		t.Fatalf("%v did not exit", p.cmd.Args)
+		return -1
+	}
+}
+
+func goTool(t *testing.T) string {
+	if p, err := exec.LookPath("go"); err == nil {
+		return p
+	}
+	p := filepath.Join(runtime.GOROOT(), "bin", "go")
+	if _, err := os.Stat(p); err != nil {
+		t.Skip("no go tool to build csconform with")
+	}
+	return p
+}
+
+// poll retries cond every 100 ms for up to limit: a bounded wait, never a claim about speed.
+func poll(t *testing.T, limit time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("gave up after %s waiting for %s", limit, what)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func call(t *testing.T, base, cmd string, params url.Values, out any) {
+	t.Helper()
+	resp, err := http.Get(base + "/" + cmd + "?" + params.Encode())
+	if err != nil {
+		t.Fatalf("%s: %v", cmd, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("%s: %s: %s", cmd, resp.Status, b)
+	}
+	if err := json.Unmarshal(b, out); err != nil {
+		t.Fatalf("%s: %v: %s", cmd, err, b)
+	}
+}
+
+// The real binaries as processes on loopback TCP, ping.interval 1 s: a management server and two
+// agents; a VM deployed on h1. Then what the server sees of each way an agent can go:
+//   - kill -9 of h1's agent: the kernel closes its socket, the server reads the close
+//     (AgentDisconnected) and, investigation saying Disconnected, marks h1 Alert;
+//   - SIGSTOP of h2's agent: its socket stays open and its kernel still ACKs, only the missed pings
+//     tell (PingTimeout) → Alert; on SIGCONT the agent finds the link the server closed, reconnects,
+//     and h2 is Up again;
+//   - SIGTERM of h2's agent: a graceful ShutdownCommand (ShutdownRequested) → Disconnected.
+//
+// Finally SIGTERM stops the server with status 0.
+func TestServerAndAgentProcesses(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds csconform and runs it in real time: about 15 s")
+	}
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "csconform")
+	build := exec.Command(goTool(t), "build", "-o", bin, ".")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	hist := filepath.Join(dir, "history.jsonl")
+	srv, srvOut := startProc(t, bin, "server", "--listen", "127.0.0.1:0", "--control", "127.0.0.1:0",
+		"--config", "ping.interval=1", "--config", "vm.job.check.interval=200", "--history", hist)
+	var agentAddr, base string
+	for (agentAddr == "" || base == "") && srvOut.Scan() {
+		line := srvOut.Text()
+		if a, ok := strings.CutPrefix(line, "agents listening on "); ok {
+			agentAddr = a
+		}
+		if c, ok := strings.CutPrefix(line, "control listening on "); ok {
+			base = c
+		}
+	}
+	if agentAddr == "" || base == "" {
+		t.Fatalf("the server did not say where it listens; stderr:\n%s", srv.stderr.String())
+	}
+	agents := map[string]*proc{}
+	for _, h := range []string{"h1", "h2"} {
+		agents[h], _ = startProc(t, bin, "agent", "--host", h, "--server", agentAddr)
+	}
+	status := func(h string) string {
+		var hosts []struct{ ID, Status string }
+		call(t, base, "listHosts", nil, &hosts)
+		for _, x := range hosts {
+			if x.ID == h {
+				return x.Status
+			}
+		}
+		return ""
+	}
+	// why reads the server's history: the event that last moved host h to status to.
+	why := func(h, to string) string {
+		b, err := os.ReadFile(hist)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ev := ""
+		for _, line := range bytes.Split(b, []byte("\n")) {
+			var e history.Event
+			if json.Unmarshal(line, &e) == nil && e.Kind == history.State && e.Object == "host:"+h && e.To == to {
+				ev = e.Detail
+			}
+		}
+		return ev
+	}
+	poll(t, 15*time.Second, "both hosts Up", func() bool { return status("h1") == "Up" && status("h2") == "Up" })
+
+	var n struct{ ID int64 }
+	call(t, base, "createNetwork", url.Values{"name": {"guest"}}, &n)
+	var dep struct {
+		JobID int64 `json:"jobid"`
+		VM    struct{ ID int64 }
+	}
+	call(t, base, "deployVirtualMachine", url.Values{"networkids": {fmt.Sprint(n.ID)}, "hostid": {"h1"}}, &dep)
+	var res struct {
+		Done, Succeeded bool
+		Job             struct{ Result string }
+	}
+	call(t, base, "queryAsyncJobResult", url.Values{"jobid": {fmt.Sprint(dep.JobID)}, "wait": {"60s"}}, &res)
+	if !res.Succeeded {
+		t.Fatalf("deploy: done=%v result %q", res.Done, res.Job.Result)
+	}
+
+	agents["h1"].cmd.Process.Kill()
+	poll(t, 15*time.Second, "h1 Alert after its agent was killed", func() bool { return status("h1") == "Alert" })
+	if ev := why("h1", "Alert"); ev != "AgentDisconnected" {
+		t.Fatalf("h1 went Alert on %q, want AgentDisconnected (the killed agent's socket closed)", ev)
+	}
+
+	agents["h2"].cmd.Process.Signal(syscall.SIGSTOP)
+	poll(t, 15*time.Second, "h2 Alert after its agent was paused", func() bool { return status("h2") == "Alert" })
+	if ev := why("h2", "Alert"); ev != "PingTimeout" {
+		t.Fatalf("h2 went Alert on %q, want PingTimeout (a paused agent is noticed only by missed pings)", ev)
+	}
+	agents["h2"].cmd.Process.Signal(syscall.SIGCONT)
+	poll(t, 20*time.Second, "h2 Up again after its agent resumed", func() bool { return status("h2") == "Up" })
+
+	agents["h2"].cmd.Process.Signal(syscall.SIGTERM)
+	if code := agents["h2"].waitExit(t); code != 0 {
+		t.Fatalf("agent h2 exited %d on SIGTERM", code)
+	}
+	poll(t, 10*time.Second, "h2 Disconnected after a graceful agent stop", func() bool { return status("h2") == "Disconnected" })
+	if ev := why("h2", "Disconnected"); ev != "ShutdownRequested" {
+		t.Fatalf("h2 went Disconnected on %q, want ShutdownRequested", ev)
+	}
+
+	srv.cmd.Process.Signal(syscall.SIGTERM)
+	if code := srv.waitExit(t); code != 0 {
+		t.Fatalf("server exited %d on SIGTERM", code)
+	}
+}

@@ -1,0 +1,235 @@
+package live
+
+import (
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/csconform/csconform/impl"
+)
+
+// FakeHost is a FAKE hypervisor that runs in real time, in the agent's process: no domain here is a
+// real process. It behaves as drivers/sim.Host does (define+create takes a moment, a guest is ready a
+// boot delay later, a destroyed domain takes a moment to be reaped, lifecycle events for shutdowns and
+// crashes) with short real delays, so the server and agents can be exercised over real TCP without
+// libvirt. It is what `csconform agent --hypervisor sim` runs.
+type FakeHost struct {
+	ID  string
+	env impl.Env
+
+	mu        sync.Mutex
+	domains   map[string]*fakeDomain
+	deleted   map[string]bool
+	listeners []func(impl.LifecycleEvent)
+
+	// BootDelay is the time from create to the guest's "ready" (default: routers 1 s, guests 300 ms).
+	BootDelay func(spec impl.DomainSpec) time.Duration
+	// CreateDelay and DestroyDelay are define+create and destroy+reap (default 100 ms each).
+	CreateDelay, DestroyDelay time.Duration
+}
+
+type fakeDomain struct {
+	spec    impl.DomainSpec
+	running bool
+	ready   bool
+	readyAt []impl.Signal
+}
+
+// NewFakeHost returns an empty fake host whose delays run on env.
+func NewFakeHost(env impl.Env, id string) *FakeHost {
+	return &FakeHost{ID: id, env: env, domains: map[string]*fakeDomain{}, deleted: map[string]bool{},
+		CreateDelay: 100 * time.Millisecond, DestroyDelay: 100 * time.Millisecond,
+		BootDelay: func(spec impl.DomainSpec) time.Duration {
+			if spec.Type == "DomainRouter" {
+				return time.Second
+			}
+			return 300 * time.Millisecond
+		}}
+}
+
+// Start defines and creates a domain.
+func (h *FakeHost) Start(spec impl.DomainSpec) error {
+	h.mu.Lock()
+	if d, ok := h.domains[spec.Name]; ok && d.running {
+		h.mu.Unlock()
+		return fmt.Errorf("operation failed: domain '%s' already exists", spec.Name)
+	}
+	for _, p := range spec.Disks {
+		if h.deleted[p] {
+			h.mu.Unlock()
+			return fmt.Errorf("Cannot access storage file '%s': No such file or directory", p)
+		}
+	}
+	h.mu.Unlock()
+	h.env.Sleep(h.CreateDelay)
+	d := &fakeDomain{spec: spec, running: true}
+	h.mu.Lock()
+	h.domains[spec.Name] = d
+	h.mu.Unlock()
+	h.emit(impl.LifecycleEvent{Domain: spec.Name, Event: "STARTED", Detail: "BOOTED"})
+	h.env.Go("hv/"+h.ID+"/boot/"+spec.Name, func() {
+		h.env.Sleep(h.BootDelay(spec))
+		h.mu.Lock()
+		var fire []impl.Signal
+		if h.domains[spec.Name] == d && d.running {
+			d.ready = true
+			fire, d.readyAt = d.readyAt, nil
+		}
+		h.mu.Unlock()
+		for _, g := range fire {
+			g.Fire()
+		}
+	})
+	return nil
+}
+
+// WaitReady waits until the guest is ready, or timeout.
+func (h *FakeHost) WaitReady(name string, timeout time.Duration) error {
+	h.mu.Lock()
+	d, ok := h.domains[name]
+	if !ok || !d.running {
+		h.mu.Unlock()
+		return fmt.Errorf("domain '%s' is not running", name)
+	}
+	if d.ready {
+		h.mu.Unlock()
+		return nil
+	}
+	g := h.env.NewSignal()
+	d.readyAt = append(d.readyAt, g)
+	h.mu.Unlock()
+	if !g.Wait(timeout) {
+		return fmt.Errorf("domain '%s' not ready after %s", name, timeout)
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if !d.running {
+		return fmt.Errorf("domain '%s' stopped while booting", name)
+	}
+	return nil
+}
+
+// Stop destroys a domain; a missing one is not an error.
+func (h *FakeHost) Stop(name string) error {
+	h.mu.Lock()
+	d, ok := h.domains[name]
+	if !ok || !d.running {
+		delete(h.domains, name)
+		h.mu.Unlock()
+		return nil
+	}
+	h.mu.Unlock()
+	h.env.Sleep(h.DestroyDelay)
+	h.mu.Lock()
+	var ev *impl.LifecycleEvent
+	var fire []impl.Signal
+	if h.domains[name] == d && d.running {
+		ev, fire = h.halt(d, "DESTROYED")
+	}
+	delete(h.domains, name)
+	h.mu.Unlock()
+	h.after(ev, fire)
+	return nil
+}
+
+// halt marks d stopped; the caller fires and emits (after) once it has let go of mu.
+func (h *FakeHost) halt(d *fakeDomain, detail string) (*impl.LifecycleEvent, []impl.Signal) {
+	d.running, d.ready = false, false
+	fire := d.readyAt
+	d.readyAt = nil
+	return &impl.LifecycleEvent{Domain: d.spec.Name, Event: "STOPPED", Detail: detail}, fire
+}
+
+func (h *FakeHost) after(ev *impl.LifecycleEvent, fire []impl.Signal) {
+	for _, g := range fire {
+		g.Fire()
+	}
+	if ev != nil {
+		h.emit(*ev)
+	}
+}
+
+// Running lists the powered-on domains, sorted.
+func (h *FakeHost) Running() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.running()
+}
+
+func (h *FakeHost) running() []string {
+	var names []string
+	for n, d := range h.domains {
+		if d.running {
+			names = append(names, n)
+		}
+	}
+	slices.Sort(names)
+	return names
+}
+
+// DeleteVolume removes a volume unless a running domain holds it.
+func (h *FakeHost) DeleteVolume(path string) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, n := range h.running() {
+		if slices.Contains(h.domains[n].spec.Disks, path) {
+			return fmt.Errorf("failed to delete volume %s: image is in use by domain %s", path, n)
+		}
+	}
+	h.deleted[path] = true
+	return nil
+}
+
+// Subscribe registers a lifecycle listener.
+func (h *FakeHost) Subscribe(fn func(impl.LifecycleEvent)) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.listeners = append(h.listeners, fn)
+}
+
+func (h *FakeHost) emit(ev impl.LifecycleEvent) {
+	h.mu.Lock()
+	ls := slices.Clone(h.listeners)
+	h.mu.Unlock()
+	for _, fn := range ls {
+		fn(ev)
+	}
+}
+
+// Crash kills a domain (libvirt says STOPPED/FAILED for a killed QEMU, CRASHED for a guest panic).
+func (h *FakeHost) Crash(name, detail string) error {
+	h.mu.Lock()
+	d, ok := h.domains[name]
+	if !ok || !d.running {
+		h.mu.Unlock()
+		return fmt.Errorf("domain %s is not running on %s", name, h.ID)
+	}
+	ev, fire := h.halt(d, detail)
+	delete(h.domains, name)
+	h.mu.Unlock()
+	h.after(ev, fire)
+	return nil
+}
+
+// Domain is a domain as the fake host runs it.
+type Domain struct {
+	Name  string   `json:"name"`
+	Type  string   `json:"type"`
+	IPs   []string `json:"ips,omitempty"`
+	Disks []string `json:"disks,omitempty"`
+}
+
+// Domains lists the running domains.
+func (h *FakeHost) Domains() []Domain {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []Domain
+	for _, n := range h.running() {
+		d := h.domains[n]
+		out = append(out, Domain{Name: n, Type: d.spec.Type, IPs: slices.Clone(d.spec.IPs), Disks: slices.Clone(d.spec.Disks)})
+	}
+	return out
+}
+
+var _ impl.Hypervisor = (*FakeHost)(nil)
