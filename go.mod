@@ -2,4 +2,12 @@ module github.com/csconform/csconform
 
 go 1.26
 
-require gopkg.in/yaml.v3 v3.0.1 // indirect
+require (
+	github.com/digitalocean/go-libvirt v0.0.0-20261013170128-efbbdf578ac8
+	gopkg.in/yaml.v3 v3.0.1
+)
+
+require (
+	golang.org/x/crypto v0.48.0 // indirect
+	golang.org/x/sys v0.41.0 // indirect
+)
