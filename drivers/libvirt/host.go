@@ -1,6 +1,7 @@
 package libvirt
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -318,14 +319,15 @@ func (h *Host) WaitReady(name string, timeout time.Duration) error {
 	}
 	log := h.SerialLog(name)
 	for i := 0; ; i++ {
-		if b, err := os.ReadFile(log); err == nil && readyLine(b, name) {
-			return nil
-		}
+		// The log of a stopped domain still holds its ready line: ask libvirt first.
 		if i%5 == 0 && !h.active(name) {
 			if i == 0 {
 				return fmt.Errorf("domain '%s' is not running", name)
 			}
 			return fmt.Errorf("domain '%s' stopped while booting", name)
+		}
+		if b, err := os.ReadFile(log); err == nil && readyLine(b, name) {
+			return nil
 		}
 		if !deadline.IsZero() && time.Now().After(deadline) {
 			return fmt.Errorf("domain '%s' not ready after %s", name, timeout)
@@ -380,7 +382,16 @@ func (h *Host) Running() []string {
 	}
 	var names []string
 	for _, d := range doms {
-		if n, ok := strings.CutPrefix(d.Name, h.prefix); ok {
+		n, ok := strings.CutPrefix(d.Name, h.prefix)
+		if !ok {
+			continue
+		}
+		// The name is not enough: the domain must carry this run's and host's label.
+		md, err := h.lv.DomainGetMetadata(d, int32(golibvirt.DomainMetadataElement), golibvirt.OptString{MetadataNS}, 0)
+		if err != nil {
+			continue
+		}
+		if l, ok := parseLabel(md); ok && l.Run == h.Run && l.Host == h.HostID && l.Name == n {
 			names = append(names, n)
 		}
 	}
@@ -556,7 +567,21 @@ func (h *Host) GuestPoweroff(name string) error {
 		return fmt.Errorf("serial port of %s: %w", name, err)
 	}
 	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
-	_, err = c.Write([]byte("\npoweroff\n"))
-	return err
+	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := c.Write([]byte("\npoweroff\n")); err != nil {
+		return err
+	}
+	// Hold the connection until the guest answers: QEMU feeds the UART only as fast as the guest
+	// reads, and drops what is left when the client goes away.
+	var got []byte
+	buf := make([]byte, 512)
+	want := []byte("csconform: poweroff " + cmdlineValue(name))
+	for !bytes.Contains(got, want) {
+		n, err := c.Read(buf)
+		got = append(got, buf[:n]...)
+		if err != nil {
+			return fmt.Errorf("guest %s did not acknowledge poweroff: %w", name, err)
+		}
+	}
+	return nil
 }
