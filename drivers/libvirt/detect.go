@@ -23,20 +23,62 @@ var detected struct {
 
 // DetectVirtType says which domain type to use, "kvm" or "qemu" (TCG), once per process:
 // $CSCONFORM_VIRT_TYPE if set; "qemu" without /dev/kvm; otherwise it boots a tiny labelled kvm probe
-// domain and takes KVM only if the guest's kernel writes to the serial port within KVMProbeTimeout
-// (in a nested VM /dev/kvm can exist while KVM guests hang).
+// domain and takes KVM only if its guest reaches userspace within KVMProbeTimeout (in a nested VM
+// /dev/kvm can exist while KVM guests hang). A probe's result is also kept in baseDir/virt-type for
+// later processes until the machine reboots; delete that file to probe again.
 func DetectVirtType(uri, guestDir, baseDir string) (string, error) {
 	detected.Lock()
 	defer detected.Unlock()
 	if detected.done {
 		return detected.typ, nil
 	}
-	typ, reason, err := detectVirtType(uri, guestDir, baseDir)
-	if err != nil {
-		return "", err
+	typ, reason, err := cachedVirtType(baseDir)
+	if typ == "" {
+		typ, reason, err = detectVirtType(uri, guestDir, baseDir)
+		if err != nil {
+			return "", err
+		}
+		saveVirtType(baseDir, typ, reason)
 	}
 	detected.done, detected.typ, detected.reason = true, typ, reason
 	return typ, nil
+}
+
+// virtTypeCache keeps a probe's result for later processes until the machine reboots (keyed by the
+// kernel's boot id), so every agent process does not pay the probe's timeout.
+func virtTypeCache(baseDir string) string { return filepath.Join(baseDir, "virt-type") }
+
+func bootID() string {
+	b, _ := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	return strings.TrimSpace(string(b))
+}
+
+func cachedVirtType(baseDir string) (string, string, error) {
+	if v := os.Getenv("CSCONFORM_VIRT_TYPE"); v != "" {
+		return "", "", nil // the override is handled (and checked) by detectVirtType
+	}
+	b, err := os.ReadFile(virtTypeCache(baseDir))
+	if err != nil {
+		return "", "", nil
+	}
+	f := strings.SplitN(strings.TrimSpace(string(b)), " ", 3)
+	if len(f) < 2 || f[0] != bootID() || (f[1] != "kvm" && f[1] != "qemu") {
+		return "", "", nil
+	}
+	reason := "cached since boot"
+	if len(f) == 3 {
+		reason = f[2] + " (cached in " + virtTypeCache(baseDir) + ")"
+	}
+	return f[1], reason, nil
+}
+
+func saveVirtType(baseDir, typ, reason string) {
+	if os.Getenv("CSCONFORM_VIRT_TYPE") != "" || bootID() == "" {
+		return
+	}
+	if err := os.MkdirAll(baseDir, 0o755); err == nil {
+		_ = os.WriteFile(virtTypeCache(baseDir), []byte(bootID()+" "+typ+" "+reason+"\n"), 0o644)
+	}
 }
 
 // VirtTypeReason says why DetectVirtType chose what it did ("" before it ran).

@@ -2,6 +2,7 @@ package libvirt
 
 import (
 	"encoding/xml"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -107,5 +108,26 @@ func TestReadyLine(t *testing.T) {
 	log := []byte("csconform: booting r-1-VM\r\ncsconform: ready r-1-VM ip=10.0.0.1 mac=02:00:00:00:00:01\r\n")
 	if !readyLine(log, "r-1-VM") || readyLine(log, "r-1") {
 		t.Fatal("readyLine")
+	}
+}
+
+func TestVirtTypeCacheKeyedByBoot(t *testing.T) {
+	if bootID() == "" {
+		t.Skip("no /proc/sys/kernel/random/boot_id")
+	}
+	t.Setenv("CSCONFORM_VIRT_TYPE", "")
+	dir := t.TempDir()
+	if typ, _, _ := cachedVirtType(dir); typ != "" {
+		t.Fatalf("empty cache gave %q", typ)
+	}
+	saveVirtType(dir, "qemu", "kvm probe silent")
+	if typ, reason, _ := cachedVirtType(dir); typ != "qemu" || !strings.Contains(reason, "kvm probe silent") {
+		t.Fatalf("cache gave %q %q", typ, reason)
+	}
+	if err := os.WriteFile(virtTypeCache(dir), []byte("another-boot kvm x\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if typ, _, _ := cachedVirtType(dir); typ != "" {
+		t.Fatalf("cache from another boot used: %q", typ)
 	}
 }
