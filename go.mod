@@ -3,7 +3,13 @@ module github.com/csconform/csconform
 go 1.26
 
 require (
-	github.com/anishathalye/porcupine v1.3.1 // indirect
-	gopkg.in/yaml.v3 v3.0.1 // indirect
-	pgregory.net/rapid v1.3.0 // indirect
+	github.com/anishathalye/porcupine v1.3.1
+	github.com/digitalocean/go-libvirt v0.0.0-20261013170128-efbbdf578ac8
+	gopkg.in/yaml.v3 v3.0.1
+	pgregory.net/rapid v1.3.0
+)
+
+require (
+	golang.org/x/crypto v0.48.0 // indirect
+	golang.org/x/sys v0.41.0 // indirect
 )
