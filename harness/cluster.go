@@ -172,7 +172,8 @@ func (c *Cluster) Quiesce(d time.Duration) error {
 
 // Snapshot is what the records say and what the hosts run, now.
 func (c *Cluster) Snapshot() invariant.Snapshot {
-	s := invariant.Snapshot{Time: c.Now(), NetworkChanges: c.Rec.netChanges, Faults: c.Rec.Faults}
+	s := invariant.Snapshot{Time: c.Now(), NetworkChanges: c.Rec.netChanges, Faults: c.Rec.Faults,
+		ReportGrace: 2*c.Config.Seconds("ping.interval") + 10*time.Second}
 	s.Ops = c.Rec.Ops
 	for _, v := range c.DB.VMs(nil) {
 		s.VMs = append(s.VMs, invariant.VM{ID: id(v.ID), Name: v.Name, Type: v.Type, State: v.State, HostID: v.HostID, LastHostID: v.LastHostID, Removed: v.Removed})
@@ -181,7 +182,7 @@ func (c *Cluster) Snapshot() invariant.Snapshot {
 		s.Volumes = append(s.Volumes, invariant.Volume{ID: id(vol.ID), VMID: id(vol.VMID), Path: vol.Path, State: vol.State, Removed: vol.Removed})
 	}
 	for _, h := range c.DB.Hosts() {
-		s.Hosts = append(s.Hosts, invariant.Host{ID: h.ID, Name: h.ID, Status: h.Status})
+		s.Hosts = append(s.Hosts, invariant.Host{ID: h.ID, Name: h.ID, Status: h.Status, UpSince: c.Rec.upSince[h.ID]})
 	}
 	for _, n := range c.DB.Networks(nil) {
 		s.Networks = append(s.Networks, invariant.Network{ID: id(n.ID), Name: n.Name, State: n.State})

@@ -24,6 +24,9 @@ type Recorder struct {
 	dirty      bool
 	// touched are the objects that history events named since the last observation.
 	touched map[string]bool
+	// upSince is when each host last became Up.
+	upSince map[string]time.Time
+	wasUp   map[string]bool
 	// observed is the last observation written per object.
 	observed map[string]string
 	opSeq    int
@@ -48,6 +51,19 @@ func (r *Recorder) Emit(e history.Event) {
 		for _, o := range strings.Split(e.Object, ",") {
 			r.touched[o] = true
 		}
+	}
+	// a host that comes back Up (not its first time) has a report grace; see invariant.Host.UpSince
+	if h, ok := strings.CutPrefix(e.Object, "host:"); ok && e.Kind == history.State && e.To == "Up" {
+		if r.upSince == nil {
+			r.upSince = map[string]time.Time{}
+		}
+		if r.wasUp[h] {
+			r.upSince[h] = e.Time
+		}
+		if r.wasUp == nil {
+			r.wasUp = map[string]bool{}
+		}
+		r.wasUp[h] = true
 	}
 	if e.Kind == history.State && strings.HasPrefix(e.Object, "network:") {
 		r.netChanges = append(r.netChanges, invariant.NetworkChange{Time: e.Time, NetworkID: strings.TrimPrefix(e.Object, "network:"),

@@ -36,6 +36,7 @@ type pendingReq struct {
 	done   Signal
 	answer *Message
 	err    error
+	cmd    string
 }
 
 func newAgentManager(s *Server) *AgentManager {
@@ -196,7 +197,7 @@ func (am *AgentManager) send(t *Thread, hostID string, m Message, wait time.Dura
 			return nil, &AgentUnavailableError{Host: hostID, Reason: "Host with specified id is not in the right state: " + string(st)}
 		}
 	}
-	r := &pendingReq{done: s.Env.NewSignal()}
+	r := &pendingReq{done: s.Env.NewSignal(), cmd: m.Kind}
 	am.mu.Lock()
 	if a.closed { // removed since the check above (only possible with real concurrency)
 		am.mu.Unlock()
@@ -287,7 +288,9 @@ func (am *AgentManager) retire(a *attache) {
 func cancelPending(hostID string, pending map[int64]*pendingReq) {
 	for _, seq := range slices.Sorted(maps.Keys(pending)) {
 		r := pending[seq]
-		r.err = &AgentUnavailableError{Host: hostID, Reason: "request cancelled: agent disconnected"}
+		// AgentAttache.send: a request already sent that the disconnect leaves unanswered ends in
+		// OperationTimedoutException, not AgentUnavailableException — the host may have run it.
+		r.err = &OperationTimedoutError{Host: hostID, Cmd: r.cmd}
 		r.done.Fire()
 	}
 }

@@ -138,6 +138,13 @@ func NewDB(env Env, sink history.Sink) *DB {
 		jobs: map[int64]*JobVO{}, locks: map[string]*LockVO{}}
 }
 
+// lock asks the time before taking the lock: a task of a dead process stops there (see the
+// simulator's Now) instead of reading or writing records.
+func (db *DB) lock() {
+	db.env.Now()
+	db.mu.Lock()
+}
+
 func (db *DB) emit(e history.Event) {
 	if db.sink == nil {
 		return
@@ -150,7 +157,7 @@ func (db *DB) emit(e history.Event) {
 
 // Emit records an event on the run's history (log lines, faults, client calls).
 func (db *DB) Emit(e history.Event) {
-	db.mu.Lock()
+	db.lock()
 	defer db.mu.Unlock()
 	db.emit(e)
 }
@@ -167,7 +174,7 @@ func JobObject(id int64) string     { return fmt.Sprintf("job:%d", id) }
 
 // CreateVM inserts a VM row in Stopped.
 func (db *DB) CreateVM(actor, name, typ string, networks []int64) *VMVO {
-	db.mu.Lock()
+	db.lock()
 	defer db.mu.Unlock()
 	v := &VMVO{ID: db.id(), Type: typ, State: vm.Stopped, NetworkIDs: append([]int64(nil), networks...),
 		Created: db.env.Now(), UpdateTime: db.env.Now(), PowerState: vm.PowerOff}
@@ -187,7 +194,7 @@ func (db *DB) CreateVM(actor, name, typ string, networks []int64) *VMVO {
 
 // VM reads a VM row (nil if missing).
 func (db *DB) VM(id int64) *VMVO {
-	db.mu.Lock()
+	db.lock()
 	defer db.mu.Unlock()
 	v, ok := db.vms[id]
 	if !ok {
@@ -200,7 +207,7 @@ func (db *DB) VM(id int64) *VMVO {
 
 // VMByName finds a live (not removed) VM by instance name.
 func (db *DB) VMByName(name string) *VMVO {
-	db.mu.Lock()
+	db.lock()
 	defer db.mu.Unlock()
 	for _, id := range slices.Sorted(maps.Keys(db.vms)) {
 		v := db.vms[id]
@@ -227,7 +234,7 @@ func rows[K cmp.Ordered, V any](table map[K]*V, f func(*V) bool) []*V {
 
 // VMs lists VM rows matching f, by id.
 func (db *DB) VMs(f func(*VMVO) bool) []*VMVO {
-	db.mu.Lock()
+	db.lock()
 	defer db.mu.Unlock()
 	return rows(db.vms, f)
 }
@@ -235,7 +242,7 @@ func (db *DB) VMs(f func(*VMVO) bool) []*VMVO {
 // UpdateVMState is VMInstanceDaoImpl.updateState: an optimistic write keyed on state, host and
 // update_count of the caller's copy. false = the row changed underneath (no exception, as in CloudStack).
 func (db *DB) UpdateVMState(actor string, old *VMVO, ev vm.Event, newState vm.State, newHost string) bool {
-	db.mu.Lock()
+	db.lock()
 	defer db.mu.Unlock()
 	row, ok := db.vms[old.ID]
 	if !ok {
@@ -270,7 +277,7 @@ func (db *DB) UpdateVMState(actor string, old *VMVO, ev vm.Event, newState vm.St
 
 // RemoveVM marks an expunged VM's row removed.
 func (db *DB) RemoveVM(actor string, id int64) {
-	db.mu.Lock()
+	db.lock()
 	defer db.mu.Unlock()
 	if v, ok := db.vms[id]; ok {
 		v.Removed = true
@@ -282,7 +289,7 @@ func (db *DB) RemoveVM(actor string, id int64) {
 // update is older than wisdomEra, and counts identical reports up to three (getPowerUpdateCount).
 // It returns true when something was written (and so should be published).
 func (db *DB) UpdatePowerState(actor string, id int64, ps vm.PowerState, hostID string, wisdomEra time.Time) bool {
-	db.mu.Lock()
+	db.lock()
 	defer db.mu.Unlock()
 	v, ok := db.vms[id]
 	if !ok {
@@ -311,7 +318,7 @@ func (db *DB) UpdatePowerState(actor string, id int64, ps vm.PowerState, hostID 
 
 // SetPowerState writes the power columns directly (sendStop writes PowerOff on success).
 func (db *DB) SetPowerState(actor string, id int64, ps vm.PowerState) {
-	db.mu.Lock()
+	db.lock()
 	defer db.mu.Unlock()
 	if v, ok := db.vms[id]; ok && v.PowerState != ps {
 		db.emit(history.Event{Actor: actor, Kind: history.Power, Object: VMObject(id), From: string(v.PowerState), To: string(ps), Detail: v.Name})
@@ -323,7 +330,7 @@ func (db *DB) SetPowerState(actor string, id int64, ps vm.PowerState) {
 
 // ResetVMPowerStateTracking is resetVmPowerStateTracking: count 0, update time now.
 func (db *DB) ResetVMPowerStateTracking(id int64) {
-	db.mu.Lock()
+	db.lock()
 	defer db.mu.Unlock()
 	if v, ok := db.vms[id]; ok {
 		v.PowerStateUpdateCount = 0
@@ -333,7 +340,7 @@ func (db *DB) ResetVMPowerStateTracking(id int64) {
 
 // ResetHostPowerStateTracking resets every VM whose power_host is the host.
 func (db *DB) ResetHostPowerStateTracking(hostID string) {
-	db.mu.Lock()
+	db.lock()
 	defer db.mu.Unlock()
 	for _, id := range slices.Sorted(maps.Keys(db.vms)) {
 		if v := db.vms[id]; v.PowerHost == hostID {
@@ -347,7 +354,7 @@ func (db *DB) ResetHostPowerStateTracking(hostID string) {
 
 // CreateNetwork inserts an Allocated network with a /24 pool of .10–.(10+size-1).
 func (db *DB) CreateNetwork(actor, name string, persistent bool, poolSize int) *NetworkVO {
-	db.mu.Lock()
+	db.lock()
 	defer db.mu.Unlock()
 	n := &NetworkVO{ID: db.id(), Name: name, State: network.Allocated, Created: db.env.Now(), Persistent: persistent}
 	n.CIDR = fmt.Sprintf("10.%d.%d", 1+n.ID/250, n.ID%250)
@@ -363,7 +370,7 @@ func (db *DB) CreateNetwork(actor, name string, persistent bool, poolSize int) *
 
 // Network reads a network row (nil if missing).
 func (db *DB) Network(id int64) *NetworkVO {
-	db.mu.Lock()
+	db.lock()
 	defer db.mu.Unlock()
 	n, ok := db.networks[id]
 	if !ok {
@@ -375,7 +382,7 @@ func (db *DB) Network(id int64) *NetworkVO {
 
 // Networks lists networks matching f, by id.
 func (db *DB) Networks(f func(*NetworkVO) bool) []*NetworkVO {
-	db.mu.Lock()
+	db.lock()
 	defer db.mu.Unlock()
 	return rows(db.networks, f)
 }
@@ -384,7 +391,7 @@ func (db *DB) Networks(f func(*NetworkVO) bool) []*NetworkVO {
 // in-memory copy and the row is overwritten by id — not a compare-and-set (spec 2.2), so the last
 // writer wins. direct marks a state set around the state machine (setState + update).
 func (db *DB) UpdateNetworkState(actor string, n *NetworkVO, to network.State, why string, direct bool) {
-	db.mu.Lock()
+	db.lock()
 	defer db.mu.Unlock()
 	row, ok := db.networks[n.ID]
 	if !ok {
@@ -407,7 +414,7 @@ func (db *DB) UpdateNetworkState(actor string, n *NetworkVO, to network.State, w
 
 // SetNetworkCreated backdates (or moves) a network's creation time.
 func (db *DB) SetNetworkCreated(id int64, t time.Time) error {
-	db.mu.Lock()
+	db.lock()
 	defer db.mu.Unlock()
 	n, ok := db.networks[id]
 	if !ok {
@@ -419,14 +426,14 @@ func (db *DB) SetNetworkCreated(id int64, t time.Time) error {
 
 // SetNetworkRouter records the network's virtual router.
 func (db *DB) SetNetworkRouter(id, routerID int64) {
-	db.mu.Lock()
+	db.lock()
 	defer db.mu.Unlock()
 	db.networks[id].RouterID = routerID
 }
 
 // ChangeActiveNicsBy is changeActiveNicsBy plus setCheckForGc.
 func (db *DB) ChangeActiveNicsBy(id int64, d int) {
-	db.mu.Lock()
+	db.lock()
 	defer db.mu.Unlock()
 	n := db.networks[id]
 	n.NicsCount += d
@@ -435,7 +442,7 @@ func (db *DB) ChangeActiveNicsBy(id int64, d int) {
 
 // ClearCheckForGC is clearCheckForGc.
 func (db *DB) ClearCheckForGC(id int64) {
-	db.mu.Lock()
+	db.lock()
 	defer db.mu.Unlock()
 	db.networks[id].CheckForGC = false
 }
@@ -444,7 +451,7 @@ func (db *DB) ClearCheckForGC(id int64) {
 
 // CreateNic inserts an Allocated NIC (no address yet: a Start-strategy NIC gets one at reserve).
 func (db *DB) CreateNic(vmID, networkID int64) *NicVO {
-	db.mu.Lock()
+	db.lock()
 	defer db.mu.Unlock()
 	n := &NicVO{ID: db.id(), VMID: vmID, NetworkID: networkID, State: "Allocated"}
 	n.MAC = fmt.Sprintf("02:00:%02x:%02x:%02x:%02x", byte(networkID>>8), byte(networkID), byte(n.ID>>8), byte(n.ID))
@@ -455,14 +462,14 @@ func (db *DB) CreateNic(vmID, networkID int64) *NicVO {
 
 // Nics lists a VM's NICs, by id.
 func (db *DB) Nics(vmID int64) []*NicVO {
-	db.mu.Lock()
+	db.lock()
 	defer db.mu.Unlock()
 	return rows(db.nics, func(n *NicVO) bool { return n.VMID == vmID })
 }
 
 // SetNicState writes a NIC's state.
 func (db *DB) SetNicState(id int64, state string) {
-	db.mu.Lock()
+	db.lock()
 	defer db.mu.Unlock()
 	if n, ok := db.nics[id]; ok {
 		n.State = state
@@ -472,7 +479,7 @@ func (db *DB) SetNicState(id int64, state string) {
 // ReserveIP gives the NIC the lowest free address of its network ("" if the pool is empty). A NIC that
 // already holds one keeps it.
 func (db *DB) ReserveIP(actor string, nicID int64) string {
-	db.mu.Lock()
+	db.lock()
 	defer db.mu.Unlock()
 	nic := db.nics[nicID]
 	for _, ip := range db.ips[nic.NetworkID] {
@@ -493,7 +500,7 @@ func (db *DB) ReserveIP(actor string, nicID int64) string {
 
 // ReleaseIP returns the NIC's address to the pool.
 func (db *DB) ReleaseIP(actor string, nicID int64) {
-	db.mu.Lock()
+	db.lock()
 	defer db.mu.Unlock()
 	nic, ok := db.nics[nicID]
 	if !ok {
@@ -510,14 +517,14 @@ func (db *DB) ReleaseIP(actor string, nicID int64) {
 
 // RemoveNic deletes a NIC row.
 func (db *DB) RemoveNic(id int64) {
-	db.mu.Lock()
+	db.lock()
 	defer db.mu.Unlock()
 	delete(db.nics, id)
 }
 
 // IPPool lists a network's pool with the holder VM id (0 = free).
 func (db *DB) IPPool(networkID int64) []IPHolder {
-	db.mu.Lock()
+	db.lock()
 	defer db.mu.Unlock()
 	var out []IPHolder
 	for _, ip := range db.ips[networkID] {
@@ -542,7 +549,7 @@ type IPHolder struct {
 
 // CreateVolume inserts an Allocated ROOT volume for a VM.
 func (db *DB) CreateVolume(actor string, vmID int64) *VolumeVO {
-	db.mu.Lock()
+	db.lock()
 	defer db.mu.Unlock()
 	v := &VolumeVO{ID: db.id(), VMID: vmID, State: "Allocated"}
 	v.Path = fmt.Sprintf("/primary/ROOT-%d-%d.qcow2", vmID, v.ID)
@@ -554,14 +561,14 @@ func (db *DB) CreateVolume(actor string, vmID int64) *VolumeVO {
 
 // Volumes lists a VM's volumes, removed ones included (vmID 0: every volume).
 func (db *DB) Volumes(vmID int64) []*VolumeVO {
-	db.mu.Lock()
+	db.lock()
 	defer db.mu.Unlock()
 	return rows(db.volumes, func(v *VolumeVO) bool { return vmID == 0 || v.VMID == vmID })
 }
 
 // SetVolumeState writes a volume's state; "Expunged" also marks it removed.
 func (db *DB) SetVolumeState(actor string, id int64, state string) {
-	db.mu.Lock()
+	db.lock()
 	defer db.mu.Unlock()
 	v, ok := db.volumes[id]
 	if !ok || v.State == state {
@@ -578,7 +585,7 @@ func (db *DB) SetVolumeState(actor string, id int64, state string) {
 
 // Host reads a host row (nil if missing).
 func (db *DB) Host(id string) *HostVO {
-	db.mu.Lock()
+	db.lock()
 	defer db.mu.Unlock()
 	h, ok := db.hosts[id]
 	if !ok {
@@ -590,14 +597,14 @@ func (db *DB) Host(id string) *HostVO {
 
 // Hosts lists hosts by id.
 func (db *DB) Hosts() []*HostVO {
-	db.mu.Lock()
+	db.lock()
 	defer db.mu.Unlock()
 	return rows(db.hosts, nil)
 }
 
 // HostTransit applies a host status event; false when the state machine refuses it.
 func (db *DB) HostTransit(actor, id string, ev host.Event, msID string) (host.Status, bool) {
-	db.mu.Lock()
+	db.lock()
 	defer db.mu.Unlock()
 	h, ok := db.hosts[id]
 	if !ok {
@@ -624,7 +631,7 @@ func (db *DB) HostTransit(actor, id string, ev host.Event, msID string) (host.St
 
 // SetLastPinged records a ping.
 func (db *DB) SetLastPinged(id string, t time.Time) {
-	db.mu.Lock()
+	db.lock()
 	defer db.mu.Unlock()
 	if h, ok := db.hosts[id]; ok {
 		h.LastPinged = t
@@ -635,7 +642,7 @@ func (db *DB) SetLastPinged(id string, t time.Time) {
 
 // CreateJob inserts an IN_PROGRESS job.
 func (db *DB) CreateJob(actor, cmd, instanceType string, instanceID int64, msID string) *JobVO {
-	db.mu.Lock()
+	db.lock()
 	defer db.mu.Unlock()
 	j := &JobVO{ID: db.id(), Cmd: cmd, InstanceType: instanceType, InstanceID: instanceID, Status: job.InProgress, MSID: msID, Created: db.env.Now()}
 	db.jobs[j.ID] = j
@@ -647,7 +654,7 @@ func (db *DB) CreateJob(actor, cmd, instanceType string, instanceID int64, msID 
 
 // CompleteJob finishes a job (no-op when already done).
 func (db *DB) CompleteJob(actor string, id int64, st job.Status, code int, result string) {
-	db.mu.Lock()
+	db.lock()
 	defer db.mu.Unlock()
 	j, ok := db.jobs[id]
 	if !ok || j.Status.Done() {
@@ -659,7 +666,7 @@ func (db *DB) CompleteJob(actor string, id int64, st job.Status, code int, resul
 
 // Job reads a job row.
 func (db *DB) Job(id int64) *JobVO {
-	db.mu.Lock()
+	db.lock()
 	defer db.mu.Unlock()
 	j, ok := db.jobs[id]
 	if !ok {
@@ -671,7 +678,7 @@ func (db *DB) Job(id int64) *JobVO {
 
 // Jobs lists jobs matching f, by id.
 func (db *DB) Jobs(f func(*JobVO) bool) []*JobVO {
-	db.mu.Lock()
+	db.lock()
 	defer db.mu.Unlock()
 	return rows(db.jobs, f)
 }
@@ -683,7 +690,7 @@ func NetworkLockKey(id int64) string { return fmt.Sprintf("networks%d", id) }
 
 // TryLock inserts or re-enters a lock row; false if another owner holds it.
 func (db *DB) TryLock(key, msID, thread string) bool {
-	db.mu.Lock()
+	db.lock()
 	defer db.mu.Unlock()
 	l, ok := db.locks[key]
 	if ok {
@@ -700,7 +707,7 @@ func (db *DB) TryLock(key, msID, thread string) bool {
 
 // Unlock decrements a lock row's count and deletes it at zero.
 func (db *DB) Unlock(key, msID, thread string) {
-	db.mu.Lock()
+	db.lock()
 	defer db.mu.Unlock()
 	l, ok := db.locks[key]
 	if !ok || l.MSID != msID || l.Thread != thread {
@@ -715,7 +722,7 @@ func (db *DB) Unlock(key, msID, thread string) {
 
 // LockHolder names the thread holding key ("" if free).
 func (db *DB) LockHolder(key string) string {
-	db.mu.Lock()
+	db.lock()
 	defer db.mu.Unlock()
 	if l, ok := db.locks[key]; ok {
 		return l.Thread
@@ -725,7 +732,7 @@ func (db *DB) LockHolder(key string) string {
 
 // Locks lists the lock rows by key.
 func (db *DB) Locks() []LockVO {
-	db.mu.Lock()
+	db.lock()
 	defer db.mu.Unlock()
 	var out []LockVO
 	for _, l := range db.locks {
@@ -737,7 +744,7 @@ func (db *DB) Locks() []LockVO {
 
 // CleanupLocksForServer is Merovingian2.cleanupForServer: a restarting server drops its own rows.
 func (db *DB) CleanupLocksForServer(msID string) {
-	db.mu.Lock()
+	db.lock()
 	defer db.mu.Unlock()
 	for k, l := range db.locks {
 		if l.MSID == msID {
@@ -748,7 +755,7 @@ func (db *DB) CleanupLocksForServer(msID string) {
 
 // VMByNameAny finds the newest VM row with an instance name, removed or not.
 func (db *DB) VMByNameAny(name string) *VMVO {
-	db.mu.Lock()
+	db.lock()
 	defer db.mu.Unlock()
 	var found *VMVO
 	for _, id := range slices.Sorted(maps.Keys(db.vms)) {

@@ -104,7 +104,11 @@ var rapidMu sync.Mutex
 func Explore(o Options, checks int, seed uint64, shrinkTime time.Duration) (*Finding, int, error) {
 	rapidMu.Lock()
 	defer rapidMu.Unlock()
-	testing.Init() // rapid asks testing.Short(); outside go test that needs the testing flags
+	// rapid asks testing.Short(); outside go test that needs the testing flags, parsed
+	testing.Init()
+	if !flag.Parsed() {
+		_ = flag.CommandLine.Parse(nil)
+	}
 	restore := setFlags(map[string]string{"rapid.checks": strconv.Itoa(checks), "rapid.seed": strconv.FormatUint(seed, 10),
 		"rapid.nofailfile": "true", "rapid.shrinktime": shrinkTime.String(), "rapid.failfile": ""}, shrinkTime > 0)
 	defer restore()

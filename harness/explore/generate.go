@@ -92,11 +92,11 @@ func (g *gen) action() {
 	switch w := rapid.IntRange(0, 99).Draw(g.t, "action"); {
 	case w < 20: // a deploy
 		g.deploy(g.host(), rapid.Bool().Draw(g.t, "async"))
-	case w < 40: // an operation on a VM
+	case w < 35: // an operation on a VM
 		v := g.someVM()
 		g.step(harness.Step{Wait: g.wait("wait", 30*time.Second), Op: rapid.SampledFrom(vmOps).Draw(g.t, "op"), VM: v,
 			Async: rapid.Bool().Draw(g.t, "async")})
-	case w < 55: // a bystander on the same host crashes while a start is in flight
+	case w < 50: // a bystander on the same host crashes while a start is in flight
 		h := g.host()
 		bystander := g.deploy(h, false)
 		g.step(harness.Step{Fault: "stale-report", Host: h, Duration: time.Duration(rapid.IntRange(1, 30).Draw(g.t, "staleness")) * 100 * time.Millisecond})
@@ -104,12 +104,18 @@ func (g *gen) action() {
 		kind := rapid.SampledFrom([]string{"crash", "guest-shutdown"}).Draw(g.t, "fault")
 		g.step(harness.Step{Until: "start-sent", VM: starting})
 		g.step(harness.Step{Fault: kind, VM: bystander, Detail: map[string]string{"crash": "CRASHED"}[kind]})
-	case w < 70: // the host's agent goes away while a VM on it is stopped or destroyed
-		v := g.someVM()
+	case w < 70: // the host's agent goes away while a VM on it is stopped or destroyed (or started)
+		var v string
+		if rapid.Bool().Draw(g.t, "during a start") {
+			v = g.deploy(g.host(), true)
+			g.step(harness.Step{Until: "start-sent", VM: v})
+		} else {
+			v = g.someVM()
+		}
 		h := g.where[v]
 		kind := rapid.SampledFrom([]string{"agent-restart", "disconnect", "agent-kill"}).Draw(g.t, "fault")
 		g.step(harness.Step{Fault: kind, Host: h, Duration: time.Duration(rapid.IntRange(5, 60).Draw(g.t, "down")) * time.Second, Async: true})
-		g.step(harness.Step{Wait: g.wait("wait", 10*time.Second) + time.Second, Op: rapid.SampledFrom([]string{"destroyExpunge", "destroy", "forceStop"}).Draw(g.t, "op"), VM: v})
+		g.step(harness.Step{Wait: g.wait("wait", 10*time.Second) + time.Second, Op: rapid.SampledFrom([]string{"destroyExpunge", "destroy", "forceStop", "stop"}).Draw(g.t, "op"), VM: v})
 	case w < 90: // a fault on its own
 		g.fault(rapid.SampledFrom(soloFaults).Draw(g.t, "fault"))
 	default: // time passes: GC ticks, pings, network GC

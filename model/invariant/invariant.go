@@ -31,6 +31,9 @@ type Snapshot struct {
 	Ops    []ClientOp
 	Faults []Fault // injected faults so far
 	Locks  []Lock  // not needed by the checks below, informational
+	// ReportGrace is how long after a host comes back Up the server may take to adopt, from the
+	// host's power reports, a domain it lost track of while the host was away (two pings).
+	ReportGrace time.Duration
 }
 
 // VM is a vm_instance row.
@@ -45,6 +48,8 @@ type VM struct {
 type Host struct {
 	ID, Name string
 	Status   host.Status
+	// UpSince is when the host last came back Up after being away (zero: never away).
+	UpSince time.Time
 }
 
 // Network is a networks row.
@@ -215,9 +220,10 @@ func uniq(xs []string) []string {
 // Otherwise the orchestrator has forgotten a running guest (D2, D3).
 func CheckOrphanDomains(s Snapshot) []Violation {
 	byName := recordsByName(s.VMs)
-	up := map[string]bool{}
+	// settled: the host is Up and has had time to report; before that its domains are not yet known
+	settled := map[string]bool{}
 	for _, h := range s.Hosts {
-		up[h.ID] = h.Status == host.Up
+		settled[h.ID] = h.Status == host.Up && (h.UpSince.IsZero() || s.Time.Sub(h.UpSince) >= s.ReportGrace)
 	}
 	var out []Violation
 	for _, d := range runningDomains(s.Domains) {
@@ -239,9 +245,9 @@ func CheckOrphanDomains(s Snapshot) []Violation {
 			var why []string
 			for _, r := range live {
 				switch {
-				case r.State == vm.Stopped && !up[d.HostID]:
+				case r.State == vm.Stopped && !settled[d.HostID]:
 					// A start or stop that lost its host leaves the record Stopped; the server cannot
-					// see the host until it reconnects, and then its report adopts the domain.
+					// see the host until it reconnects, and then its reports adopt the domain.
 					continue
 				case noDomainState(r.State):
 					why = append(why, fmt.Sprintf("record %s is %s", r.ID, r.State))
