@@ -2,6 +2,7 @@ package linear
 
 import (
 	"cmp"
+	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -117,12 +118,15 @@ func (b *builder) add(object, model, actor string, in, out any, call, ret int64,
 	return len(p.Ops) - 1
 }
 
-// vmOp adds a client operation on a VM. A destroy is two steps to an observer — the domain stops (the
-// record is still live, Stopped), then the record dies — so it enters the history as its stop part and
-// its destroy part, both over the call's interval.
+// vmOp adds a client operation on a VM. A destroy is several steps to an observer — the domain stops
+// (the record is still live, Stopped), then the record dies — and it stops the VM through the work
+// queue up to three times (destroy, then expunge), so a start queued meanwhile can run between its
+// stops. It enters the history as three stop parts and its destroy part, all over the call's interval.
 func (b *builder) vmOp(object, actor, kind, name string, out Outcome, call, ret int64, meta any) {
 	if kind == VMDestroy {
-		b.add(object, "vm", actor, VMInput{Kind: VMStop, Name: name + " (its stop)"}, out, call, ret, meta)
+		for i := range 3 {
+			b.add(object, "vm", actor, VMInput{Kind: VMStop, Name: fmt.Sprintf("%s (its stop %d)", name, i+1)}, out, call, ret, meta)
+		}
 	}
 	b.add(object, "vm", actor, VMInput{Kind: kind, Name: name}, out, call, ret, meta)
 }
