@@ -1,6 +1,7 @@
 package impl
 
 import (
+	"errors"
 	"strconv"
 	"time"
 
@@ -127,7 +128,12 @@ func (s *Server) startRouter(t *Thread, r *VMVO, n *NetworkVO, dest string) erro
 		err = runtimeErr("Unable to start %s: %s", r.Name, ans.Details)
 	}
 	if err != nil {
-		s.DB.UpdateVMState(t.Name, r, vm.OperationFailed, vm.Stopped, "")
+		// as in orchestrateStart: after a timeout the router stays Starting on the host, which may
+		// run it; power sync or the stall scans settle it once the host reports
+		var te *OperationTimedoutError
+		if !errors.As(err, &te) {
+			s.DB.UpdateVMState(t.Name, r, vm.OperationFailed, vm.Stopped, "")
+		}
 		return err
 	}
 	s.Log(t, "DEBUG", VMObject(r.ID), "router start completed: %s", r.Name)

@@ -423,7 +423,7 @@ func CheckStartFailures(s Snapshot) []Violation {
 		if op.OK || op.Return.IsZero() || !slices.Contains(StartKinds, op.Kind) {
 			continue
 		}
-		if explainedByFault(op, s.Faults) || explainedByOp(op, s.Ops) {
+		if explainedByFault(op, s.Faults, s.ReportGrace) || explainedByOp(op, s.Ops) {
 			continue
 		}
 		obj := "vm:" + op.VMID
@@ -449,7 +449,7 @@ func overlaps(a0, a1, b0, b1 time.Time) bool {
 	return (a1.IsZero() || !b0.After(a1)) && (b1.IsZero() || !a0.After(b1))
 }
 
-func explainedByFault(op ClientOp, faults []Fault) bool {
+func explainedByFault(op ClientOp, faults []Fault, grace time.Duration) bool {
 	targets := map[string]bool{"ms": true}
 	if op.VMID != "" {
 		targets["vm:"+op.VMID] = true
@@ -461,7 +461,11 @@ func explainedByFault(op ClientOp, faults []Fault) bool {
 		targets["network:"+n] = true
 	}
 	for _, f := range faults {
-		if f.Disruptive && overlaps(op.Call, op.Return, f.Begin, f.End) &&
+		end := f.End
+		if !end.IsZero() && slices.ContainsFunc(f.Targets, func(t string) bool { return t == "ms" || strings.HasPrefix(t, "host:") }) {
+			end = end.Add(grace) // the server learns what happened on the host from its next reports
+		}
+		if f.Disruptive && overlaps(op.Call, op.Return, f.Begin, end) &&
 			slices.ContainsFunc(f.Targets, func(t string) bool { return targets[t] }) {
 			return true
 		}
