@@ -461,12 +461,15 @@ func explainedByFault(op ClientOp, faults []Fault, grace time.Duration) bool {
 		targets["network:"+n] = true
 	}
 	for _, f := range faults {
+		// A host's outage reaches starts placed elsewhere too (the network's router may be on it, stuck
+		// Starting), and lasts until the server has the host's reports again.
+		hostWide := slices.ContainsFunc(f.Targets, func(t string) bool { return t == "ms" || strings.HasPrefix(t, "host:") })
 		end := f.End
-		if !end.IsZero() && slices.ContainsFunc(f.Targets, func(t string) bool { return t == "ms" || strings.HasPrefix(t, "host:") }) {
-			end = end.Add(grace) // the server learns what happened on the host from its next reports
+		if hostWide && !end.IsZero() {
+			end = end.Add(grace)
 		}
 		if f.Disruptive && overlaps(op.Call, op.Return, f.Begin, end) &&
-			slices.ContainsFunc(f.Targets, func(t string) bool { return targets[t] }) {
+			(hostWide || slices.ContainsFunc(f.Targets, func(t string) bool { return targets[t] })) {
 			return true
 		}
 	}

@@ -121,6 +121,25 @@ func TestCheckOrphanDomains(t *testing.T) {
 		{name: "record Migrating on the domain's host", mutate: state(vm.Migrating, "h1")},
 		{name: "record Stopped", mutate: state(vm.Stopped, ""),
 			want: []want{{"domain:i-1", "record v1 is Stopped"}}},
+		{name: "record Stopped while its host is away: the server cannot know yet",
+			mutate: func(s *Snapshot) { state(vm.Stopped, "")(s); setHost(s, "h1", host.Alert, time.Time{}) }},
+		{name: "record Stopped just after its host came back: its reports have not come in",
+			mutate: func(s *Snapshot) {
+				state(vm.Stopped, "")(s)
+				s.ReportGrace = time.Minute
+				setHost(s, "h1", host.Up, s.Time.Add(-30*time.Second))
+			}},
+		{name: "record Stopped long after its host came back",
+			mutate: func(s *Snapshot) {
+				state(vm.Stopped, "")(s)
+				s.ReportGrace = time.Minute
+				setHost(s, "h1", host.Up, s.Time.Add(-2*time.Minute))
+			},
+			want: []want{{"domain:i-1", "record v1 is Stopped"}}},
+		{name: "record Destroyed while its host is away is still an orphan", mutate: func(s *Snapshot) {
+			state(vm.Destroyed, "h1")(s)
+			setHost(s, "h1", host.Alert, time.Time{})
+		}, want: []want{{"domain:i-1", "record v1 is Destroyed"}}},
 		{name: "record Destroyed", mutate: state(vm.Destroyed, "h1"),
 			want: []want{{"domain:i-1", "record v1 is Destroyed"}}},
 		{name: "record Expunging", mutate: state(vm.Expunging, "h1"),
@@ -275,8 +294,20 @@ func TestCheckStartFailures(t *testing.T) {
 			mutate: with([]ClientOp{failedStart}, []Fault{fault("host:h1", at(1), at(9), true)}), want: unexplained},
 		{name: "fault began after the return",
 			mutate: with([]ClientOp{failedStart}, []Fault{fault("host:h1", at(21), time.Time{}, true)}), want: unexplained},
-		{name: "fault on another host",
-			mutate: with([]ClientOp{failedStart}, []Fault{fault("host:h2", at(15), at(30), true)}), want: unexplained},
+		{name: "a fault on another host explains it (the network's router may be there)",
+			mutate: with([]ClientOp{failedStart}, []Fault{fault("host:h2", at(15), at(30), true)})},
+		{name: "a disruptive fault on another VM does not",
+			mutate: with([]ClientOp{failedStart}, []Fault{fault("vm:v9", at(15), at(30), true)}), want: unexplained},
+		{name: "a host fault explains failures until its hosts report again",
+			mutate: func(s *Snapshot) {
+				with([]ClientOp{failedStart}, []Fault{fault("host:h1", at(1), at(5), true)})(s)
+				s.ReportGrace = 10 * time.Second
+			}},
+		{name: "but not after that",
+			mutate: func(s *Snapshot) {
+				with([]ClientOp{failedStart}, []Fault{fault("host:h1", at(1), at(5), true)})(s)
+				s.ReportGrace = 2 * time.Second
+			}, want: unexplained},
 		{name: "explained by a concurrent destroy",
 			mutate: with([]ClientOp{failedStart, op(13, "destroy", "v1", nil, at(12), at(14))}, noFaults)},
 		{name: "explained by a concurrent forced stop that failed",
@@ -402,4 +433,14 @@ func TestOverlaps(t *testing.T) {
 			t.Errorf("%s: overlaps = %v, want %v", tc.name, got, tc.want)
 		}
 	}
+}
+
+func setHost(s *Snapshot, id string, st host.Status, upSince time.Time) {
+	for i := range s.Hosts {
+		if s.Hosts[i].ID == id {
+			s.Hosts[i].Status, s.Hosts[i].UpSince = st, upSince
+			return
+		}
+	}
+	s.Hosts = append(s.Hosts, Host{ID: id, Name: id, Status: st, UpSince: upSince})
 }
