@@ -24,11 +24,11 @@ var Defects = []Defect{
 	{"C1", "a failed start's cleanup releases NICs and volumes even when its stop could not reach the host (spec 3.8 step 12)"},
 }
 
-// PlantedIgnorePowerOn is not a CloudStack defect: it is a bug the detector tests plant to show that
-// exploration finds bugs nobody described. With it on, power sync ignores a power-on report for a VM
-// whose record is Stopping or Stopped, so a domain the server lost track of is never adopted. No
-// profile has it and ParseDefects does not accept it.
-const PlantedIgnorePowerOn = "planted-ignore-power-on"
+// PlantedStopTimeoutIsSuccess is not a CloudStack defect: it is a bug the detector tests plant to show
+// that exploration finds bugs nobody described. With it on, a stop whose StopCommand timed out (the
+// host went away with the command in flight) counts as stopped: resources are released and the record
+// says Stopped while the domain may run on. No profile has it and ParseDefects does not accept it.
+const PlantedStopTimeoutIsSuccess = "planted-stop-timeout-is-success"
 
 // Switches says which defects are on.
 type Switches map[string]bool
@@ -86,7 +86,7 @@ func ParseDefects(list string) (Switches, error) {
 			}
 		}
 		if !matched {
-			return nil, fmt.Errorf("unknown defect %q (known: D1, D2, D2a–D2e, D3)", f)
+			return nil, fmt.Errorf("unknown defect %q (known: D1, D2, D2a–D2e, D3, C1)", f)
 		}
 	}
 	return s, nil

@@ -120,9 +120,6 @@ func (s *Server) handlePowerOnReportWithNoPendingJobsOnVM(t *Thread, v *VMVO) {
 	switch v.State {
 	case vm.Starting, vm.Stopping, vm.Stopped, vm.Migrating:
 		s.Log(t, "INFO", VMObject(v.ID), "VM %s is at %s and we received a power-on report while there is no pending jobs on it.", v.Name, v.State)
-		if s.Defects[PlantedIgnorePowerOn] && (v.State == vm.Stopping || v.State == vm.Stopped) {
-			return
-		}
 		from := v.State
 		if s.DB.UpdateVMState(t.Name, v, vm.FollowAgentPowerOnReport, vm.Running, v.PowerHost) {
 			s.Log(t, "WARN", VMObject(v.ID), "ALERT: VM %s state is sync-ed (%s -> Running) from out-of-context transition. VM network environment may need to be reset", v.Name, from)

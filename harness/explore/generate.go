@@ -114,8 +114,26 @@ func (g *gen) action() {
 		}
 		h := g.where[v]
 		kind := rapid.SampledFrom([]string{"agent-restart", "disconnect", "agent-kill"}).Draw(g.t, "fault")
-		g.step(harness.Step{Fault: kind, Host: h, Duration: time.Duration(rapid.IntRange(5, 60).Draw(g.t, "down")) * time.Second, Async: true})
-		g.step(harness.Step{Wait: g.wait("wait", 10*time.Second) + time.Second, Op: rapid.SampledFrom([]string{"destroyExpunge", "destroy", "forceStop", "stop"}).Draw(g.t, "op"), VM: v})
+		// short outages, and cuts longer than the ping timeout (the server notices only then)
+		down := time.Duration(rapid.SampledFrom([]int{5, 10, 20, 60, 200}).Draw(g.t, "down")) * time.Second
+		fault := harness.Step{Fault: kind, Host: h, Duration: down, Async: true}
+		op := harness.Step{Op: rapid.SampledFrom([]string{"destroyExpunge", "destroy", "forceStop", "stop"}).Draw(g.t, "op"), VM: v}
+		if rapid.Bool().Draw(g.t, "operation first") {
+			// the agent goes away with the operation's command in flight
+			op.Async = true
+			fault.Wait = time.Duration(rapid.IntRange(0, 40).Draw(g.t, "tenths")) * 100 * time.Millisecond
+			g.step(op)
+			g.step(fault)
+		} else {
+			op.Wait = g.wait("wait", 10*time.Second) + time.Second
+			g.step(fault)
+			g.step(op)
+		}
+		if rapid.Bool().Draw(g.t, "come back later") {
+			// once the host has reported again: what did the server make of the VM?
+			g.step(harness.Step{Wait: time.Duration(rapid.IntRange(1, 4).Draw(g.t, "minutes")) * time.Minute,
+				Op: rapid.SampledFrom([]string{"destroyExpunge", "start", "stop"}).Draw(g.t, "op"), VM: v})
+		}
 	case w < 90: // a fault on its own
 		g.fault(rapid.SampledFrom(soloFaults).Draw(g.t, "fault"))
 	default: // time passes: GC ticks, pings, network GC

@@ -21,8 +21,9 @@ import (
 type VMState struct {
 	On   bool
 	Dead bool
-	// Stale: the domain went down by a fault and no client operation has acted since, so the record
-	// may still say Running until power sync catches up (a start then succeeds without starting).
+	// Stale: the domain went down behind the record's back (a fault, or a failed stop whose command
+	// still arrived), so the record may still say Running until power sync catches up, and a start
+	// then succeeds without starting anything.
 	Stale bool
 }
 
@@ -118,10 +119,12 @@ func vmOutcomes(s VMState, in VMInput) (ok, failed []any) {
 		}
 	case VMStop:
 		ok = []any{VMState{On: false, Dead: s.Dead}}
-		failed = []any{s, VMState{On: false, Dead: s.Dead}}
+		// a failed stop may still have stopped the domain (a command delivered late), behind the
+		// record's back: the record may say Running, so it is stale
+		failed = []any{s, VMState{On: false, Dead: s.Dead, Stale: !s.Dead}}
 	case VMDestroy:
 		ok = []any{VMState{Dead: true}}
-		failed = []any{s, VMState{On: false, Dead: s.Dead}, VMState{Dead: true}}
+		failed = []any{s, VMState{On: false, Dead: s.Dead, Stale: !s.Dead}, VMState{Dead: true}}
 	case VMDown:
 		ok = []any{VMState{On: false, Dead: s.Dead, Stale: !s.Dead}}
 		failed = ok
