@@ -54,8 +54,13 @@ func (s *Summary) Text() string {
 	f := s.Finding
 	fmt.Fprintf(&b, "FOUND after %d cases; shrunk to %d steps:\n", f.Cases, len(f.Shrunk.Program.Steps))
 	b.WriteString(f.Shrunk.Counterexample())
-	fmt.Fprintf(&b, "replay: csconform explore --profile %s --seed %d --budget 1   (or go test ./harness/explore -run TestExplore -csconform.profile=%s -rapid.seed=%d)\n",
-		s.Profile, f.Seed, s.Profile, f.Seed)
+	cli, gotest := "--profile "+s.Profile, "-csconform.profile="+s.Profile
+	if s.Profile == "custom" {
+		d := strings.Join(orNone(s.Defects), ",")
+		cli, gotest = "--defects "+d, "-csconform.defects="+d
+	}
+	fmt.Fprintf(&b, "replay: csconform explore %s --seed %d --budget 1   (or go test ./harness/explore -run TestExplore %s -rapid.seed=%d)\n",
+		cli, f.Seed, gotest, f.Seed)
 	return b.String()
 }
 

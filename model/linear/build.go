@@ -272,11 +272,20 @@ func explain(m porcupine.Model, ops []porcupine.Operation, info porcupine.Linear
 	var out []string
 	state := m.Init()
 	done := map[int]bool{}
+	repeat := 1
 	for _, i := range best {
 		op := ops[i]
 		_, state = m.Step(state, op.Input, op.Output)
 		done[i] = true
-		out = append(out, "  "+m.DescribeOperation(op.Input, op.Output)+"  =>  "+m.DescribeState(state))
+		line := "  " + m.DescribeOperation(op.Input, op.Output) + "  =>  " + m.DescribeState(state)
+		// the same step again (an observation that saw nothing new) is counted, not repeated
+		if n := len(out); n > 0 && strings.TrimSuffix(out[n-1], fmt.Sprintf("  (×%d)", repeat)) == line {
+			repeat++
+			out[n-1] = fmt.Sprintf("%s  (×%d)", line, repeat)
+			continue
+		}
+		repeat = 1
+		out = append(out, line)
 	}
 	// the earliest-returning operation left out cannot follow
 	rest := []int{}
