@@ -36,6 +36,13 @@ func TestBuiltinScenariosMeetTheirExpectations(t *testing.T) {
 				if profile == "fixed" && len(r.Violations) > 0 {
 					t.Errorf("fixed profile violates %s: %s", r.Violations[0].Invariant, r.Violations[0].Message)
 				}
+				// the second detector agrees: nothing under fixed, something wherever an invariant broke
+				if profile == "fixed" && len(r.NotLinearizable) > 0 {
+					t.Errorf("fixed profile: %s is not linearizable: %v", r.NotLinearizable[0].Object, r.NotLinearizable[0].Explain)
+				}
+				if len(r.Violations) > 0 && len(r.NotLinearizable) == 0 {
+					t.Errorf("invariants broken (%s) but every history linearizable", r.Violations[0].Invariant)
+				}
 			})
 		}
 	}
@@ -78,6 +85,9 @@ func TestEachDefectAloneIsFoundAcrossSeeds(t *testing.T) {
 			if !found {
 				t.Errorf("%s alone, %s seed %d: no %s violation", c.defects, c.scenario, seed, c.want)
 			}
+			if len(r.NotLinearizable) == 0 {
+				t.Errorf("%s alone, %s seed %d: every history linearizable", c.defects, c.scenario, seed)
+			}
 			none, _ := impl.ParseDefects("none")
 			r, err = harness.RunScenario(sc, "custom", none, seed)
 			if err != nil {
@@ -85,6 +95,9 @@ func TestEachDefectAloneIsFoundAcrossSeeds(t *testing.T) {
 			}
 			if len(r.Violations) > 0 {
 				t.Errorf("no defect, %s seed %d: %s", c.scenario, seed, r.Violations[0].Message)
+			}
+			if len(r.NotLinearizable) > 0 {
+				t.Errorf("no defect, %s seed %d: %s not linearizable", c.scenario, seed, r.NotLinearizable[0].Object)
 			}
 		}
 	}

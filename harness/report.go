@@ -146,6 +146,12 @@ func (r *Result) WriteText(w io.Writer, epoch time.Time) {
 			fmt.Fprintf(w, "      %s  %-26s %s\n", clock(t.Time, epoch), t.Actor, t.Event)
 		}
 	}
+	for _, l := range r.NotLinearizable {
+		fmt.Fprintf(w, "   NOT LINEARIZABLE %s (%d operations); the longest order that works:\n", l.Object, l.Ops)
+		for _, e := range l.Explain {
+			fmt.Fprintf(w, "      %s\n", e)
+		}
+	}
 	if r.Expected {
 		if len(r.Mismatches) == 0 {
 			fmt.Fprintf(w, "   outcome as expected for %s\n", r.Profile)

@@ -13,6 +13,7 @@ import (
 	"github.com/csconform/csconform/faults"
 	"github.com/csconform/csconform/impl"
 	"github.com/csconform/csconform/model/invariant"
+	"github.com/csconform/csconform/model/linear"
 	"github.com/csconform/csconform/model/network"
 	"github.com/csconform/csconform/model/vm"
 )
@@ -222,18 +223,21 @@ type CaseResult struct {
 
 // Result is a scenario run.
 type Result struct {
-	Scenario   string        `json:"scenario"`
-	Title      string        `json:"title"`
-	Profile    string        `json:"profile"`
-	Defects    []string      `json:"defects"`
-	Seed       uint64        `json:"seed"`
-	Cases      []CaseResult  `json:"cases"`
-	Violations []Violation   `json:"violations"`
-	Mismatches []string      `json:"mismatches,omitempty"` // expected outcome not met
-	Expected   bool          `json:"expectationsChecked"`
-	VirtualEnd time.Duration `json:"virtualDuration"`
-	Steps      uint64        `json:"schedulerSteps"`
-	Cluster    *Cluster      `json:"-"`
+	Scenario   string       `json:"scenario"`
+	Title      string       `json:"title"`
+	Profile    string       `json:"profile"`
+	Defects    []string     `json:"defects"`
+	Seed       uint64       `json:"seed"`
+	Cases      []CaseResult `json:"cases"`
+	Violations []Violation  `json:"violations"`
+	// NotLinearizable are the objects whose history no sequential order explains (the second
+	// detector, model/linear).
+	NotLinearizable []linear.Result `json:"notLinearizable,omitempty"`
+	Mismatches      []string        `json:"mismatches,omitempty"` // expected outcome not met
+	Expected        bool            `json:"expectationsChecked"`
+	VirtualEnd      time.Duration   `json:"virtualDuration"`
+	Steps           uint64          `json:"schedulerSteps"`
+	Cluster         *Cluster        `json:"-"`
 }
 
 // RunScenario runs a scenario under a profile (or explicit switches) with a seed.
@@ -281,6 +285,7 @@ func RunScenario(sc *Scenario, profile string, defects impl.Switches, seed uint6
 		return nil, err
 	}
 	res.finish(c)
+	res.NotLinearizable = linear.Illegal(linear.Check(linear.Partitions(c.Rec.Events), 10*time.Second))
 	res.VirtualEnd = c.Now().Sub(start)
 	res.Steps = c.Sched.Steps()
 	if e, ok := sc.Expect[profile]; ok && profileMatches(profile, defects) {

@@ -22,6 +22,7 @@ var Defects = []Defect{
 	{"D3", "a forced stop releases resources when the host is only transiently unreachable (vm.destroy.forcestop)"},
 	// Found by csconform explore, not in the seed reports: the D2/D3 family through the start path.
 	{"C1", "a failed start's cleanup releases NICs and volumes even when its stop could not reach the host (spec 3.8 step 12)"},
+	{"C2", "after a management-server restart, a VM whose start was in flight is moved to Stopped without asking its host (cleanupResources, PR #8394)"},
 }
 
 // PlantedStopTimeoutIsSuccess is not a CloudStack defect: it is a bug the detector tests plant to show
@@ -86,7 +87,7 @@ func ParseDefects(list string) (Switches, error) {
 			}
 		}
 		if !matched {
-			return nil, fmt.Errorf("unknown defect %q (known: D1, D2, D2a–D2e, D3, C1)", f)
+			return nil, fmt.Errorf("unknown defect %q (known: D1, D2, D2a–D2e, D3, C1, C2)", f)
 		}
 	}
 	return s, nil

@@ -178,6 +178,11 @@ func (m *AsyncJobManager) cleanupLeftOverJobs(t *Thread) {
 		switch j.InstanceType {
 		case "VirtualMachine":
 			v := s.DB.VM(j.InstanceID)
+			if v != nil && v.State == vm.Starting && v.HostID != "" && !s.Defects["C2"] {
+				// its StartCommand may have reached the host: leave it Starting for power sync
+				s.Log(t, "INFO", VMObject(v.ID), "Leaving %s in Starting on host %s: its start may have run there; the host's reports will settle it", v.Name, v.HostID)
+				continue
+			}
 			if v != nil && v.State.IsTransitional() {
 				if to, ok := vm.Next(v.State, vm.OperationFailed); ok {
 					host := v.HostID

@@ -83,13 +83,22 @@ func exploreCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	sum := &explore.Summary{Profile: *profile, Defects: sw.On(), Seed: *seed, Shard: *shard, Budget: *budget}
 	start := time.Now()
-	done := 0
+	done, shown := 0, -1
+	tty := isTerminal(stderr)
 	progress := func() {
-		if *quiet {
+		// a bar redrawn in place on a terminal; in a CI log, a line every 10%
+		pct := 100 * done / *budget
+		if *quiet || pct == shown || (!tty && pct%10 != 0) {
 			return
 		}
+		shown = pct
 		w := 30 * done / *budget
-		fmt.Fprintf(stderr, "\r[%s%s] %d/%d cases, %.0f s", strings.Repeat("#", w), strings.Repeat(" ", 30-w), done, *budget, time.Since(start).Seconds())
+		line := fmt.Sprintf("[%s%s] %d/%d cases, %.0f s", strings.Repeat("#", w), strings.Repeat(" ", 30-w), done, *budget, time.Since(start).Seconds())
+		if tty {
+			fmt.Fprint(stderr, "\r"+line)
+		} else {
+			fmt.Fprintln(stderr, line)
+		}
 	}
 	o := explore.Options{Profile: *profile, Defects: sw, Detectors: det, Seen: func(*explore.Outcome) { done++; progress() }}
 	for k := 0; done < *budget && !sum.Found; k++ {
@@ -106,7 +115,7 @@ func exploreCmd(args []string, stdout, stderr io.Writer) int {
 			sum.Found, sum.Finding, sum.ReplaySeed = true, f, f.Seed
 		}
 	}
-	if !*quiet {
+	if !*quiet && tty {
 		fmt.Fprintln(stderr)
 	}
 	sum.Cases = done
@@ -122,6 +131,15 @@ func exploreCmd(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
 
 // readHistory reads a history file (JSON lines), naming the line of the first bad one.
@@ -242,7 +260,7 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stdout, "cases and wall time to the first finding (both detectors), each defect alone, %d seeds, budget %d:\n", *seeds, *budget)
 	fmt.Fprintf(stdout, "%-7s %6s %13s %12s %13s %12s\n", "defect", "found", "median cases", "worst cases", "median time", "worst time")
-	for _, d := range []string{"D1", "D2", "D3", "C1"} {
+	for _, d := range []string{"D1", "D2", "D3", "C1", "C2"} {
 		sw, _ := impl.ParseDefects(d)
 		var cases []int
 		var secs []float64

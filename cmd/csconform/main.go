@@ -207,7 +207,7 @@ func repro(args []string, stdout, stderr io.Writer) int {
 		}
 		r.Cluster = nil
 		results = append(results, r)
-		if len(r.Violations) > 0 {
+		if len(r.Violations) > 0 || len(r.NotLinearizable) > 0 {
 			found = true
 		}
 		if !*asJSON {
@@ -234,22 +234,26 @@ func summary(rs []*harness.Result) string {
 	n, bad := 0, 0
 	var names []string
 	for _, r := range rs {
-		n += len(r.Violations)
-		if len(r.Violations) > 0 {
-			bad++
-			seen := map[string]bool{}
-			for _, v := range r.Violations {
-				if !seen[v.Invariant] {
-					seen[v.Invariant] = true
-					names = append(names, r.Scenario+": "+v.Invariant)
-				}
+		n += len(r.Violations) + len(r.NotLinearizable)
+		if len(r.Violations) == 0 && len(r.NotLinearizable) == 0 {
+			continue
+		}
+		bad++
+		seen := map[string]bool{}
+		for _, v := range r.Violations {
+			if !seen[v.Invariant] {
+				seen[v.Invariant] = true
+				names = append(names, r.Scenario+": "+v.Invariant)
 			}
+		}
+		for _, l := range r.NotLinearizable {
+			names = append(names, r.Scenario+": not linearizable: "+l.Object)
 		}
 	}
 	if n == 0 {
-		return fmt.Sprintf("%d scenario(s), no invariant violated", len(rs))
+		return fmt.Sprintf("%d scenario(s), no invariant violated, every object's history linearizable", len(rs))
 	}
-	return fmt.Sprintf("%d scenario(s), %d with violations (%d in all):\n  %s", len(rs), bad, n, strings.Join(names, "\n  "))
+	return fmt.Sprintf("%d scenario(s), %d with findings (%d in all):\n  %s", len(rs), bad, n, strings.Join(names, "\n  "))
 }
 
 func writeHistory(path string, r *harness.Result) error {

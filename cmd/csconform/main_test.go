@@ -19,7 +19,7 @@ func TestExitCodes(t *testing.T) {
 		{[]string{"--help"}, 0, "Usage"},
 		{[]string{"scenarios"}, 0, "seed-000-ab"},
 		{[]string{"repro", "seed-004-forced-destroy", "--profile", "cloudstack-4.22"}, 1, "orphan-domain"},
-		{[]string{"repro", "seed-004-forced-destroy", "--profile", "fixed"}, 0, "no invariant violated"},
+		{[]string{"repro", "seed-004-forced-destroy", "--profile", "fixed"}, 0, "every object's history linearizable"},
 		{[]string{"repro", "seed-004-forced-destroy", "--defects", "D3"}, 1, "ip-conflict"},
 		{[]string{"repro", "nope"}, 2, "unknown scenario"},
 		{[]string{"repro", bad}, 2, "bad.yaml"},

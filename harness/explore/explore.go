@@ -39,7 +39,6 @@ type Options struct {
 type Outcome struct {
 	Program *harness.Scenario
 	Result  *harness.Result
-	Linear  []linear.Result // every partition
 	Illegal []linear.Result // the partitions no sequential order explains
 }
 
@@ -48,17 +47,13 @@ func (o *Outcome) Failed(d Detectors) bool {
 	return (d.Invariants && len(o.Result.Violations) > 0) || (d.Linear && len(o.Illegal) > 0)
 }
 
-// linearTimeout bounds porcupine per partition; partitions are small, so this is only a guard.
-const linearTimeout = 10 * time.Second
-
 // Run runs a program once and checks it.
 func Run(sc *harness.Scenario, o Options) (*Outcome, error) {
 	res, err := harness.RunScenario(sc, o.Profile, o.Defects, sc.Seed)
 	if err != nil {
 		return nil, err
 	}
-	lin := linear.Check(linear.Partitions(res.Cluster.Rec.Events), linearTimeout)
-	return &Outcome{Program: sc, Result: res, Linear: lin, Illegal: linear.Illegal(lin)}, nil
+	return &Outcome{Program: sc, Result: res, Illegal: res.NotLinearizable}, nil
 }
 
 // Property is the rapid property: a random program runs without a finding.

@@ -51,6 +51,7 @@ var families = []struct {
 	{"D2", only("D2a", "D2b", "D2c", "D2d", "D2e")},
 	{"D3", only("D3")},
 	{"C1", only("C1")},
+	{"C2", only("C2")},
 	{"planted: a stop that timed out counts as stopped", only(impl.PlantedStopTimeoutIsSuccess)},
 }
 
