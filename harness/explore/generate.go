@@ -48,9 +48,16 @@ func Program(t *rapid.T) *harness.Scenario {
 		g.sc.Networks = append(g.sc.Networks, harness.NetworkDef{Name: fmt.Sprintf("net%d", i+1),
 			Age: rapid.SampledFrom(ages).Draw(t, "age"), Persistent: rapid.IntRange(0, 9).Draw(t, "persistent") == 0})
 	}
-	for range rapid.IntRange(1, maxActions).Draw(t, "actions") {
+	// Actions as a slice, each drawn from its own stream: the shrinker then deletes whole actions,
+	// which is what makes a counterexample short. An action still sees what the ones before it made.
+	act := rapid.Custom(func(t *rapid.T) bool {
+		outer := g.t
+		g.t = t
+		defer func() { g.t = outer }()
 		g.action()
-	}
+		return true
+	})
+	rapid.SliceOfN(act, 1, maxActions).Draw(t, "actions")
 	return g.sc
 }
 
@@ -113,10 +120,13 @@ func (g *gen) action() {
 			v = g.someVM()
 		}
 		h := g.where[v]
-		kind := rapid.SampledFrom([]string{"agent-restart", "disconnect", "agent-kill"}).Draw(g.t, "fault")
+		kind := rapid.SampledFrom([]string{"agent-restart", "disconnect", "agent-kill", "ms-restart"}).Draw(g.t, "fault")
 		// short outages, and cuts longer than the ping timeout (the server notices only then)
-		down := time.Duration(rapid.SampledFrom([]int{5, 10, 20, 60, 200}).Draw(g.t, "down")) * time.Second
+		down := time.Duration(rapid.SampledFrom([]int{5, 10, 20, 60, 200, 200}).Draw(g.t, "down")) * time.Second
 		fault := harness.Step{Fault: kind, Host: h, Duration: down, Async: true}
+		if kind == "ms-restart" {
+			fault.Host = "" // the management server, not the host, goes away
+		}
 		op := harness.Step{Op: rapid.SampledFrom([]string{"destroyExpunge", "destroy", "forceStop", "stop"}).Draw(g.t, "op"), VM: v}
 		if rapid.Bool().Draw(g.t, "operation first") {
 			// the agent goes away with the operation's command in flight
