@@ -234,6 +234,7 @@ type Result struct {
 	Expected   bool          `json:"expectationsChecked"`
 	VirtualEnd time.Duration `json:"virtualDuration"`
 	Steps      uint64        `json:"schedulerSteps"`
+	Started    time.Time     `json:"-"` // the world's time when the scenario started (reports count from it)
 	Cluster    *Cluster      `json:"-"`
 }
 
@@ -257,6 +258,7 @@ func runScenario(sc *Scenario, profile string, defects impl.Switches, seed uint6
 	defer c.Close()
 	res := &Result{Scenario: sc.Name, Title: sc.Title, Profile: profile, Defects: defects.On(), Seed: seed, Cluster: c}
 	start := c.Now()
+	res.Started = start
 	var runErr error
 	var done atomic.Bool
 	c.Go("scenario", func() {
