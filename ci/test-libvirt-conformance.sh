@@ -14,7 +14,7 @@ log=/tmp/csconform-libvirt-conformance.txt
 echo "== libvirt conformance tier (go test ./conformance -driver=libvirt -run TestLibvirtTier)"
 start=$(date +%s)
 set +e
-go test -count=1 -timeout 45m -v -run 'TestLibvirtTier' ./conformance -driver=libvirt >"$log" 2>&1
+go test -count=1 -timeout 45m -parallel 16 -v -run 'TestLibvirtTier' ./conformance -driver=libvirt >"$log" 2>&1
 rc=$?
 set -e
 grep -E '^(=== RUN|\s*--- |PASS|FAIL|ok)|^---- |^   (Case|profile|VIOLATION|outcome|OUTCOME|[A-Za-z0-9-]+ +[a-z0-9]+ )|libvirt_test.go' "$log" || true

@@ -1,7 +1,8 @@
 package conformance
 
 // The libvirt tier: go test ./conformance -driver=libvirt -timeout 40m runs the seed scenarios on
-// real QEMU domains (libvirtd, the guest from ci/build-guest.sh), concurrently, under every profile
+// real QEMU domains (libvirtd, the guest from ci/build-guest.sh), concurrently (give -parallel 16:
+// the default runs only GOMAXPROCS at once, and the runs mostly wait on real time), under every profile
 // they state an outcome for, and requires the same outcome as on the simulator. See
 // ci/test-libvirt-conformance.sh.
 
