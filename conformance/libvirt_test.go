@@ -38,7 +38,8 @@ func TestLibvirtTier(t *testing.T) {
 	if _, err := libvirt.Cleanup(libvirt.DefaultURI, t.TempDir(), "probe-only-no-such-run"); err != nil {
 		t.Skipf("libvirtd unreachable: %v (run ci/setup-libvirt.sh)", err)
 	}
-	base := t.TempDir()
+	// The default base directory, so that csconform cleanup finds what a killed tier left.
+	base := libvirt.DefaultBaseDir()
 	var mu sync.Mutex
 	var runs []string
 	var table strings.Builder
