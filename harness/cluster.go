@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/csconform/csconform/drivers/sim"
@@ -31,8 +32,11 @@ type Violation struct {
 	Trail []TrailEvent `json:"trail"`
 }
 
-// Cluster is a management server, its hosts and their agents in the simulator.
+// Cluster is a management server, its hosts and their agents, in the simulator (NewSimCluster; then
+// Sched, Fabric and Hosts are set) or on real domains (NewLibvirtCluster).
 type Cluster struct {
+	w       world
+	checkMu sync.Mutex // one check at a time (real worlds check from their own task)
 	Sched   *sim.Scheduler
 	Fabric  *sim.Fabric
 	Hosts   map[string]*sim.Host
@@ -65,6 +69,7 @@ func NewSimCluster(o Options) (*Cluster, error) {
 	s := sim.NewScheduler(o.Seed)
 	c := &Cluster{Sched: s, Fabric: sim.NewFabric(s), Hosts: map[string]*sim.Host{}, Agents: map[string]*impl.Agent{},
 		Config: cfg, Defects: o.Defects, seen: map[string]bool{}, vmIDs: map[string]int64{}, netIDs: map[string]int64{}}
+	c.w = &simWorld{c}
 	c.Rec = NewRecorder(s.Now)
 	c.DB = impl.NewDB(s, c.Rec)
 	c.startServer()
@@ -97,14 +102,13 @@ func NewSimCluster(o Options) (*Cluster, error) {
 
 func (c *Cluster) startServer() {
 	c.msGen++
-	c.Fabric.Listen(true)
-	c.Server = impl.NewServer("ms1", c.Sched, c.DB, c.Config, c.Defects, c.Fabric)
+	c.Server = c.w.newServer()
 	c.Server.Start()
 	c.msDown = false
 }
 
 func (c *Cluster) startAgent(h string) {
-	a := impl.NewAgent(h, c.Sched, c.Fabric, c.Hosts[h], c.Rec)
+	a := c.w.newAgent(h)
 	c.Agents[h] = a
 	a.Start()
 }
@@ -119,33 +123,34 @@ func (c *Cluster) allUp() bool {
 }
 
 // Close ends every task of the simulation.
-func (c *Cluster) Close() { c.Sched.Close() }
+func (c *Cluster) Close() { c.w.close() }
 
-// Now is the virtual time.
-func (c *Cluster) Now() time.Time { return c.Sched.Now() }
+// Now is the world's time (virtual in the simulator).
+func (c *Cluster) Now() time.Time { return c.w.now() }
 
-// Go runs fn as a task of the simulation (a client, a fault, a scenario).
-func (c *Cluster) Go(name string, fn func()) { c.Sched.Go(name, fn) }
+// Go runs fn as a task of the world (a client, a fault, a scenario).
+func (c *Cluster) Go(name string, fn func()) { c.w.goTask(name, fn) }
 
-// Sleep is the simulation's time (from a task).
-func (c *Cluster) Sleep(d time.Duration) { c.Sched.Sleep(d) }
+// Sleep is the world's time (from a task).
+func (c *Cluster) Sleep(d time.Duration) { c.w.sleep(d) }
 
 // ---- checking
 
 func (c *Cluster) check() {
-	if !c.Rec.dirty {
+	if !c.Rec.takeDirty() {
 		return
 	}
-	c.Rec.dirty = false
 	c.checkNow()
 }
 
 func (c *Cluster) checkNow() {
+	c.checkMu.Lock()
+	defer c.checkMu.Unlock()
 	snap := c.Snapshot()
-	c.Rec.netChanges = nil
+	c.Rec.checked(len(snap.NetworkChanges))
 	c.Rec.observe(snap)
 	added := false
-	for _, v := range invariant.Check(snap) {
+	for _, v := range c.w.confirm(invariant.Check(snap)) {
 		// one report per object and kind of violation (an address free in the pool, then held twice)
 		key := fmt.Sprintf("%s|%s|%v", v.Invariant, v.Object, strings.Contains(v.Message, "free"))
 		if c.seen[key] {
@@ -163,7 +168,7 @@ func (c *Cluster) checkNow() {
 
 // Quiesce runs until nothing but periodic work is left for d, then checks once more.
 func (c *Cluster) Quiesce(d time.Duration) error {
-	if err := c.Sched.RunFor(d); err != nil {
+	if err := c.w.runFor(d); err != nil {
 		return err
 	}
 	c.checkNow()
@@ -172,9 +177,8 @@ func (c *Cluster) Quiesce(d time.Duration) error {
 
 // Snapshot is what the records say and what the hosts run, now.
 func (c *Cluster) Snapshot() invariant.Snapshot {
-	s := invariant.Snapshot{Time: c.Now(), NetworkChanges: c.Rec.netChanges, Faults: c.Rec.Faults,
-		ReportGrace: 2*c.Config.Seconds("ping.interval") + 10*time.Second}
-	s.Ops = c.Rec.Ops
+	s := invariant.Snapshot{Time: c.Now(), ReportGrace: 2*c.Config.Seconds("ping.interval") + 10*time.Second}
+	c.Rec.fillSnapshot(&s)
 	for _, v := range c.DB.VMs(nil) {
 		s.VMs = append(s.VMs, invariant.VM{ID: id(v.ID), Name: v.Name, Type: v.Type, State: v.State, HostID: v.HostID, LastHostID: v.LastHostID, Removed: v.Removed})
 	}
@@ -182,7 +186,7 @@ func (c *Cluster) Snapshot() invariant.Snapshot {
 		s.Volumes = append(s.Volumes, invariant.Volume{ID: id(vol.ID), VMID: id(vol.VMID), Path: vol.Path, State: vol.State, Removed: vol.Removed})
 	}
 	for _, h := range c.DB.Hosts() {
-		s.Hosts = append(s.Hosts, invariant.Host{ID: h.ID, Name: h.ID, Status: h.Status, UpSince: c.Rec.upSince[h.ID]})
+		s.Hosts = append(s.Hosts, invariant.Host{ID: h.ID, Name: h.ID, Status: h.Status, UpSince: c.Rec.hostUpSince(h.ID)})
 	}
 	for _, n := range c.DB.Networks(nil) {
 		s.Networks = append(s.Networks, invariant.Network{ID: id(n.ID), Name: n.Name, State: n.State})
@@ -190,11 +194,7 @@ func (c *Cluster) Snapshot() invariant.Snapshot {
 			s.IPs = append(s.IPs, invariant.IP{Address: ip.Address, NetworkID: id(n.ID), Free: ip.VMID == 0, VMID: idOrEmpty(ip.VMID)})
 		}
 	}
-	for _, h := range c.HostIDs {
-		for _, d := range c.Hosts[h].Domains() {
-			s.Domains = append(s.Domains, invariant.Domain{HostID: h, Name: d.Name, Running: d.Running, IPs: d.IPs, Disks: d.Disks})
-		}
-	}
+	s.Domains = c.w.domains()
 	for _, l := range c.DB.Locks() {
 		s.Locks = append(s.Locks, invariant.Lock{Key: l.Key, Owner: l.Thread})
 	}
@@ -377,17 +377,15 @@ func (c *Cluster) SetConfig(key, value string) error { return c.Config.Set(key, 
 
 var _ faults.World = (*Cluster)(nil)
 
-func (c *Cluster) host(h string) (*sim.Host, error) {
-	hv, ok := c.Hosts[h]
-	if !ok {
-		return nil, fmt.Errorf("no host %q", h)
+func (c *Cluster) host(h string) (string, error) {
+	if !slices.Contains(c.HostIDs, h) {
+		return "", fmt.Errorf("no host %q", h)
 	}
-	return hv, nil
+	return h, nil
 }
 
 func (c *Cluster) AgentStop(h string, graceful bool) error {
-	hv, err := c.host(h)
-	if err != nil {
+	if _, err := c.host(h); err != nil {
 		return err
 	}
 	a := c.Agents[h]
@@ -399,8 +397,7 @@ func (c *Cluster) AgentStop(h string, graceful bool) error {
 	} else {
 		a.Kill()
 	}
-	hv.Unsubscribe()
-	c.Sched.Kill("agent/" + h + "/")
+	c.w.agentStopped(h)
 	return nil
 }
 
@@ -419,24 +416,24 @@ func (c *Cluster) CutLink(h string, on bool) error {
 	if _, err := c.host(h); err != nil {
 		return err
 	}
-	c.Fabric.Cut(h, on)
+	c.w.cutLink(h, on)
 	return nil
 }
 
-func (c *Cluster) domainOf(vmName string) (*sim.Host, string, error) {
+func (c *Cluster) domainOf(vmName string) (string, string, error) {
 	vmID, err := c.VMID(vmName)
 	if err != nil {
-		return nil, "", err
+		return "", "", err
 	}
 	v := c.DB.VM(vmID)
 	for _, h := range c.HostIDs {
-		for _, n := range c.Hosts[h].Running() {
+		for _, n := range c.w.running(h) {
 			if n == v.Name {
-				return c.Hosts[h], n, nil
+				return h, n, nil
 			}
 		}
 	}
-	return nil, "", fmt.Errorf("VM %s (%s) has no running domain", vmName, v.Name)
+	return "", "", fmt.Errorf("VM %s (%s) has no running domain", vmName, v.Name)
 }
 
 func (c *Cluster) CrashDomain(vmName, detail string) error {
@@ -444,7 +441,7 @@ func (c *Cluster) CrashDomain(vmName, detail string) error {
 	if err != nil {
 		return err
 	}
-	return h.Crash(dom, detail)
+	return c.w.crash(h, dom, detail)
 }
 
 func (c *Cluster) GuestShutdown(vmName string) error {
@@ -452,14 +449,14 @@ func (c *Cluster) GuestShutdown(vmName string) error {
 	if err != nil {
 		return err
 	}
-	return h.GuestShutdown(dom)
+	return c.w.guestShutdown(h, dom)
 }
 
 func (c *Cluster) DelayNextOutOfBand(h string, d time.Duration) error {
 	if _, err := c.host(h); err != nil {
 		return err
 	}
-	c.Fabric.DelayNextOutOfBand(h, d)
+	c.w.delayNextOutOfBand(h, d)
 	return nil
 }
 
@@ -470,8 +467,7 @@ func (c *Cluster) ServerStop() error {
 		return fmt.Errorf("management server is already down")
 	}
 	c.msDown = true
-	c.Fabric.Listen(false)
-	c.Sched.Kill("ms/")
+	c.w.stopServer()
 	return nil
 }
 
@@ -503,7 +499,7 @@ func (c *Cluster) Begin(kind string, disruptive bool, detail string, targets ...
 // End closes a fault once its effect is over: a host fault (and a management-server restart) lasts
 // until the hosts are Up again, for that long it explains a failed start.
 func (c *Cluster) End(i int, detail string) {
-	f := c.Rec.Faults[i]
+	f := c.Rec.fault(i)
 	if f.Disruptive && slices.ContainsFunc(f.Targets, func(t string) bool { return t == "ms" || strings.HasPrefix(t, "host:") }) {
 		deadline := c.Now().Add(5 * time.Minute)
 		for !c.allUp() && c.Now().Before(deadline) {

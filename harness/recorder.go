@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/csconform/csconform/model/history"
@@ -16,15 +17,21 @@ import (
 
 // Recorder is the run's history and what the checkers need from it.
 type Recorder struct {
+	// mu guards every field below when the world's tasks are real goroutines (drivers/live): events
+	// come from the server's threads, the agents and the checker at once. It is never held across a
+	// call out of the recorder.
+	mu     sync.Mutex
 	Events []history.Event
 	Ops    []invariant.ClientOp
 	Faults []invariant.Fault
 	// netChanges are network state writes not yet checked.
 	netChanges []invariant.NetworkChange
 	dirty      bool
-	// touched are the objects that history events named since the last observation.
-	touched map[string]bool
-	// upSince is when each host last became Up.
+	// touched are the objects that history events named since the last observation; emit collects
+	// them in pendingTouched and a snapshot moves them here, so that only the checker reads touched.
+	touched        map[string]bool
+	pendingTouched map[string]bool
+	// upSince is when each host last came back Up; wasUp, which hosts were Up once.
 	upSince map[string]time.Time
 	wasUp   map[string]bool
 	// observed is the last observation written per object.
@@ -38,6 +45,12 @@ func NewRecorder(clock func() time.Time) *Recorder { return &Recorder{clock: clo
 
 // Emit implements history.Sink.
 func (r *Recorder) Emit(e history.Event) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.emit(e)
+}
+
+func (r *Recorder) emit(e history.Event) {
 	if e.Time.IsZero() {
 		e.Time = r.clock()
 	}
@@ -45,11 +58,11 @@ func (r *Recorder) Emit(e history.Event) {
 	r.Events = append(r.Events, e)
 	if e.Kind != history.Log && e.Kind != history.Observe && e.Kind != history.Violation {
 		r.dirty = true
-		if r.touched == nil {
-			r.touched = map[string]bool{}
+		if r.pendingTouched == nil {
+			r.pendingTouched = map[string]bool{}
 		}
 		for _, o := range strings.Split(e.Object, ",") {
-			r.touched[o] = true
+			r.pendingTouched[o] = true
 		}
 	}
 	// a host that comes back Up (not its first time) has a report grace; see invariant.Host.UpSince
@@ -73,6 +86,8 @@ func (r *Recorder) Emit(e history.Event) {
 
 // BeginOp records a client call and returns its id.
 func (r *Recorder) BeginOp(client, kind, vmID, hostID string, networks []string, detail string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	r.opSeq++
 	r.Ops = append(r.Ops, invariant.ClientOp{ID: r.opSeq, Client: client, Kind: kind, VMID: vmID, HostID: hostID, NetworkIDs: networks, Call: r.clock()})
 	obj := ""
@@ -81,12 +96,14 @@ func (r *Recorder) BeginOp(client, kind, vmID, hostID string, networks []string,
 	} else if len(networks) > 0 {
 		obj = "network:" + networks[0]
 	}
-	r.Emit(history.Event{Actor: client, Kind: history.Call, Object: obj, Op: r.opSeq, Detail: kind + " " + detail})
+	r.emit(history.Event{Actor: client, Kind: history.Call, Object: obj, Op: r.opSeq, Detail: kind + " " + detail})
 	return r.opSeq
 }
 
 // EndOp records the return of a client call.
 func (r *Recorder) EndOp(id int, err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	op := r.op(id)
 	op.Return = r.clock()
 	op.OK = err == nil
@@ -98,11 +115,13 @@ func (r *Recorder) EndOp(id int, err error) {
 		op.Err = err.Error()
 		e.To, e.Detail = "failed", op.Kind+": "+err.Error()
 	}
-	r.Emit(e)
+	r.emit(e)
 }
 
 // SetOpVM names the VM of an op once it is known (deploy).
 func (r *Recorder) SetOpVM(id int, vmID, hostID string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	op := r.op(id)
 	op.VMID = vmID
 	if hostID != "" {
@@ -121,22 +140,26 @@ func (r *Recorder) op(id int) *invariant.ClientOp {
 
 // BeginFault records a fault; EndFault closes it.
 func (r *Recorder) BeginFault(kind string, disruptive bool, detail string, targets ...string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	r.Faults = append(r.Faults, invariant.Fault{Kind: kind, Targets: targets, Begin: r.clock(), Disruptive: disruptive})
-	r.Emit(history.Event{Actor: "fault", Kind: history.Fault, Object: strings.Join(targets, ","), To: kind, Detail: detail})
+	r.emit(history.Event{Actor: "fault", Kind: history.Fault, Object: strings.Join(targets, ","), To: kind, Detail: detail})
 	return len(r.Faults) - 1
 }
 
 // EndFault closes a fault.
 func (r *Recorder) EndFault(i int, detail string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	r.Faults[i].End = r.clock()
-	r.Emit(history.Event{Actor: "fault", Kind: history.Fault, Object: strings.Join(r.Faults[i].Targets, ","), From: r.Faults[i].Kind, Detail: detail})
+	r.emit(history.Event{Actor: "fault", Kind: history.Fault, Object: strings.Join(r.Faults[i].Targets, ","), From: r.Faults[i].Kind, Detail: detail})
 }
 
 // Trail returns the history events that touched any of objects up to t, for a violation's "steps that
 // led to it": state changes, IPs, calls, returns, faults and the log lines about those objects.
 func (r *Recorder) Trail(objects []string, until time.Time, max int) []history.Event {
 	var out []history.Event
-	for _, e := range r.Events {
+	for _, e := range r.events() {
 		if e.Time.After(until) {
 			break
 		}
@@ -164,4 +187,65 @@ func sortedViolations(vs []Violation) {
 		}
 		return vs[i].Object < vs[j].Object
 	})
+}
+
+// events is the history so far. Events are only ever appended, so the prefix returned stays valid
+// while other tasks go on emitting.
+func (r *Recorder) events() []history.Event {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.Events[:len(r.Events):len(r.Events)]
+}
+
+// fault is a copy of fault i.
+func (r *Recorder) fault(i int) invariant.Fault {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.Faults[i]
+}
+
+// takeDirty says whether a state-changing event came since the last call.
+func (r *Recorder) takeDirty() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	d := r.dirty
+	r.dirty = false
+	return d
+}
+
+// fillSnapshot copies what the checks need from the history into s: the network writes not yet
+// checked, the client operations and the faults.
+func (r *Recorder) fillSnapshot(s *invariant.Snapshot) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s.NetworkChanges = r.netChanges[:len(r.netChanges):len(r.netChanges)]
+	s.Faults = append([]invariant.Fault(nil), r.Faults...)
+	s.Ops = append([]invariant.ClientOp(nil), r.Ops...)
+	if len(r.pendingTouched) > 0 {
+		if r.touched == nil {
+			r.touched = map[string]bool{}
+		}
+		for o := range r.pendingTouched {
+			r.touched[o] = true
+		}
+		clear(r.pendingTouched)
+	}
+}
+
+// hostUpSince is when host h last came back Up (zero: never away).
+func (r *Recorder) hostUpSince(h string) time.Time {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.upSince[h]
+}
+
+// checked drops the first n network writes: a check has seen them.
+func (r *Recorder) checked(n int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if n >= len(r.netChanges) {
+		r.netChanges = nil
+		return
+	}
+	r.netChanges = append([]invariant.NetworkChange(nil), r.netChanges[n:]...)
 }

@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"gopkg.in/yaml.v3"
@@ -237,44 +238,53 @@ type Result struct {
 	Expected        bool            `json:"expectationsChecked"`
 	VirtualEnd      time.Duration   `json:"virtualDuration"`
 	Steps           uint64          `json:"schedulerSteps"`
+	Started         time.Time       `json:"-"` // the world's time when the scenario started (reports count from it)
 	Cluster         *Cluster        `json:"-"`
 }
 
 // RunScenario runs a scenario under a profile (or explicit switches) with a seed.
 func RunScenario(sc *Scenario, profile string, defects impl.Switches, seed uint64) (*Result, error) {
+	return runScenario(sc, profile, defects, seed, NewSimCluster)
+}
+
+// runScenario runs a scenario on the cluster newCluster builds (the simulator or real domains).
+func runScenario(sc *Scenario, profile string, defects impl.Switches, seed uint64, newCluster func(Options) (*Cluster, error)) (*Result, error) {
 	if defects == nil {
 		var err error
 		if defects, err = impl.Profile(profile); err != nil {
 			return nil, err
 		}
 	}
-	c, err := NewSimCluster(Options{Seed: seed, Hosts: sc.Hosts, Defects: defects, Config: sc.Config})
+	c, err := newCluster(Options{Seed: seed, Hosts: sc.Hosts, Defects: defects, Config: sc.Config})
 	if err != nil {
 		return nil, err
 	}
 	defer c.Close()
 	res := &Result{Scenario: sc.Name, Title: sc.Title, Profile: profile, Defects: defects.On(), Seed: seed, Cluster: c}
 	start := c.Now()
+	res.Started = start
 	var runErr error
-	done := false
+	var done atomic.Bool
 	c.Go("scenario", func() {
-		defer func() { done = true }()
+		defer func() { done.Store(true) }()
 		// The seed sets where the scenario falls against the server's fixed-rate tasks (heartbeat 2 s,
 		// job GC 10 s, pings), as the wall clock does on a real server.
-		c.Sleep(time.Duration(c.Sched.Rand().Int64N(int64(10 * time.Second))))
+		c.Sleep(c.w.offset())
+		c.w.setup(true)
 		runErr = c.setup(sc)
+		c.w.setup(false)
 		if runErr == nil {
 			runErr = c.runSteps(sc, res)
 		}
 	})
 	limit := start.Add(24 * time.Hour)
-	if err := c.Sched.RunUntil(limit, func() bool { return done }); err != nil {
+	if err := c.w.runUntil(limit, done.Load); err != nil {
 		return nil, err
 	}
 	if runErr != nil {
 		return nil, fmt.Errorf("scenario %s: %v", sc.Name, runErr)
 	}
-	if !done {
+	if !done.Load() {
 		return nil, fmt.Errorf("scenario %s did not finish within 24 h of virtual time", sc.Name)
 	}
 	settle := sc.Settle
@@ -287,7 +297,7 @@ func RunScenario(sc *Scenario, profile string, defects impl.Switches, seed uint6
 	res.finish(c)
 	res.NotLinearizable = linear.Illegal(linear.Check(linear.Partitions(c.Rec.Events), 10*time.Second))
 	res.VirtualEnd = c.Now().Sub(start)
-	res.Steps = c.Sched.Steps()
+	res.Steps = c.w.steps()
 	if e, ok := sc.Expect[profile]; ok && profileMatches(profile, defects) {
 		res.Expected = true
 		res.Mismatches = e.compare(res, c)
@@ -362,7 +372,7 @@ func (c *Cluster) setup(sc *Scenario) error {
 }
 
 func (c *Cluster) runSteps(sc *Scenario, res *Result) error {
-	pending := 0
+	var pending atomic.Int32
 	for i, st := range sc.Steps {
 		if st.Wait > 0 {
 			c.Sleep(st.Wait)
@@ -378,8 +388,8 @@ func (c *Cluster) runSteps(sc *Scenario, res *Result) error {
 		case st.Fault != "":
 			fn := func() error { return faults.Run(c, st.faultSpec()) }
 			if st.Async {
-				pending++
-				c.Go("fault/"+st.Fault, func() { defer func() { pending-- }(); _ = fn() })
+				pending.Add(1)
+				c.Go("fault/"+st.Fault, func() { defer pending.Add(-1); _ = fn() })
 			} else if err := fn(); err != nil && !sc.Lenient {
 				return fmt.Errorf("step %d (%s): %v", i+1, st.Fault, err)
 			}
@@ -422,14 +432,14 @@ func (c *Cluster) runSteps(sc *Scenario, res *Result) error {
 				}
 			}
 			if st.Async {
-				pending++
-				c.Go(client, func() { defer func() { pending-- }(); fn() })
+				pending.Add(1)
+				c.Go(client, func() { defer pending.Add(-1); fn() })
 			} else {
 				fn()
 			}
 		}
 	}
-	for pending > 0 {
+	for pending.Load() > 0 {
 		c.Sleep(time.Second)
 	}
 	return nil
@@ -447,8 +457,9 @@ func (c *Cluster) waitUntil(st Step, lenient bool) error {
 		case "start-sent":
 			if id, err := c.VMID(st.VM); err == nil {
 				v := c.DB.VM(id)
-				for i := len(c.Rec.Events) - 1; i >= 0; i-- {
-					e := c.Rec.Events[i]
+				evs := c.Rec.events()
+				for i := len(evs) - 1; i >= 0; i-- {
+					e := evs[i]
 					if e.Object == VMObj(id) && strings.HasPrefix(e.Detail, "Sending StartCommand for "+v.Name) {
 						return nil
 					}
@@ -525,7 +536,7 @@ func (r *Result) finish(c *Cluster) {
 // retried: the op passed but a start attempt inside it failed first.
 func (c *Cluster) retried(op invariant.ClientOp) bool {
 	end := op.Return
-	for _, e := range c.Rec.Events {
+	for _, e := range c.Rec.events() {
 		if e.Time.Before(op.Call) {
 			continue
 		}
@@ -549,7 +560,7 @@ func (c *Cluster) cleanupDuring(nid int64, op invariant.ClientOp) string {
 	var implStart time.Time
 	var orphaned []string
 	seen := 0
-	for _, e := range c.Rec.Events {
+	for _, e := range c.Rec.events() {
 		if e.Time.Before(op.Call) {
 			continue
 		}

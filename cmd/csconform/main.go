@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -33,12 +34,15 @@ Usage:
   csconform bench [flags]                  time to find each defect, simulator and checker speed
   csconform server [flags]                 run the management server over TCP (csconform server -h)
   csconform agent --host ID --server ADDR  run one host's agent over TCP (csconform agent -h)
+  csconform cleanup [--uri U] [--run ID]   remove every domain and file a libvirt run made (--all)
 
 repro flags:
   --profile P      cloudstack-4.22 (all known defects) or fixed (default cloudstack-4.22)
   --defects LIST   switch on exactly these defects instead (D1,D2a,...; D2 = D2a-D2e; none)
   --seed N         scheduler seed (default: each scenario's own)
-  --driver NAME    where domains live: sim (default; the only driver in this build)
+  --driver NAME    where domains live: sim (default) or libvirt (real QEMU domains, real time;
+                   needs ci/setup-libvirt.sh and ci/build-guest.sh; Ctrl-C cleans up)
+  --uri URI        libvirtd for --driver libvirt (default qemu:///system)
   --json           print the results as JSON
   --history FILE   write the recorded history of the (last) run as JSON lines
 
@@ -101,6 +105,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return serverCmd(args[1:], stdout, stderr)
 	case "agent":
 		return agentCmd(args[1:], stdout, stderr)
+	case "cleanup":
+		return cleanupCmd(args[1:], stdout, stderr)
 	}
 	fmt.Fprintf(stderr, "csconform: unknown command %q\n\n%s", args[0], usage)
 	return 2
@@ -144,6 +150,7 @@ func repro(args []string, stdout, stderr io.Writer) int {
 	defects := fs.String("defects", "", "")
 	seed := fs.Uint64("seed", 0, "")
 	driver := fs.String("driver", "sim", "")
+	uri := fs.String("uri", "", "")
 	asJSON := fs.Bool("json", false, "")
 	historyFile := fs.String("history", "", "")
 	fs.Usage = func() { fmt.Fprint(stderr, usage) }
@@ -163,10 +170,12 @@ func repro(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "csconform repro: name one scenario (or all)")
 		return 2
 	}
-	if *driver != "sim" {
-		fmt.Fprintf(stderr, "csconform repro: unknown driver %q: this build has only the simulator driver (sim)\n", *driver)
+	if !slices.Contains(drivers, *driver) {
+		fmt.Fprintf(stderr, "csconform repro: unknown driver %q (known: %s)\n", *driver, strings.Join(drivers, ", "))
 		return 2
 	}
+	ctx, stop := reproContext()
+	defer stop()
 	sw, err := switches(profile, *defects)
 	if err != nil {
 		fmt.Fprintln(stderr, "csconform repro:", err)
@@ -194,7 +203,7 @@ func repro(args []string, stdout, stderr io.Writer) int {
 		if !*asJSON && len(scs) > 1 {
 			fmt.Fprintf(stderr, "[%d/%d] %s\n", i+1, len(scs), sc.Name)
 		}
-		r, err := harness.RunScenario(sc, *profile, sw, s)
+		r, err := runOn(ctx, *driver, *uri, sc, *profile, sw, s, stderr)
 		if err != nil {
 			fmt.Fprintln(stderr, "csconform repro:", err)
 			return 2
@@ -211,7 +220,11 @@ func repro(args []string, stdout, stderr io.Writer) int {
 			found = true
 		}
 		if !*asJSON {
-			r.WriteText(stdout, sim.Epoch)
+			epoch := sim.Epoch
+			if *driver != "sim" {
+				epoch = r.Started // real time: count from the scenario's start
+			}
+			r.WriteText(stdout, epoch)
 		}
 	}
 	if *asJSON {

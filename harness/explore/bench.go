@@ -29,8 +29,8 @@ func SimulateDay() Day {
 	return Day{Wall: time.Since(t0), Steps: c.Sched.Steps()}
 }
 
-// LargeHistory is a synthetic history of about n operations over n/100 VMs: each VM deployed, then
-// observed, stopped, started and observed again, with several clients overlapping.
+// LargeHistory is a synthetic history of n porcupine operations (client calls and observations) over
+// n/100 VMs: each VM deployed, then stopped and started in turn, observed around each call.
 func LargeHistory(n int) []history.Event {
 	var es []history.Event
 	seq := int64(0)
@@ -41,7 +41,8 @@ func LargeHistory(n int) []history.Event {
 	}
 	vms := max(n/100, 1)
 	op := 0
-	for round := 0; len(es) < 2*n; round++ {
+	ops := 0
+	for round := 0; ops < n; round++ {
 		for v := 1; v <= vms; v++ {
 			obj := fmt.Sprintf("vm:%d", v)
 			on := round%2 == 0
@@ -56,6 +57,10 @@ func LargeHistory(n int) []history.Event {
 			add(history.Event{Kind: history.Observe, Object: obj, To: linear.ObserveVM(!on, false)})
 			add(history.Event{Kind: history.Observe, Object: obj, To: linear.ObserveVM(on, false)})
 			add(history.Event{Kind: history.Return, Op: op, Object: obj, To: "ok"})
+			ops += 3
+			if ops >= n {
+				break
+			}
 		}
 	}
 	return es

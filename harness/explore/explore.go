@@ -38,6 +38,7 @@ type Options struct {
 // Outcome is one program's run and both detectors' verdicts.
 type Outcome struct {
 	Program *harness.Scenario
+	Actions int // how many actions the program was drawn as (its steps may be more)
 	Result  *harness.Result
 	Illegal []linear.Result // the partitions no sequential order explains
 }
@@ -62,7 +63,7 @@ func Property(o Options) func(*rapid.T) {
 		o.Detectors = Both
 	}
 	return func(t *rapid.T) {
-		sc := Program(t)
+		sc, actions := Program(t)
 		if err := sc.Validate(); err != nil {
 			t.Fatalf("generated an invalid program: %v", err)
 		}
@@ -70,6 +71,7 @@ func Property(o Options) func(*rapid.T) {
 		if err != nil {
 			t.Fatalf("run: %v", err)
 		}
+		out.Actions = actions
 		if o.Seen != nil {
 			o.Seen(out)
 		}

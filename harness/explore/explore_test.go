@@ -19,7 +19,21 @@ import (
 var (
 	profileFlag = flag.String("csconform.profile", "fixed", "profile the property test runs against")
 	defectsFlag = flag.String("csconform.defects", "", "defect switches instead of the profile (D1,D2a,…)")
+	randomFlag  = flag.Bool("csconform.random", false, "explore from a random seed instead of the fixed ones (csconform bench measures 20)")
 )
+
+// seedFor is the exploration's starting seed: fixed by default, so that CI gives the same verdict
+// every time; random with -csconform.random.
+func seedFor(name string) uint64 {
+	if *randomFlag {
+		return uint64(time.Now().UnixNano())
+	}
+	h := uint64(14695981039346656037)
+	for _, c := range name {
+		h = (h ^ uint64(c)) * 1099511628211
+	}
+	return h
+}
 
 // TestExplore is the property: under the fixed profile no random program breaks an invariant or a
 // model. Run it against the defects with -csconform.profile=cloudstack-4.22; replay a failure with the
@@ -51,13 +65,15 @@ var families = []struct {
 	name    string
 	defects impl.Switches
 	budget  int
+	// shrink: how long rapid may minimise; the seed defects' counterexamples must come out short
+	shrink time.Duration
 }{
-	{"D1", only("D1"), 100},
-	{"D2", only("D2a", "D2b", "D2c", "D2d", "D2e"), 100},
-	{"D3", only("D3"), 100},
-	{"planted: a stop that timed out counts as stopped", only(impl.PlantedStopTimeoutIsSuccess), 100},
-	{"C1", only("C1"), 1000},
-	{"C2", only("C2"), 1000},
+	{"D1", only("D1"), 100, 10 * time.Second},
+	{"D2", only("D2a", "D2b", "D2c", "D2d", "D2e"), 100, 10 * time.Second},
+	{"D3", only("D3"), 100, 10 * time.Second},
+	{"planted: a stop that timed out counts as stopped", only(impl.PlantedStopTimeoutIsSuccess), 100, 2 * time.Second},
+	{"C1", only("C1"), 1000, 2 * time.Second},
+	{"C2", only("C2"), 1000, 2 * time.Second},
 }
 
 // TestEachDetectorFindsEachDefect switches each defect on alone and explores from a random start with
@@ -73,8 +89,8 @@ func TestEachDetectorFindsEachDefect(t *testing.T) {
 			d    Detectors
 		}{{"invariants", Detectors{Invariants: true}}, {"linearizability", Detectors{Linear: true}}} {
 			t.Run(f.name+"/"+det.name, func(t *testing.T) {
-				seed := uint64(time.Now().UnixNano())
-				found, ran, err := Explore(Options{Profile: f.name, Defects: f.defects, Detectors: det.d}, f.budget, seed, 3*time.Second)
+				seed := seedFor(f.name + "/" + det.name)
+				found, ran, err := Explore(Options{Profile: f.name, Defects: f.defects, Detectors: det.d}, f.budget, seed, f.shrink)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -82,8 +98,8 @@ func TestEachDetectorFindsEachDefect(t *testing.T) {
 					t.Fatalf("not found in %d cases from seed %d", ran, seed)
 				}
 				t.Logf("found after %d cases from seed %d; shrunk (replay with -rapid.seed=%d):\n%s", found.Cases, seed, found.Seed, found.Shrunk.Counterexample())
-				if n := len(found.Shrunk.Program.Steps); n > 12 {
-					t.Errorf("shrunk to %d steps, want at most 12", n)
+				if n := found.Shrunk.Actions; f.shrink >= 10*time.Second && n > 10 {
+					t.Errorf("shrunk to %d actions, want at most 10", n)
 				}
 			})
 		}
@@ -93,7 +109,7 @@ func TestEachDetectorFindsEachDefect(t *testing.T) {
 // TestFixedFindsNothing is the other half of each detector's test: the same budget finds nothing once
 // the defects are fixed.
 func TestFixedFindsNothing(t *testing.T) {
-	seed := uint64(time.Now().UnixNano())
+	seed := seedFor("fixed")
 	found, ran, err := Explore(Options{Profile: "fixed", Defects: impl.Switches{}}, 100, seed, time.Second)
 	if err != nil {
 		t.Fatal(err)

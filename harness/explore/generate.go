@@ -28,11 +28,14 @@ type gen struct {
 	n     int
 }
 
+// Program draws a program and says how many actions it drew (an action is one operation, fault or
+// wait, or one of the weighted interleavings, which takes a few steps).
+//
 // Program draws a program. Actions are weighted towards the interleavings that matter: a deploy into a
 // network older than job.expire.minutes (the orphaned-network cleanup), a bystander's crash while a
 // start is in flight with a delayed out-of-band report (stale power report), a destroy while the host's
 // agent is away (forced release); the rest are plain operations, single faults and waits.
-func Program(t *rapid.T) *harness.Scenario {
+func Program(t *rapid.T) (*harness.Scenario, int) {
 	g := &gen{t: t, where: map[string]string{}}
 	seed := rapid.Uint64Range(1, 1<<32).Draw(t, "seed")
 	g.sc = &harness.Scenario{Name: fmt.Sprintf("explore-%d", seed), Title: "a program found by csconform explore",
@@ -57,8 +60,8 @@ func Program(t *rapid.T) *harness.Scenario {
 		g.action()
 		return true
 	})
-	rapid.SliceOfN(act, 1, maxActions).Draw(t, "actions")
-	return g.sc
+	n := len(rapid.SliceOfN(act, 1, maxActions).Draw(t, "actions"))
+	return g.sc, n
 }
 
 func (g *gen) step(s harness.Step) { g.sc.Steps = append(g.sc.Steps, s) }

@@ -52,7 +52,7 @@ func (s *Summary) Text() string {
 		return b.String()
 	}
 	f := s.Finding
-	fmt.Fprintf(&b, "FOUND after %d cases; shrunk to %d steps:\n", f.Cases, len(f.Shrunk.Program.Steps))
+	fmt.Fprintf(&b, "FOUND after %d cases; shrunk to %d actions (%d steps):\n", f.Cases, f.Shrunk.Actions, len(f.Shrunk.Program.Steps))
 	b.WriteString(f.Shrunk.Counterexample())
 	cli, gotest := "--profile "+s.Profile, "-csconform.profile="+s.Profile
 	if s.Profile == "custom" {

@@ -1,0 +1,579 @@
+package harness
+
+// The libvirt world: the reference management server and one agent per host run in this process on
+// real time and goroutines (drivers/live), speak TCP over loopback with a cutting proxy between each
+// agent and the server, and run real QEMU domains on a (shared) libvirtd (drivers/libvirt). The
+// invariants read the domains from libvirt, never from an agent.
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"runtime"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/csconform/csconform/drivers/libvirt"
+	"github.com/csconform/csconform/drivers/live"
+	"github.com/csconform/csconform/impl"
+	"github.com/csconform/csconform/model/invariant"
+)
+
+// LibvirtOptions say where and how a run on real domains happens.
+type LibvirtOptions struct {
+	URI     string // libvirtd ("" = qemu:///system)
+	Run     string // names every domain and file of the run (default: made from the clock)
+	BaseDir string // run directories ("" = $CSCONFORM_RUN_DIR or /var/lib/csconform)
+	// Ctx ends the run when cancelled (Ctrl-C): RunScenarioLibvirt returns its error, and everything
+	// the run made is removed.
+	Ctx context.Context
+	Log io.Writer // progress lines (nil: none)
+	// KeepOnFailure skips the cleanup (for debugging; csconform cleanup removes it later).
+	KeepOnFailure bool
+}
+
+// LibvirtScaling is the time scaling of a run on real domains, in one place. CloudStack's defaults
+// that would make a real run last hours are scaled down; what the defects depend on is kept real.
+//
+//   - network.gc.interval and network.gc.wait (600 s each): 10 s while the scenario's setup primes
+//     its networks (a primed network is shut down by the network GC, 20 min with the defaults), then
+//     back to the scenario's values, so the steps meet the GC as in the simulator.
+//   - job.expire.minutes (1440) stays: a network's age is set by backdating its creation time (the
+//     scenario's age and backdate steps, as the seed 000 A/B did), not by waiting.
+//   - ping.interval (60 s) stays: no seed scenario waits for a ping timeout, and the power-report
+//     graceful period (2 × ping.interval) is part of the D2 defect's timing.
+//   - router boot: real, 36–41 s (the guest's csc.delay), as in the report; D1 is a race against it.
+//     Only while priming (setup) a router says ready after 1 s: that boot is not under test.
+//
+// A scenario's own config for a key wins over this table.
+var LibvirtScaling = map[string]string{
+	"network.gc.interval": "10",
+	"network.gc.wait":     "10",
+}
+
+// Router boot times on real domains (the guest's csc.delay): as in the simulator, 36–41 s.
+const (
+	libvirtRouterBoot      = 36 * time.Second
+	libvirtRouterBootRange = 5 * time.Second
+	libvirtPrimingBoot     = time.Second
+	// libvirtCheckEvery is how often the checker looks at the records and libvirt's domains, besides
+	// after every step of the scenario.
+	libvirtCheckEvery = 300 * time.Millisecond
+)
+
+var runSeq atomic.Int64
+
+// NewRunID names a run: letters and digits only, unique in this process and across processes.
+func NewRunID() string {
+	return "r" + strconv.FormatInt(time.Now().UnixMilli()%(36*36*36*36*36*36), 36) + strconv.FormatInt(runSeq.Add(1), 36)
+}
+
+// RunScenarioLibvirt runs a scenario on real domains; it removes every domain and file of the run
+// before returning, whatever the outcome.
+func RunScenarioLibvirt(sc *Scenario, profile string, defects impl.Switches, seed uint64, lo LibvirtOptions) (*Result, error) {
+	return runScenario(sc, profile, defects, seed, func(o Options) (*Cluster, error) { return NewLibvirtCluster(o, lo) })
+}
+
+type libvirtWorld struct {
+	c     *Cluster
+	lo    LibvirtOptions
+	ctx   context.Context
+	base  *live.Env // clients, scenario, faults, checker, the database's clock
+	msEnv *procEnv  // the current management server incarnation
+	ln    *live.Listener
+	addr  string // the management server's listen address (kept across restarts)
+	hosts map[string]*lvHost
+
+	mu      sync.Mutex
+	rng     *rand.Rand
+	priming atomic.Bool
+	prev    map[string]bool // truth violations seen by the previous check
+	closed  bool
+	// scenarioConfig is the scenario's own config (it wins over LibvirtScaling).
+	scenarioConfig map[string]string
+}
+
+type lvHost struct {
+	id    string
+	hv    *libvirt.Host
+	proxy *live.Proxy
+	env   *procEnv     // the current agent incarnation
+	stale atomic.Int64 // delay of the next out-of-band report (ns)
+}
+
+// NewLibvirtCluster builds a cluster on real domains and waits until every host is Up.
+func NewLibvirtCluster(o Options, lo LibvirtOptions) (*Cluster, error) {
+	if len(o.Hosts) == 0 {
+		o.Hosts = []string{"h1"}
+	}
+	conf := map[string]string{}
+	for k, v := range LibvirtScaling {
+		conf[k] = v
+	}
+	for k, v := range o.Config {
+		conf[k] = v
+	}
+	cfg, err := impl.NewConfig(conf)
+	if err != nil {
+		return nil, err
+	}
+	if lo.Run == "" {
+		lo.Run = NewRunID()
+	}
+	if lo.Ctx == nil {
+		lo.Ctx = context.Background()
+	}
+	w := &libvirtWorld{lo: lo, scenarioConfig: o.Config, ctx: lo.Ctx, base: live.NewEnv(), hosts: map[string]*lvHost{},
+		rng: rand.New(rand.NewPCG(o.Seed, 0x11b7)), prev: map[string]bool{}}
+	c := &Cluster{w: w, Agents: map[string]*impl.Agent{}, Config: cfg, Defects: o.Defects,
+		seen: map[string]bool{}, vmIDs: map[string]int64{}, netIDs: map[string]int64{}}
+	w.c = c
+	c.Rec = NewRecorder(time.Now)
+	c.DB = impl.NewDB(w.base, c.Rec)
+	fail := func(err error) (*Cluster, error) { w.close(); return nil, err }
+	w.ln, err = live.Listen("127.0.0.1:0")
+	if err != nil {
+		return fail(err)
+	}
+	w.addr = w.ln.Addr()
+	c.startServer()
+	for _, h := range o.Hosts {
+		if _, dup := w.hosts[h]; dup {
+			return fail(fmt.Errorf("host %q is listed twice", h))
+		}
+		hv, err := libvirt.New(lo.URI, h, libvirt.Options{Run: lo.Run, BaseDir: lo.BaseDir, BootDelay: w.bootDelay})
+		if err != nil {
+			return fail(err)
+		}
+		lh := &lvHost{id: h, hv: hv}
+		w.hosts[h] = lh
+		if lh.proxy, err = live.NewProxy("127.0.0.1:0", w.addr); err != nil {
+			return fail(err)
+		}
+		c.HostIDs = append(c.HostIDs, h)
+		c.startAgent(h)
+	}
+	w.logf("run %s: management server on %s, hosts %v, %s guests", lo.Run, w.addr, c.HostIDs, w.hosts[c.HostIDs[0]].hv.VirtType())
+	w.base.Go("checker", func() {
+		for {
+			w.base.Sleep(libvirtCheckEvery)
+			c.checkNow()
+		}
+	})
+	deadline := time.Now().Add(2 * time.Minute)
+	if err := w.runUntil(deadline, c.allUp); err != nil {
+		return fail(err)
+	}
+	if !c.allUp() {
+		return fail(fmt.Errorf("hosts did not come up within 2 minutes"))
+	}
+	return c, nil
+}
+
+func (w *libvirtWorld) logf(format string, args ...any) {
+	if w.lo.Log != nil {
+		fmt.Fprintf(w.lo.Log, "csconform libvirt: "+format+"\n", args...)
+	}
+}
+
+// bootDelay is the guest's csc.delay: how long a router takes to say ready.
+func (w *libvirtWorld) bootDelay(spec impl.DomainSpec) time.Duration {
+	if spec.Type != "DomainRouter" {
+		return 0
+	}
+	if w.priming.Load() {
+		return libvirtPrimingBoot
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if d := w.c.routerBoot; d > 0 {
+		return d
+	}
+	return libvirtRouterBoot + time.Duration(w.rng.Int64N(int64(libvirtRouterBootRange)))
+}
+
+func (w *libvirtWorld) now() time.Time                { return time.Now() }
+func (w *libvirtWorld) goTask(name string, fn func()) { w.base.Go(name, fn) }
+func (w *libvirtWorld) sleep(d time.Duration)         { w.base.Sleep(d) }
+func (w *libvirtWorld) offset() time.Duration         { return 0 } // the wall clock already falls anywhere
+func (w *libvirtWorld) steps() uint64                 { return 0 }
+
+// setup(false) ends the scaling of LibvirtScaling (in force from the server's start to the end of
+// priming): the steps meet CloudStack's values, or the scenario's own.
+func (w *libvirtWorld) setup(on bool) {
+	w.priming.Store(on)
+	if on {
+		return
+	}
+	for k := range LibvirtScaling {
+		if _, own := w.scenarioConfig[k]; own {
+			continue
+		}
+		for _, ck := range impl.ConfigKeys {
+			if ck.Name == k {
+				if err := w.c.Config.Set(k, ck.Default); err != nil {
+					panic(err)
+				}
+			}
+		}
+	}
+}
+
+func (w *libvirtWorld) runUntil(limit time.Time, done func() bool) error {
+	t := time.NewTicker(50 * time.Millisecond)
+	defer t.Stop()
+	for !done() && time.Now().Before(limit) {
+		select {
+		case <-w.ctx.Done():
+			return w.ctx.Err()
+		case <-t.C:
+		}
+	}
+	return nil
+}
+
+func (w *libvirtWorld) runFor(d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-w.ctx.Done():
+		return w.ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// close ends every task and connection of the run, then removes its domains and files.
+func (w *libvirtWorld) close() {
+	w.mu.Lock()
+	if w.closed {
+		w.mu.Unlock()
+		return
+	}
+	w.closed = true
+	w.mu.Unlock()
+	for _, a := range w.c.Agents {
+		a.Kill()
+	}
+	for _, h := range w.hosts {
+		if h.env != nil {
+			h.env.close()
+		}
+		if h.proxy != nil {
+			h.proxy.Close()
+		}
+		h.hv.Unsubscribe()
+	}
+	if w.msEnv != nil {
+		w.msEnv.close()
+	}
+	if w.ln != nil {
+		w.ln.Close()
+	}
+	w.base.Close()
+	w.base.Wait(5 * time.Second)
+	for _, h := range w.hosts {
+		_ = h.hv.Close()
+	}
+	if w.lo.KeepOnFailure && w.ctx.Err() == nil && len(w.c.Violations) > 0 {
+		w.logf("run %s kept (remove it with csconform cleanup --run %s)", w.lo.Run, w.lo.Run)
+		return
+	}
+	removed, err := libvirt.Cleanup(w.lo.URI, w.lo.BaseDir, w.lo.Run)
+	if err != nil {
+		w.logf("cleanup of run %s: %v", w.lo.Run, err)
+	}
+	w.logf("run %s cleaned up: %d domains and files removed", w.lo.Run, len(removed))
+}
+
+func (w *libvirtWorld) newServer() *impl.Server {
+	c := w.c
+	if w.ln == nil {
+		// A restart listens again on the same address, where the proxies send the agents.
+		var err error
+		for i := 0; i < 50; i++ {
+			if w.ln, err = live.Listen(w.addr); err == nil {
+				break
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		if err != nil {
+			panic(fmt.Sprintf("management server cannot listen again on %s: %v", w.addr, err))
+		}
+	}
+	w.msEnv = newProcEnv(w.base)
+	return impl.NewServer("ms1", w.msEnv, c.DB, c.Config, c.Defects, w.ln)
+}
+
+func (w *libvirtWorld) stopServer() {
+	w.ln.Close()
+	w.ln = nil
+	w.msEnv.close()
+}
+
+func (w *libvirtWorld) newAgent(h string) *impl.Agent {
+	lh := w.hosts[h]
+	lh.env = newProcEnv(w.base)
+	return impl.NewAgent(h, lh.env, &staleDialer{Dialer: live.Dialer{Addr: lh.proxy.Addr()}, h: lh},
+		&agentHV{Host: lh.hv, env: lh.env, name: "agent/" + h + "/libvirt-events"}, w.c.Rec)
+}
+
+func (w *libvirtWorld) agentStopped(h string) {
+	lh := w.hosts[h]
+	lh.hv.Unsubscribe()
+	lh.env.close()
+}
+
+func (w *libvirtWorld) cutLink(h string, on bool) {
+	if on {
+		w.hosts[h].proxy.Cut()
+	} else {
+		w.hosts[h].proxy.Heal()
+	}
+}
+
+func (w *libvirtWorld) delayNextOutOfBand(h string, d time.Duration) {
+	w.hosts[h].stale.Store(int64(d))
+}
+func (w *libvirtWorld) running(h string) []string { return w.hosts[h].hv.Running() }
+
+// crash kills the domain's QEMU (kill -9): libvirt says STOPPED/FAILED whatever the detail asked.
+func (w *libvirtWorld) crash(h, dom, detail string) error { return w.hosts[h].hv.Crash(dom) }
+
+func (w *libvirtWorld) guestShutdown(h, dom string) error { return w.hosts[h].hv.GuestPoweroff(dom) }
+
+func (w *libvirtWorld) domains() []invariant.Domain {
+	var out []invariant.Domain
+	for _, h := range w.c.HostIDs {
+		ds, err := w.hosts[h].hv.Domains()
+		if err != nil {
+			w.logf("host %s: listing domains: %v", h, err)
+			continue
+		}
+		for _, d := range ds {
+			out = append(out, invariant.Domain{HostID: h, Name: d.Name, Running: d.Running, IPs: d.IPs, Disks: d.Disks})
+		}
+	}
+	return out
+}
+
+// confirm: the records and libvirt's domains are read one after the other, not atomically, so a
+// violation of the domains' truth counts once two checks in a row (libvirtCheckEvery apart) see it.
+// Violations judged on the history alone stand at once.
+func (w *libvirtWorld) confirm(vs []invariant.Violation) []invariant.Violation {
+	cur := map[string]bool{}
+	var out []invariant.Violation
+	for _, v := range vs {
+		switch v.Invariant {
+		case invariant.OrphanDomain, invariant.IPConflict, invariant.VolumeInUse:
+			k := v.Invariant + "|" + v.Object
+			cur[k] = true
+			if !w.prev[k] {
+				continue
+			}
+		}
+		out = append(out, v)
+	}
+	w.prev = cur
+	return out
+}
+
+// ---- agent side
+
+// agentHV is the libvirt host as one agent incarnation sees it: lifecycle events, which libvirt
+// delivers on the driver's goroutine, are queued and handled one at a time by a task of the agent,
+// so a killed agent handles none and the driver's event stream never waits for the agent.
+type agentHV struct {
+	*libvirt.Host
+	env  *procEnv
+	name string
+}
+
+func (a *agentHV) Subscribe(fn func(impl.LifecycleEvent)) {
+	ch := make(chan impl.LifecycleEvent, 1024)
+	a.Host.Subscribe(func(ev impl.LifecycleEvent) {
+		select {
+		case ch <- ev:
+		default: // the agent is gone or hopelessly behind: libvirt drops events too
+		}
+	})
+	a.env.Go(a.name, func() {
+		for {
+			select {
+			case ev := <-ch:
+				fn(ev)
+			case <-a.env.done:
+				return
+			}
+		}
+	})
+}
+
+// staleDialer connects an agent through its proxy; a stale-report fault makes the next out-of-band
+// report reach the server late (sent after the delay; later messages overtake it, as with CloudStack's
+// agent thread pool).
+type staleDialer struct {
+	live.Dialer
+	h *lvHost
+}
+
+func (d *staleDialer) Dial(hostID string) (impl.Pipe, error) {
+	p, err := d.Dialer.Dial(hostID)
+	if err != nil {
+		return nil, err
+	}
+	return &stalePipe{Pipe: p, h: d.h}, nil
+}
+
+type stalePipe struct {
+	impl.Pipe
+	h *lvHost
+}
+
+func (p *stalePipe) Send(m impl.Message) error {
+	if m.Kind == impl.MsgPing && m.OutOfBand {
+		if d := time.Duration(p.h.stale.Swap(0)); d > 0 {
+			go func() {
+				time.Sleep(d)
+				_ = p.Pipe.Send(m)
+			}()
+			return nil
+		}
+	}
+	return p.Pipe.Send(m)
+}
+
+// ---- one process's threads
+
+// procEnv is the Env of one process incarnation (the management server, an agent) inside the run:
+// its own tasks end when it is closed — parked in Sleep or a Signal's Wait, they exit as a killed
+// process's threads do — while other tasks that call into it (a client waiting for a job through
+// the server's code) keep running on the run's clock.
+type procEnv struct {
+	base *live.Env
+	done chan struct{}
+	once sync.Once
+	mine sync.Map // goroutine id -> true, for this incarnation's tasks
+}
+
+func newProcEnv(base *live.Env) *procEnv { return &procEnv{base: base, done: make(chan struct{})} }
+
+func (p *procEnv) close() { p.once.Do(func() { close(p.done) }) }
+
+func (p *procEnv) Now() time.Time { return time.Now() }
+
+func (p *procEnv) Go(name string, fn func()) {
+	select {
+	case <-p.done:
+		return
+	default:
+	}
+	p.base.Go(name, func() {
+		id := goid()
+		p.mine.Store(id, true)
+		defer p.mine.Delete(id)
+		select {
+		case <-p.done:
+			return
+		default:
+		}
+		fn()
+	})
+}
+
+func (p *procEnv) owns() bool {
+	_, ok := p.mine.Load(goid())
+	return ok
+}
+
+func (p *procEnv) Sleep(d time.Duration) {
+	if !p.owns() {
+		p.base.Sleep(d)
+		return
+	}
+	if d <= 0 {
+		select {
+		case <-p.done:
+			runtime.Goexit()
+		default:
+		}
+		runtime.Gosched()
+		return
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-p.done:
+		runtime.Goexit()
+	case <-p.base.Done():
+		runtime.Goexit()
+	}
+}
+
+func (p *procEnv) NewSignal() impl.Signal { return &procSignal{p: p, ch: make(chan struct{})} }
+
+type procSignal struct {
+	p    *procEnv
+	once sync.Once
+	ch   chan struct{}
+}
+
+func (g *procSignal) Fire() { g.once.Do(func() { close(g.ch) }) }
+
+func (g *procSignal) Wait(timeout time.Duration) bool {
+	select {
+	case <-g.ch:
+		return true
+	default:
+	}
+	var expired <-chan time.Time
+	if timeout > 0 {
+		t := time.NewTimer(timeout)
+		defer t.Stop()
+		expired = t.C
+	}
+	var dead <-chan struct{}
+	if g.p.owns() {
+		dead = g.p.done
+	}
+	select {
+	case <-g.ch:
+		return true
+	case <-expired:
+		select {
+		case <-g.ch:
+			return true
+		default:
+			return false
+		}
+	case <-dead:
+		runtime.Goexit()
+	case <-g.p.base.Done():
+		runtime.Goexit()
+	}
+	return false
+}
+
+// goid is the calling goroutine's id ("goroutine 123 [running]:").
+func goid() uint64 {
+	var buf [64]byte
+	b := buf[:runtime.Stack(buf[:], false)]
+	b = b[len("goroutine "):]
+	var id uint64
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			break
+		}
+		id = id*10 + uint64(c-'0')
+	}
+	return id
+}
+
+var (
+	_ world    = (*libvirtWorld)(nil)
+	_ impl.Env = (*procEnv)(nil)
+)

@@ -1,0 +1,105 @@
+package harness
+
+import (
+	"time"
+
+	"github.com/csconform/csconform/impl"
+	"github.com/csconform/csconform/model/invariant"
+)
+
+// world is what a Cluster runs on: the deterministic simulator (simWorld) or real domains in
+// real time (libvirtWorld). The scenario runner, the client operations, the faults and the checker
+// only ever go through it, so they do not know which world they run in.
+type world interface {
+	now() time.Time
+	goTask(name string, fn func())
+	sleep(d time.Duration)
+	// runUntil runs the world until done() or limit; runFor for d.
+	runUntil(limit time.Time, done func() bool) error
+	runFor(d time.Duration) error
+	// offset is where a scenario falls against the server's fixed-rate tasks.
+	offset() time.Duration
+	steps() uint64
+	close()
+
+	// newServer listens for agents and returns a management server incarnation (not started);
+	// stopServer ends it: its threads die, its listener closes, the database stays.
+	newServer() *impl.Server
+	stopServer()
+	// newAgent returns a host's agent (not started); agentStopped ends what is left of a stopped
+	// one (its tasks, its lifecycle subscription). Domains keep running.
+	newAgent(h string) *impl.Agent
+	agentStopped(h string)
+	cutLink(h string, on bool)
+	delayNextOutOfBand(h string, d time.Duration)
+	// running lists a host's powered-on domains; crash and guestShutdown act on one.
+	running(h string) []string
+	crash(h, dom, detail string) error
+	guestShutdown(h, dom string) error
+	// domains is the truth for the invariants: every host's domains, their IPs and open disks.
+	domains() []invariant.Domain
+	// confirm filters a check's violations: a world whose snapshot is not atomic reports a
+	// violation of the domains' truth only once two checks in a row see it.
+	confirm(vs []invariant.Violation) []invariant.Violation
+	// setup says whether the scenario's setup (priming) is running.
+	setup(on bool)
+}
+
+// simWorld is the simulator: one scheduler, virtual time, a fabric of links, simulated hosts.
+type simWorld struct{ c *Cluster }
+
+func (w *simWorld) now() time.Time                { return w.c.Sched.Now() }
+func (w *simWorld) goTask(name string, fn func()) { w.c.Sched.Go(name, fn) }
+func (w *simWorld) sleep(d time.Duration)         { w.c.Sched.Sleep(d) }
+func (w *simWorld) runUntil(limit time.Time, done func() bool) error {
+	return w.c.Sched.RunUntil(limit, done)
+}
+func (w *simWorld) runFor(d time.Duration) error { return w.c.Sched.RunFor(d) }
+func (w *simWorld) offset() time.Duration {
+	return time.Duration(w.c.Sched.Rand().Int64N(int64(10 * time.Second)))
+}
+func (w *simWorld) steps() uint64 { return w.c.Sched.Steps() }
+func (w *simWorld) close()        { w.c.Sched.Close() }
+
+func (w *simWorld) newServer() *impl.Server {
+	c := w.c
+	c.Fabric.Listen(true)
+	return impl.NewServer("ms1", c.Sched, c.DB, c.Config, c.Defects, c.Fabric)
+}
+
+func (w *simWorld) stopServer() {
+	w.c.Fabric.Listen(false)
+	w.c.Sched.Kill("ms/")
+}
+
+func (w *simWorld) newAgent(h string) *impl.Agent {
+	c := w.c
+	return impl.NewAgent(h, c.Sched, c.Fabric, c.Hosts[h], c.Rec)
+}
+
+func (w *simWorld) agentStopped(h string) {
+	w.c.Hosts[h].Unsubscribe()
+	w.c.Sched.Kill("agent/" + h + "/")
+}
+
+func (w *simWorld) cutLink(h string, on bool)                    { w.c.Fabric.Cut(h, on) }
+func (w *simWorld) delayNextOutOfBand(h string, d time.Duration) { w.c.Fabric.DelayNextOutOfBand(h, d) }
+func (w *simWorld) running(h string) []string                    { return w.c.Hosts[h].Running() }
+func (w *simWorld) crash(h, dom, detail string) error            { return w.c.Hosts[h].Crash(dom, detail) }
+func (w *simWorld) guestShutdown(h, dom string) error            { return w.c.Hosts[h].GuestShutdown(dom) }
+
+func (w *simWorld) domains() []invariant.Domain {
+	var out []invariant.Domain
+	for _, h := range w.c.HostIDs {
+		for _, d := range w.c.Hosts[h].Domains() {
+			out = append(out, invariant.Domain{HostID: h, Name: d.Name, Running: d.Running, IPs: d.IPs, Disks: d.Disks})
+		}
+	}
+	return out
+}
+
+// The simulator's snapshot is atomic: every violation stands.
+func (w *simWorld) confirm(vs []invariant.Violation) []invariant.Violation { return vs }
+func (w *simWorld) setup(bool)                                             {}
+
+var _ world = (*simWorld)(nil)
