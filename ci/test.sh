@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Sets up what the tests need and runs every test tier. Run as root on a fresh Debian machine.
-# Tiers today: unit and property tests, the conformance suite on the simulator driver, go vet and
-# gofmt, and a smoke run of the CLI. The libvirt and container tiers arrive with their drivers.
+# Tiers today: unit and property tests (rapid explorations included), the conformance suite on the
+# simulator driver, go vet and gofmt, and smoke runs of repro, explore and check.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="/usr/local/go/bin:$PATH"
@@ -39,4 +39,22 @@ if [ "$rc422" != 1 ] || [ "$rcfixed" != 0 ]; then
   echo "csconform repro: exit $rc422 under cloudstack-4.22 (want 1), $rcfixed under fixed (want 0)" >&2
   exit 1
 fi
+echo "== exploration smoke: fixed finds nothing in 2000 cases; the seed defects are found, shrunk, reported and re-checked"
+go build -o /tmp/csconform-ci ./cmd/csconform
+out=/tmp/csconform-explore-ci
+rm -rf "$out"
+set +e
+/tmp/csconform-ci explore --profile fixed --budget 2000 --seed 1 --quiet >/tmp/csconform-explore-fixed.txt 2>&1; rcf=$?
+/tmp/csconform-ci explore --profile cloudstack-4.22 --budget 100 --seed 1 --quiet --out "$out" >/tmp/csconform-explore-422.txt 2>&1; rc4=$?
+/tmp/csconform-ci check "$out/history.jsonl" >/dev/null 2>&1; rcc=$?
+set -e
+head -n 1 /tmp/csconform-explore-fixed.txt
+head -n 12 /tmp/csconform-explore-422.txt
+rm -f /tmp/csconform-ci
+if [ "$rcf" != 0 ] || [ "$rc4" != 1 ] || [ "$rcc" != 1 ] || [ ! -s "$out/junit.xml" ]; then
+  echo "csconform explore: exit $rcf under fixed (want 0), $rc4 under cloudstack-4.22 (want 1), check exit $rcc (want 1)" >&2
+  cat /tmp/csconform-explore-fixed.txt >&2
+  exit 1
+fi
+
 echo "all tiers passed"

@@ -295,9 +295,17 @@ func explain(m porcupine.Model, ops []porcupine.Operation, info porcupine.Linear
 		}
 	}
 	slices.SortFunc(rest, func(a, b int) int { return cmp.Compare(ops[a].Return, ops[b].Return) })
-	if len(rest) > 0 {
-		op := ops[rest[0]]
-		out = append(out, "  then, impossible: "+m.DescribeOperation(op.Input, op.Output))
+	for n, i := range rest {
+		if n == 3 {
+			out = append(out, fmt.Sprintf("  (and %d more)", len(rest)-3))
+			break
+		}
+		op := ops[i]
+		lead := "  then, impossible: "
+		if n > 0 {
+			lead = "            or this: "
+		}
+		out = append(out, lead+m.DescribeOperation(op.Input, op.Output))
 	}
 	return out
 }
