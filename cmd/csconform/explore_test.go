@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 )
 
@@ -13,11 +12,7 @@ func TestExploreAndCheck(t *testing.T) {
 	out := filepath.Join(dir, "out")
 	garbage := filepath.Join(dir, "garbage.jsonl")
 	os.WriteFile(garbage, []byte(`{"seq":1,"kind":"call"}`+"\nnot json\n"), 0o644)
-	cases := []struct {
-		args []string
-		code int
-		out  string
-	}{
+	cases := []cliCase{
 		{[]string{"explore", "--shard", "3/2"}, 2, "--shard wants i/n"},
 		{[]string{"explore", "--detectors", "eyes"}, 2, "--detectors wants"},
 		{[]string{"explore", "--budget", "0"}, 2, "at least 1"},
@@ -32,18 +27,7 @@ func TestExploreAndCheck(t *testing.T) {
 		{[]string{"check"}, 2, "name one history file"},
 		{[]string{"bench", "--seeds", "0"}, 2, "at least 1"},
 	}
-	for _, c := range cases {
-		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
-			var o, e bytes.Buffer
-			code := run(c.args, &o, &e)
-			if code != c.code {
-				t.Fatalf("exit %d, want %d\n%s%s", code, c.code, o.String(), e.String())
-			}
-			if !strings.Contains(o.String()+e.String(), c.out) {
-				t.Fatalf("output does not mention %q:\n%s%s", c.out, o.String(), e.String())
-			}
-		})
-	}
+	runCLICases(t, cases)
 	for _, f := range []string{"summary.txt", "result.json", "junit.xml", "history.jsonl", "counterexample.yaml"} {
 		if _, err := os.Stat(filepath.Join(out, f)); err != nil {
 			t.Error(err)

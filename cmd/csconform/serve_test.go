@@ -29,11 +29,7 @@ func TestServeFlagErrors(t *testing.T) {
 	}
 	dead := l.Addr().String()
 	l.Close()
-	cases := []struct {
-		args []string
-		code int
-		out  string
-	}{
+	cases := []cliCase{
 		{[]string{"server", "-h"}, 0, "--listen ADDR"},
 		{[]string{"agent", "--help"}, 0, "--hypervisor NAME"},
 		{[]string{"server", "--bogus"}, 2, "bogus"},
@@ -49,18 +45,7 @@ func TestServeFlagErrors(t *testing.T) {
 		{[]string{"agent", "--host", "h1", "--server", dead}, 2, "cannot reach the management server"},
 		{[]string{"agent", "--host", "h1", "--server", dead, "--hypervisor", "xen"}, 2, "unknown hypervisor"},
 	}
-	for _, c := range cases {
-		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
-			var out, errb bytes.Buffer
-			code := run(c.args, &out, &errb)
-			if code != c.code {
-				t.Fatalf("exit %d, want %d\n%s%s", code, c.code, out.String(), errb.String())
-			}
-			if !strings.Contains(out.String()+errb.String(), c.out) {
-				t.Fatalf("output does not mention %q:\n%s%s", c.out, out.String(), errb.String())
-			}
-		})
-	}
+	runCLICases(t, cases)
 }
 
 // proc is a csconform process under test.
