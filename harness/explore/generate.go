@@ -90,6 +90,12 @@ func (g *gen) someVM() string {
 	return rapid.SampledFrom(g.vms).Draw(g.t, "vm")
 }
 
+// staleness is how late an out-of-band report is processed: 0.1–3 s. It shrinks towards 3 s, the
+// delay most likely to span a start, so that a shrunk counterexample needs no filler to line it up.
+func (g *gen) staleness() time.Duration {
+	return time.Duration(30-rapid.IntRange(0, 29).Draw(g.t, "staleness")) * 100 * time.Millisecond
+}
+
 func (g *gen) wait(label string, max time.Duration) time.Duration {
 	return time.Duration(rapid.Int64Range(0, int64(max/time.Second)).Draw(g.t, label)) * time.Second
 }
@@ -109,7 +115,7 @@ func (g *gen) action() {
 	case w < 50: // a bystander on the same host crashes while a start is in flight
 		h := g.host()
 		bystander := g.deploy(h, false)
-		g.step(harness.Step{Fault: "stale-report", Host: h, Duration: time.Duration(rapid.IntRange(1, 30).Draw(g.t, "staleness")) * 100 * time.Millisecond})
+		g.step(harness.Step{Fault: "stale-report", Host: h, Duration: g.staleness()})
 		starting := g.deploy(h, true)
 		kind := rapid.SampledFrom([]string{"crash", "guest-shutdown"}).Draw(g.t, "fault")
 		g.step(harness.Step{Until: "start-sent", VM: starting})
@@ -161,7 +167,7 @@ func (g *gen) fault(kind string) {
 		s.VM, s.Async = g.someVM(), false
 	case "stale-report":
 		s.Host, s.Async = g.host(), false
-		s.Duration = time.Duration(rapid.IntRange(1, 30).Draw(g.t, "staleness")) * 100 * time.Millisecond
+		s.Duration = g.staleness()
 	case "slow-router-boot":
 		s.Async = false
 		s.Duration = time.Duration(rapid.IntRange(36, 120).Draw(g.t, "boot")) * time.Second
