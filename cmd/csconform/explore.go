@@ -19,6 +19,8 @@ import (
 	"github.com/csconform/csconform/model/linear"
 )
 
+var detectorNames = map[string]explore.Detectors{"both": explore.Both, "invariants": {Invariants: true}, "linear": {Linear: true}}
+
 // chunk is how many cases one rapid run covers; a shard takes every n-th chunk.
 const chunk = 100
 
@@ -67,7 +69,7 @@ func exploreCmd(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(err)
 	}
-	det, ok := map[string]explore.Detectors{"both": explore.Both, "invariants": {Invariants: true}, "linear": {Linear: true}}[*detectors]
+	det, ok := detectorNames[*detectors]
 	if !ok {
 		return fail(fmt.Errorf("--detectors wants both, invariants or linear, got %q", *detectors))
 	}
@@ -250,6 +252,7 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	seeds := fs.Int("seeds", 20, "")
 	budget := fs.Int("budget", 100, "")
+	detectors := fs.String("detectors", "both", "")
 	fs.Usage = func() { fmt.Fprint(stderr, usage) }
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -258,7 +261,12 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "csconform bench: --seeds and --budget must be at least 1")
 		return 2
 	}
-	fmt.Fprintf(stdout, "cases and wall time to the first finding (both detectors), each defect alone, %d seeds, budget %d:\n", *seeds, *budget)
+	det, ok := detectorNames[*detectors]
+	if !ok {
+		fmt.Fprintf(stderr, "csconform bench: --detectors wants both, invariants or linear, got %q\n", *detectors)
+		return 2
+	}
+	fmt.Fprintf(stdout, "cases and wall time to the first finding (detectors: %s), each defect alone, %d seeds, budget %d:\n", *detectors, *seeds, *budget)
 	fmt.Fprintf(stdout, "%-32s %6s %13s %12s %13s %12s\n", "defect", "found", "median cases", "worst cases", "median time", "worst time")
 	for _, d := range []string{"D1", "D2", "D3", "C1", "C2", impl.PlantedStopTimeoutIsSuccess} {
 		sw, err := impl.ParseDefects(d)
@@ -270,7 +278,7 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 		found := 0
 		for s := 1; s <= *seeds; s++ {
 			t0 := time.Now()
-			f, ran, err := explore.Explore(explore.Options{Profile: d, Defects: sw}, *budget, uint64(s)*7919, time.Millisecond)
+			f, ran, err := explore.Explore(explore.Options{Profile: d, Defects: sw, Detectors: det}, *budget, uint64(s)*7919, time.Millisecond)
 			if err != nil {
 				fmt.Fprintln(stderr, "csconform bench:", err)
 				return 2

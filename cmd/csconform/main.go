@@ -59,6 +59,7 @@ explore flags:
 bench flags:
   --seeds N        seeds per defect (default 20)
   --budget N       cases per seed at most (default 100)
+  --detectors D    both (default), invariants or linear
 
 Exit status: 0 no violation, 1 a violation was found, 2 bad input.
 `

@@ -152,6 +152,12 @@ func (b *builder) event(e history.Event) {
 		}
 		b.vmOp(e.Object, c.actor, k, c.name, out, c.seq, e.Seq, e.Detail)
 	case history.Fault:
+		if e.To == "ms-restart" {
+			// The server's threads die with it, holding what they held: their sections stay open
+			// (they may have done all they wrote), and the next server's threads, which reuse the
+			// names, start sections of their own.
+			clear(b.sections)
+		}
 		kind := e.To
 		if kind == "" {
 			kind = e.From
