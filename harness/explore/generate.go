@@ -131,13 +131,13 @@ func (g *gen) action() {
 		h := g.where[v]
 		kind := rapid.SampledFrom([]string{"agent-restart", "disconnect", "agent-kill", "ms-restart"}).Draw(g.t, "fault")
 		// short outages, and cuts longer than the ping timeout (the server notices only then)
-		down := time.Duration(rapid.SampledFrom([]int{5, 10, 20, 60, 200, 200}).Draw(g.t, "down")) * time.Second
+		down := time.Duration(rapid.SampledFrom([]int{5, 10, 20, 60, 200, 200, 200}).Draw(g.t, "down")) * time.Second
 		fault := harness.Step{Fault: kind, Host: h, Duration: down, Async: true}
 		if kind == "ms-restart" {
 			fault.Host = "" // the management server, not the host, goes away
 		}
 		op := harness.Step{Op: rapid.SampledFrom([]string{"destroyExpunge", "destroy", "forceStop", "stop"}).Draw(g.t, "op"), VM: v}
-		if rapid.Bool().Draw(g.t, "operation first") {
+		if rapid.IntRange(0, 2).Draw(g.t, "operation first") > 0 {
 			// the agent goes away with the operation's command in flight
 			op.Async = true
 			fault.Wait = time.Duration(rapid.IntRange(0, 40).Draw(g.t, "tenths")) * 100 * time.Millisecond
