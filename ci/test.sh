@@ -26,6 +26,9 @@ if [ -n "$bad" ]; then echo "gofmt would change: $bad" >&2; exit 1; fi
 echo "== unit, property and conformance tests (simulator driver)"
 go test -count=1 ./...
 
+echo "== race detector on the code that runs with real goroutines (real-time Env, TCP, server and agent)"
+go test -race -count=1 ./drivers/live ./impl
+
 echo "== CLI smoke: the seed scenarios reproduce under cloudstack-4.22 and pass under fixed"
 go build -o /tmp/csconform-ci ./cmd/csconform
 set +e
