@@ -105,6 +105,7 @@ var Kinds = []Kind{
 func timeBoxed(w World, kind, detail string, d time.Duration, apply, heal func() error, healed string, targets ...string) error {
 	id := w.Begin(kind, true, detail, targets...)
 	if err := apply(); err != nil {
+		w.End(id, "not applied: "+err.Error()) // a fault left open would explain failures forever
 		return err
 	}
 	w.Sleep(d)
