@@ -55,6 +55,7 @@ type Cluster struct {
 	msDown     bool
 	routerBoot time.Duration
 	msGen      int
+	api        ClientAPI // nil: the direct path (see client.go)
 }
 
 // NewSimCluster builds a cluster in the simulator and runs it until every host is Up.
@@ -254,8 +255,12 @@ func (c *Cluster) CreateNetwork(client, name string, persistent bool) error {
 		c.Rec.EndOp(op, err)
 		return err
 	}
-	n := c.Server.CreateNetwork(name, persistent, 32)
-	c.netIDs[name] = n.ID
+	nid, err := c.client().CreateNetwork(name, persistent)
+	if err != nil {
+		c.Rec.EndOp(op, err)
+		return err
+	}
+	c.netIDs[name] = nid
 	c.Rec.EndOp(op, nil)
 	return nil
 }
@@ -271,11 +276,15 @@ func (c *Cluster) Deploy(client, name string, networks []string, hostID string) 
 		c.Rec.EndOp(op, errServerDown)
 		return errServerDown
 	}
-	v, j := c.Server.DeployVirtualMachine("", nids, hostID)
-	c.vmIDs[name] = v.ID
-	c.Rec.SetOpVM(op, id(v.ID), hostID)
-	err = c.Server.WaitJob(j)
-	c.fillHost(op, v.ID)
+	vmID, wait, err := c.client().Deploy(name, nids, hostID, true)
+	if err != nil {
+		c.Rec.EndOp(op, err)
+		return err
+	}
+	c.vmIDs[name] = vmID
+	c.Rec.SetOpVM(op, id(vmID), hostID)
+	err = wait()
+	c.fillHost(op, vmID)
 	c.Rec.EndOp(op, err)
 	return err
 }
@@ -306,11 +315,14 @@ func (c *Cluster) Allocate(client, name string, networks []string) error {
 		c.Rec.EndOp(op, errServerDown)
 		return errServerDown
 	}
-	v := c.Server.AllocateVirtualMachine("", nids)
-	c.vmIDs[name] = v.ID
-	c.Rec.SetOpVM(op, id(v.ID), "")
-	c.Rec.EndOp(op, nil)
-	return nil
+	vmID, wait, err := c.client().Deploy(name, nids, "", false)
+	if err == nil {
+		c.vmIDs[name] = vmID
+		c.Rec.SetOpVM(op, id(vmID), "")
+		err = wait()
+	}
+	c.Rec.EndOp(op, err)
+	return err
 }
 
 func (c *Cluster) fillHost(op int, vmID int64) {
@@ -343,28 +355,12 @@ func (c *Cluster) VMOp(client, kind, name, hostID string) error {
 		c.Rec.EndOp(op, errServerDown)
 		return errServerDown
 	}
-	var j *impl.JobVO
-	switch kind {
-	case "start":
-		j = c.Server.StartVirtualMachine(vmID, hostID)
-	case "startNoRetry":
-		j = c.Server.StartVirtualMachineOnce(vmID, hostID)
-	case "stop":
-		j = c.Server.StopVirtualMachine(vmID, false)
-	case "forceStop":
-		j = c.Server.StopVirtualMachine(vmID, true)
-	case "destroy":
-		j = c.Server.DestroyVirtualMachine(vmID, false)
-	case "destroyExpunge":
-		j = c.Server.DestroyVirtualMachine(vmID, true)
-	case "expunge":
-		j = c.Server.ExpungeVirtualMachine(vmID)
-	default:
-		err := fmt.Errorf("unknown operation %q", kind)
+	wait, err := c.client().VMOp(kind, vmID, hostID)
+	if err != nil {
 		c.Rec.EndOp(op, err)
 		return err
 	}
-	err = c.Server.WaitJob(j)
+	err = wait()
 	c.fillHost(op, vmID)
 	c.Rec.EndOp(op, err)
 	return err

@@ -22,12 +22,14 @@ import (
 
 	"github.com/csconform/csconform/drivers/live"
 	"github.com/csconform/csconform/impl"
+	"github.com/csconform/csconform/impl/cloudapi"
 	"github.com/csconform/csconform/model/history"
 )
 
 const serveUsage = `Usage:
   csconform server [--listen ADDR] [--control ADDR] [--id MSID] [--profile P|--defects LIST]
                    [--config KEY=VALUE ...] [--history FILE] [--verbose]
+                   [--api ADDR [--api-key KEY --secret-key SECRET | --api-keys-file FILE]]
   csconform agent  --host ID --server ADDR [--hypervisor sim] [--history FILE] [--verbose]
 
 server flags:
@@ -37,6 +39,13 @@ server flags:
   --profile P         cloudstack-4.22 or fixed (default cloudstack-4.22)
   --defects LIST      switch on exactly these defects instead (D1,D2a,...; none)
   --config KEY=VALUE  a configuration override, repeatable (csconform config lists the keys)
+  --api ADDR          also serve CloudStack's API (signed requests, as cloudstack-go sends them) at
+                      http://ADDR/client/api; off by default
+  --api-key KEY, --secret-key SECRET
+                      the API's key pair; else $CSCONFORM_API_KEY and $CSCONFORM_SECRET_KEY; else
+                      the pair in --api-keys-file; else a generated pair, written to a new 0600 file
+                      (--api-keys-file, or one in the temporary directory) whose path is printed.
+                      The secret is never printed or logged.
 agent flags:
   --host ID           the host this agent serves
   --server ADDR       the management server's --listen address
@@ -45,7 +54,8 @@ both:
   --history FILE      append every event as JSON lines to FILE
   --verbose           log DEBUG lines too (default: INFO and up, and every state change)
 
-The server prints "agents listening on ADDR" and "control listening on http://ADDR" once ready.
+The server prints "agents listening on ADDR", "control listening on http://ADDR" and, with --api,
+"api listening on http://ADDR/client/api" once ready.
 SIGINT/SIGTERM: the agent sends a ShutdownCommand and exits; the server stops. Exit status 2 on bad
 flags or an unreachable management server.
 `
@@ -163,6 +173,10 @@ func serverCmd(args []string, stdout, stderr io.Writer) int {
 	defects := fs.String("defects", "", "")
 	historyFile := fs.String("history", "", "")
 	verbose := fs.Bool("verbose", false, "")
+	apiAddr := fs.String("api", "", "")
+	apiKey := fs.String("api-key", "", "")
+	secretKey := fs.String("secret-key", "", "")
+	keysFile := fs.String("api-keys-file", "", "")
 	overrides := configFlags{}
 	fs.Var(overrides, "config", "")
 	if code := parseServe("server", fs, args, stdout, stderr); code >= 0 {
@@ -197,6 +211,17 @@ func serverCmd(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(fmt.Errorf("control endpoint: %w", err))
 	}
+	var al net.Listener
+	var creds cloudapi.Credentials
+	var credsFile string
+	if *apiAddr != "" {
+		if creds, credsFile, err = apiCredentials(*apiKey, *secretKey, *keysFile); err != nil {
+			return fail(err)
+		}
+		if al, err = net.Listen("tcp", *apiAddr); err != nil {
+			return fail(fmt.Errorf("api endpoint: %w", err))
+		}
+	}
 	env := live.NewEnv()
 	defer env.Close()
 	db := impl.NewDB(env, sink)
@@ -204,9 +229,22 @@ func serverCmd(args []string, stdout, stderr io.Writer) int {
 	srv.Start()
 	hs := &http.Server{Handler: newControl(srv, db, cfg), ReadHeaderTimeout: 10 * time.Second}
 	go hs.Serve(cl)
+	var as *http.Server
+	if al != nil {
+		mux := http.NewServeMux()
+		mux.Handle("/client/api", cloudapi.New(srv, cloudapi.Options{Logf: func(f string, a ...any) { fmt.Fprintf(stderr, f+"\n", a...) }}, creds))
+		as = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+		go as.Serve(al)
+	}
 
 	fmt.Fprintf(stdout, "agents listening on %s\n", ln.Addr())
 	fmt.Fprintf(stdout, "control listening on http://%s\n", cl.Addr())
+	if al != nil {
+		if credsFile != "" {
+			fmt.Fprintf(stdout, "api keys in %s\n", credsFile)
+		}
+		fmt.Fprintf(stdout, "api listening on http://%s/client/api\n", al.Addr())
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	<-ctx.Done()
@@ -214,6 +252,9 @@ func serverCmd(args []string, stdout, stderr io.Writer) int {
 	sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	hs.Shutdown(sctx)
+	if as != nil {
+		as.Shutdown(sctx)
+	}
 	return 0
 }
 

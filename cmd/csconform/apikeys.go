@@ -1,0 +1,115 @@
+package main
+
+// The API face's credentials for csconform server --api: from --api-key/--secret-key, else from
+// CSCONFORM_API_KEY/CSCONFORM_SECRET_KEY, else from --api-keys-file, else a generated pair written to
+// a new 0600 file whose path the server prints. The secret is never printed or logged.
+
+import (
+	"bufio"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/csconform/csconform/impl/cloudapi"
+)
+
+const (
+	envAPIKey    = "CSCONFORM_API_KEY"
+	envSecretKey = "CSCONFORM_SECRET_KEY"
+)
+
+// apiCredentials resolves the key pair; file is "" unless a pair was generated (then it names the
+// file it was written to) or read from a file.
+func apiCredentials(flagKey, flagSecret, keysFile string) (cloudapi.Credentials, string, error) {
+	switch {
+	case flagKey != "" || flagSecret != "":
+		if flagKey == "" || flagSecret == "" {
+			return cloudapi.Credentials{}, "", errors.New("--api-key and --secret-key go together")
+		}
+		return cloudapi.Credentials{APIKey: flagKey, SecretKey: flagSecret}, "", nil
+	case os.Getenv(envAPIKey) != "" || os.Getenv(envSecretKey) != "":
+		k, s := os.Getenv(envAPIKey), os.Getenv(envSecretKey)
+		if k == "" || s == "" {
+			return cloudapi.Credentials{}, "", fmt.Errorf("%s and %s go together", envAPIKey, envSecretKey)
+		}
+		return cloudapi.Credentials{APIKey: k, SecretKey: s}, "", nil
+	}
+	if keysFile != "" {
+		if c, err := ReadKeysFile(keysFile); err == nil {
+			return c, keysFile, nil
+		} else if !errors.Is(err, os.ErrNotExist) {
+			return cloudapi.Credentials{}, "", err
+		}
+	}
+	c := cloudapi.Credentials{APIKey: randomKey(), SecretKey: randomKey()}
+	path, err := writeKeysFile(keysFile, c)
+	return c, path, err
+}
+
+func randomKey() string {
+	b := make([]byte, 48)
+	if _, err := rand.Read(b); err != nil {
+		panic(err)
+	}
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// writeKeysFile writes the pair as shell assignments (source it to drive the server) to path, or to
+// a new file in the temporary directory; the file is created 0600 and never overwritten.
+func writeKeysFile(path string, c cloudapi.Credentials) (string, error) {
+	var f *os.File
+	var err error
+	if path == "" {
+		f, err = os.CreateTemp("", "csconform-api-*.keys") // 0600
+	} else {
+		f, err = os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	}
+	if err != nil {
+		return "", fmt.Errorf("api keys file: %w", err)
+	}
+	defer f.Close()
+	if err := f.Chmod(0o600); err != nil {
+		return "", err
+	}
+	_, err = fmt.Fprintf(f, "%s=%s\n%s=%s\n", envAPIKey, c.APIKey, envSecretKey, c.SecretKey)
+	return f.Name(), err
+}
+
+// ReadKeysFile reads a keys file (KEY=VALUE lines, # comments; the names of the environment
+// variables, or apiKey/secretKey).
+func ReadKeysFile(path string) (cloudapi.Credentials, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return cloudapi.Credentials{}, err
+	}
+	defer f.Close()
+	var c cloudapi.Credentials
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		k, v, ok := strings.Cut(strings.TrimPrefix(line, "export "), "=")
+		if !ok {
+			continue
+		}
+		v = strings.Trim(strings.TrimSpace(v), `"'`)
+		switch strings.TrimSpace(k) {
+		case envAPIKey, "apiKey", "api-key":
+			c.APIKey = v
+		case envSecretKey, "secretKey", "secret-key":
+			c.SecretKey = v
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return c, err
+	}
+	if c.APIKey == "" || c.SecretKey == "" {
+		return c, fmt.Errorf("api keys file %s: want %s=… and %s=… lines", path, envAPIKey, envSecretKey)
+	}
+	return c, nil
+}

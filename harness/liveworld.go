@@ -1,0 +1,546 @@
+package harness
+
+// The live world: the reference management server and one agent per host run in this process on
+// goroutines, speak TCP over loopback through a cutting proxy per host (drivers/live), and the hosts
+// are drivers/live's FAKE hypervisor. Unlike the libvirt world nothing here is slow for real, so the
+// whole world runs on one scaled clock: every Sleep, timeout and timestamp is in world time, which
+// passes Speed times faster than the wall clock. Timings relative to each other stay as in the
+// simulator (router boots 36–41 s, guests 6–8 s, CloudStack's config), only real latencies (a TCP
+// round trip, an HTTP request) grow by Speed in world time.
+//
+// With API set, the client operations go through CloudStack's API: the management server process
+// serves impl/cloudapi on its own HTTP listener (closed while it is down), and the harness drives it
+// with cloudstack-go (harness/cloudclient).
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/csconform/csconform/drivers/live"
+	"github.com/csconform/csconform/harness/cloudclient"
+	"github.com/csconform/csconform/impl"
+	"github.com/csconform/csconform/impl/cloudapi"
+	"github.com/csconform/csconform/model/invariant"
+)
+
+// LiveOptions say how to run the live world.
+type LiveOptions struct {
+	// Speed is how many world seconds pass per wall-clock second (default 10).
+	Speed float64
+	// API: drive the server through CloudStack's API with cloudstack-go instead of calling it.
+	API bool
+}
+
+// RunScenarioLive runs a scenario in the live world.
+func RunScenarioLive(sc *Scenario, profile string, defects impl.Switches, seed uint64, lo LiveOptions) (*Result, error) {
+	return runScenario(sc, profile, defects, seed, func(o Options) (*Cluster, error) { return NewLiveCluster(o, lo) })
+}
+
+// ---- the scaled clock and its processes
+
+type liveClock struct {
+	epoch, real time.Time
+	speed       float64
+}
+
+func (k *liveClock) now() time.Time {
+	return k.epoch.Add(time.Duration(float64(time.Since(k.real)) * k.speed))
+}
+
+func (k *liveClock) wall(d time.Duration) time.Duration { return time.Duration(float64(d) / k.speed) }
+
+// liveEnv is impl.Env on the scaled clock for one process (parent != nil) or for the run itself.
+// A process's own tasks end when it is closed, as a killed process's threads do; other tasks that
+// call into it (a client waiting through the server's code) keep running on the run's clock.
+type liveEnv struct {
+	clk    *liveClock
+	parent *liveEnv
+	done   chan struct{}
+	once   sync.Once
+	mine   sync.Map // goroutine id -> true
+	tasks  sync.WaitGroup
+}
+
+func newLiveEnv(clk *liveClock, parent *liveEnv) *liveEnv {
+	return &liveEnv{clk: clk, parent: parent, done: make(chan struct{})}
+}
+
+func (e *liveEnv) close() { e.once.Do(func() { close(e.done) }) }
+
+func (e *liveEnv) Now() time.Time { return e.clk.now() }
+
+func (e *liveEnv) closed() bool {
+	select {
+	case <-e.done:
+		return true
+	default:
+	}
+	return e.parent != nil && e.parent.closed()
+}
+
+func (e *liveEnv) Go(name string, fn func()) {
+	if e.closed() {
+		return
+	}
+	root := e
+	for root.parent != nil {
+		root = root.parent
+	}
+	root.tasks.Add(1)
+	go func() {
+		defer root.tasks.Done()
+		id := goid()
+		e.mine.Store(id, true)
+		defer e.mine.Delete(id)
+		if e.closed() {
+			return
+		}
+		fn()
+	}()
+}
+
+// deathOf is what ends the calling goroutine: its own process's close, and the run's.
+func (e *liveEnv) deathOf() (own, run <-chan struct{}) {
+	root := e
+	for root.parent != nil {
+		root = root.parent
+	}
+	if e.parent == nil {
+		return nil, e.done
+	}
+	if _, ok := e.mine.Load(goid()); ok {
+		return e.done, root.done
+	}
+	return nil, root.done
+}
+
+func (e *liveEnv) Sleep(d time.Duration) {
+	own, run := e.deathOf()
+	if d <= 0 {
+		select {
+		case <-own:
+			runtime.Goexit()
+		case <-run:
+			runtime.Goexit()
+		default:
+		}
+		runtime.Gosched()
+		return
+	}
+	t := time.NewTimer(e.clk.wall(d))
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-own:
+		runtime.Goexit()
+	case <-run:
+		runtime.Goexit()
+	}
+}
+
+func (e *liveEnv) NewSignal() impl.Signal { return &liveSignal{e: e, ch: make(chan struct{})} }
+
+type liveSignal struct {
+	e    *liveEnv
+	once sync.Once
+	ch   chan struct{}
+}
+
+func (g *liveSignal) Fire() { g.once.Do(func() { close(g.ch) }) }
+
+func (g *liveSignal) Wait(timeout time.Duration) bool {
+	select {
+	case <-g.ch:
+		return true
+	default:
+	}
+	var expired <-chan time.Time
+	if timeout > 0 {
+		t := time.NewTimer(g.e.clk.wall(timeout))
+		defer t.Stop()
+		expired = t.C
+	}
+	own, run := g.e.deathOf()
+	select {
+	case <-g.ch:
+		return true
+	case <-expired:
+		select {
+		case <-g.ch:
+			return true
+		default:
+			return false
+		}
+	case <-own:
+		runtime.Goexit()
+	case <-run:
+		runtime.Goexit()
+	}
+	return false
+}
+
+// ---- the world
+
+type liveWorld struct {
+	c     *Cluster
+	lo    LiveOptions
+	clk   *liveClock
+	base  *liveEnv
+	msEnv *liveEnv
+	ln    *live.Listener
+	addr  string
+	hosts map[string]*liveHost
+
+	// the API face: its listener lives and dies with the management server
+	apiAddr string
+	apiLn   net.Listener
+	apiSrv  *http.Server
+	creds   cloudapi.Credentials
+
+	mu      sync.Mutex
+	rng     *rand.Rand
+	priming atomic.Bool
+	prev    map[string]bool
+	closed  bool
+	// scenarioConfig is the scenario's own config (it wins over LibvirtScaling).
+	scenarioConfig map[string]string
+}
+
+type liveHost struct {
+	id    string
+	hv    *live.FakeHost
+	proxy *live.Proxy
+	env   *liveEnv
+	sub   atomic.Pointer[func(impl.LifecycleEvent)] // the current agent's listener
+	stale atomic.Int64
+}
+
+// NewLiveCluster builds a cluster in the live world and waits until every host is Up.
+func NewLiveCluster(o Options, lo LiveOptions) (*Cluster, error) {
+	if len(o.Hosts) == 0 {
+		o.Hosts = []string{"h1"}
+	}
+	if lo.Speed <= 0 {
+		lo.Speed = 10
+	}
+	// As in the libvirt world, the network GC runs every 10 s while the setup primes its networks
+	// (LibvirtScaling), then at the scenario's or CloudStack's values.
+	conf := map[string]string{}
+	for k, v := range LibvirtScaling {
+		conf[k] = v
+	}
+	for k, v := range o.Config {
+		conf[k] = v
+	}
+	cfg, err := impl.NewConfig(conf)
+	if err != nil {
+		return nil, err
+	}
+	clk := &liveClock{epoch: time.Now(), real: time.Now(), speed: lo.Speed}
+	w := &liveWorld{lo: lo, clk: clk, scenarioConfig: o.Config, base: newLiveEnv(clk, nil), hosts: map[string]*liveHost{},
+		rng: rand.New(rand.NewPCG(o.Seed, 0x11e)), prev: map[string]bool{}}
+	c := &Cluster{w: w, Agents: map[string]*impl.Agent{}, Config: cfg, Defects: o.Defects,
+		seen: map[string]bool{}, vmIDs: map[string]int64{}, netIDs: map[string]int64{}}
+	w.c = c
+	c.Rec = NewRecorder(clk.now)
+	c.DB = impl.NewDB(w.base, c.Rec)
+	fail := func(err error) (*Cluster, error) { w.close(); return nil, err }
+	if w.ln, err = live.Listen("127.0.0.1:0"); err != nil {
+		return fail(err)
+	}
+	w.addr = w.ln.Addr()
+	if lo.API {
+		w.creds = cloudapi.Credentials{APIKey: "live-" + NewRunID(), SecretKey: fmt.Sprintf("%x", w.rng.Uint64()) + NewRunID()}
+		if w.apiLn, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
+			return fail(err)
+		}
+		w.apiAddr = w.apiLn.Addr().String()
+	}
+	c.startServer()
+	for _, h := range o.Hosts {
+		if _, dup := w.hosts[h]; dup {
+			return fail(fmt.Errorf("host %q is listed twice", h))
+		}
+		lh := &liveHost{id: h, hv: live.NewFakeHost(w.base, h)}
+		lh.hv.BootDelay = w.bootDelay
+		lh.hv.Subscribe(func(ev impl.LifecycleEvent) {
+			if fn := lh.sub.Load(); fn != nil {
+				(*fn)(ev)
+			}
+		})
+		w.hosts[h] = lh
+		if lh.proxy, err = live.NewProxy("127.0.0.1:0", w.addr); err != nil {
+			return fail(err)
+		}
+		c.HostIDs = append(c.HostIDs, h)
+		c.startAgent(h)
+	}
+	if lo.API {
+		c.api = newAPIClient(c, cloudclient.New(cloudclient.Options{
+			URL: "http://" + w.apiAddr + "/client/api", APIKey: w.creds.APIKey, SecretKey: w.creds.SecretKey,
+			Sleep: w.base.Sleep, Now: clk.now, Poll: time.Second}))
+	}
+	w.base.Go("checker", func() {
+		for {
+			w.base.Sleep(time.Second)
+			c.checkNow()
+		}
+	})
+	if err := w.runUntil(clk.now().Add(5*time.Minute), c.allUp); err != nil {
+		return fail(err)
+	}
+	if !c.allUp() {
+		return fail(fmt.Errorf("hosts did not come up within 5 minutes of world time"))
+	}
+	return c, nil
+}
+
+// bootDelay is the simulator's: routers 36–41 s (1 s while priming, or the scenario's), guests 6–8 s.
+func (w *liveWorld) bootDelay(spec impl.DomainSpec) time.Duration {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if spec.Type != "DomainRouter" {
+		return 6*time.Second + time.Duration(w.rng.Int64N(int64(2*time.Second)))
+	}
+	if w.priming.Load() {
+		return time.Second
+	}
+	if d := w.c.routerBoot; d > 0 {
+		return d
+	}
+	return 36*time.Second + time.Duration(w.rng.Int64N(int64(5*time.Second)))
+}
+
+func (w *liveWorld) now() time.Time                { return w.clk.now() }
+func (w *liveWorld) goTask(name string, fn func()) { w.base.Go(name, fn) }
+func (w *liveWorld) sleep(d time.Duration)         { w.base.Sleep(d) }
+func (w *liveWorld) offset() time.Duration         { return 0 }
+func (w *liveWorld) steps() uint64                 { return 0 }
+
+// setup(false) ends the scaling of LibvirtScaling: the steps meet CloudStack's values, or the
+// scenario's own.
+func (w *liveWorld) setup(on bool) {
+	w.priming.Store(on)
+	if on {
+		return
+	}
+	for k := range LibvirtScaling {
+		if _, own := w.scenarioConfig[k]; own {
+			continue
+		}
+		for _, ck := range impl.ConfigKeys {
+			if ck.Name == k {
+				if err := w.c.Config.Set(k, ck.Default); err != nil {
+					panic(err)
+				}
+			}
+		}
+	}
+}
+
+func (w *liveWorld) runUntil(limit time.Time, done func() bool) error {
+	for !done() && w.clk.now().Before(limit) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	return nil
+}
+
+func (w *liveWorld) runFor(d time.Duration) error {
+	time.Sleep(w.clk.wall(d))
+	return nil
+}
+
+func (w *liveWorld) close() {
+	w.mu.Lock()
+	if w.closed {
+		w.mu.Unlock()
+		return
+	}
+	w.closed = true
+	w.mu.Unlock()
+	for _, a := range w.c.Agents {
+		a.Kill()
+	}
+	for _, h := range w.hosts {
+		if h.env != nil {
+			h.env.close()
+		}
+		if h.proxy != nil {
+			h.proxy.Close()
+		}
+	}
+	w.stopAPI()
+	if w.msEnv != nil {
+		w.msEnv.close()
+	}
+	if w.ln != nil {
+		w.ln.Close()
+	}
+	w.base.close()
+	done := make(chan struct{})
+	go func() { w.base.tasks.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+	}
+}
+
+func relisten(addr string, listen func(string) error) {
+	var err error
+	for i := 0; i < 50; i++ {
+		if err = listen(addr); err == nil {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	panic(fmt.Sprintf("cannot listen again on %s: %v", addr, err))
+}
+
+func (w *liveWorld) newServer() *impl.Server {
+	c := w.c
+	if w.ln == nil {
+		relisten(w.addr, func(a string) (err error) { w.ln, err = live.Listen(a); return })
+	}
+	w.msEnv = newLiveEnv(w.clk, w.base)
+	s := impl.NewServer("ms1", w.msEnv, c.DB, c.Config, c.Defects, w.ln)
+	if w.lo.API {
+		if w.apiLn == nil {
+			relisten(w.apiAddr, func(a string) (err error) { w.apiLn, err = net.Listen("tcp", a); return })
+		}
+		mux := http.NewServeMux()
+		mux.Handle("/client/api", cloudapi.New(s, cloudapi.Options{Now: w.clk.now}, w.creds))
+		w.apiSrv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+		go w.apiSrv.Serve(w.apiLn)
+	}
+	return s
+}
+
+func (w *liveWorld) stopAPI() {
+	if w.apiSrv != nil {
+		w.apiSrv.Close() // closes the listener and every connection
+		w.apiSrv = nil
+	} else if w.apiLn != nil {
+		w.apiLn.Close()
+	}
+	w.apiLn = nil
+}
+
+func (w *liveWorld) stopServer() {
+	w.ln.Close()
+	w.ln = nil
+	w.stopAPI()
+	w.msEnv.close()
+}
+
+func (w *liveWorld) newAgent(h string) *impl.Agent {
+	lh := w.hosts[h]
+	lh.env = newLiveEnv(w.clk, w.base)
+	return impl.NewAgent(h, lh.env, &liveDialer{Dialer: live.Dialer{Addr: lh.proxy.Addr()}, h: lh, w: w}, &liveAgentHV{lh}, w.c.Rec)
+}
+
+func (w *liveWorld) agentStopped(h string) {
+	lh := w.hosts[h]
+	lh.sub.Store(nil)
+	lh.env.close()
+}
+
+func (w *liveWorld) cutLink(h string, on bool) {
+	if on {
+		w.hosts[h].proxy.Cut()
+	} else {
+		w.hosts[h].proxy.Heal()
+	}
+}
+
+func (w *liveWorld) delayNextOutOfBand(h string, d time.Duration) { w.hosts[h].stale.Store(int64(d)) }
+func (w *liveWorld) running(h string) []string                    { return w.hosts[h].hv.Running() }
+func (w *liveWorld) crash(h, dom, detail string) error            { return w.hosts[h].hv.Crash(dom, detail) }
+func (w *liveWorld) guestShutdown(h, dom string) error            { return w.hosts[h].hv.Crash(dom, "SHUTDOWN") }
+
+func (w *liveWorld) domains() []invariant.Domain {
+	var out []invariant.Domain
+	for _, h := range w.c.HostIDs {
+		for _, d := range w.hosts[h].hv.Domains() {
+			out = append(out, invariant.Domain{HostID: h, Name: d.Name, Running: true, IPs: d.IPs, Disks: d.Disks})
+		}
+	}
+	return out
+}
+
+// confirm: the records and the hosts' domains are read one after the other, not atomically, so a
+// violation of the domains' truth counts once two checks in a row see it (as in the libvirt world).
+func (w *liveWorld) confirm(vs []invariant.Violation) []invariant.Violation {
+	cur := map[string]bool{}
+	var out []invariant.Violation
+	for _, v := range vs {
+		switch v.Invariant {
+		case invariant.OrphanDomain, invariant.IPConflict, invariant.VolumeInUse:
+			k := v.Invariant + "|" + v.Object
+			cur[k] = true
+			if !w.prev[k] {
+				continue
+			}
+		}
+		out = append(out, v)
+	}
+	w.prev = cur
+	return out
+}
+
+// liveAgentHV is the fake host as one agent incarnation sees it: only the current agent hears its
+// lifecycle events.
+type liveAgentHV struct{ h *liveHost }
+
+func (a *liveAgentHV) Start(d impl.DomainSpec) error { return a.h.hv.Start(d) }
+func (a *liveAgentHV) WaitReady(name string, timeout time.Duration) error {
+	return a.h.hv.WaitReady(name, timeout)
+}
+func (a *liveAgentHV) Stop(name string) error                 { return a.h.hv.Stop(name) }
+func (a *liveAgentHV) Running() []string                      { return a.h.hv.Running() }
+func (a *liveAgentHV) DeleteVolume(path string) error         { return a.h.hv.DeleteVolume(path) }
+func (a *liveAgentHV) Subscribe(fn func(impl.LifecycleEvent)) { a.h.sub.Store(&fn) }
+
+// liveDialer connects an agent through its proxy; a stale-report fault makes the next out-of-band
+// report reach the server late, in world time.
+type liveDialer struct {
+	live.Dialer
+	h *liveHost
+	w *liveWorld
+}
+
+func (d *liveDialer) Dial(hostID string) (impl.Pipe, error) {
+	p, err := d.Dialer.Dial(hostID)
+	if err != nil {
+		return nil, err
+	}
+	return &livePipe{Pipe: p, d: d}, nil
+}
+
+type livePipe struct {
+	impl.Pipe
+	d *liveDialer
+}
+
+func (p *livePipe) Send(m impl.Message) error {
+	if m.Kind == impl.MsgPing && m.OutOfBand {
+		if d := time.Duration(p.d.h.stale.Swap(0)); d > 0 {
+			go func() {
+				time.Sleep(p.d.w.clk.wall(d))
+				_ = p.Pipe.Send(m)
+			}()
+			return nil
+		}
+	}
+	return p.Pipe.Send(m)
+}
+
+var (
+	_ world    = (*liveWorld)(nil)
+	_ impl.Env = (*liveEnv)(nil)
+)

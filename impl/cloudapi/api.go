@@ -1,0 +1,847 @@
+// Package cloudapi is the reference management server's CloudStack API face: an http.Handler that
+// speaks the subset of CloudStack's API the harness drives (and cloudstack-go sends) over an
+// *impl.Server — signed requests (API key + HMAC-SHA1), CloudStack's JSON response shapes, async
+// job ids polled with queryAsyncJobResult, CloudStack's error codes. It opens no socket; the command
+// line wires a listener to it.
+//
+// Ids are UUIDs (see UUID), as in CloudStack. Instance names are always i-2-<id>-VM: the name and
+// displayname parameters of deployVirtualMachine do not change them.
+package cloudapi
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/csconform/csconform/impl"
+	"github.com/csconform/csconform/model/job"
+	"github.com/csconform/csconform/model/vm"
+)
+
+// Credentials are one user's API key pair.
+type Credentials struct {
+	APIKey    string
+	SecretKey string
+}
+
+// String never shows the secret.
+func (c Credentials) String() string { return "apiKey=" + c.APIKey + " secretKey=<hidden>" }
+
+// GoString never shows the secret either (%#v).
+func (c Credentials) GoString() string { return "cloudapi.Credentials{" + c.String() + "}" }
+
+// Options tune a Handler.
+type Options struct {
+	// Logf receives one line per refused request (the reason; never a key or a signature).
+	Logf func(format string, args ...any)
+	// Now is the clock that expires is checked against (default time.Now).
+	Now func() time.Time
+}
+
+// ApiErrorCode values (HTTP status and errorcode of an error response).
+const (
+	ErrUnauthorized = 401
+	ErrMalformed    = 430
+	ErrParam        = 431
+	ErrUnsupported  = 432
+	ErrInternal     = 530
+)
+
+// CSExceptionErrorCode values (cserrorcode).
+var csErrorCodes = map[string]int{
+	"CloudRuntimeException":               4250,
+	"AgentUnavailableException":           4285,
+	"ConcurrentOperationException":        4300,
+	"InsufficientCapacityException":       4325,
+	"InsufficientServerCapacityException": 4335,
+	"InvalidParameterValueException":      4350,
+	"ResourceUnavailableException":        4380,
+	"OperationTimedoutException":          4560,
+	"ServerApiException":                  9999,
+}
+
+// Handler serves the API of one management server incarnation.
+type Handler struct {
+	srv  *impl.Server
+	db   *impl.DB
+	cfg  *impl.Config
+	keys map[string]string // api key -> secret key
+	opt  Options
+	ids  idMap
+	cmds map[string]command // by lowercased command name
+}
+
+type command struct {
+	name string // as CloudStack spells it
+	fn   func(r *request) (any, *apiError)
+}
+
+// apiError is a ServerApiException: an errorcode (and HTTP status), a cserrorcode, a text.
+type apiError struct {
+	code, cs int
+	text     string
+}
+
+// New returns the API face of srv; creds are the accepted key pairs.
+func New(srv *impl.Server, opt Options, creds ...Credentials) *Handler {
+	if opt.Now == nil {
+		opt.Now = time.Now
+	}
+	h := &Handler{srv: srv, db: srv.DB, cfg: srv.Config, keys: map[string]string{}, opt: opt}
+	for _, c := range creds {
+		h.keys[c.APIKey] = c.SecretKey
+	}
+	h.cmds = map[string]command{}
+	for _, c := range []command{
+		{"createNetwork", h.createNetwork},
+		{"listNetworks", h.listNetworks},
+		{"deployVirtualMachine", h.deploy},
+		{"startVirtualMachine", h.start},
+		{"startVirtualMachineOnce", h.startOnce},
+		{"stopVirtualMachine", h.stop},
+		{"destroyVirtualMachine", h.destroy},
+		{"expungeVirtualMachine", h.expunge},
+		{"listVirtualMachines", h.listVMs},
+		{"listNics", h.listNics},
+		{"listVolumes", h.listVolumes},
+		{"listHosts", h.listHosts},
+		{"queryAsyncJobResult", h.queryJob},
+		{"listConfigurations", h.listConfigurations},
+		{"updateConfiguration", h.updateConfiguration},
+		{"listZones", h.listZones},
+		{"listServiceOfferings", h.listServiceOfferings},
+		{"listTemplates", h.listTemplates},
+		{"listNetworkOfferings", h.listNetworkOfferings},
+	} {
+		h.cmds[strings.ToLower(c.name)] = c
+	}
+	return h
+}
+
+// Commands lists the command names the face serves.
+func (h *Handler) Commands() []string {
+	var out []string
+	for _, c := range h.cmds {
+		out = append(out, c.name)
+	}
+	sort.Strings(out)
+	return out
+}
+
+type request struct {
+	cmd    string // lowercased
+	params map[string]string
+	h      *Handler
+}
+
+func (r *request) get(name string) string { return r.params[name] }
+
+func (r *request) required(name string) (string, *apiError) {
+	v := r.params[name]
+	if v == "" {
+		return "", &apiError{ErrParam, 9999, fmt.Sprintf("Unable to execute API command %s due to missing parameter %s", r.cmd, name)}
+	}
+	return v, nil
+}
+
+func (r *request) invalid(name, v string) *apiError {
+	return &apiError{ErrParam, 9999, fmt.Sprintf("Unable to execute API command %s due to invalid value. Invalid parameter %s value=%s due to incorrect long value format, or entity does not exist or due to incorrect parameter annotation for the field in api cmd class.", r.cmd, name, v)}
+}
+
+// flag is a Boolean parameter: as in CloudStack (Boolean.valueOf), anything but "true" is false.
+func (r *request) flag(name string) bool { return strings.EqualFold(r.params[name], "true") }
+
+func (h *Handler) ServeHTTP(w http.ResponseWriter, hr *http.Request) {
+	if err := hr.ParseForm(); err != nil {
+		h.writeError(w, "", &apiError{ErrMalformed, 9999, "Malformed request: " + err.Error()})
+		return
+	}
+	params := map[string]string{}
+	for k, vs := range hr.Form {
+		if len(vs) > 0 {
+			params[strings.ToLower(k)] = vs[0]
+		}
+	}
+	cmdName := strings.ToLower(params["command"])
+	cmd, known := h.cmds[cmdName]
+	if why := h.verify(hr.Form, params, known); why != "" {
+		if h.opt.Logf != nil {
+			h.opt.Logf("cloudapi: refused %s from %s: %s", orNone(params["command"]), hr.RemoteAddr, why)
+		}
+		respName := "errorresponse"
+		if known {
+			respName = cmdName + "response"
+		}
+		h.writeError(w, respName, &apiError{ErrUnauthorized, 0, "unable to verify user credentials and/or request signature"})
+		return
+	}
+	out, aerr := cmd.fn(&request{cmd: cmdName, params: params, h: h})
+	if aerr != nil {
+		h.writeError(w, cmdName+"response", aerr)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{cmdName + "response": out})
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "(no command)"
+	}
+	return s
+}
+
+// verify is ApiServer.verifyRequest: "" if the request may run, else why not (for the log).
+func (h *Handler) verify(form url.Values, params map[string]string, known bool) string {
+	if !known {
+		return "unknown command"
+	}
+	sig, key := params["signature"], params["apikey"]
+	if sig == "" || key == "" {
+		return "missing signature or apiKey"
+	}
+	if params["signatureversion"] == "3" {
+		exp := params["expires"]
+		if exp == "" {
+			return "signatureVersion 3 without expires"
+		}
+		t, ok := parseExpires(exp)
+		if !ok {
+			return "expires is not a date"
+		}
+		if t.Before(h.opt.Now()) {
+			return "request expired"
+		}
+	}
+	secret, ok := h.keys[key]
+	if !ok {
+		return "apiKey does not map to a user"
+	}
+	if !signatureOK(form, secret, sig) {
+		return "signature does not match"
+	}
+	return ""
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json; charset=UTF-8")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(v)
+}
+
+func (h *Handler) writeError(w http.ResponseWriter, respName string, e *apiError) {
+	if respName == "" {
+		respName = "errorresponse"
+	}
+	body := map[string]any{"uuidList": []string{}, "errorcode": e.code, "errortext": e.text}
+	if e.cs != 0 {
+		body["cserrorcode"] = e.cs
+	}
+	writeJSON(w, e.code, map[string]any{respName: body})
+}
+
+// ---- fixed objects: one zone, one template, one service offering, two network offerings
+
+const (
+	zoneName        = "csconform-zone"
+	templateName    = "csconform-guest"
+	offeringName    = "csconform-small"
+	netOffering     = "DefaultIsolatedNetworkOfferingWithSourceNatService"
+	persistentNetOf = "DefaultIsolatedNetworkOfferingWithSourceNatServicePersistent"
+	dateLayout      = "2006-01-02T15:04:05-0700"
+)
+
+func (h *Handler) zoneID() string     { return h.ids.uuid("zone", zoneName) }
+func (h *Handler) templateID() string { return h.ids.uuid("template", templateName) }
+func (h *Handler) offeringID() string { return h.ids.uuid("serviceoffering", offeringName) }
+func (h *Handler) netOfferingID(persistent bool) string {
+	if persistent {
+		return h.ids.uuid("networkoffering", persistentNetOf)
+	}
+	return h.ids.uuid("networkoffering", netOffering)
+}
+
+func list(key string, items []any) map[string]any {
+	if len(items) == 0 {
+		return map[string]any{} // CloudStack sends an empty object for an empty list
+	}
+	return map[string]any{"count": len(items), key: items}
+}
+
+func date(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.Format(dateLayout)
+}
+
+func (h *Handler) listZones(r *request) (any, *apiError) {
+	if id := r.get("id"); id != "" && id != h.zoneID() {
+		return list("zone", nil), nil
+	}
+	return list("zone", []any{map[string]any{"id": h.zoneID(), "name": zoneName, "networktype": "Advanced",
+		"allocationstate": "Enabled", "securitygroupsenabled": false, "localstorageenabled": false}}), nil
+}
+
+func (h *Handler) listTemplates(r *request) (any, *apiError) {
+	if _, err := r.required("templatefilter"); err != nil {
+		return nil, err
+	}
+	return list("template", []any{map[string]any{"id": h.templateID(), "name": templateName, "displaytext": templateName,
+		"isready": true, "ispublic": true, "isfeatured": true, "format": "QCOW2", "hypervisor": "KVM",
+		"zoneid": h.zoneID(), "zonename": zoneName, "ostypename": "Other Linux (64-bit)", "templatetype": "USER"}}), nil
+}
+
+func (h *Handler) listServiceOfferings(*request) (any, *apiError) {
+	return list("serviceoffering", []any{map[string]any{"id": h.offeringID(), "name": offeringName, "displaytext": "1 vCPU, 256 MiB",
+		"cpunumber": 1, "cpuspeed": 500, "memory": 256, "storagetype": "shared", "offerha": false}}), nil
+}
+
+func (h *Handler) listNetworkOfferings(*request) (any, *apiError) {
+	var out []any
+	for _, p := range []bool{false, true} {
+		name := netOffering
+		if p {
+			name = persistentNetOf
+		}
+		out = append(out, map[string]any{"id": h.netOfferingID(p), "name": name, "displaytext": name,
+			"guestiptype": "Isolated", "traffictype": "Guest", "state": "Enabled", "ispersistent": p, "isdefault": !p,
+			"specifyvlan": false, "specifyipranges": false, "conservemode": true, "forvpc": false})
+	}
+	return list("networkoffering", out), nil
+}
+
+// ---- id parameters
+
+func (r *request) zone() *apiError {
+	v, err := r.required("zoneid")
+	if err != nil {
+		return err
+	}
+	if v != r.h.zoneID() {
+		return r.invalid("zoneid", v)
+	}
+	return nil
+}
+
+// vmParam resolves a VM uuid to a live (not expunged) user VM.
+func (r *request) vmParam(name string, need bool) (*impl.VMVO, *apiError) {
+	v := r.get(name)
+	if v == "" {
+		if need {
+			_, err := r.required(name)
+			return nil, err
+		}
+		return nil, nil
+	}
+	k, ok := r.h.ids.lookup("vm", v, func() []string {
+		var ks []string
+		for _, m := range r.h.db.VMs(nil) {
+			ks = append(ks, strconv.FormatInt(m.ID, 10))
+		}
+		return ks
+	})
+	if !ok {
+		return nil, r.invalid(name, v)
+	}
+	id, _ := strconv.ParseInt(k, 10, 64)
+	m := r.h.db.VM(id)
+	if m == nil || m.Removed || m.Type != "User" {
+		return nil, r.invalid(name, v)
+	}
+	return m, nil
+}
+
+func (r *request) networkByUUID(name, v string) (*impl.NetworkVO, *apiError) {
+	k, ok := r.h.ids.lookup("network", v, func() []string {
+		var ks []string
+		for _, n := range r.h.db.Networks(nil) {
+			ks = append(ks, strconv.FormatInt(n.ID, 10))
+		}
+		return ks
+	})
+	if !ok {
+		return nil, r.invalid(name, v)
+	}
+	id, _ := strconv.ParseInt(k, 10, 64)
+	n := r.h.db.Network(id)
+	if n == nil {
+		return nil, r.invalid(name, v)
+	}
+	return n, nil
+}
+
+func (r *request) hostParam(name string) (string, *apiError) {
+	v := r.get(name)
+	if v == "" {
+		return "", nil
+	}
+	k, ok := r.h.ids.lookup("host", v, func() []string {
+		var ks []string
+		for _, x := range r.h.db.Hosts() {
+			ks = append(ks, x.ID)
+		}
+		return ks
+	})
+	if !ok {
+		return "", r.invalid(name, v)
+	}
+	return k, nil
+}
+
+// ---- networks
+
+func (h *Handler) createNetwork(r *request) (any, *apiError) {
+	name, err := r.required("name")
+	if err != nil {
+		return nil, err
+	}
+	off, err := r.required("networkofferingid")
+	if err != nil {
+		return nil, err
+	}
+	if err := r.zone(); err != nil {
+		return nil, err
+	}
+	var persistent bool
+	switch off {
+	case h.netOfferingID(false):
+	case h.netOfferingID(true):
+		persistent = true
+	default:
+		return nil, r.invalid("networkofferingid", off)
+	}
+	n := h.srv.CreateNetwork(name, persistent, 32)
+	return map[string]any{"network": h.networkJSON(n)}, nil
+}
+
+func (h *Handler) networkJSON(n *impl.NetworkVO) map[string]any {
+	return map[string]any{
+		"id": h.ids.id("network", n.ID), "name": n.Name, "displaytext": n.Name, "state": string(n.State),
+		"zoneid": h.zoneID(), "zonename": zoneName, "networkofferingid": h.netOfferingID(n.Persistent),
+		"ispersistent": n.Persistent, "type": "Isolated", "traffictype": "Guest", "broadcastdomaintype": "Vlan",
+		"gateway": n.Gateway(), "cidr": n.CIDR + ".0/24", "netmask": "255.255.255.0", "canusefordeploy": true,
+		"restartrequired": false, "acltype": "Account", "account": "admin", "domain": "ROOT",
+		"created": date(n.Created),
+	}
+}
+
+func (h *Handler) listNetworks(r *request) (any, *apiError) {
+	var only *impl.NetworkVO
+	if v := r.get("id"); v != "" {
+		n, err := r.networkByUUID("id", v)
+		if err != nil {
+			return nil, err
+		}
+		only = n
+	}
+	var out []any
+	for _, n := range h.db.Networks(nil) {
+		if only != nil && n.ID != only.ID {
+			continue
+		}
+		if name := r.get("name"); name != "" && n.Name != name {
+			continue
+		}
+		out = append(out, h.networkJSON(n))
+	}
+	return list("network", out), nil
+}
+
+// ---- virtual machines
+
+func (h *Handler) vmJSON(v *impl.VMVO) map[string]any {
+	m := map[string]any{
+		"id": h.ids.id("vm", v.ID), "name": v.Name, "displayname": v.Name, "instancename": v.Name,
+		"state": string(v.State), "zoneid": h.zoneID(), "zonename": zoneName, "templateid": h.templateID(),
+		"templatename": templateName, "serviceofferingid": h.offeringID(), "serviceofferingname": offeringName,
+		"hypervisor": "KVM", "cpunumber": 1, "cpuspeed": 500, "memory": 256, "account": "admin", "domain": "ROOT",
+		"created": date(v.Created), "haenable": false, "passwordenabled": false,
+	}
+	if v.HostID != "" {
+		m["hostid"] = h.ids.uuid("host", v.HostID)
+		m["hostname"] = v.HostID
+	}
+	var nics []any
+	for i, n := range h.db.Nics(v.ID) {
+		j := h.nicJSON(n, i == 0)
+		if i == 0 && n.IP != "" {
+			m["ipaddress"] = n.IP
+		}
+		nics = append(nics, j)
+	}
+	if len(nics) > 0 {
+		m["nic"] = nics
+	}
+	return m
+}
+
+func (h *Handler) nicJSON(n *impl.NicVO, isDefault bool) map[string]any {
+	m := map[string]any{
+		"id": h.ids.id("nic", n.ID), "virtualmachineid": h.ids.id("vm", n.VMID), "networkid": h.ids.id("network", n.NetworkID),
+		"macaddress": n.MAC, "isdefault": isDefault, "traffictype": "Guest", "type": "Isolated", "netmask": "255.255.255.0",
+	}
+	if n.IP != "" {
+		m["ipaddress"] = n.IP
+	}
+	if nw := h.db.Network(n.NetworkID); nw != nil {
+		m["networkname"] = nw.Name
+		m["gateway"] = nw.Gateway()
+	}
+	return m
+}
+
+// jobResponse is an async command's immediate answer.
+func (h *Handler) jobResponse(j *impl.JobVO, vmID int64) map[string]any {
+	out := map[string]any{"jobid": h.ids.id("job", j.ID)}
+	if vmID != 0 {
+		out["id"] = h.ids.id("vm", vmID)
+	}
+	return out
+}
+
+func (h *Handler) deploy(r *request) (any, *apiError) {
+	if _, err := r.required("serviceofferingid"); err != nil {
+		return nil, err
+	}
+	if _, err := r.required("templateid"); err != nil {
+		return nil, err
+	}
+	if err := r.zone(); err != nil {
+		return nil, err
+	}
+	if v := r.get("serviceofferingid"); v != h.offeringID() {
+		return nil, r.invalid("serviceofferingid", v)
+	}
+	if v := r.get("templateid"); v != h.templateID() {
+		return nil, r.invalid("templateid", v)
+	}
+	var nets []int64
+	for _, u := range strings.Split(r.get("networkids"), ",") {
+		if u = strings.TrimSpace(u); u == "" {
+			continue
+		}
+		n, err := r.networkByUUID("networkids", u)
+		if err != nil {
+			return nil, err
+		}
+		nets = append(nets, n.ID)
+	}
+	if len(nets) == 0 {
+		// an advanced zone without security groups needs a network (CloudStack would pick a default)
+		return nil, &apiError{ErrParam, csErrorCodes["InvalidParameterValueException"], "Can't create vm of hypervisor type KVM in advanced zone without networks: specify networkids"}
+	}
+	host, err := r.hostParam("hostid")
+	if err != nil {
+		return nil, err
+	}
+	startVM := r.get("startvm") == "" || r.flag("startvm")
+	if !startVM {
+		// deployVirtualMachine startvm=false: DeployVMCmd's create() allocates in the API thread,
+		// its job has nothing left to do.
+		v := h.srv.AllocateVirtualMachine("", nets)
+		j := h.db.CreateJob("api", "DeployVMCmd", "VirtualMachine", v.ID, h.srv.ID)
+		h.db.CompleteJob("api", j.ID, job.Succeeded, 0, "")
+		return h.jobResponse(j, v.ID), nil
+	}
+	v, j := h.srv.DeployVirtualMachine("", nets, host)
+	return h.jobResponse(j, v.ID), nil
+}
+
+func (h *Handler) start(r *request) (any, *apiError) {
+	v, err := r.vmParam("id", true)
+	if err != nil {
+		return nil, err
+	}
+	host, err := r.hostParam("hostid")
+	if err != nil {
+		return nil, err
+	}
+	return h.jobResponse(h.srv.StartVirtualMachine(v.ID, host), 0), nil
+}
+
+// startOnce is a csconform extension, not a CloudStack command: the instance boot group / HA path,
+// which calls advanceStart exactly once (no API retry).
+func (h *Handler) startOnce(r *request) (any, *apiError) {
+	v, err := r.vmParam("id", true)
+	if err != nil {
+		return nil, err
+	}
+	host, err := r.hostParam("hostid")
+	if err != nil {
+		return nil, err
+	}
+	return h.jobResponse(h.srv.StartVirtualMachineOnce(v.ID, host), 0), nil
+}
+
+func (h *Handler) stop(r *request) (any, *apiError) {
+	v, err := r.vmParam("id", true)
+	if err != nil {
+		return nil, err
+	}
+	return h.jobResponse(h.srv.StopVirtualMachine(v.ID, r.flag("forced")), 0), nil
+}
+
+func (h *Handler) destroy(r *request) (any, *apiError) {
+	v, err := r.vmParam("id", true)
+	if err != nil {
+		return nil, err
+	}
+	return h.jobResponse(h.srv.DestroyVirtualMachine(v.ID, r.flag("expunge")), 0), nil
+}
+
+func (h *Handler) expunge(r *request) (any, *apiError) {
+	v, err := r.vmParam("id", true)
+	if err != nil {
+		return nil, err
+	}
+	return h.jobResponse(h.srv.ExpungeVirtualMachine(v.ID), 0), nil
+}
+
+func (h *Handler) listVMs(r *request) (any, *apiError) {
+	only, err := r.vmParam("id", false)
+	if err != nil {
+		return nil, err
+	}
+	host, err := r.hostParam("hostid")
+	if err != nil {
+		return nil, err
+	}
+	var net *impl.NetworkVO
+	if v := r.get("networkid"); v != "" {
+		if net, err = r.networkByUUID("networkid", v); err != nil {
+			return nil, err
+		}
+	}
+	var out []any
+	for _, v := range h.db.VMs(func(v *impl.VMVO) bool { return v.Type == "User" && !v.Removed }) {
+		switch {
+		case only != nil && v.ID != only.ID,
+			host != "" && v.HostID != host,
+			net != nil && !slices.Contains(v.NetworkIDs, net.ID),
+			r.get("state") != "" && !strings.EqualFold(r.get("state"), string(v.State)),
+			r.get("name") != "" && r.get("name") != v.Name:
+			continue
+		}
+		out = append(out, h.vmJSON(v))
+	}
+	return list("virtualmachine", out), nil
+}
+
+func (h *Handler) listNics(r *request) (any, *apiError) {
+	v, err := r.vmParam("virtualmachineid", true)
+	if err != nil {
+		return nil, err
+	}
+	var out []any
+	for i, n := range h.db.Nics(v.ID) {
+		if id := r.get("nicid"); id != "" && id != h.ids.id("nic", n.ID) {
+			continue
+		}
+		out = append(out, h.nicJSON(n, i == 0))
+	}
+	return list("nic", out), nil
+}
+
+func (h *Handler) listVolumes(r *request) (any, *apiError) {
+	v, err := r.vmParam("virtualmachineid", false)
+	if err != nil {
+		return nil, err
+	}
+	var vmID int64
+	if v != nil {
+		vmID = v.ID
+	}
+	var out []any
+	for _, vol := range h.db.Volumes(vmID) {
+		if vol.Removed {
+			continue
+		}
+		if id := r.get("id"); id != "" && id != h.ids.id("volume", vol.ID) {
+			continue
+		}
+		m := map[string]any{
+			"id": h.ids.id("volume", vol.ID), "name": fmt.Sprintf("ROOT-%d", vol.VMID), "type": "ROOT", "state": vol.State,
+			"virtualmachineid": h.ids.id("vm", vol.VMID), "path": vol.Path, "zoneid": h.zoneID(), "zonename": zoneName,
+			"storagetype": "shared", "deviceid": 0, "size": int64(8) << 30, "hypervisor": "KVM",
+		}
+		if owner := h.db.VM(vol.VMID); owner != nil {
+			m["vmname"] = owner.Name
+			m["vmstate"] = string(owner.State)
+		}
+		out = append(out, m)
+	}
+	return list("volume", out), nil
+}
+
+func (h *Handler) listHosts(r *request) (any, *apiError) {
+	only, err := r.hostParam("id")
+	if err != nil {
+		return nil, err
+	}
+	var out []any
+	for _, x := range h.db.Hosts() {
+		if (only != "" && x.ID != only) || (r.get("name") != "" && r.get("name") != x.ID) {
+			continue
+		}
+		if t := r.get("type"); t != "" && !strings.EqualFold(t, "Routing") {
+			continue
+		}
+		m := map[string]any{
+			"id": h.ids.uuid("host", x.ID), "name": x.ID, "state": string(x.Status), "type": "Routing",
+			"hypervisor": "KVM", "zoneid": h.zoneID(), "zonename": zoneName, "resourcestate": "Enabled",
+			"managementserverid": x.MSID, "lastpinged": date(x.LastPinged),
+		}
+		if !x.DisconnectedOn.IsZero() {
+			m["disconnected"] = date(x.DisconnectedOn)
+		}
+		out = append(out, m)
+	}
+	return list("host", out), nil
+}
+
+// ---- async jobs
+
+var jobCmdClass = map[string]string{
+	"DeployVMCmd":            "org.apache.cloudstack.api.command.user.vm.DeployVMCmd",
+	"StartVMCmd":             "org.apache.cloudstack.api.command.user.vm.StartVMCmd",
+	"StopVMCmd":              "org.apache.cloudstack.api.command.user.vm.StopVMCmd",
+	"DestroyVMCmd":           "org.apache.cloudstack.api.command.user.vm.DestroyVMCmd",
+	"ExpungeVMCmd":           "org.apache.cloudstack.api.command.admin.vm.ExpungeVMCmd",
+	"StartInstanceBootGroup": "csconform.StartInstanceBootGroup",
+}
+
+func (h *Handler) queryJob(r *request) (any, *apiError) {
+	u, err := r.required("jobid")
+	if err != nil {
+		return nil, err
+	}
+	k, ok := h.ids.lookup("job", u, func() []string {
+		var ks []string
+		for _, j := range h.db.Jobs(nil) {
+			ks = append(ks, strconv.FormatInt(j.ID, 10))
+		}
+		return ks
+	})
+	if !ok {
+		return nil, r.invalid("jobid", u)
+	}
+	id, _ := strconv.ParseInt(k, 10, 64)
+	j := h.db.Job(id)
+	if j == nil {
+		return nil, r.invalid("jobid", u)
+	}
+	cmd := jobCmdClass[j.Cmd]
+	if cmd == "" {
+		cmd = j.Cmd
+	}
+	out := map[string]any{
+		"jobid": u, "cmd": cmd, "created": date(j.Created), "jobprocstatus": 0, "jobstatus": 0, "jobresultcode": 0,
+		"userid": h.ids.uuid("user", "admin"), "accountid": h.ids.uuid("account", "admin"), "account": "admin",
+		"domainid": h.ids.uuid("domain", "ROOT"),
+	}
+	if j.InstanceType != "" {
+		out["jobinstancetype"] = j.InstanceType
+		switch j.InstanceType {
+		case "VirtualMachine":
+			out["jobinstanceid"] = h.ids.id("vm", j.InstanceID)
+		case "Network":
+			out["jobinstanceid"] = h.ids.id("network", j.InstanceID)
+		}
+	}
+	switch {
+	case !j.Status.Done():
+		return out, nil
+	case j.Status == job.Succeeded:
+		out["jobstatus"] = 1
+		out["jobresulttype"] = "object"
+		out["jobresult"] = h.jobResult(j)
+	default:
+		code := j.ResultCode
+		if code == 0 {
+			code = ErrInternal
+		}
+		cls, text := splitException(j.Result)
+		res := map[string]any{"errorcode": code, "errortext": text}
+		if cs, ok := csErrorCodes[cls]; ok {
+			res["cserrorcode"] = cs
+		}
+		out["jobstatus"] = 2
+		out["jobresultcode"] = code
+		out["jobresulttype"] = "object"
+		out["jobresult"] = res
+	}
+	return out, nil
+}
+
+// splitException separates "XxxException: message" into the class and the message (what
+// getMessage() would say).
+func splitException(s string) (string, string) {
+	cls, msg, ok := strings.Cut(s, ": ")
+	if ok && strings.HasSuffix(cls, "Exception") && !strings.Contains(cls, " ") {
+		return cls, msg
+	}
+	return "", s
+}
+
+func (h *Handler) jobResult(j *impl.JobVO) any {
+	if j.Cmd == "ExpungeVMCmd" {
+		return map[string]any{"success": true}
+	}
+	if j.InstanceType == "VirtualMachine" {
+		if v := h.db.VM(j.InstanceID); v != nil {
+			m := h.vmJSON(v)
+			if v.Removed {
+				m["state"] = string(vm.Expunging)
+			}
+			return map[string]any{"virtualmachine": m}
+		}
+	}
+	return map[string]any{"success": true}
+}
+
+// ---- configuration
+
+func (h *Handler) configJSON(k impl.ConfigKey) map[string]any {
+	return map[string]any{"name": k.Name, "value": h.cfg.Get(k.Name), "defaultvalue": k.Default, "description": k.Description,
+		"category": "Advanced", "component": "management-server", "isdynamic": true, "scope": "global"}
+}
+
+func (h *Handler) listConfigurations(r *request) (any, *apiError) {
+	var out []any
+	for _, k := range impl.ConfigKeys {
+		if n := r.get("name"); n != "" && n != k.Name {
+			continue
+		}
+		if kw := r.get("keyword"); kw != "" && !strings.Contains(k.Name, kw) {
+			continue
+		}
+		out = append(out, h.configJSON(k))
+	}
+	return list("configuration", out), nil
+}
+
+func (h *Handler) updateConfiguration(r *request) (any, *apiError) {
+	name, err := r.required("name")
+	if err != nil {
+		return nil, err
+	}
+	var key *impl.ConfigKey
+	for i := range impl.ConfigKeys {
+		if impl.ConfigKeys[i].Name == name {
+			key = &impl.ConfigKeys[i]
+		}
+	}
+	if key == nil {
+		return nil, &apiError{ErrParam, csErrorCodes["InvalidParameterValueException"], "Config parameter with name " + name + " doesn't exist"}
+	}
+	if err := h.cfg.Set(name, r.get("value")); err != nil {
+		return nil, &apiError{ErrParam, csErrorCodes["InvalidParameterValueException"], err.Error()}
+	}
+	return map[string]any{"configuration": h.configJSON(*key)}, nil
+}
