@@ -111,6 +111,8 @@ func New(srv *impl.Server, opt Options, creds ...Credentials) *Handler {
 		{"listNics", h.listNics},
 		{"listVolumes", h.listVolumes},
 		{"listHosts", h.listHosts},
+		{"listRouters", h.listRouters},
+		{"listSystemVms", h.listSystemVMs},
 		{"queryAsyncJobResult", h.queryJob},
 		{"listConfigurations", h.listConfigurations},
 		{"updateConfiguration", h.updateConfiguration},
@@ -678,6 +680,64 @@ func (h *Handler) listVolumes(r *request) (any, *apiError) {
 	}
 	return list("volume", out), nil
 }
+
+// listRouters lists the virtual routers (not expunged), each with its guest network and NICs, as
+// CloudStack's domainrouter response has them; filters: id, name, state, hostid, networkid.
+func (h *Handler) listRouters(r *request) (any, *apiError) {
+	host, err := r.hostParam("hostid")
+	if err != nil {
+		return nil, err
+	}
+	var net *impl.NetworkVO
+	if v := r.get("networkid"); v != "" {
+		if net, err = r.networkByUUID("networkid", v); err != nil {
+			return nil, err
+		}
+	}
+	var out []any
+	for _, v := range h.db.VMs(func(v *impl.VMVO) bool { return v.Type == "DomainRouter" && !v.Removed }) {
+		switch {
+		case r.get("id") != "" && r.get("id") != h.ids.id("vm", v.ID),
+			host != "" && v.HostID != host,
+			net != nil && !slices.Contains(v.NetworkIDs, net.ID),
+			r.get("state") != "" && !strings.EqualFold(r.get("state"), string(v.State)),
+			r.get("name") != "" && r.get("name") != v.Name:
+			continue
+		}
+		m := map[string]any{
+			"id": h.ids.id("vm", v.ID), "name": v.Name, "state": string(v.State), "zoneid": h.zoneID(), "zonename": zoneName,
+			"role": "VIRTUAL_ROUTER", "hypervisor": "KVM", "account": "admin", "domain": "ROOT", "created": date(v.Created),
+			"serviceofferingid": h.offeringID(), "serviceofferingname": offeringName, "templateid": h.templateID(),
+		}
+		if v.HostID != "" {
+			m["hostid"] = h.ids.uuid("host", v.HostID)
+			m["hostname"] = v.HostID
+		}
+		if len(v.NetworkIDs) > 0 {
+			m["guestnetworkid"] = h.ids.id("network", v.NetworkIDs[0])
+			if nw := h.db.Network(v.NetworkIDs[0]); nw != nil {
+				m["guestnetworkname"] = nw.Name
+			}
+		}
+		var nics []any
+		for i, n := range h.db.Nics(v.ID) {
+			if i == 0 && n.IP != "" {
+				m["guestipaddress"] = n.IP
+				m["guestmacaddress"] = n.MAC
+			}
+			nics = append(nics, h.nicJSON(n, i == 0))
+		}
+		if len(nics) > 0 {
+			m["nic"] = nics
+		}
+		out = append(out, m)
+	}
+	return list("router", out), nil
+}
+
+// listSystemVms: the reference server has no secondary-storage or console-proxy VMs; an empty list
+// is the truth (tools such as csconform audit ask for them).
+func (h *Handler) listSystemVMs(*request) (any, *apiError) { return list("systemvm", nil), nil }
 
 func (h *Handler) listHosts(r *request) (any, *apiError) {
 	only, err := r.hostParam("id")

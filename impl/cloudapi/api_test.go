@@ -486,3 +486,40 @@ func TestCredentialsNeverPrintTheSecret(t *testing.T) {
 		t.Fatalf("Credentials print their secret: %s", s)
 	}
 }
+
+// listRouters and listSystemVms parse in cloudstack-go: a network's router with its guest network
+// and NIC, filters by network, and no system VMs.
+func TestListRouters(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	n := f.network(t, "net1")
+	var nid int64
+	for _, x := range f.srv.DB.Networks(nil) {
+		nid = x.ID
+	}
+	r := f.srv.DB.CreateVM("test", "", "DomainRouter", []int64{nid})
+	f.srv.DB.SetNetworkRouter(nid, r.ID)
+	f.srv.DB.CreateNic(r.ID, nid)
+	p := f.cs.Router.NewListRoutersParams()
+	p.SetListall(true)
+	l, err := f.cs.Router.ListRouters(p)
+	if err != nil || l.Count != 1 {
+		t.Fatalf("listRouters: %v %+v", err, l)
+	}
+	got := l.Routers[0]
+	if got.Name != r.Name || got.State != "Stopped" || got.Guestnetworkid != n.Id || len(got.Nic) != 1 || got.Nic[0].Networkid != n.Id {
+		t.Fatalf("router: %+v", got)
+	}
+	p.SetNetworkid(n.Id)
+	if l, err := f.cs.Router.ListRouters(p); err != nil || l.Count != 1 {
+		t.Fatalf("listRouters networkid=: %v %+v", err, l)
+	}
+	p.SetState("Running")
+	if l, err := f.cs.Router.ListRouters(p); err != nil || l.Count != 0 {
+		t.Fatalf("listRouters state=Running: %v %+v", err, l)
+	}
+	s, err := f.cs.SystemVM.ListSystemVms(f.cs.SystemVM.NewListSystemVmsParams())
+	if err != nil || s.Count != 0 {
+		t.Fatalf("listSystemVms: %v %+v", err, s)
+	}
+}
