@@ -226,7 +226,7 @@ func FromAPI(c *cs.CloudStackClient, zone string) (Records, error) {
 		return rec, err
 	}
 	for _, n := range nets {
-		rec.Networks = append(rec.Networks, NetworkRecord{ID: n.Id, Name: n.Name, State: n.State, CIDR: n.Cidr})
+		rec.Networks = append(rec.Networks, NetworkRecord{ID: n.Id, Name: n.Name, State: n.State, CIDR: n.Cidr, Gateway: n.Gateway})
 	}
 
 	vols, err := paged(func(page int) ([]*cs.Volume, int, error) {

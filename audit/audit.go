@@ -64,6 +64,8 @@ type NetworkRecord struct {
 	Name  string `json:"name"`
 	State string `json:"state"`
 	CIDR  string `json:"cidr,omitempty"` // e.g. 10.1.1.0/24: an address inside it that no NIC holds is free
+	// Gateway is the router's address on the network: never in the guest pool, never free.
+	Gateway string `json:"gateway,omitempty"`
 }
 
 // VolumeRecord is a volume as listVolumes gives it.
@@ -174,7 +176,7 @@ func hostOf(v invariant.Violation, s invariant.Snapshot) string {
 // Snapshot maps the records and the domains into model/invariant's terms: host names are the host
 // ids, instance names the VM names; the guest IP pool is the NICs' addresses (held) plus any address
 // a running domain uses inside a network's CIDR that no NIC holds (free); domain disks that end with a
-// volume's path take that path.
+// volume's path take that path. A network's gateway and network address are never free.
 func Snapshot(rec Records, hosts []HostDomains, opt Options) (invariant.Snapshot, []Ignored) {
 	s := invariant.Snapshot{Time: opt.Time}
 	for _, h := range rec.Hosts {
@@ -195,17 +197,16 @@ func Snapshot(rec Records, hosts []HostDomains, opt Options) (invariant.Snapshot
 			}
 		}
 	}
-	var cidrs []struct {
-		id string
-		p  netip.Prefix
+	type pool struct {
+		id      string
+		p       netip.Prefix
+		gateway string
 	}
+	var cidrs []pool
 	for _, n := range rec.Networks {
 		s.Networks = append(s.Networks, invariant.Network{ID: n.ID, Name: n.Name, State: network.State(n.State)})
 		if p, err := netip.ParsePrefix(n.CIDR); err == nil {
-			cidrs = append(cidrs, struct {
-				id string
-				p  netip.Prefix
-			}{n.ID, p.Masked()})
+			cidrs = append(cidrs, pool{n.ID, p.Masked(), n.Gateway})
 		}
 	}
 	for _, v := range rec.Volumes {
@@ -249,7 +250,7 @@ func Snapshot(rec Records, hosts []HostDomains, opt Options) (invariant.Snapshot
 					continue
 				}
 				for _, c := range cidrs {
-					if c.p.Contains(a) {
+					if c.p.Contains(a) && ip != c.gateway && a != c.p.Addr() {
 						s.IPs = append(s.IPs, invariant.IP{Address: ip, NetworkID: c.id, Free: true})
 						free[ip] = true
 					}

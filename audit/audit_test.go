@@ -10,14 +10,14 @@ import (
 func clean() (Records, []HostDomains) {
 	rec := Records{
 		Hosts:    []HostRecord{{ID: "u-h1", Name: "h1", State: "Up"}, {ID: "u-h2", Name: "h2", State: "Up"}},
-		Networks: []NetworkRecord{{ID: "n1", Name: "net1", State: "Implemented", CIDR: "10.1.1.0/24"}},
+		Networks: []NetworkRecord{{ID: "n1", Name: "net1", State: "Implemented", CIDR: "10.1.1.0/24", Gateway: "10.1.1.1"}},
 		VMs: []VMRecord{
 			{ID: "v1", InstanceName: "i-2-3-VM", Type: "User", State: "Running", HostName: "h1",
 				NICs: []NIC{{NetworkID: "n1", IP: "10.1.1.10", MAC: "02:00:00:00:00:0a"}}},
 			{ID: "v2", InstanceName: "i-2-4-VM", Type: "User", State: "Running", HostName: "h2",
 				NICs: []NIC{{NetworkID: "n1", IP: "10.1.1.11", MAC: "02:00:00:00:00:0b"}}},
 			{ID: "r1", InstanceName: "r-2-VM", Type: "DomainRouter", State: "Running", HostName: "h1", NetworkIDs: []string{"n1"},
-				NICs: []NIC{{NetworkID: "n1", IP: "10.1.1.1"}}},
+				NICs: []NIC{{NetworkID: "n1", MAC: "02:00:00:00:00:01"}}}, // the gateway is in no NIC's record
 		},
 		Volumes: []VolumeRecord{
 			{ID: "vol3", VMID: "v1", Path: "/primary/ROOT-3.qcow2", State: "Ready"},

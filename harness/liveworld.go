@@ -35,6 +35,10 @@ type LiveOptions struct {
 	Speed float64
 	// API: drive the server through CloudStack's API with cloudstack-go instead of calling it.
 	API bool
+	// AtEnd, if set, is called with the cluster when it is closed after it came up (for a scenario:
+	// once it has run and settled), while the world still runs: its API, agents and hosts are up, so
+	// a tool can look at it from outside (csconform audit's end-to-end test does).
+	AtEnd func(c *Cluster)
 }
 
 // RunScenarioLive runs a scenario in the live world.
@@ -208,6 +212,7 @@ type liveWorld struct {
 	priming atomic.Bool
 	prev    map[string]bool
 	closed  bool
+	up      bool // NewLiveCluster finished
 	// scenarioConfig is the scenario's own config (it wins over LibvirtScaling).
 	scenarioConfig map[string]string
 }
@@ -298,8 +303,21 @@ func NewLiveCluster(o Options, lo LiveOptions) (*Cluster, error) {
 	if !c.allUp() {
 		return fail(fmt.Errorf("hosts did not come up within 5 minutes of world time"))
 	}
+	w.up = true
 	return c, nil
 }
+
+// APIEndpoint is the live world's CloudStack API (with LiveOptions.API): its URL and key pair.
+func (c *Cluster) APIEndpoint() (url string, creds cloudapi.Credentials, ok bool) {
+	w, ok := c.w.(*liveWorld)
+	if !ok || !w.lo.API {
+		return "", cloudapi.Credentials{}, false
+	}
+	return "http://" + w.apiAddr + "/client/api", w.creds, true
+}
+
+// HostDomains is what the hosts run now, as the invariants see it (the driver's truth).
+func (c *Cluster) HostDomains() []invariant.Domain { return c.w.domains() }
 
 // bootDelay is the simulator's: routers 36–41 s (1 s while priming, or the scenario's), guests 6–8 s.
 func (w *liveWorld) bootDelay(spec impl.DomainSpec) time.Duration {
@@ -364,6 +382,9 @@ func (w *liveWorld) close() {
 	}
 	w.closed = true
 	w.mu.Unlock()
+	if w.up && w.lo.AtEnd != nil {
+		w.lo.AtEnd(w.c)
+	}
 	for _, a := range w.c.Agents {
 		a.Kill()
 	}
