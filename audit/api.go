@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"regexp"
 	"strings"
 	"time"
 
@@ -86,10 +87,23 @@ func paged[T any](fetch func(page int) ([]T, int, error), id func(T) string) ([]
 	}
 }
 
-// FromAPI reads the records through the API: listHosts (type Routing), listVirtualMachines,
+// queryString is a request's parameters in an error text (net/http quotes the URL it failed on).
+var queryString = regexp.MustCompile(`\?[^"\s]*`)
+
+// FromAPI reads the records through the API (see fromAPI); its errors carry no request parameters,
+// so neither the API key nor a signature ends up in a log.
+func FromAPI(c *cs.CloudStackClient, zone string) (Records, error) {
+	rec, err := fromAPI(c, zone)
+	if err != nil {
+		return rec, errors.New(queryString.ReplaceAllString(err.Error(), "?…"))
+	}
+	return rec, nil
+}
+
+// fromAPI reads the records through the API: listHosts (type Routing), listVirtualMachines,
 // listRouters and listSystemVms (listall; a server without system VMs may refuse the last), the VMs'
 // NICs (from listVirtualMachines, else listNics), listNetworks and listVolumes (listall).
-func FromAPI(c *cs.CloudStackClient, zone string) (Records, error) {
+func fromAPI(c *cs.CloudStackClient, zone string) (Records, error) {
 	var rec Records
 	zoneID := ""
 	if zone != "" {

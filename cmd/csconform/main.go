@@ -35,6 +35,10 @@ Usage:
   csconform server [flags]                 run the management server over TCP (csconform server -h)
   csconform agent --host ID --server ADDR  run one host's agent over TCP (csconform agent -h)
   csconform cleanup [--uri U] [--run ID]   remove every domain and file a libvirt run made (--all)
+  csconform audit --api URL --host N=URI   CloudStack's records against the hosts' domains, read-only;
+                                           exit 1 on damage (csconform audit -h)
+  csconform inject FAULT [flags]           a time-boxed fault on allowlisted staging hosts; a dry run
+                                           unless --yes (csconform inject -h)
 
 repro flags:
   --profile P      cloudstack-4.22 (all known defects) or fixed (default cloudstack-4.22)
@@ -108,6 +112,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return agentCmd(args[1:], stdout, stderr)
 	case "cleanup":
 		return cleanupCmd(args[1:], stdout, stderr)
+	case "audit":
+		return auditCmd(args[1:], stdout, stderr)
 	}
 	fmt.Fprintf(stderr, "csconform: unknown command %q\n\n%s", args[0], usage)
 	return 2
