@@ -1,0 +1,495 @@
+// Package inject applies faults to staging CloudStack hosts, safely: a plan is built first (pure),
+// checked against an explicit allowlist and a blast-radius limit, printed, and applied only when the
+// operator says yes. Every fault that lasts is time-boxed and healed when its time is up, when a step
+// fails, and when the context is cancelled (Ctrl-C); every action goes to an append-only audit log.
+//
+// Commands run through an Executor: over ssh on a staging host (SSH), or locally (Local). What runs
+// is plain argv, never a shell line built from input: names are checked against a strict pattern.
+package inject
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Executor runs one command on one host and returns its combined output.
+type Executor interface {
+	Run(ctx context.Context, host string, argv []string) (string, error)
+}
+
+// SSH runs commands as User on the host over ssh (BatchMode: keys only, never a password prompt).
+type SSH struct {
+	User    string        // default root
+	Options []string      // extra ssh options, e.g. -i KEY, -p PORT
+	Timeout time.Duration // connect timeout (default 10 s)
+}
+
+// Run is ssh USER@HOST -- ARGV (each word quoted for the remote shell).
+func (s SSH) Run(ctx context.Context, host string, argv []string) (string, error) {
+	user := s.User
+	if user == "" {
+		user = "root"
+	}
+	t := s.Timeout
+	if t <= 0 {
+		t = 10 * time.Second
+	}
+	args := append([]string{"-o", "BatchMode=yes", "-o", "ConnectTimeout=" + strconv.Itoa(int(t.Seconds()))}, s.Options...)
+	args = append(args, user+"@"+host, "--")
+	for _, a := range argv {
+		args = append(args, shellQuote(a))
+	}
+	out, err := exec.CommandContext(ctx, "ssh", args...).CombinedOutput()
+	return string(out), err
+}
+
+// Local runs commands on this machine, whatever the host is called (a one-machine staging setup).
+type Local struct{}
+
+// Run executes argv here.
+func (Local) Run(ctx context.Context, _ string, argv []string) (string, error) {
+	out, err := exec.CommandContext(ctx, argv[0], argv[1:]...).CombinedOutput()
+	return string(out), err
+}
+
+func shellQuote(s string) string {
+	if s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./:=@,+", r))
+	}) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// Fault kinds.
+const (
+	CrashDomain     = "crash-domain"
+	AgentStop       = "agent-stop"
+	AgentRestart    = "agent-restart"
+	CutLink         = "cut-link"
+	DelayRouterBoot = "delay-router-boot"
+	BackdateNetwork = "backdate-network"
+)
+
+// Kind documents one fault.
+type Kind struct {
+	Name      string
+	Targets   string // what it acts on
+	Lasts     bool   // time-boxed, healed after --duration
+	Doc, Heal string
+}
+
+// Kinds are the faults, in the order --help lists them.
+var Kinds = []Kind{
+	{CrashDomain, "--host H --vm DOMAIN", false,
+		"SIGKILL the domain's QEMU (pid from /run/libvirt/qemu/DOMAIN.pid): libvirt reports it crashed, the agent sends an out-of-band ping",
+		"none: a crash is instantaneous; CloudStack's HA or the operator starts the VM again"},
+	{AgentStop, "--host H ...", true,
+		"systemctl stop cloudstack-agent: the host's agent is gone; its domains keep running",
+		"systemctl start cloudstack-agent"},
+	{AgentRestart, "--host H ...", false,
+		"systemctl restart cloudstack-agent (a rolling upgrade): a brief disconnect",
+		"none: the agent is started again by the restart itself"},
+	{CutLink, "--host H ... --mgmt-port P", true,
+		"iptables DROP of the host's traffic to and from the management server's agent port (8250), each rule tagged with a comment unique to this run",
+		"iptables -D of exactly those rules (by their comment); a host-side timer (systemd-run) removes them too if csconform dies"},
+	{DelayRouterBoot, "--host H --vm r-N-VM", true,
+		"virsh suspend of the router's domain (do it while the router boots): its boot takes --duration longer",
+		"virsh resume"},
+	{BackdateNetwork, "--db-host M --network UUID --by D", true,
+		"on the database host: UPDATE cloud.networks SET created = created - D for one network (a test network made old, for the orphaned-network cleanup)",
+		"the same UPDATE with + D"},
+}
+
+// KindByName finds a fault kind.
+func KindByName(name string) (Kind, bool) {
+	for _, k := range Kinds {
+		if k.Name == name {
+			return k, true
+		}
+	}
+	return Kind{}, false
+}
+
+// Spec is what the operator asked for.
+type Spec struct {
+	Fault    string
+	Hosts    []string      // target hosts (or the database host for backdate-network)
+	VM       string        // domain name (crash-domain, delay-router-boot)
+	Network  string        // network uuid (backdate-network)
+	Duration time.Duration // how long a lasting fault stays (required for those)
+	By       time.Duration // backdate-network: how far back
+	MgmtPort int           // cut-link: the agent port (default 8250)
+	ID       string        // tags this run's rules and heal units (default from the clock)
+}
+
+// Step is one command on one host.
+type Step struct {
+	Host string   `json:"host"`
+	Argv []string `json:"argv"`
+}
+
+func (s Step) String() string { return s.Host + ": " + strings.Join(s.Argv, " ") }
+
+// Plan is what a fault does: the apply steps, and the heal steps that undo them (run in order).
+type Plan struct {
+	Kind     Kind
+	Targets  []string // "host:H", "vm:H/D", "network:U"
+	Apply    []Step
+	Heal     []Step
+	Duration time.Duration
+	ID       string
+}
+
+// safe is what a name may look like before it goes into a command.
+var safe = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.:@-]*$`)
+
+// Build makes the plan of a spec. It runs nothing.
+func Build(s Spec) (Plan, error) {
+	k, ok := KindByName(s.Fault)
+	if !ok {
+		return Plan{}, fmt.Errorf("unknown fault %q (see csconform inject -h)", s.Fault)
+	}
+	if s.ID == "" {
+		s.ID = strconv.FormatInt(time.Now().UnixMilli(), 36)
+	}
+	if !safe.MatchString(s.ID) {
+		return Plan{}, fmt.Errorf("bad run id %q", s.ID)
+	}
+	p := Plan{Kind: k, Duration: s.Duration, ID: s.ID}
+	if len(s.Hosts) == 0 {
+		return p, errors.New("no host: give --host")
+	}
+	for _, h := range s.Hosts {
+		if !safe.MatchString(h) {
+			return p, fmt.Errorf("bad host name %q", h)
+		}
+	}
+	if k.Lasts && s.Duration <= 0 {
+		return p, fmt.Errorf("%s lasts until healed: give --duration", k.Name)
+	}
+	if !k.Lasts && s.Duration > 0 {
+		return p, fmt.Errorf("%s is instantaneous: --duration does not apply", k.Name)
+	}
+	needVM := k.Name == CrashDomain || k.Name == DelayRouterBoot
+	if needVM {
+		if len(s.Hosts) != 1 || s.VM == "" || !safe.MatchString(s.VM) {
+			return p, fmt.Errorf("%s needs one --host and a --vm domain name (letters, digits, _ . : @ -)", k.Name)
+		}
+		if k.Name == DelayRouterBoot && !strings.HasPrefix(s.VM, "r-") {
+			return p, fmt.Errorf("%s: %q is not a router (r-N-VM)", k.Name, s.VM)
+		}
+		p.Targets = []string{"vm:" + s.Hosts[0] + "/" + s.VM}
+	} else if s.VM != "" {
+		return p, fmt.Errorf("%s takes no --vm", k.Name)
+	}
+	seconds := strconv.Itoa(int((s.Duration + 30*time.Second).Seconds()))
+	switch k.Name {
+	case CrashDomain:
+		h := s.Hosts[0]
+		// the pid file is read by the remote command itself; the domain name is checked above
+		p.Apply = []Step{{h, []string{"sh", "-c", `kill -9 "$(cat /run/libvirt/qemu/` + s.VM + `.pid)"`}}}
+	case DelayRouterBoot:
+		h := s.Hosts[0]
+		p.Apply = []Step{{h, []string{"virsh", "-c", "qemu:///system", "suspend", s.VM}}}
+		p.Heal = []Step{{h, []string{"virsh", "-c", "qemu:///system", "resume", s.VM}}}
+	case AgentStop:
+		for _, h := range s.Hosts {
+			p.Targets = append(p.Targets, "host:"+h)
+			p.Apply = append(p.Apply,
+				Step{h, []string{"systemd-run", "--unit", "csconform-heal-" + s.ID, "--on-active=" + seconds + "s", "systemctl", "start", "cloudstack-agent"}},
+				Step{h, []string{"systemctl", "stop", "cloudstack-agent"}})
+			p.Heal = append(p.Heal, Step{h, []string{"systemctl", "start", "cloudstack-agent"}})
+		}
+	case AgentRestart:
+		for _, h := range s.Hosts {
+			p.Targets = append(p.Targets, "host:"+h)
+			p.Apply = append(p.Apply, Step{h, []string{"systemctl", "restart", "cloudstack-agent"}})
+		}
+	case CutLink:
+		port := s.MgmtPort
+		if port == 0 {
+			port = 8250
+		}
+		tag := "csconform-inject-" + s.ID
+		rules := [][]string{
+			{"OUTPUT", "-p", "tcp", "--dport", strconv.Itoa(port), "-m", "comment", "--comment", tag, "-j", "DROP"},
+			{"INPUT", "-p", "tcp", "--sport", strconv.Itoa(port), "-m", "comment", "--comment", tag, "-j", "DROP"},
+		}
+		for _, h := range s.Hosts {
+			p.Targets = append(p.Targets, "host:"+h)
+			// the dead man's switch first: if csconform dies, the host heals itself
+			del := []string{"sh", "-c", deleteTagged(tag)}
+			p.Apply = append(p.Apply, Step{h, append([]string{"systemd-run", "--unit", "csconform-heal-" + s.ID, "--on-active=" + seconds + "s"}, del...)})
+			for _, r := range rules {
+				p.Apply = append(p.Apply, Step{h, append([]string{"iptables", "-I"}, r...)})
+				p.Heal = append(p.Heal, Step{h, append([]string{"iptables", "-D"}, r...)})
+			}
+		}
+	case BackdateNetwork:
+		if len(s.Hosts) != 1 || !safeUUID.MatchString(s.Network) || s.By <= 0 {
+			return p, errors.New("backdate-network needs one --db-host, a --network UUID and --by DURATION")
+		}
+		h := s.Hosts[0]
+		by := strconv.Itoa(int(s.By.Seconds()))
+		sql := func(op string) []string {
+			return []string{"mysql", "cloud", "-e", "UPDATE networks SET created = created " + op + " INTERVAL " + by +
+				" SECOND WHERE uuid = '" + s.Network + "' AND removed IS NULL"}
+		}
+		p.Targets = []string{"network:" + s.Network}
+		p.Apply = []Step{{h, sql("-")}}
+		p.Heal = []Step{{h, sql("+")}}
+	}
+	return p, nil
+}
+
+var safeUUID = regexp.MustCompile(`^[0-9a-fA-F-]{8,64}$`)
+
+// deleteTagged is a shell loop on the host that deletes every iptables rule carrying the tag.
+func deleteTagged(tag string) string {
+	return `for c in INPUT OUTPUT; do while n=$(iptables -L $c --line-numbers -n | grep -F "/* ` + tag +
+		` */" | head -1 | cut -d" " -f1) && [ -n "$n" ]; do iptables -D $c $n; done; done`
+}
+
+// Policy is what the operator allows.
+type Policy struct {
+	AllowHosts    []string // path.Match patterns on host names
+	AllowVMs      []string // patterns on domain names
+	AllowNetworks []string // patterns on network uuids
+	MaxTargets    int      // blast radius (default 1)
+}
+
+// Check refuses a plan whose targets are not all allowlisted or that touches too many.
+func (pol Policy) Check(p Plan) error {
+	max := pol.MaxTargets
+	if max <= 0 {
+		max = 1
+	}
+	if len(p.Targets) > max {
+		return fmt.Errorf("refused: %d targets exceed the blast radius --max-targets %d", len(p.Targets), max)
+	}
+	for _, t := range p.Targets {
+		kind, v, _ := strings.Cut(t, ":")
+		var ok bool
+		switch kind {
+		case "host":
+			ok = match(pol.AllowHosts, v)
+		case "vm":
+			h, d, _ := strings.Cut(v, "/")
+			ok = match(pol.AllowHosts, h) && match(pol.AllowVMs, d)
+		case "network":
+			ok = match(pol.AllowNetworks, v)
+		}
+		if !ok {
+			return fmt.Errorf("refused: %s is not allowlisted (--allow-host/--allow-vm/--allow-network)", t)
+		}
+	}
+	for _, st := range append(append([]Step(nil), p.Apply...), p.Heal...) {
+		if !match(pol.AllowHosts, st.Host) {
+			return fmt.Errorf("refused: host %s is not allowlisted", st.Host)
+		}
+	}
+	return nil
+}
+
+func match(patterns []string, s string) bool {
+	for _, p := range patterns {
+		if ok, err := path.Match(p, s); err == nil && ok {
+			return true
+		}
+	}
+	return false
+}
+
+// Record is one line of the audit log.
+type Record struct {
+	Time   time.Time `json:"time"`
+	ID     string    `json:"id"`
+	Fault  string    `json:"fault"`
+	Action string    `json:"action"` // plan, refuse, dry-run, apply, heal, done
+	Target string    `json:"target,omitempty"`
+	Host   string    `json:"host,omitempty"`
+	Argv   []string  `json:"argv,omitempty"`
+	Result string    `json:"result"` // ok, would run, error: ...
+	Output string    `json:"output,omitempty"`
+}
+
+// Log appends records as JSON lines to a file opened O_APPEND (never truncated or rewritten).
+type Log struct {
+	mu  sync.Mutex
+	f   *os.File
+	enc *json.Encoder
+}
+
+// OpenLog opens (or creates, 0600) an append-only audit log.
+func OpenLog(name string) (*Log, error) {
+	f, err := os.OpenFile(name, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("audit log: %w", err)
+	}
+	return &Log{f: f, enc: json.NewEncoder(f)}, nil
+}
+
+// Write appends one record (and syncs it to disk: the log must survive a crash of csconform).
+func (l *Log) Write(r Record) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if r.Time.IsZero() {
+		r.Time = time.Now().UTC()
+	}
+	if err := l.enc.Encode(r); err != nil {
+		return err
+	}
+	return l.f.Sync()
+}
+
+// Close closes the file.
+func (l *Log) Close() error { return l.f.Close() }
+
+// Injector applies plans.
+type Injector struct {
+	Exec   Executor
+	Policy Policy
+	Log    *Log
+	Out    io.Writer // what a person reads
+	Yes    bool      // without it nothing is run: a dry run
+	// HealTimeout bounds the healing after a cancel (default 1 min).
+	HealTimeout time.Duration
+	// After is time.After (tests shorten it).
+	After func(time.Duration) <-chan time.Time
+}
+
+// Run checks the plan, then (with Yes) applies it, keeps it for its duration and heals it; on a
+// failed step, on a cancelled context (Ctrl-C) and at the end, every heal step runs. A refused plan
+// and a dry run execute nothing.
+func (in *Injector) Run(ctx context.Context, p Plan) (err error) {
+	if in.After == nil {
+		in.After = time.After
+	}
+	out := in.Out
+	if out == nil {
+		out = io.Discard
+	}
+	rec := func(r Record) {
+		r.ID, r.Fault = p.ID, p.Kind.Name
+		if in.Log != nil {
+			if e := in.Log.Write(r); e != nil && err == nil {
+				err = e
+			}
+		}
+	}
+	targets := strings.Join(p.Targets, ",")
+	if e := in.Policy.Check(p); e != nil {
+		rec(Record{Action: "refuse", Target: targets, Result: e.Error()})
+		fmt.Fprintln(out, e)
+		return e
+	}
+	rec(Record{Action: "plan", Target: targets, Result: fmt.Sprintf("%d apply, %d heal steps, duration %s, dry run %v", len(p.Apply), len(p.Heal), p.Duration, !in.Yes)})
+	if !in.Yes {
+		fmt.Fprintf(out, "DRY RUN of %s on %s (nothing is changed; add --yes to apply):\n", p.Kind.Name, targets)
+		for _, s := range p.Apply {
+			fmt.Fprintln(out, "  would run  ", s)
+			rec(Record{Action: "dry-run", Host: s.Host, Argv: s.Argv, Result: "would run"})
+		}
+		if p.Duration > 0 {
+			fmt.Fprintf(out, "  then wait   %s (or until Ctrl-C or an error)\n", p.Duration)
+		}
+		for _, s := range p.Heal {
+			fmt.Fprintln(out, "  then heal  ", s)
+			rec(Record{Action: "dry-run", Host: s.Host, Argv: s.Argv, Result: "would run to heal"})
+		}
+		return nil
+	}
+
+	applied := 0
+	heal := func(why string) error {
+		if applied == 0 || len(p.Heal) == 0 {
+			return nil
+		}
+		hc, cancel := context.WithTimeout(context.Background(), cmpOr(in.HealTimeout, time.Minute))
+		defer cancel()
+		var errs []error
+		for _, s := range p.Heal {
+			o, e := in.Exec.Run(hc, s.Host, s.Argv)
+			r := Record{Action: "heal", Host: s.Host, Argv: s.Argv, Result: "ok (" + why + ")", Output: trim(o)}
+			if e != nil {
+				r.Result = "error: " + e.Error()
+				errs = append(errs, fmt.Errorf("heal %s: %w", s, e))
+			}
+			rec(r)
+			fmt.Fprintf(out, "healed (%s) %s: %s\n", why, s, r.Result)
+		}
+		return errors.Join(errs...)
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			_ = heal("panic")
+			panic(r)
+		}
+	}()
+	for _, s := range p.Apply {
+		if ctx.Err() != nil {
+			e := heal("cancelled")
+			rec(Record{Action: "done", Target: targets, Result: "cancelled before " + s.String()})
+			return errors.Join(ctx.Err(), e)
+		}
+		o, e := in.Exec.Run(ctx, s.Host, s.Argv)
+		r := Record{Action: "apply", Host: s.Host, Argv: s.Argv, Result: "ok", Output: trim(o)}
+		if e != nil {
+			r.Result = "error: " + e.Error()
+		}
+		rec(r)
+		fmt.Fprintf(out, "applied %s: %s\n", s, r.Result)
+		applied++ // a failed step may have half-happened: heal it too
+		if e != nil {
+			he := heal("a step failed")
+			rec(Record{Action: "done", Target: targets, Result: "error: " + e.Error()})
+			return errors.Join(fmt.Errorf("%s: %w", s, e), he)
+		}
+	}
+	why := "duration over"
+	if p.Duration > 0 {
+		fmt.Fprintf(out, "%s holds for %s (Ctrl-C heals at once)\n", p.Kind.Name, p.Duration)
+		select {
+		case <-in.After(p.Duration):
+		case <-ctx.Done():
+			why = "cancelled"
+		}
+	}
+	he := heal(why)
+	res := "ok"
+	if he != nil {
+		res = "error: " + he.Error()
+	}
+	rec(Record{Action: "done", Target: targets, Result: res})
+	if why == "cancelled" {
+		return errors.Join(ctx.Err(), he)
+	}
+	return he
+}
+
+func cmpOr(d, def time.Duration) time.Duration {
+	if d > 0 {
+		return d
+	}
+	return def
+}
+
+func trim(s string) string {
+	s = strings.TrimSpace(s)
+	if len(s) > 2000 {
+		s = s[:2000] + "…"
+	}
+	return s
+}

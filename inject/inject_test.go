@@ -1,0 +1,310 @@
+package inject
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// fakeExec records every command; fail makes the command whose text contains it fail.
+type fakeExec struct {
+	mu    sync.Mutex
+	calls []string
+	fail  string
+	ran   chan struct{} // gets one value per call, if set
+}
+
+func (f *fakeExec) Run(_ context.Context, host string, argv []string) (string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	c := host + ": " + strings.Join(argv, " ")
+	f.calls = append(f.calls, c)
+	if f.ran != nil {
+		select {
+		case f.ran <- struct{}{}:
+		default:
+		}
+	}
+	if f.fail != "" && strings.Contains(c, f.fail) {
+		return "boom", errors.New("exit status 1")
+	}
+	return "", nil
+}
+
+func (f *fakeExec) got() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.calls...)
+}
+
+func readLog(t *testing.T, name string) []Record {
+	t.Helper()
+	fh, err := os.Open(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fh.Close()
+	var out []Record
+	sc := bufio.NewScanner(fh)
+	for sc.Scan() {
+		var r Record
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			t.Fatalf("log line %q: %v", sc.Text(), err)
+		}
+		if r.Time.IsZero() || r.ID == "" || r.Fault == "" {
+			t.Fatalf("log record without time, id or fault: %+v", r)
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+func actions(rs []Record) string {
+	var a []string
+	for _, r := range rs {
+		a = append(a, r.Action)
+	}
+	return strings.Join(a, ",")
+}
+
+func newInjector(t *testing.T, ex Executor, yes bool) (*Injector, string, *bytes.Buffer) {
+	t.Helper()
+	name := filepath.Join(t.TempDir(), "inject.log")
+	l, err := OpenLog(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	var out bytes.Buffer
+	return &Injector{Exec: ex, Log: l, Out: &out, Yes: yes,
+		Policy: Policy{AllowHosts: []string{"stage-*"}, AllowVMs: []string{"i-2-*", "r-*"}, AllowNetworks: []string{"0000*"}}}, name, &out
+}
+
+func TestBuild(t *testing.T) {
+	t.Parallel()
+	bad := []Spec{
+		{Fault: "meteor", Hosts: []string{"h"}},
+		{Fault: CrashDomain, Hosts: []string{"h"}},                                            // no --vm
+		{Fault: CrashDomain, Hosts: []string{"h"}, VM: "i-2-3-VM; rm -rf /"},                  // not a name
+		{Fault: CrashDomain, Hosts: []string{"h"}, VM: "i-2-3-VM", Duration: time.Second},     // instantaneous
+		{Fault: AgentStop, Hosts: []string{"h"}},                                              // lasts: needs --duration
+		{Fault: AgentStop, Hosts: []string{"h$(reboot)"}, Duration: time.Second},              // not a name
+		{Fault: DelayRouterBoot, Hosts: []string{"h"}, VM: "i-2-3-VM", Duration: time.Second}, // not a router
+		{Fault: BackdateNetwork, Hosts: []string{"db"}, Network: "x' OR 1=1", Duration: time.Second, By: time.Hour},
+		{Fault: AgentRestart},
+	}
+	for _, s := range bad {
+		if _, err := Build(s); err == nil {
+			t.Errorf("Build(%+v) accepted", s)
+		}
+	}
+	p, err := Build(Spec{Fault: CutLink, Hosts: []string{"stage-1"}, Duration: time.Minute, ID: "t1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Apply) != 3 || len(p.Heal) != 2 || !strings.Contains(p.Apply[0].String(), "systemd-run") ||
+		!strings.Contains(p.Apply[1].String(), "iptables -I OUTPUT -p tcp --dport 8250 -m comment --comment csconform-inject-t1 -j DROP") ||
+		!strings.Contains(p.Heal[0].String(), "iptables -D OUTPUT -p tcp --dport 8250 -m comment --comment csconform-inject-t1 -j DROP") {
+		t.Fatalf("cut-link plan: %+v", p)
+	}
+	for _, k := range Kinds {
+		if k.Doc == "" || k.Heal == "" || k.Targets == "" {
+			t.Errorf("fault %s is not documented", k.Name)
+		}
+	}
+}
+
+// Without --yes nothing runs: the plan is printed and logged.
+func TestDryRunExecutesNothing(t *testing.T) {
+	t.Parallel()
+	for _, s := range []Spec{
+		{Fault: CrashDomain, Hosts: []string{"stage-1"}, VM: "i-2-3-VM"},
+		{Fault: AgentStop, Hosts: []string{"stage-1"}, Duration: time.Hour},
+		{Fault: AgentRestart, Hosts: []string{"stage-1"}},
+		{Fault: CutLink, Hosts: []string{"stage-1"}, Duration: time.Hour},
+		{Fault: DelayRouterBoot, Hosts: []string{"stage-1"}, VM: "r-7-VM", Duration: time.Hour},
+		{Fault: BackdateNetwork, Hosts: []string{"stage-db"}, Network: "00000000-aaaa", Duration: time.Hour, By: 24 * time.Hour},
+	} {
+		t.Run(s.Fault, func(t *testing.T) {
+			ex := &fakeExec{}
+			in, log, out := newInjector(t, ex, false)
+			p, err := Build(s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := in.Run(context.Background(), p); err != nil {
+				t.Fatal(err)
+			}
+			if len(ex.got()) != 0 {
+				t.Fatalf("a dry run executed %v", ex.got())
+			}
+			if !strings.Contains(out.String(), "DRY RUN") || !strings.Contains(out.String(), p.Apply[0].String()) {
+				t.Fatalf("the dry run does not show what it would do:\n%s", out)
+			}
+			rs := readLog(t, log)
+			if len(rs) != 1+len(p.Apply)+len(p.Heal) || rs[0].Action != "plan" || rs[1].Action != "dry-run" {
+				t.Fatalf("log: %s", actions(rs))
+			}
+		})
+	}
+}
+
+// A target outside the allowlist, or too many targets, is refused before anything runs, even with --yes.
+func TestRefusals(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		spec Spec
+		max  int
+		want string
+	}{
+		{Spec{Fault: AgentRestart, Hosts: []string{"prod-1"}}, 1, "host:prod-1 is not allowlisted"},
+		{Spec{Fault: CrashDomain, Hosts: []string{"stage-1"}, VM: "s-1-VM"}, 1, "vm:stage-1/s-1-VM is not allowlisted"},
+		{Spec{Fault: CrashDomain, Hosts: []string{"prod-1"}, VM: "i-2-3-VM"}, 1, "not allowlisted"},
+		{Spec{Fault: AgentStop, Hosts: []string{"stage-1", "stage-2"}, Duration: time.Minute}, 1, "blast radius"},
+		{Spec{Fault: BackdateNetwork, Hosts: []string{"stage-db"}, Network: "1111-2222-3333", Duration: time.Minute, By: time.Hour}, 1, "network:1111-2222-3333"},
+		{Spec{Fault: BackdateNetwork, Hosts: []string{"prod-db"}, Network: "0000-2222-3333", Duration: time.Minute, By: time.Hour}, 1, "host prod-db"},
+	}
+	for _, c := range cases {
+		ex := &fakeExec{}
+		in, log, _ := newInjector(t, ex, true)
+		in.Policy.MaxTargets = c.max
+		p, err := Build(c.spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = in.Run(context.Background(), p)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%+v: %v, want %q", c.spec, err, c.want)
+		}
+		if len(ex.got()) != 0 {
+			t.Errorf("%+v: a refused plan executed %v", c.spec, ex.got())
+		}
+		if rs := readLog(t, log); actions(rs) != "refuse" {
+			t.Errorf("log: %s", actions(rs))
+		}
+	}
+	// with the blast radius raised, two hosts go
+	ex := &fakeExec{}
+	in, _, _ := newInjector(t, ex, true)
+	in.Policy.MaxTargets = 2
+	in.After = func(time.Duration) <-chan time.Time { c := make(chan time.Time, 1); c <- time.Now(); return c }
+	p, _ := Build(Spec{Fault: AgentStop, Hosts: []string{"stage-1", "stage-2"}, Duration: time.Minute})
+	if err := in.Run(context.Background(), p); err != nil || len(ex.got()) != 6 {
+		t.Fatalf("two allowed hosts: %v %v", err, ex.got())
+	}
+}
+
+// A lasting fault is healed when its time is up.
+func TestHealAfterDuration(t *testing.T) {
+	t.Parallel()
+	ex := &fakeExec{}
+	in, log, _ := newInjector(t, ex, true)
+	var waited time.Duration
+	in.After = func(d time.Duration) <-chan time.Time {
+		waited = d
+		c := make(chan time.Time, 1)
+		c <- time.Now()
+		return c
+	}
+	p, _ := Build(Spec{Fault: CutLink, Hosts: []string{"stage-1"}, Duration: 90 * time.Second, ID: "x"})
+	if err := in.Run(context.Background(), p); err != nil {
+		t.Fatal(err)
+	}
+	got := ex.got()
+	if waited != 90*time.Second || len(got) != 5 || !strings.Contains(got[3], "iptables -D OUTPUT") || !strings.Contains(got[4], "iptables -D INPUT") {
+		t.Fatalf("waited %s, ran %v", waited, got)
+	}
+	if a := actions(readLog(t, log)); a != "plan,apply,apply,apply,heal,heal,done" {
+		t.Fatalf("log: %s", a)
+	}
+}
+
+// A step that fails heals what was applied, including the failed step.
+func TestHealOnError(t *testing.T) {
+	t.Parallel()
+	ex := &fakeExec{fail: "-I INPUT"}
+	in, log, _ := newInjector(t, ex, true)
+	p, _ := Build(Spec{Fault: CutLink, Hosts: []string{"stage-1"}, Duration: time.Hour, ID: "x"})
+	err := in.Run(context.Background(), p)
+	if err == nil || !strings.Contains(err.Error(), "-I INPUT") {
+		t.Fatalf("error: %v", err)
+	}
+	got := ex.got()
+	if len(got) != 5 || !strings.Contains(got[3], "-D OUTPUT") || !strings.Contains(got[4], "-D INPUT") {
+		t.Fatalf("ran %v", got)
+	}
+	rs := readLog(t, log)
+	if a := actions(rs); a != "plan,apply,apply,apply,heal,heal,done" || !strings.HasPrefix(rs[3].Result, "error:") || rs[3].Output != "boom" {
+		t.Fatalf("log: %s %+v", a, rs)
+	}
+}
+
+// Ctrl-C (a cancelled context) while the fault holds heals at once.
+func TestHealOnCancel(t *testing.T) {
+	t.Parallel()
+	ex := &fakeExec{ran: make(chan struct{}, 10)}
+	in, log, _ := newInjector(t, ex, true)
+	p, _ := Build(Spec{Fault: AgentStop, Hosts: []string{"stage-1"}, Duration: time.Hour, ID: "x"})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- in.Run(ctx, p) }()
+	<-ex.ran
+	<-ex.ran // both apply steps ran
+	cancel()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("error: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a cancel did not end the fault")
+	}
+	got := ex.got()
+	if len(got) != 3 || got[2] != "stage-1: systemctl start cloudstack-agent" {
+		t.Fatalf("ran %v", got)
+	}
+	rs := readLog(t, log)
+	if a := actions(rs); a != "plan,apply,apply,heal,done" || !strings.Contains(rs[3].Result, "cancelled") {
+		t.Fatalf("log: %s", a)
+	}
+}
+
+// The log is appended to, never rewritten.
+func TestLogAppends(t *testing.T) {
+	t.Parallel()
+	name := filepath.Join(t.TempDir(), "log")
+	for i := 0; i < 2; i++ {
+		l, err := OpenLog(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		in := &Injector{Exec: &fakeExec{}, Log: l, Policy: Policy{AllowHosts: []string{"*"}}}
+		p, _ := Build(Spec{Fault: AgentRestart, Hosts: []string{"h"}, ID: "r" + string(rune('0'+i))})
+		in.Run(context.Background(), p)
+		l.Close()
+	}
+	rs := readLog(t, name)
+	if len(rs) != 4 || rs[0].ID != "r0" || rs[2].ID != "r1" {
+		t.Fatalf("log: %+v", rs)
+	}
+	if fi, _ := os.Stat(name); fi.Mode().Perm() != 0o600 {
+		t.Fatalf("mode %v", fi.Mode())
+	}
+}
+
+func TestShellQuote(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]string{"iptables": "iptables", "a b": "'a b'", "it's": `'it'\''s'`, "": "''", `$(x)`: `'$(x)'`} {
+		if got := shellQuote(in); got != want {
+			t.Errorf("shellQuote(%q) = %s, want %s", in, got, want)
+		}
+	}
+}
