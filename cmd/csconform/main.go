@@ -114,6 +114,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return cleanupCmd(args[1:], stdout, stderr)
 	case "audit":
 		return auditCmd(args[1:], stdout, stderr)
+	case "inject":
+		return injectCmd(args[1:], stdout, stderr)
 	}
 	fmt.Fprintf(stderr, "csconform: unknown command %q\n\n%s", args[0], usage)
 	return 2

@@ -1,0 +1,162 @@
+package main
+
+// csconform inject: one time-boxed fault on allowlisted staging hosts, a dry run unless --yes.
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/csconform/csconform/inject"
+)
+
+func injectUsage() string {
+	var b strings.Builder
+	b.WriteString(`Usage:
+  csconform inject FAULT --host H [--host H ...] [fault flags] --allow-host PATTERN [--allow-vm PATTERN]
+                   [--allow-network PATTERN] [--max-targets N] [--audit-log FILE] [--yes]
+
+Applies one fault to staging CloudStack hosts over ssh (or here, with --local). Without --yes it is a
+DRY RUN: it prints every command it would run, in order, with the healing, logs the plan, and changes
+nothing.
+
+Faults:
+`)
+	for _, k := range inject.Kinds {
+		lasts := "instantaneous"
+		if k.Lasts {
+			lasts = "time-boxed: needs --duration"
+		}
+		fmt.Fprintf(&b, "  %-18s %s (%s)\n  %-18s   %s\n  %-18s   heal: %s\n", k.Name, k.Targets, lasts, "", k.Doc, "", k.Heal)
+	}
+	b.WriteString(`
+Fault flags:
+  --host H             a target host (its ssh name); repeatable where the fault allows several
+  --vm DOMAIN          the domain (crash-domain: any instance, i-2-5-VM; delay-router-boot: r-N-VM)
+  --duration D         how long a time-boxed fault holds (e.g. 90s, 5m)
+  --mgmt-port P        cut-link: the management server's agent port (default 8250)
+  --db-host M          backdate-network: the host with CloudStack's MySQL (mysql client, database cloud)
+  --network UUID       backdate-network: the network's uuid
+  --by D               backdate-network: how far back (e.g. 25h)
+
+Safety:
+  --allow-host PATTERN     hosts that may be touched (shell pattern: stage-kvm*); repeatable. Required:
+                           nothing outside the allowlist is ever touched, and every step's host,
+                           the database host included, must match
+  --allow-vm PATTERN       domains that may be crashed or suspended (i-2-*-VM, r-*); repeatable
+  --allow-network PATTERN  network uuids that may be backdated; repeatable
+  --max-targets N          blast radius: refuse a fault on more than N hosts, domains or networks
+                           (default 1)
+  --yes                    really do it; without it, a dry run
+  --audit-log FILE         append-only log, one JSON line per action (plan, refuse, dry-run, apply,
+                           heal, done) with its time, target, command and result
+                           (default csconform-inject.log; created 0600, never truncated)
+
+Healing: a time-boxed fault is undone when --duration is over, at once when a step fails (the failed
+step is healed too, it may have half-happened), and on Ctrl-C or SIGTERM. agent-stop and cut-link also
+leave a dead man's switch on the host (systemd-run --on-active=DURATION+30s, unit csconform-heal-ID)
+that heals it even if csconform is killed or loses the host; cut-link's rules carry the comment
+csconform-inject-ID, so healing removes exactly them. crash-domain and agent-restart have nothing to
+heal. kill -9 of csconform during a delay-router-boot or backdate-network leaves the fault: the log says
+what to undo.
+
+Executor:
+  --ssh-user U         ssh user (default root); keys only (BatchMode), no password prompt
+  --ssh-opt OPT        an extra ssh option, repeatable (e.g. --ssh-opt=-i --ssh-opt=/path/key)
+  --local              run the commands on this machine instead of over ssh (one-machine staging)
+  --id ID              tag of this run's rules and heal units (default from the clock)
+
+Exit status: 0 done (or dry run shown), 1 the fault failed or could not be healed, 2 bad input or refused.
+`)
+	return b.String()
+}
+
+type listFlag []string
+
+func (l *listFlag) String() string     { return strings.Join(*l, ",") }
+func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
+
+func injectCmd(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		fmt.Fprint(stdout, injectUsage())
+		return 0
+	}
+	fault, args := args[0], args[1:]
+	fs := flag.NewFlagSet("inject", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {}
+	var hosts, allowHosts, allowVMs, allowNets, sshOpts listFlag
+	fs.Var(&hosts, "host", "")
+	vm := fs.String("vm", "", "")
+	duration := fs.Duration("duration", 0, "")
+	mgmtPort := fs.Int("mgmt-port", 8250, "")
+	dbHost := fs.String("db-host", "", "")
+	network := fs.String("network", "", "")
+	by := fs.Duration("by", 0, "")
+	fs.Var(&allowHosts, "allow-host", "")
+	fs.Var(&allowVMs, "allow-vm", "")
+	fs.Var(&allowNets, "allow-network", "")
+	maxTargets := fs.Int("max-targets", 1, "")
+	yes := fs.Bool("yes", false, "")
+	logFile := fs.String("audit-log", "csconform-inject.log", "")
+	sshUser := fs.String("ssh-user", "root", "")
+	fs.Var(&sshOpts, "ssh-opt", "")
+	local := fs.Bool("local", false, "")
+	id := fs.String("id", "", "")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprint(stdout, injectUsage())
+			return 0
+		}
+		fmt.Fprintln(stderr, "csconform inject: see csconform inject -h")
+		return 2
+	}
+	fail := func(format string, a ...any) int {
+		fmt.Fprintf(stderr, "csconform inject: "+format+"\n", a...)
+		return 2
+	}
+	if fs.NArg() > 0 {
+		return fail("unexpected argument %q", fs.Arg(0))
+	}
+	if len(allowHosts) == 0 {
+		return fail("--allow-host PATTERN is required: nothing outside an explicit allowlist is touched")
+	}
+	spec := inject.Spec{Fault: fault, Hosts: hosts, VM: *vm, Network: *network, Duration: *duration, By: *by, MgmtPort: *mgmtPort, ID: *id}
+	if fault == inject.BackdateNetwork {
+		if len(hosts) > 0 {
+			return fail("backdate-network runs on --db-host, not --host")
+		}
+		if *dbHost != "" {
+			spec.Hosts = []string{*dbHost}
+		}
+	}
+	plan, err := inject.Build(spec)
+	if err != nil {
+		return fail("%v", err)
+	}
+	log, err := inject.OpenLog(*logFile)
+	if err != nil {
+		return fail("%v", err)
+	}
+	defer log.Close()
+	var ex inject.Executor = inject.SSH{User: *sshUser, Options: sshOpts, Timeout: 10 * time.Second}
+	if *local {
+		ex = inject.Local{}
+	}
+	in := &inject.Injector{Exec: ex, Log: log, Out: stdout, Yes: *yes,
+		Policy: inject.Policy{AllowHosts: allowHosts, AllowVMs: allowVMs, AllowNetworks: allowNets, MaxTargets: *maxTargets}}
+	ctx, stop := reproContext() // Ctrl-C and SIGTERM cancel: the fault is healed at once
+	defer stop()
+	if err := in.Run(ctx, plan); err != nil {
+		fmt.Fprintln(stderr, "csconform inject:", err)
+		if strings.HasPrefix(err.Error(), "refused") {
+			return 2
+		}
+		return 1
+	}
+	fmt.Fprintf(stdout, "logged to %s\n", *logFile)
+	return 0
+}
