@@ -139,7 +139,7 @@ func fromAPI(c *cs.CloudStackClient, zone string) (Records, error) {
 		return rec, err
 	}
 	for _, h := range hosts {
-		rec.Hosts = append(rec.Hosts, HostRecord{ID: h.Id, Name: h.Name, State: h.State})
+		rec.Hosts = append(rec.Hosts, HostRecord{ID: h.Id, Name: h.Name, State: h.State, IP: h.Ipaddress})
 	}
 
 	vms, err := paged(func(page int) ([]*cs.VirtualMachine, int, error) {

@@ -82,6 +82,7 @@ type HostRecord struct {
 	ID    string `json:"id"`
 	Name  string `json:"name"`
 	State string `json:"state"` // Up, Disconnected, Down, ...
+	IP    string `json:"ip,omitempty"`
 }
 
 // HostDomains is one host's truth: the domains its libvirtd has.

@@ -180,4 +180,7 @@ func TestParseDomain(t *testing.T) {
 	if got := HostURI("qemu+ssh://root@{name}/system", HostRecord{ID: "u1", Name: "kvm1"}); got != "qemu+ssh://root@kvm1/system" {
 		t.Fatal(got)
 	}
+	if got := HostURI("qemu+tcp://{ip}/system", HostRecord{Name: "kvm1", IP: "10.0.0.5"}); got != "qemu+tcp://10.0.0.5/system" {
+		t.Fatal(got)
+	}
 }

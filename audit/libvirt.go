@@ -117,7 +117,7 @@ func (h LibvirtHost) Domains() (HostDomains, error) {
 	return out, nil
 }
 
-// HostURI fills a URI template for a host: {name} is its name, {id} its id.
+// HostURI fills a URI template for a host: {name} is its name, {id} its id, {ip} its address.
 func HostURI(template string, h HostRecord) string {
-	return strings.NewReplacer("{name}", h.Name, "{id}", h.ID).Replace(template)
+	return strings.NewReplacer("{name}", h.Name, "{id}", h.ID, "{ip}", h.IP).Replace(template)
 }

@@ -41,7 +41,8 @@ Hosts:
                          qemu:///system, qemu+ssh://root@kvm1/system, qemu+tcp://kvm1/system
   --hosts-from-api TEMPLATE
                          every Routing host listHosts gives (of --zone), its URI from TEMPLATE:
-                         {name} is the host's name, {id} its id, e.g. 'qemu+ssh://root@{name}/system'
+                         {name} is the host's name, {id} its id, {ip} its address,
+                         e.g. 'qemu+ssh://root@{name}/system' or 'qemu+tcp://{ip}/system'
   --domain-prefix P      strip P from domain names to get instance names ({host} is the host's name);
                          domains without it are ignored, e.g. 'csc-RUN-{host}-' for drivers/libvirt
   --run ID               only the domains a csconform run made for each host (their libvirt label),
