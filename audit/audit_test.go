@@ -1,6 +1,8 @@
 package audit
 
 import (
+	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -182,5 +184,47 @@ func TestParseDomain(t *testing.T) {
 	}
 	if got := HostURI("qemu+tcp://{ip}/system", HostRecord{Name: "kvm1", IP: "10.0.0.5"}); got != "qemu+tcp://10.0.0.5/system" {
 		t.Fatal(got)
+	}
+}
+
+// Run: a host that cannot be read is an error and its domains are not judged; a host CloudStack does
+// not list is a warning; with Confirm, damage seen once only (an operation in flight) is dropped.
+func TestRun(t *testing.T) {
+	t.Parallel()
+	rec, hosts := clean()
+	reads := 0
+	records := func() (Records, error) {
+		reads++
+		r := rec
+		if reads == 1 { // the first pass reads web1's record a moment too late (a start in flight)
+			r.VMs = r.VMs[1:]
+		}
+		return r, nil
+	}
+	src := []HostSource{
+		HostFunc(func() (HostDomains, error) { return hosts[0], nil }),
+		HostFunc(func() (HostDomains, error) { return HostDomains{}, errors.New("host h2: cannot reach libvirtd") }),
+		HostFunc(func() (HostDomains, error) { return HostDomains{Host: "h9"}, nil }),
+	}
+	r, err := Run(context.Background(), Config{Records: records, Hosts: src, Confirm: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Findings) != 0 || r.Passes != 2 || len(r.Errors) != 1 || len(r.Warnings) != 1 || !strings.Contains(r.Warnings[0], "h9") {
+		t.Fatalf("report: %+v", r)
+	}
+	var b strings.Builder
+	r.WriteTable(&b)
+	for _, w := range []string{"no damage found", "ERROR host h2", "WARNING host h9", "confirmed by 2 passes", "h1/my-own-vm"} {
+		if !strings.Contains(b.String(), w) {
+			t.Errorf("table does not say %q:\n%s", w, b.String())
+		}
+	}
+	// damage that stays is confirmed
+	reads = 0
+	records = func() (Records, error) { r := rec; r.VMs = r.VMs[1:]; return r, nil }
+	r, err = Run(context.Background(), Config{Records: records, Hosts: src[:1], Confirm: time.Millisecond})
+	if err != nil || len(r.Findings) == 0 || r.Passes != 2 {
+		t.Fatalf("report: %v %+v", err, r)
 	}
 }

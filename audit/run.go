@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -44,7 +45,8 @@ type Report struct {
 	Passes   int       `json:"passes"`
 	Findings []Finding `json:"findings"`
 	Ignored  []Ignored `json:"ignored,omitempty"`
-	Errors   []string  `json:"errors,omitempty"` // hosts that could not be read (their domains are not judged)
+	Errors   []string  `json:"errors,omitempty"`   // hosts that could not be read (their domains are not judged)
+	Warnings []string  `json:"warnings,omitempty"` // e.g. a host CloudStack does not list
 }
 
 // Run audits once (twice with Confirm). An error means the records could not be read; a host that
@@ -107,6 +109,11 @@ func pass(c Config) (*Report, error) {
 	}
 	r.Findings, r.Ignored = Check(rec, truth, opt)
 	for _, h := range truth {
+		if !slices.ContainsFunc(rec.Hosts, func(x HostRecord) bool { return x.Name == h.Host }) {
+			r.Warnings = append(r.Warnings, fmt.Sprintf("host %s is not a Routing host listHosts gives: check its name (records placing VMs on it say %q)", h.Host, h.Host))
+		}
+	}
+	for _, h := range truth {
 		r.Domains += len(h.Domains)
 	}
 	r.Domains -= len(r.Ignored)
@@ -142,6 +149,9 @@ func (r *Report) WriteTable(w io.Writer) {
 	}
 	for _, e := range r.Errors {
 		fmt.Fprintln(w, "ERROR", e)
+	}
+	for _, e := range r.Warnings {
+		fmt.Fprintln(w, "WARNING", e)
 	}
 }
 
