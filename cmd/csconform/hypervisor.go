@@ -154,5 +154,3 @@ func (p *stalePipe) Send(m impl.Message) error {
 	}
 	return p.Pipe.Send(m)
 }
-
-
