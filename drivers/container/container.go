@@ -81,6 +81,7 @@ type Options struct {
 	Defects string            // server --defects, instead of the profile
 	Config  map[string]string // server --config overrides
 	Log     io.Writer         // progress lines (nil: none)
+	Verbose bool              // server --verbose (its DEBUG lines, e.g. "Sending StartCommand", in its log)
 }
 
 // Cluster is one run's containers.
@@ -159,6 +160,9 @@ func Start(ctx context.Context, o Options) (c *Cluster, err error) {
 		return c, fmt.Errorf("volume: %w", err)
 	}
 	args := []string{"server", "--listen", "0.0.0.0:" + agentPort, "--control", "0.0.0.0:8096"}
+	if o.Verbose {
+		args = append(args, "--verbose")
+	}
 	if o.Defects != "" {
 		args = append(args, "--defects", o.Defects)
 	} else {
