@@ -241,8 +241,8 @@ type Result struct {
 	Started         time.Time       `json:"-"` // the world's time when the scenario started (reports count from it)
 	// Notes are what a real world says about itself (what is simulated, what the server saw of each
 	// fault), printed after the table.
-	Notes []string `json:"notes,omitempty"`
-	Cluster         *Cluster        `json:"-"`
+	Notes   []string `json:"notes,omitempty"`
+	Cluster *Cluster `json:"-"`
 }
 
 // RunScenario runs a scenario under a profile (or explicit switches) with a seed.
