@@ -5,7 +5,7 @@
 # restart: go test ./drivers/container -containers) and seed 004 and 001 under both profiles
 # (go test ./conformance -driver=container), then fails if docker ps -a, docker network ls, docker
 # volume ls or docker images shows anything of the harness. Needs a Docker daemon; no libvirt (the
-# domains are simulated, in a hypervisor container per host). About 6–7 minutes on 2 cores.
+# domains are simulated, in a hypervisor container per host). About 3½ minutes on 2 cores (measured: 199 s).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="/usr/local/go/bin:$PATH"
