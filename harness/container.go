@@ -143,7 +143,7 @@ func RunScenarioContainer(sc *Scenario, profile string, defects impl.Switches, s
 	w.finish(res)
 	w.truthAtEnd()
 	res.VirtualEnd = time.Since(w.start)
-	res.Notes = append([]string{"world: containers (run " + co.Run + "); hosts' domains are SIMULATED (csconform hypervisor container per host, no libvirt); network-lock not checked"}, w.timeline...)
+	res.Notes = append([]string{"world: containers (run " + co.Run + "); hosts' domains are SIMULATED (csconform hypervisor container per host, no libvirt); not checked here: network-lock, linearizability (the server's events stay in its container)"}, w.timeline...)
 	if e, ok := sc.Expect[profile]; ok && profileMatches(profile, defects) {
 		res.Expected = true
 		res.Mismatches = e.compareWith(res, w.vmState)
