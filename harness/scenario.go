@@ -239,7 +239,10 @@ type Result struct {
 	VirtualEnd      time.Duration   `json:"virtualDuration"`
 	Steps           uint64          `json:"schedulerSteps"`
 	Started         time.Time       `json:"-"` // the world's time when the scenario started (reports count from it)
-	Cluster         *Cluster        `json:"-"`
+	// Notes are what a real world says about itself (what is simulated, what the server saw of each
+	// fault), printed after the table.
+	Notes   []string `json:"notes,omitempty"`
+	Cluster *Cluster `json:"-"`
 }
 
 // RunScenario runs a scenario under a profile (or explicit switches) with a seed.
@@ -589,7 +592,10 @@ func (c *Cluster) cleanupDuring(nid int64, op invariant.ClientOp) string {
 }
 
 // compare lists where a run differs from what the scenario expects.
-func (e Expect) compare(r *Result, c *Cluster) []string {
+func (e Expect) compare(r *Result, c *Cluster) []string { return e.compareWith(r, c.VMState) }
+
+// compareWith is compare with the VMs' final records read by vmState.
+func (e Expect) compareWith(r *Result, vmState func(string) (vm.State, bool)) []string {
 	var out []string
 	got := map[string]bool{}
 	for _, v := range r.Violations {
@@ -626,7 +632,7 @@ func (e Expect) compare(r *Result, c *Cluster) []string {
 		}
 	}
 	for _, k := range slices.Sorted(maps.Keys(e.States)) {
-		st, ok := c.VMState(k)
+		st, ok := vmState(k)
 		if !ok {
 			out = append(out, "no VM "+k)
 		} else if string(st) != e.States[k] {
