@@ -234,11 +234,14 @@ type Result struct {
 	// NotLinearizable are the objects whose history no sequential order explains (the second
 	// detector, model/linear).
 	NotLinearizable []linear.Result `json:"notLinearizable,omitempty"`
-	Mismatches      []string        `json:"mismatches,omitempty"` // expected outcome not met
-	Expected        bool            `json:"expectationsChecked"`
-	VirtualEnd      time.Duration   `json:"virtualDuration"`
-	Steps           uint64          `json:"schedulerSteps"`
-	Started         time.Time       `json:"-"` // the world's time when the scenario started (reports count from it)
+	// LinearChecked says whether the run's history could be checked for linearizability (a world
+	// whose server runs out of reach, in a container, records no history of its own).
+	LinearChecked bool          `json:"linearizabilityChecked"`
+	Mismatches    []string      `json:"mismatches,omitempty"` // expected outcome not met
+	Expected      bool          `json:"expectationsChecked"`
+	VirtualEnd    time.Duration `json:"virtualDuration"`
+	Steps         uint64        `json:"schedulerSteps"`
+	Started       time.Time     `json:"-"` // the world's time when the scenario started (reports count from it)
 	// Notes are what a real world says about itself (what is simulated, what the server saw of each
 	// fault), printed after the table.
 	Notes   []string `json:"notes,omitempty"`
@@ -299,6 +302,7 @@ func runScenario(sc *Scenario, profile string, defects impl.Switches, seed uint6
 	}
 	res.finish(c)
 	res.NotLinearizable = linear.Illegal(linear.Check(linear.Partitions(c.Rec.Events), 10*time.Second))
+	res.LinearChecked = true
 	res.VirtualEnd = c.Now().Sub(start)
 	res.Steps = c.w.steps()
 	if e, ok := sc.Expect[profile]; ok && profileMatches(profile, defects) {

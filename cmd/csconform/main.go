@@ -272,7 +272,13 @@ func summary(rs []*harness.Result) string {
 		}
 	}
 	if n == 0 {
-		return fmt.Sprintf("%d scenario(s), no invariant violated, every object's history linearizable", len(rs))
+		lin := ", every object's history linearizable"
+		for _, r := range rs {
+			if !r.LinearChecked {
+				lin = " (linearizability not checked: the world records no server history)"
+			}
+		}
+		return fmt.Sprintf("%d scenario(s), no invariant violated%s", len(rs), lin)
 	}
 	return fmt.Sprintf("%d scenario(s), %d with findings (%d in all):\n  %s", len(rs), bad, n, strings.Join(names, "\n  "))
 }
