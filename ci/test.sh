@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Sets up what the tests need and runs every test tier. Run as root on a fresh Debian machine.
 # Tiers today: unit and property tests (rapid explorations included), the conformance suite on the
-# simulator driver, go vet and gofmt, and smoke runs of repro, explore and check.
+# simulator driver, go vet and gofmt, smoke runs of repro, explore and check, and the container tier.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="/usr/local/go/bin:$PATH"
@@ -58,6 +58,16 @@ if [ "$rcf" != 0 ] || [ "$rc4" != 1 ] || [ "$rcc" != 1 ] || [ ! -s "$out/junit.x
   echo "csconform explore: exit $rcf under fixed (want 0), $rc4 under cloudstack-4.22 (want 1), check exit $rcc (want 1)" >&2
   cat /tmp/csconform-explore-fixed.txt >&2
   exit 1
+fi
+
+echo "== container tier (server and hosts in Docker containers; ci/test-containers.sh)"
+if [ "${CSCONFORM_SKIP_CONTAINERS:-}" = 1 ]; then
+  echo "container tier left out (CSCONFORM_SKIP_CONTAINERS=1)"
+elif ! docker info >/dev/null 2>&1; then
+  echo "ci/test.sh: no Docker daemon answers, so the container tier cannot run (CSCONFORM_SKIP_CONTAINERS=1 leaves it out)" >&2
+  exit 1
+else
+  ci/test-containers.sh
 fi
 
 echo "all tiers passed"

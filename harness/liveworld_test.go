@@ -90,7 +90,7 @@ func TestSeedScenariosThroughTheAPI(t *testing.T) {
 			d, a := res[false], res[true]
 			t.Logf("direct: violations [%s] mismatches %v\n%s", violations(d), d.Mismatches, outcome(d))
 			t.Logf("api:    violations [%s] mismatches %v\n%s", violations(a), a.Mismatches, outcome(a))
-			compareOutcomes(t, d, a)
+			compareOutcomes(t, d, a, sc.Expect[profile])
 		})
 	}
 }
@@ -99,7 +99,10 @@ func TestSeedScenariosThroughTheAPI(t *testing.T) {
 // orphaned-network cleanup (a 10 s GC tick, D1) caught the operation in both runs: whether a tick
 // also lands inside the ~2 s retry depends on the tick's phase, which in real time is not set by the
 // seed, and real latencies (an HTTP round trip) move it by Speed× in world time. Those are logged.
-func compareOutcomes(t *testing.T, d, a *Result) {
+//
+// A case the scenario itself expects "any" of (its outcome depends on the interleaving, e.g. seed
+// 001's deploy) may differ as well.
+func compareOutcomes(t *testing.T, d, a *Result, e Expect) {
 	t.Helper()
 	if len(d.Cases) != len(a.Cases) {
 		t.Fatalf("%d cases direct, %d through the API", len(d.Cases), len(a.Cases))
@@ -108,6 +111,11 @@ func compareOutcomes(t *testing.T, d, a *Result) {
 	for i := range d.Cases {
 		dc, ac := d.Cases[i], a.Cases[i]
 		if dc.Result == ac.Result && dc.FinalState == ac.FinalState {
+			continue
+		}
+		if e.Cases[dc.Case] == "any" {
+			phase[dc.VM] = true
+			t.Logf("case %s (%s): %s direct, %s through the API — the scenario expects any outcome", dc.Case, dc.Op, dc.Result, ac.Result)
 			continue
 		}
 		if strings.HasPrefix(dc.Cleanup, "orphaned") && strings.HasPrefix(ac.Cleanup, "orphaned") {

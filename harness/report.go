@@ -137,6 +137,9 @@ func (r *Result) WriteText(w io.Writer, epoch time.Time) {
 		}
 		tw.Flush()
 	}
+	for _, n := range r.Notes {
+		fmt.Fprintf(w, "   %s\n", n)
+	}
 	if len(r.Violations) == 0 {
 		fmt.Fprintln(w, "   no invariant violated")
 	}

@@ -234,12 +234,18 @@ type Result struct {
 	// NotLinearizable are the objects whose history no sequential order explains (the second
 	// detector, model/linear).
 	NotLinearizable []linear.Result `json:"notLinearizable,omitempty"`
-	Mismatches      []string        `json:"mismatches,omitempty"` // expected outcome not met
-	Expected        bool            `json:"expectationsChecked"`
-	VirtualEnd      time.Duration   `json:"virtualDuration"`
-	Steps           uint64          `json:"schedulerSteps"`
-	Started         time.Time       `json:"-"` // the world's time when the scenario started (reports count from it)
-	Cluster         *Cluster        `json:"-"`
+	// LinearChecked says whether the run's history could be checked for linearizability (a world
+	// whose server runs out of reach, in a container, records no history of its own).
+	LinearChecked bool          `json:"linearizabilityChecked"`
+	Mismatches    []string      `json:"mismatches,omitempty"` // expected outcome not met
+	Expected      bool          `json:"expectationsChecked"`
+	VirtualEnd    time.Duration `json:"virtualDuration"`
+	Steps         uint64        `json:"schedulerSteps"`
+	Started       time.Time     `json:"-"` // the world's time when the scenario started (reports count from it)
+	// Notes are what a real world says about itself (what is simulated, what the server saw of each
+	// fault), printed after the table.
+	Notes   []string `json:"notes,omitempty"`
+	Cluster *Cluster `json:"-"`
 }
 
 // RunScenario runs a scenario under a profile (or explicit switches) with a seed.
@@ -296,6 +302,7 @@ func runScenario(sc *Scenario, profile string, defects impl.Switches, seed uint6
 	}
 	res.finish(c)
 	res.NotLinearizable = linear.Illegal(linear.Check(linear.Partitions(c.Rec.Events), 10*time.Second))
+	res.LinearChecked = true
 	res.VirtualEnd = c.Now().Sub(start)
 	res.Steps = c.w.steps()
 	if e, ok := sc.Expect[profile]; ok && profileMatches(profile, defects) {
@@ -589,7 +596,10 @@ func (c *Cluster) cleanupDuring(nid int64, op invariant.ClientOp) string {
 }
 
 // compare lists where a run differs from what the scenario expects.
-func (e Expect) compare(r *Result, c *Cluster) []string {
+func (e Expect) compare(r *Result, c *Cluster) []string { return e.compareWith(r, c.VMState) }
+
+// compareWith is compare with the VMs' final records read by vmState.
+func (e Expect) compareWith(r *Result, vmState func(string) (vm.State, bool)) []string {
 	var out []string
 	got := map[string]bool{}
 	for _, v := range r.Violations {
@@ -626,7 +636,7 @@ func (e Expect) compare(r *Result, c *Cluster) []string {
 		}
 	}
 	for _, k := range slices.Sorted(maps.Keys(e.States)) {
-		st, ok := c.VMState(k)
+		st, ok := vmState(k)
 		if !ok {
 			out = append(out, "no VM "+k)
 		} else if string(st) != e.States[k] {

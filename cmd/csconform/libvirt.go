@@ -12,13 +12,14 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/csconform/csconform/drivers/container"
 	"github.com/csconform/csconform/drivers/libvirt"
 	"github.com/csconform/csconform/harness"
 	"github.com/csconform/csconform/impl"
 )
 
 // drivers are repro's --driver choices.
-var drivers = []string{"sim", "libvirt"}
+var drivers = []string{"sim", "libvirt", "container"}
 
 // reproContext is cancelled by Ctrl-C or SIGTERM, so a run on real domains stops and cleans up.
 func reproContext() (context.Context, context.CancelFunc) {
@@ -27,6 +28,13 @@ func reproContext() (context.Context, context.CancelFunc) {
 
 // runOn runs one scenario with a driver.
 func runOn(ctx context.Context, driver, uri string, sc *harness.Scenario, profile string, sw impl.Switches, seed uint64, stderr io.Writer) (*harness.Result, error) {
+	if driver == "container" {
+		r, err := harness.RunScenarioContainer(sc, profile, sw, seed, harness.ContainerOptions{Ctx: ctx, Log: stderr})
+		if err != nil && ctx.Err() != nil {
+			return nil, fmt.Errorf("interrupted (%v); the run's faults were healed and its containers removed", err)
+		}
+		return r, err
+	}
 	if driver != "libvirt" {
 		return harness.RunScenario(sc, profile, sw, seed)
 	}
@@ -44,11 +52,15 @@ func cleanupCmd(args []string, stdout, stderr io.Writer) int {
 	run := fs.String("run", "", "remove only this run's domains and files")
 	all := fs.Bool("all", false, "remove every run's domains and files (the default)")
 	dir := fs.String("dir", "", "base directory of the run files (default $CSCONFORM_RUN_DIR or /var/lib/csconform)")
+	containers := fs.Bool("containers", false, "remove the containers, networks, volumes and images of container runs instead")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
+	if *containers {
+		return cleanupContainers(*run, stdout, stderr)
+	}
 	if fs.NArg() > 0 || (*all && *run != "") {
-		fmt.Fprintln(stderr, "csconform cleanup: usage: csconform cleanup [--uri URI] [--run ID | --all] [--dir DIR]")
+		fmt.Fprintln(stderr, "csconform cleanup: usage: csconform cleanup [--containers] [--uri URI] [--run ID | --all] [--dir DIR]")
 		return 2
 	}
 	removed, err := libvirt.Cleanup(*uri, *dir, *run)
@@ -63,6 +75,24 @@ func cleanupCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	if len(removed) == 0 {
 		fmt.Fprintln(stdout, "nothing to remove: no csconform-labelled domain or run directory")
+	}
+	return 0
+}
+
+// cleanupContainers removes what container runs left: everything labelled org.csconform.run (=run).
+func cleanupContainers(run string, stdout, stderr io.Writer) int {
+	ctx, stop := reproContext()
+	defer stop()
+	removed, err := container.Cleanup(ctx, run)
+	for _, r := range removed {
+		fmt.Fprintln(stdout, "removed", r)
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "csconform cleanup:", err)
+		return 2
+	}
+	if len(removed) == 0 {
+		fmt.Fprintln(stdout, "nothing to remove: no csconform-labelled container, network, volume or image")
 	}
 	return 0
 }

@@ -30,7 +30,8 @@ const serveUsage = `Usage:
   csconform server [--listen ADDR] [--control ADDR] [--id MSID] [--profile P|--defects LIST]
                    [--config KEY=VALUE ...] [--history FILE] [--verbose]
                    [--api ADDR [--api-key KEY --secret-key SECRET | --api-keys-file FILE]]
-  csconform agent  --host ID --server ADDR [--hypervisor sim] [--history FILE] [--verbose]
+  csconform agent  --host ID --server ADDR [--hypervisor sim|unix:PATH] [--faults ADDR]
+                   [--history FILE] [--verbose]
 
 server flags:
   --listen ADDR       where agents connect (default 127.0.0.1:8250)
@@ -49,7 +50,9 @@ server flags:
 agent flags:
   --host ID           the host this agent serves
   --server ADDR       the management server's --listen address
-  --hypervisor NAME   where domains run: ` + "%s" + `
+  --hypervisor NAME   where domains run: ` + "%s" + `,
+                      or unix:PATH (a csconform hypervisor process: domains outlive the agent)
+  --faults ADDR       serve the agent's fault hook (POST /delayNextOutOfBand?d=DURATION) on ADDR
 both:
   --history FILE      append every event as JSON lines to FILE
   --verbose           log DEBUG lines too (default: INFO and up, and every state change)
@@ -263,6 +266,7 @@ func agentCmd(args []string, stdout, stderr io.Writer) int {
 	hostID := fs.String("host", "", "")
 	server := fs.String("server", "", "")
 	hvName := fs.String("hypervisor", "sim", "")
+	faultsAddr := fs.String("faults", "", "")
 	historyFile := fs.String("history", "", "")
 	verbose := fs.Bool("verbose", false, "")
 	if code := parseServe("agent", fs, args, stdout, stderr); code >= 0 {
@@ -275,9 +279,8 @@ func agentCmd(args []string, stdout, stderr io.Writer) int {
 	case *server == "":
 		return fail(errors.New("--server is required"))
 	}
-	hv, ok := hypervisors[*hvName]
-	if !ok {
-		return fail(fmt.Errorf("unknown hypervisor %q; this build has: %s", *hvName, hypervisorNames()))
+	if _, ok := hypervisors[*hvName]; !ok && !strings.HasPrefix(*hvName, "unix:") {
+		return fail(fmt.Errorf("unknown hypervisor %q; this build has: %s, unix:PATH", *hvName, hypervisorNames()))
 	}
 	// The agent retries its connection for ever once running; a server that cannot be reached at
 	// start is a mistake to report, not to wait out.
@@ -293,11 +296,15 @@ func agentCmd(args []string, stdout, stderr io.Writer) int {
 	defer closeSink()
 	env := live.NewEnv()
 	defer env.Close()
-	h, err := hv.new(env, *hostID)
+	h, err := newHypervisor(*hvName, env, *hostID)
 	if err != nil {
 		return fail(err)
 	}
-	a := impl.NewAgent(*hostID, env, &live.Dialer{Addr: *server}, h, sink)
+	tr, err := agentDialer(*server, *faultsAddr, stdout)
+	if err != nil {
+		return fail(err)
+	}
+	a := impl.NewAgent(*hostID, env, tr, h, sink)
 	a.Start()
 	fmt.Fprintf(stdout, "agent %s: management server %s, hypervisor %s\n", *hostID, *server, *hvName)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

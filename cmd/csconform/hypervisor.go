@@ -1,0 +1,156 @@
+package main
+
+// csconform hypervisor: a host's simulated domains in a process of their own, which its agent reaches
+// over a unix socket (as cloudstack-agent reaches libvirtd), and the agent's fault hooks. The
+// container driver runs one per host next to the host's agent container, so a restarted, killed or
+// paused agent leaves the domains running.
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/csconform/csconform/drivers/live"
+	"github.com/csconform/csconform/impl"
+)
+
+const hypervisorUsage = `Usage:
+  csconform hypervisor --host ID --socket PATH [--listen ADDR]
+
+Runs the simulated domains of one host (no libvirt: FAKE domains in this process, in real time).
+Agents use it with csconform agent --hypervisor unix:PATH. --listen serves the same HTTP API on TCP
+for the harness: GET /domains (the truth: running domains, IPs, disks) and POST /crash?name=.
+`
+
+func hypervisorCmd(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("hypervisor", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	hostID := fs.String("host", "", "")
+	socket := fs.String("socket", "", "")
+	listen := fs.String("listen", "", "")
+	fs.Usage = func() { fmt.Fprint(stderr, hypervisorUsage) }
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	fail := func(err error) int { fmt.Fprintln(stderr, "csconform hypervisor:", err); return 2 }
+	if *hostID == "" || *socket == "" || fs.NArg() > 0 {
+		return fail(errors.New("--host and --socket are required, and nothing else"))
+	}
+	env := live.NewEnv()
+	defer env.Close()
+	h := live.NewFakeHost(env, *hostID)
+	handler := live.HypervisorHandler(h)
+	os.Remove(*socket)
+	uln, err := net.Listen("unix", *socket)
+	if err != nil {
+		return fail(err)
+	}
+	defer uln.Close()
+	go (&http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}).Serve(uln)
+	if *listen != "" {
+		tln, err := net.Listen("tcp", *listen)
+		if err != nil {
+			return fail(err)
+		}
+		defer tln.Close()
+		go (&http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}).Serve(tln)
+		fmt.Fprintf(stdout, "hypervisor %s: truth on http://%s\n", *hostID, tln.Addr())
+	}
+	fmt.Fprintf(stdout, "hypervisor %s: simulated domains (no libvirt) on unix:%s\n", *hostID, *socket)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	<-ctx.Done()
+	return 0
+}
+
+// newHypervisor builds the hypervisor an agent's --hypervisor names: one of hypervisors, or
+// unix:PATH (a csconform hypervisor process).
+func newHypervisor(name string, env *live.Env, hostID string) (impl.Hypervisor, error) {
+	if path, ok := strings.CutPrefix(name, "unix:"); ok {
+		h := live.NewRemoteHost(env, path)
+		var err error
+		for i := 0; i < 50; i++ { // the hypervisor may still be starting
+			if err = h.Ping(); err == nil {
+				return h, nil
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		return nil, err
+	}
+	hv, ok := hypervisors[name]
+	if !ok {
+		return nil, fmt.Errorf("unknown hypervisor %q; this build has: %s, unix:PATH (csconform hypervisor)", name, hypervisorNames())
+	}
+	return hv.new(env, hostID)
+}
+
+// agentDialer is the agent's transport; with faultsAddr it also serves the agent's fault hook
+// POST /delayNextOutOfBand?d=1500ms: the next out-of-band report reaches the server that late (sent
+// after the delay; later messages overtake it, as with CloudStack's agent thread pool).
+func agentDialer(server, faultsAddr string, stdout io.Writer) (impl.Transport, error) {
+	d := &staleDialer{Dialer: live.Dialer{Addr: server}}
+	if faultsAddr == "" {
+		return d, nil
+	}
+	ln, err := net.Listen("tcp", faultsAddr)
+	if err != nil {
+		return nil, err
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /delayNextOutOfBand", func(w http.ResponseWriter, r *http.Request) {
+		v, err := time.ParseDuration(r.FormValue("d"))
+		if err != nil {
+			writeJSON(w, http.StatusBadRequest, map[string]string{"error": err.Error()})
+			return
+		}
+		d.stale.Store(int64(v))
+		writeJSON(w, http.StatusOK, map[string]string{"delay": v.String()})
+	})
+	go (&http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}).Serve(ln)
+	fmt.Fprintf(stdout, "agent fault hooks on http://%s\n", ln.Addr())
+	return d, nil
+}
+
+type staleDialer struct {
+	live.Dialer
+	stale atomic.Int64
+}
+
+func (d *staleDialer) Dial(hostID string) (impl.Pipe, error) {
+	p, err := d.Dialer.Dial(hostID)
+	if err != nil {
+		return nil, err
+	}
+	return &stalePipe{Pipe: p, d: d}, nil
+}
+
+type stalePipe struct {
+	impl.Pipe
+	d *staleDialer
+}
+
+func (p *stalePipe) Send(m impl.Message) error {
+	if m.Kind == impl.MsgPing && m.OutOfBand {
+		if d := time.Duration(p.d.stale.Swap(0)); d > 0 {
+			go func() {
+				time.Sleep(d)
+				_ = p.Pipe.Send(m)
+			}()
+			return nil
+		}
+	}
+	return p.Pipe.Send(m)
+}

@@ -1,0 +1,109 @@
+package conformance
+
+// The container tier: go test ./conformance -driver=container runs seed 004 (forced destroy during an
+// agent restart, D3) and seed 001 (stale power report, D2) with the management server and every
+// host in Docker containers (drivers/container; simulated domains in a hypervisor container per
+// host), under both profiles, and requires the same outcome as on the simulator. Each run prints what
+// the server saw of every fault (host states from listHosts over time). See ci/test-containers.sh and,
+// for the time scaling, harness.ContainerScaling.
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/csconform/csconform/drivers/container"
+	"github.com/csconform/csconform/harness"
+	"github.com/csconform/csconform/impl"
+	"github.com/csconform/csconform/model/invariant"
+)
+
+var containerSeeds = []string{"seed-004-forced-destroy", "seed-001-stale-power-report"}
+
+func TestContainerTier(t *testing.T) {
+	if *driver != "container" {
+		t.Skip("the container tier runs with -driver=container (ci/test-containers.sh)")
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	t.Cleanup(stop)
+	if err := container.Available(ctx); err != nil {
+		t.Skipf("Docker unreachable: %v", err)
+	}
+	var mu sync.Mutex
+	var runs []string
+	var table strings.Builder
+	t.Cleanup(func() {
+		// Each run removes what it made; whatever an interrupted run left is removed here, and then
+		// nothing labelled with this test's runs may remain.
+		for _, run := range runs {
+			if removed, err := container.Cleanup(context.Background(), run); err != nil {
+				t.Errorf("cleanup of run %s: %v", run, err)
+			} else if len(removed) > 0 {
+				t.Errorf("run %s left %v", run, removed)
+			}
+		}
+		fmt.Fprint(os.Stderr, table.String())
+	})
+	start := time.Now()
+	for _, name := range containerSeeds {
+		sc, err := Find(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, profile := range impl.ProfileNames() {
+			if _, ok := sc.Expect[profile]; !ok {
+				continue
+			}
+			t.Run(name+"/"+profile, func(t *testing.T) {
+				t.Parallel()
+				run := harness.NewRunID()
+				mu.Lock()
+				runs = append(runs, run)
+				mu.Unlock()
+				t0 := time.Now()
+				r, err := harness.RunScenarioContainer(sc, profile, nil, sc.Seed, harness.ContainerOptions{Run: run, Ctx: ctx, Log: testLog{t}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				var b strings.Builder
+				r.WriteText(&b, r.Started)
+				mu.Lock()
+				fmt.Fprintf(&table, "---- %s under %s in containers: %s wall (finished %s after the tier started)\n%s",
+					name, profile, time.Since(t0).Round(time.Second), time.Since(start).Round(time.Second), b.String())
+				mu.Unlock()
+				if !r.Expected {
+					t.Fatal("expectations were not checked")
+				}
+				for _, m := range r.Mismatches {
+					t.Error(m)
+				}
+				switch profile {
+				case "fixed":
+					for _, v := range r.Violations {
+						t.Errorf("fixed profile violates %s: %s", v.Invariant, v.Message)
+					}
+				case "cloudstack-4.22":
+					if name == "seed-004-forced-destroy" {
+						// The done criterion: a running domain with no (live) record, and its IP handed
+						// to the new VM — and the report says so.
+						var orphan, conflict bool
+						for _, v := range r.Violations {
+							orphan = orphan || v.Invariant == invariant.OrphanDomain
+							conflict = conflict || v.Invariant == invariant.IPConflict && strings.Contains(v.Message, "2 running domains")
+						}
+						noRecord := strings.Contains(b.String(), "record REMOVED (expunged): no record")
+						if !orphan || !conflict || !noRecord || !strings.Contains(b.String(), "VIOLATION orphan-domain") {
+							t.Errorf("want an orphaned running domain whose record is removed and an IP conflict; got %v", r.Violations)
+						}
+					}
+				}
+			})
+		}
+	}
+}

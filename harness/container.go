@@ -1,0 +1,778 @@
+package harness
+
+// The container world: the management server and every host run in Docker containers
+// (drivers/container), so the harness reaches the server only through its control endpoint (JSON
+// over HTTP) and the domains' truth only through each host's hypervisor container. A scenario's client
+// operations become control calls, its faults act on containers, and the invariants are checked on
+// snapshots polled during the run (the control endpoint's records + every hypervisor's domains).
+//
+// Limits of this world, stated in every report's notes:
+//   - domains are simulated (csconform hypervisor, no libvirt) in a container per host that is never
+//     faulted, so an agent container's restart, kill or pause leaves them running;
+//   - the network-lock invariant needs the server's network writes with their lock holders, which the
+//     control endpoint does not export: it is not checked here;
+//   - faults that need the server's process or database from outside (ms-restart with the records
+//     kept, backdate, slow-router-boot) and guest-shutdown are not available: the reference server
+//     keeps its records in memory, so a restarted server container starts empty.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/csconform/csconform/drivers/container"
+	"github.com/csconform/csconform/faults"
+	"github.com/csconform/csconform/impl"
+	"github.com/csconform/csconform/model/history"
+	"github.com/csconform/csconform/model/host"
+	"github.com/csconform/csconform/model/invariant"
+	"github.com/csconform/csconform/model/vm"
+)
+
+// ContainerScaling is the time scaling of a run in containers, in one place. A scenario's own config
+// for a key wins.
+//
+//   - ping.interval (60 s) → 5 s: the power-report graceful period (2 × ping.interval) and the
+//     report grace of the orphan-domain check (2 × ping.interval + 10 s) become 10 s and 20 s, and a
+//     paused or partitioned agent is noticed after 12.5 s (ping.timeout 2.5 × ping.interval).
+//   - settle: at most ContainerSettle after the last step (the simulator's default is 3 min), which is
+//     past the report grace.
+//
+// A scenario then takes about a minute of wall time, plus about 10 s to start the containers (and
+// the first time, a static build of csconform).
+var ContainerScaling = map[string]string{"ping.interval": "5"}
+
+// ContainerSettle caps a scenario's settle time in containers.
+const ContainerSettle = 40 * time.Second
+
+const containerCheckEvery = 300 * time.Millisecond
+
+// ContainerOptions say where and how a run in containers happens.
+type ContainerOptions struct {
+	Run string          // labels everything of the run (default: NewRunID())
+	Ctx context.Context // cancelled (Ctrl-C): the run stops, heals its faults and removes its containers
+	Log io.Writer       // progress lines (nil: none)
+}
+
+// RunScenarioContainer runs a scenario with the server and hosts in containers; everything the run
+// created is removed before it returns, whatever the outcome.
+func RunScenarioContainer(sc *Scenario, profile string, defects impl.Switches, seed uint64, co ContainerOptions) (*Result, error) {
+	if co.Ctx == nil {
+		co.Ctx = context.Background()
+	}
+	if co.Run == "" {
+		co.Run = NewRunID()
+	}
+	if defects == nil {
+		var err error
+		if defects, err = impl.Profile(profile); err != nil {
+			return nil, err
+		}
+	}
+	for _, n := range sc.Networks {
+		if n.Primed || n.Age > 0 {
+			return nil, fmt.Errorf("scenario %s: primed or aged networks are not available in containers (the server's database is not reachable from outside)", sc.Name)
+		}
+	}
+	conf := map[string]string{}
+	for k, v := range ContainerScaling {
+		conf[k] = v
+	}
+	for k, v := range sc.Config {
+		conf[k] = v
+	}
+	cfg, err := impl.NewConfig(conf)
+	if err != nil {
+		return nil, err
+	}
+	o := container.Options{Run: co.Run, Hosts: sc.Hosts, Config: conf, Log: co.Log, Verbose: true}
+	if profileMatches(profile, defects) {
+		o.Profile = profile
+	} else {
+		o.Defects = strings.Join(defects.On(), ",")
+		if o.Defects == "" {
+			o.Defects = "none"
+		}
+	}
+	cl, err := container.Start(co.Ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	w := &containerWorld{cl: cl, ctx: co.Ctx, log: co.Log, vmIDs: map[string]int64{}, netIDs: map[string]int64{},
+		hostState: map[string]string{}, prev: map[string]bool{}, seen: map[string]bool{},
+		grace: 2*cfg.Seconds("ping.interval") + 10*time.Second}
+	w.rec = NewRecorder(time.Now)
+	w.start = time.Now()
+	res := &Result{Scenario: sc.Name, Title: sc.Title, Profile: profile, Defects: defects.On(), Seed: seed, Started: w.start}
+	bg, stopBG := context.WithCancel(co.Ctx)
+	var bgWG sync.WaitGroup
+	bgWG.Add(2)
+	go func() { defer bgWG.Done(); w.pollHosts(bg) }()
+	go func() { defer bgWG.Done(); w.checkLoop(bg) }()
+	stop := func() { stopBG(); bgWG.Wait() }
+	if err := w.waitAllUp(2 * time.Minute); err != nil {
+		stop()
+		return nil, err
+	}
+	runErr := w.runSteps(sc, res)
+	if runErr == nil {
+		settle := sc.Settle
+		if settle <= 0 || settle > ContainerSettle {
+			settle = ContainerSettle
+		}
+		if !sleepCtx(co.Ctx, settle) {
+			runErr = co.Ctx.Err()
+		}
+	}
+	stop()
+	if runErr != nil {
+		if co.Ctx.Err() != nil {
+			return nil, fmt.Errorf("interrupted (%v); the run's faults were healed and its containers removed", co.Ctx.Err())
+		}
+		return nil, fmt.Errorf("scenario %s: %v\nserver log (tail):\n%s", sc.Name, runErr, tail(cl.ServerLogs(context.Background()), 40))
+	}
+	w.check() // a last look
+	w.check()
+	w.finish(res)
+	w.truthAtEnd()
+	res.VirtualEnd = time.Since(w.start)
+	res.Notes = append([]string{"world: containers (run " + co.Run + "); hosts' domains are SIMULATED (csconform hypervisor container per host, no libvirt); not checked here: network-lock, linearizability (the server's events stay in its container)"}, w.timeline...)
+	if e, ok := sc.Expect[profile]; ok && profileMatches(profile, defects) {
+		res.Expected = true
+		res.Mismatches = e.compareWith(res, w.vmState)
+	}
+	return res, nil
+}
+
+func tail(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+type containerWorld struct {
+	cl    *container.Cluster
+	ctx   context.Context
+	log   io.Writer
+	rec   *Recorder
+	start time.Time
+	grace time.Duration
+
+	mu        sync.Mutex
+	vmIDs     map[string]int64
+	netIDs    map[string]int64
+	hostState map[string]string
+	timeline  []string
+	last      *ctlSnapshot
+	prev      map[string]bool
+	seen      map[string]bool
+	viols     []Violation
+	checkMu   sync.Mutex
+}
+
+func (w *containerWorld) logf(format string, args ...any) {
+	if w.log != nil {
+		fmt.Fprintf(w.log, "csconform container: "+format+"\n", args...)
+	}
+}
+
+func (w *containerWorld) note(format string, args ...any) {
+	line := fmt.Sprintf("%s "+format, append([]any{clock(time.Now(), w.start)}, args...)...)
+	w.mu.Lock()
+	w.timeline = append(w.timeline, line)
+	w.mu.Unlock()
+	w.logf("%s", line)
+}
+
+// ---- what the server says
+
+// ctlSnapshot is the control endpoint's snapshot.
+type ctlSnapshot struct {
+	Hosts    []impl.HostVO
+	VMs      []impl.VMVO `json:"vms"`
+	Networks []impl.NetworkVO
+	IPs      map[string][]impl.IPHolder `json:"ips"`
+	Volumes  []impl.VolumeVO
+}
+
+// pollHosts records the hosts' states as the server sees them (listHosts), as history events and as
+// the report's timeline.
+func (w *containerWorld) pollHosts(ctx context.Context) {
+	down := false
+	for sleepCtx(ctx, 200*time.Millisecond) {
+		var hs []impl.HostVO
+		if err := w.cl.Control(ctx, "listHosts", nil, &hs); err != nil {
+			if !down && ctx.Err() == nil {
+				w.note("server: control endpoint unreachable (%v)", err)
+			}
+			down = true
+			continue
+		}
+		if down {
+			w.note("server: control endpoint answers again")
+			down = false
+		}
+		for _, h := range hs {
+			w.mu.Lock()
+			old := w.hostState[h.ID]
+			w.hostState[h.ID] = string(h.Status)
+			w.mu.Unlock()
+			if old != string(h.Status) {
+				w.rec.Emit(history.Event{Actor: "server", Kind: history.State, Object: "host:" + h.ID, From: old, To: string(h.Status), Detail: "listHosts"})
+				w.note("server: host %s %s -> %s", h.ID, or(old, "∅"), h.Status)
+			}
+		}
+	}
+}
+
+func (w *containerWorld) hostUp(h string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.hostState[h] == string(host.Up)
+}
+
+func (w *containerWorld) allUp() bool {
+	for _, h := range w.cl.HostIDs() {
+		if !w.hostUp(h) {
+			return false
+		}
+	}
+	return true
+}
+
+func (w *containerWorld) waitAllUp(limit time.Duration) error {
+	deadline := time.Now().Add(limit)
+	for !w.allUp() {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("hosts did not come up within %s", limit)
+		}
+		if !sleepCtx(w.ctx, 100*time.Millisecond) {
+			return w.ctx.Err()
+		}
+	}
+	return nil
+}
+
+// ---- checking
+
+func (w *containerWorld) checkLoop(ctx context.Context) {
+	for sleepCtx(ctx, containerCheckEvery) {
+		w.check()
+	}
+}
+
+// check reads the records, then every hypervisor's domains, and runs the invariants. The two reads
+// are not atomic, so a violation of the domains' truth counts once two checks in a row see it.
+func (w *containerWorld) check() {
+	w.checkMu.Lock()
+	defer w.checkMu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var cs ctlSnapshot
+	if err := w.cl.Control(ctx, "snapshot", nil, &cs); err != nil {
+		return // server unreachable: nothing to compare
+	}
+	s := invariant.Snapshot{Time: time.Now(), ReportGrace: w.grace}
+	w.rec.fillSnapshot(&s)
+	s.NetworkChanges = nil // not exported by the control endpoint
+	for _, v := range cs.VMs {
+		s.VMs = append(s.VMs, invariant.VM{ID: id(v.ID), Name: v.Name, Type: v.Type, State: v.State, HostID: v.HostID, LastHostID: v.LastHostID, Removed: v.Removed})
+	}
+	for _, vol := range cs.Volumes {
+		s.Volumes = append(s.Volumes, invariant.Volume{ID: id(vol.ID), VMID: id(vol.VMID), Path: vol.Path, State: vol.State, Removed: vol.Removed})
+	}
+	for _, h := range cs.Hosts {
+		s.Hosts = append(s.Hosts, invariant.Host{ID: h.ID, Name: h.ID, Status: h.Status, UpSince: w.rec.hostUpSince(h.ID)})
+	}
+	for _, n := range cs.Networks {
+		s.Networks = append(s.Networks, invariant.Network{ID: id(n.ID), Name: n.Name, State: n.State})
+		for _, ip := range cs.IPs[id(n.ID)] {
+			s.IPs = append(s.IPs, invariant.IP{Address: ip.Address, NetworkID: id(n.ID), Free: ip.VMID == 0, VMID: idOrEmpty(ip.VMID)})
+		}
+	}
+	for _, h := range w.cl.HostIDs() {
+		ds, err := w.cl.Domains(ctx, h)
+		if err != nil {
+			return // a host's truth is missing: no check this time
+		}
+		for _, d := range ds {
+			s.Domains = append(s.Domains, invariant.Domain{HostID: h, Name: d.Name, Running: true, IPs: d.IPs, Disks: d.Disks})
+		}
+	}
+	w.mu.Lock()
+	w.last = &cs
+	w.mu.Unlock()
+	w.rec.observe(s)
+	cur := map[string]bool{}
+	for _, v := range invariant.Check(s) {
+		if v.Invariant == invariant.NetworkLock {
+			continue
+		}
+		switch v.Invariant {
+		case invariant.OrphanDomain, invariant.IPConflict, invariant.VolumeInUse:
+			k := v.Invariant + "|" + v.Object
+			cur[k] = true
+			if !w.prev[k] {
+				continue
+			}
+		}
+		key := fmt.Sprintf("%s|%s|%v", v.Invariant, v.Object, strings.Contains(v.Message, "free"))
+		if w.seen[key] {
+			continue
+		}
+		w.seen[key] = true
+		w.rec.Emit(history.Event{Actor: "checker", Kind: history.Violation, Object: v.Object, To: v.Invariant, Detail: v.Message})
+		objs := []string{v.Object}
+		if name, ok := strings.CutPrefix(v.Object, "domain:"); ok {
+			for _, r := range cs.VMs {
+				if r.Name == name {
+					objs = append(objs, VMObj(r.ID))
+				}
+			}
+		}
+		var trail []TrailEvent
+		for _, e := range w.rec.Trail(objs, v.Time, 30) {
+			trail = append(trail, TrailEvent{Time: e.Time, Actor: e.Actor, Event: describe(e)})
+		}
+		w.mu.Lock()
+		w.viols = append(w.viols, Violation{Violation: v, Trail: trail})
+		w.mu.Unlock()
+		w.note("checker: %s %s", v.Invariant, v.Message)
+	}
+	w.prev = cur
+}
+
+// vmState is a scenario VM's record in the last snapshot (Expunged once removed).
+func (w *containerWorld) vmState(name string) (vm.State, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	vid, ok := w.vmIDs[name]
+	if !ok || w.last == nil {
+		return "", false
+	}
+	for _, v := range w.last.VMs {
+		if v.ID == vid {
+			if v.Removed {
+				return "Expunged", true
+			}
+			return v.State, true
+		}
+	}
+	return "", false
+}
+
+func (w *containerWorld) vmRecord(vid int64) *impl.VMVO {
+	var vs []impl.VMVO
+	if err := w.cl.Control(w.ctx, "listVirtualMachines", nil, &vs); err != nil {
+		return nil
+	}
+	for i := range vs {
+		if vs[i].ID == vid {
+			return &vs[i]
+		}
+	}
+	return nil
+}
+
+// ---- client operations through the control endpoint
+
+func (w *containerWorld) vmID(name string) (int64, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if v, ok := w.vmIDs[name]; ok {
+		return v, nil
+	}
+	return 0, fmt.Errorf("no VM named %q", name)
+}
+
+// waitJob waits for an async job and turns its outcome into an error.
+func (w *containerWorld) waitJob(jobID int64) error {
+	for {
+		var jr struct {
+			Job       impl.JobVO
+			Done      bool
+			Succeeded bool
+		}
+		if err := w.cl.Control(w.ctx, "queryAsyncJobResult", url.Values{"jobid": {id(jobID)}, "wait": {"60s"}}, &jr); err != nil {
+			return err
+		}
+		if jr.Done {
+			if jr.Succeeded {
+				return nil
+			}
+			return errors.New(or(jr.Job.Result, "job failed"))
+		}
+		if w.ctx.Err() != nil {
+			return w.ctx.Err()
+		}
+	}
+}
+
+func (w *containerWorld) createNetwork(client, name string) error {
+	op := w.rec.BeginOp(client, "createNetwork", "", "", nil, name)
+	var n impl.NetworkVO
+	err := w.cl.Control(w.ctx, "createNetwork", url.Values{"name": {name}}, &n)
+	if err == nil {
+		w.mu.Lock()
+		w.netIDs[name] = n.ID
+		w.mu.Unlock()
+	}
+	w.rec.EndOp(op, err)
+	return err
+}
+
+func (w *containerWorld) deploy(client, name string, networks []string, hostID string) error {
+	var nids, ns []string
+	w.mu.Lock()
+	for _, n := range networks {
+		nids = append(nids, id(w.netIDs[n]))
+		ns = append(ns, id(w.netIDs[n]))
+	}
+	w.mu.Unlock()
+	op := w.rec.BeginOp(client, "deploy", "", hostID, ns, name)
+	var out struct {
+		VM    impl.VMVO
+		JobID int64
+	}
+	err := w.cl.Control(w.ctx, "deployVirtualMachine", url.Values{"networkids": {strings.Join(nids, ",")}, "hostid": {hostID}}, &out)
+	if err == nil {
+		w.mu.Lock()
+		w.vmIDs[name] = out.VM.ID
+		w.mu.Unlock()
+		w.rec.SetOpVM(op, id(out.VM.ID), hostID)
+		err = w.waitJob(out.JobID)
+	}
+	w.rec.EndOp(op, err)
+	return err
+}
+
+func (w *containerWorld) vmOp(client, kind, name, hostID string) error {
+	vid, err := w.vmID(name)
+	if err != nil {
+		return err
+	}
+	op := w.rec.BeginOp(client, kind, id(vid), hostID, nil, name)
+	var cmd string
+	q := url.Values{"id": {id(vid)}}
+	switch kind {
+	case "start", "startNoRetry":
+		cmd = "startVirtualMachine"
+		if hostID != "" {
+			q.Set("hostid", hostID)
+		}
+	case "stop":
+		cmd = "stopVirtualMachine"
+	case "forceStop":
+		cmd, q["forced"] = "stopVirtualMachine", []string{"true"}
+	case "destroy":
+		cmd = "destroyVirtualMachine"
+	case "destroyExpunge":
+		cmd, q["expunge"] = "destroyVirtualMachine", []string{"true"}
+	case "expunge":
+		cmd = "expungeVirtualMachine"
+	default:
+		err := fmt.Errorf("operation %q is not available in containers", kind)
+		w.rec.EndOp(op, err)
+		return err
+	}
+	var out struct{ JobID int64 }
+	err = w.cl.Control(w.ctx, cmd, q, &out)
+	if err == nil {
+		err = w.waitJob(out.JobID)
+	}
+	w.rec.EndOp(op, err)
+	return err
+}
+
+// ---- steps
+
+func (w *containerWorld) runSteps(sc *Scenario, res *Result) error {
+	for _, n := range sc.Networks {
+		if err := w.createNetwork("setup", n.Name); err != nil {
+			return err
+		}
+	}
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	var mu sync.Mutex
+	var asyncErr error
+	for i, st := range sc.Steps {
+		if st.Wait > 0 && !sleepCtx(w.ctx, st.Wait) {
+			return w.ctx.Err()
+		}
+		if st.Until != "" {
+			if err := w.waitUntil(st); err != nil {
+				return fmt.Errorf("step %d: %v", i+1, err)
+			}
+		}
+		client := fmt.Sprintf("client-%d", i+1)
+		var fn func() error
+		switch {
+		case st.Fault != "":
+			spec := st.faultSpec()
+			fn = func() error { return faults.Run(w, spec) }
+		case st.Op == "setConfig":
+			fn = func() error {
+				return w.cl.Control(w.ctx, "updateConfiguration", url.Values{"name": {st.Key}, "value": {st.Value}}, nil)
+			}
+		case st.Op != "":
+			cr := CaseResult{Case: st.Case, Op: st.Op, Path: pathOf(st.Op), VM: st.VM, client: client}
+			if len(st.Networks) > 0 {
+				cr.Network = st.Networks[0]
+			}
+			res.Cases = append(res.Cases, cr)
+			fn = func() error {
+				switch st.Op {
+				case "createNetwork":
+					_ = w.createNetwork(client, st.Network)
+				case "deploy":
+					_ = w.deploy(client, st.VM, st.Networks, st.Host)
+				case "allocate":
+					return errors.New("allocate is not available in containers")
+				default:
+					_ = w.vmOp(client, st.Op, st.VM, st.Host)
+				}
+				return nil // an op's failure is an outcome, not an error of the run
+			}
+		default:
+			continue
+		}
+		if st.Async {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if err := fn(); err != nil {
+					mu.Lock()
+					asyncErr = errors.Join(asyncErr, err)
+					mu.Unlock()
+				}
+			}()
+		} else if err := fn(); err != nil {
+			return fmt.Errorf("step %d: %v", i+1, err)
+		}
+	}
+	wg.Wait()
+	return asyncErr
+}
+
+// waitUntil polls a step's condition for up to 5 minutes. start-sent is read from the server's log
+// (it runs with --verbose): "Sending StartCommand for <vm>".
+func (w *containerWorld) waitUntil(st Step) error {
+	deadline := time.Now().Add(5 * time.Minute)
+	for time.Now().Before(deadline) {
+		switch st.Until {
+		case "host-up":
+			if w.hostUp(st.Host) {
+				return nil
+			}
+		case "running":
+			if vid, err := w.vmID(st.VM); err == nil {
+				if r := w.vmRecord(vid); r != nil && r.State == vm.Running {
+					return nil
+				}
+			}
+		case "start-sent":
+			if vid, err := w.vmID(st.VM); err == nil {
+				if r := w.vmRecord(vid); r != nil && strings.Contains(w.cl.ServerLogs(w.ctx), "Sending StartCommand for "+r.Name) {
+					return nil
+				}
+			}
+		case "implementing":
+			var ns []impl.NetworkVO
+			if w.cl.Control(w.ctx, "listNetworks", nil, &ns) == nil {
+				for _, n := range ns {
+					if n.Name == st.Network && n.State == "Implementing" {
+						return nil
+					}
+				}
+			}
+		}
+		if !sleepCtx(w.ctx, 20*time.Millisecond) {
+			return w.ctx.Err()
+		}
+	}
+	return fmt.Errorf("condition %s not met within 5 minutes", st.Until)
+}
+
+func (w *containerWorld) finish(res *Result) {
+	for i := range res.Cases {
+		cr := &res.Cases[i]
+		var op invariant.ClientOp
+		for _, o := range w.rec.Ops {
+			if o.Client == cr.client {
+				op = o
+			}
+		}
+		switch {
+		case op.ID == 0:
+			cr.Result = "not run"
+		case op.Return.IsZero():
+			cr.Result = "pending"
+		default:
+			cr.Duration = op.Return.Sub(op.Call)
+			cr.Result = "passed"
+			if !op.OK {
+				cr.Result, cr.Err = "failed", op.Err
+			}
+		}
+		if st, ok := w.vmState(cr.VM); ok {
+			cr.FinalState = string(st)
+		}
+	}
+	w.mu.Lock()
+	res.Violations = append([]Violation(nil), w.viols...)
+	w.mu.Unlock()
+	sortedViolations(res.Violations)
+}
+
+// truthAtEnd notes every running domain with what the records say of it and its addresses, so the
+// report says in plain words whether a domain runs with no record and whose IP it holds.
+func (w *containerWorld) truthAtEnd() {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	w.mu.Lock()
+	last := w.last
+	w.mu.Unlock()
+	if last == nil {
+		return
+	}
+	for _, h := range w.cl.HostIDs() {
+		ds, err := w.cl.Domains(ctx, h)
+		if err != nil {
+			w.note("end: host %s: domains unreadable: %v", h, err)
+			continue
+		}
+		for _, d := range ds {
+			rec := "NO RECORD"
+			for _, v := range last.VMs {
+				if v.Name == d.Name {
+					rec = "record " + string(v.State)
+					if v.Removed {
+						rec = "record REMOVED (expunged): no record"
+					}
+				}
+			}
+			var holders []string
+			for _, ip := range d.IPs {
+				holder := "free in the pool"
+				for _, ips := range last.IPs {
+					for _, p := range ips {
+						if p.Address == ip && p.VMID != 0 {
+							holder = "pool gives it to VM " + id(p.VMID)
+						}
+					}
+				}
+				holders = append(holders, ip+" ("+holder+")")
+			}
+			w.note("end: host %s runs domain %s — %s; IPs %s", h, d.Name, rec, strings.Join(holders, ", "))
+		}
+	}
+}
+
+// ---- faults.World
+
+var _ faults.World = (*containerWorld)(nil)
+
+func (w *containerWorld) Sleep(d time.Duration) { sleepCtx(w.ctx, d) }
+
+func (w *containerWorld) AgentStop(h string, graceful bool) error {
+	if graceful {
+		return w.cl.StopAgent(w.ctx, h)
+	}
+	return w.cl.KillAgent(w.ctx, h)
+}
+
+func (w *containerWorld) AgentStart(h string) error {
+	return w.cl.StartAgent(context.WithoutCancel(w.ctx), h)
+}
+
+func (w *containerWorld) CutLink(h string, on bool) error {
+	if on {
+		return w.cl.Disconnect(w.ctx, h)
+	}
+	return w.cl.Connect(context.WithoutCancel(w.ctx), h)
+}
+
+func (w *containerWorld) CrashDomain(vmName, detail string) error {
+	vid, err := w.vmID(vmName)
+	if err != nil {
+		return err
+	}
+	r := w.vmRecord(vid)
+	if r == nil {
+		return fmt.Errorf("no record of VM %s", vmName)
+	}
+	for _, h := range w.cl.HostIDs() {
+		ds, err := w.cl.Domains(w.ctx, h)
+		if err != nil {
+			return err
+		}
+		for _, d := range ds {
+			if d.Name == r.Name {
+				return w.cl.CrashDomain(w.ctx, h, d.Name, detail)
+			}
+		}
+	}
+	return fmt.Errorf("VM %s (%s) has no running domain", vmName, r.Name)
+}
+
+var errNotInContainers = errors.New("not available in containers")
+
+func (w *containerWorld) GuestShutdown(string) error { return errNotInContainers }
+
+func (w *containerWorld) DelayNextOutOfBand(h string, d time.Duration) error {
+	return w.cl.DelayNextOutOfBand(w.ctx, h, d)
+}
+
+func (w *containerWorld) SetRouterBoot(time.Duration) error { return errNotInContainers }
+
+// ServerStop and ServerStart: the reference server keeps its records in memory, so a restart of its
+// container is not the ms-restart of the scenarios (whose database survives).
+func (w *containerWorld) ServerStop() error                    { return errNotInContainers }
+func (w *containerWorld) ServerStart() error                   { return errNotInContainers }
+func (w *containerWorld) Backdate(string, time.Duration) error { return errNotInContainers }
+func (w *containerWorld) Begin(kind string, disruptive bool, detail string, targets ...string) int {
+	resolved := make([]string, 0, len(targets))
+	for _, t := range targets {
+		if name, ok := strings.CutPrefix(t, "vm:"); ok {
+			if vid, err := w.vmID(name); err == nil {
+				t = VMObj(vid)
+			}
+		}
+		resolved = append(resolved, t)
+	}
+	w.note("fault %s begins on %s: %s", kind, strings.Join(resolved, ","), detail)
+	return w.rec.BeginFault(kind, disruptive, detail, resolved...)
+}
+
+// End closes a fault once its effect is over: a host fault lasts until the hosts are Up again.
+func (w *containerWorld) End(i int, detail string) {
+	f := w.rec.fault(i)
+	if f.Disruptive && slices.ContainsFunc(f.Targets, func(t string) bool { return strings.HasPrefix(t, "host:") }) {
+		deadline := time.Now().Add(2 * time.Minute)
+		for !w.allUp() && time.Now().Before(deadline) && sleepCtx(w.ctx, 100*time.Millisecond) {
+		}
+	}
+	w.note("fault %s ends: %s", f.Kind, or(detail, "done"))
+	w.rec.EndFault(i, detail)
+}
