@@ -13,7 +13,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/csconform/csconform/audit"
+	"github.com/csconform/csconform/harness/audit"
 )
 
 const auditUsage = `Usage:

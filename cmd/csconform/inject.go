@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/csconform/csconform/inject"
+	"github.com/csconform/csconform/faults/inject"
 )
 
 func injectUsage() string {

@@ -13,7 +13,7 @@ import (
 
 	golibvirt "github.com/digitalocean/go-libvirt"
 
-	"github.com/csconform/csconform/audit"
+	"github.com/csconform/csconform/harness/audit"
 	"github.com/csconform/csconform/drivers/libvirt"
 )
 

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/csconform/csconform/audit"
+	"github.com/csconform/csconform/harness/audit"
 	"github.com/csconform/csconform/harness"
 )
 
