@@ -85,10 +85,10 @@ func TestAuditFindsWhatTheSeedsLeave(t *testing.T) {
 		file, profile string
 		want          []string
 	}{
-		{"../conformance/scenarios/seed-004-forced-destroy.yaml", "cloudstack-4.22", []string{audit.IPConflict, audit.OrphanDomain, audit.VolumeInUse}},
-		{"../conformance/scenarios/seed-004-forced-destroy.yaml", "fixed", nil},
-		{"../conformance/scenarios/seed-001-stale-power-report.yaml", "cloudstack-4.22", []string{audit.IPConflict, audit.OrphanDomain, audit.VolumeInUse}},
-		{"../conformance/scenarios/seed-001-stale-power-report.yaml", "fixed", nil},
+		{"../../conformance/scenarios/seed-004-forced-destroy.yaml", "cloudstack-4.22", []string{audit.IPConflict, audit.OrphanDomain, audit.VolumeInUse}},
+		{"../../conformance/scenarios/seed-004-forced-destroy.yaml", "fixed", nil},
+		{"../../conformance/scenarios/seed-001-stale-power-report.yaml", "cloudstack-4.22", []string{audit.IPConflict, audit.OrphanDomain, audit.VolumeInUse}},
+		{"../../conformance/scenarios/seed-001-stale-power-report.yaml", "fixed", nil},
 	}
 	for _, c := range cases {
 		t.Run(strings.TrimSuffix(c.file[strings.LastIndex(c.file, "/")+1:], ".yaml")+"/"+c.profile, func(t *testing.T) {
