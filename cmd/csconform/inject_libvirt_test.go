@@ -13,8 +13,8 @@ import (
 
 	golibvirt "github.com/digitalocean/go-libvirt"
 
-	"github.com/csconform/csconform/harness/audit"
 	"github.com/csconform/csconform/drivers/libvirt"
+	"github.com/csconform/csconform/harness/audit"
 )
 
 // csconform inject crash-domain --local --yes against the local libvirtd: a labelled throwaway domain

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/csconform/csconform/harness/audit"
 	"github.com/csconform/csconform/harness"
+	"github.com/csconform/csconform/harness/audit"
 )
 
 // auditScenario runs a seed scenario in the live world (the reference server with its CloudStack API
