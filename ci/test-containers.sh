@@ -21,8 +21,11 @@ go test -count=1 -timeout 20m -v -run TestFaults ./drivers/container -containers
 rc1=$?
 go test -count=1 -timeout 30m -parallel 4 -v -run TestContainerTier ./conformance -driver=container >>"$log" 2>&1
 rc2=$?
+# exploration on this driver: one random program under fixed, judged by the invariants
+go run ./cmd/csconform explore --driver container --profile fixed --budget 1 --seed 3 --quiet >>"$log" 2>&1
+rc3=$?
 set -e
-grep -E '^(=== RUN|\s*--- |PASS|FAIL|ok)|^---- |^   |container_test.go:[0-9]+: (partition|pause|stop|kill|rolling|after)' "$log" || true
+grep -E '^(=== RUN|\s*--- |PASS|FAIL|ok)|^---- |^   |container_test.go:[0-9]+: (partition|pause|stop|kill|rolling|after)|^explored |^found nothing|^FOUND' "$log" || true
 echo "container tier wall time: $(( $(date +%s) - start )) s (log: $log)"
 if grep -q -- '--- SKIP' "$log"; then
   echo "ci/test-containers.sh: container tier skipped, not tested:" >&2
@@ -42,5 +45,5 @@ if [ -n "$left" ]; then
   echo "ci/test-containers.sh: harness resources left after the tier:$left" >&2
   exit 1
 fi
-[ "$rc1" = 0 ] && [ "$rc2" = 0 ] || { echo "ci/test-containers.sh: tier failed (driver $rc1, conformance $rc2; log: $log)" >&2; exit 1; }
+[ "$rc1" = 0 ] && [ "$rc2" = 0 ] && [ "$rc3" = 0 ] || { echo "ci/test-containers.sh: tier failed (driver $rc1, conformance $rc2, explore $rc3; log: $log)" >&2; exit 1; }
 echo "container tier passed; docker ps -a, network ls, volume ls and images show nothing of the harness"

@@ -2,15 +2,18 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
 	"math/rand/v2"
 	"os"
+	"os/signal"
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/csconform/csconform/harness/explore"
@@ -57,6 +60,7 @@ func exploreCmd(args []string, stdout, stderr io.Writer) int {
 	detectors := fs.String("detectors", "both", "")
 	out := fs.String("out", "", "")
 	quiet := fs.Bool("quiet", false, "")
+	driver := fs.String("driver", "sim", "")
 	fs.Usage = func() { fmt.Fprint(stderr, usage) }
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -83,7 +87,12 @@ func exploreCmd(args []string, stdout, stderr io.Writer) int {
 	if *seed == 0 {
 		*seed = rand.Uint64()
 	}
-	sum := &explore.Summary{Profile: *profile, Defects: sw.On(), Seed: *seed, Shard: *shard, Budget: *budget}
+	if *driver != "sim" && *driver != "container" {
+		return fail(fmt.Errorf("unknown driver %q: explore runs on sim (default) or container", *driver))
+	}
+	ctx, stopSignals := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stopSignals()
+	sum := &explore.Summary{Profile: *profile, Defects: sw.On(), Seed: *seed, Shard: *shard, Budget: *budget, Driver: *driver}
 	start := time.Now()
 	done, shown := 0, -1
 	tty := isTerminal(stderr)
@@ -102,13 +111,17 @@ func exploreCmd(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintln(stderr, line)
 		}
 	}
-	o := explore.Options{Profile: *profile, Defects: sw, Detectors: det, Seen: func(*explore.Outcome) { done++; progress() }}
+	o := explore.Options{Profile: *profile, Defects: sw, Detectors: det, Driver: *driver, Ctx: ctx, Seen: func(*explore.Outcome) { done++; progress() }}
+	shrink := time.Duration(0)
+	if *driver == "container" {
+		shrink = 5 * time.Minute // a case takes a minute or two of real time
+	}
 	for k := 0; done < *budget && !sum.Found; k++ {
 		if k%sn != si {
 			continue
 		}
 		n := min(chunk, *budget-done)
-		f, _, err := explore.Explore(o, n, chunkSeed(*seed, k), 0)
+		f, _, err := explore.Explore(o, n, chunkSeed(*seed, k), shrink)
 		if err != nil {
 			return fail(err)
 		}

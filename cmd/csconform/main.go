@@ -61,6 +61,8 @@ explore flags:
   --seed N         where to start (default: random, printed); --seed N --budget 1 replays a finding
   --shard i/n      run the i-th of n disjoint slices of the seed space (a CI matrix)
   --detectors D    both (default), invariants or linear
+  --driver NAME    sim (default) or container (server and hosts in Docker containers, real time,
+                   a minute or two a case: use a small budget; invariants only)
   --out DIR        write summary.txt, result.json, junit.xml and, for a finding, history.jsonl,
                    counterexample.yaml and one porcupine HTML per failing partition
   --quiet          no progress bar

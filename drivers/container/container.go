@@ -41,6 +41,7 @@ import (
 	"github.com/moby/moby/api/types/mount"
 	"github.com/moby/moby/client"
 	"github.com/testcontainers/testcontainers-go"
+	tclog "github.com/testcontainers/testcontainers-go/log"
 	tcnet "github.com/testcontainers/testcontainers-go/network"
 	"github.com/testcontainers/testcontainers-go/wait"
 )
@@ -128,6 +129,9 @@ func (c *Cluster) logf(format string, args ...any) {
 func Start(ctx context.Context, o Options) (c *Cluster, err error) {
 	if o.Run == "" {
 		return nil, errors.New("container: Options.Run is required")
+	}
+	if o.Log == nil {
+		tclog.SetDefault(tclog.NewNoopLogger()) // testcontainers' own chatter: nobody asked for progress
 	}
 	if len(o.Hosts) == 0 {
 		o.Hosts = []string{"h1"}

@@ -1,6 +1,7 @@
 package explore
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"regexp"
@@ -31,6 +32,12 @@ type Options struct {
 	Profile   string        // a name for reports (cloudstack-4.22, fixed, or "custom")
 	Defects   impl.Switches // the switches the server runs with
 	Detectors Detectors
+	// Driver is where programs run: "sim" (default, deterministic) or "container" (the server and
+	// hosts in Docker containers, real time: a small budget; invariants only, the server's history
+	// stays in its container).
+	Driver string
+	// Ctx stops a container run (Ctrl-C); nil: never.
+	Ctx context.Context
 	// Seen, if set, is told of every case run (progress, the last program).
 	Seen func(*Outcome)
 }
@@ -50,7 +57,16 @@ func (o *Outcome) Failed(d Detectors) bool {
 
 // Run runs a program once and checks it.
 func Run(sc *harness.Scenario, o Options) (*Outcome, error) {
-	res, err := harness.RunScenario(sc, o.Profile, o.Defects, sc.Seed)
+	var res *harness.Result
+	var err error
+	switch o.Driver {
+	case "", "sim":
+		res, err = harness.RunScenario(sc, o.Profile, o.Defects, sc.Seed)
+	case "container":
+		res, err = harness.RunScenarioContainer(sc, o.Profile, o.Defects, sc.Seed, harness.ContainerOptions{Ctx: o.Ctx})
+	default:
+		err = fmt.Errorf("unknown driver %q (sim or container)", o.Driver)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -63,7 +79,11 @@ func Property(o Options) func(*rapid.T) {
 		o.Detectors = Both
 	}
 	return func(t *rapid.T) {
-		sc, actions := Program(t)
+		reach := Everything
+		if o.Driver == "container" {
+			reach = ContainerReach
+		}
+		sc, actions := ProgramFor(t, reach)
 		if err := sc.Validate(); err != nil {
 			t.Fatalf("generated an invalid program: %v", err)
 		}

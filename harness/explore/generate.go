@@ -26,6 +26,7 @@ type gen struct {
 	vms   []string
 	where map[string]string // vm -> host
 	n     int
+	reach Reach
 }
 
 // Program draws a program and says how many actions it drew (an action is one operation, fault or
@@ -35,8 +36,40 @@ type gen struct {
 // network older than job.expire.minutes (the orphaned-network cleanup), a bystander's crash while a
 // start is in flight with a delayed out-of-band report (stale power report), a destroy while the host's
 // agent is away (forced release); the rest are plain operations, single faults and waits.
-func Program(t *rapid.T) (*harness.Scenario, int) {
-	g := &gen{t: t, where: map[string]string{}}
+func Program(t *rapid.T) (*harness.Scenario, int) { return ProgramFor(t, Everything) }
+
+// Reach is what a world can do to a program. The simulator does everything; hosts in containers have
+// no backdating (the server's database is out of reach) and none of the faults that need it or a
+// guest from outside.
+type Reach struct {
+	AgedNetworks bool
+	// Faults lists the faults the world can inject; nil: all of them.
+	Faults map[string]bool
+}
+
+// Everything is the simulator's reach.
+var Everything = Reach{AgedNetworks: true}
+
+// ContainerReach is what harness.RunScenarioContainer accepts.
+var ContainerReach = Reach{Faults: map[string]bool{"crash": true, "agent-restart": true, "agent-kill": true,
+	"disconnect": true, "stale-report": true}}
+
+func (r Reach) only(kinds []string) []string {
+	if r.Faults == nil {
+		return kinds // the same list, so the simulator's programs do not change with a seed
+	}
+	var out []string
+	for _, k := range kinds {
+		if r.Faults[k] {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// ProgramFor draws a program a world with reach r can run.
+func ProgramFor(t *rapid.T, r Reach) (*harness.Scenario, int) {
+	g := &gen{t: t, where: map[string]string{}, reach: r}
 	seed := rapid.Uint64Range(1, 1<<32).Draw(t, "seed")
 	g.sc = &harness.Scenario{Name: fmt.Sprintf("explore-%d", seed), Title: "a program found by csconform explore",
 		Seed: seed, Settle: 3 * time.Minute, Lenient: true}
@@ -47,6 +80,9 @@ func Program(t *rapid.T) (*harness.Scenario, int) {
 		g.sc.Config = map[string]string{"vm.destroy.forcestop": "true"}
 	}
 	ages := []time.Duration{0, 30 * time.Minute, 48 * time.Hour}
+	if !r.AgedNetworks {
+		ages = ages[:1]
+	}
 	for i := range rapid.IntRange(1, maxNetworks).Draw(t, "networks") {
 		g.sc.Networks = append(g.sc.Networks, harness.NetworkDef{Name: fmt.Sprintf("net%d", i+1),
 			Age: rapid.SampledFrom(ages).Draw(t, "age"), Persistent: rapid.IntRange(0, 9).Draw(t, "persistent") == 0})
@@ -117,7 +153,7 @@ func (g *gen) action() {
 		bystander := g.deploy(h, false)
 		g.step(harness.Step{Fault: "stale-report", Host: h, Duration: g.staleness()})
 		starting := g.deploy(h, true)
-		kind := rapid.SampledFrom([]string{"crash", "guest-shutdown"}).Draw(g.t, "fault")
+		kind := rapid.SampledFrom(g.reach.only([]string{"crash", "guest-shutdown"})).Draw(g.t, "fault")
 		g.step(harness.Step{Until: "start-sent", VM: starting})
 		g.step(harness.Step{Fault: kind, VM: bystander, Detail: map[string]string{"crash": "CRASHED"}[kind]})
 	case w < 70: // the host's agent goes away while a VM on it is stopped or destroyed (or started)
@@ -129,7 +165,7 @@ func (g *gen) action() {
 			v = g.someVM()
 		}
 		h := g.where[v]
-		kind := rapid.SampledFrom([]string{"agent-restart", "disconnect", "agent-kill", "ms-restart"}).Draw(g.t, "fault")
+		kind := rapid.SampledFrom(g.reach.only([]string{"agent-restart", "disconnect", "agent-kill", "ms-restart"})).Draw(g.t, "fault")
 		// short outages, and cuts longer than the ping timeout (the server notices only then)
 		down := time.Duration(rapid.SampledFrom([]int{5, 10, 20, 60, 200, 200, 200}).Draw(g.t, "down")) * time.Second
 		fault := harness.Step{Fault: kind, Host: h, Duration: down, Async: true}
@@ -154,7 +190,7 @@ func (g *gen) action() {
 				Op: rapid.SampledFrom([]string{"destroyExpunge", "start", "stop"}).Draw(g.t, "op"), VM: v})
 		}
 	case w < 90: // a fault on its own
-		g.fault(rapid.SampledFrom(soloFaults).Draw(g.t, "fault"))
+		g.fault(rapid.SampledFrom(g.reach.only(soloFaults)).Draw(g.t, "fault"))
 	default: // time passes: GC ticks, pings, network GC
 		g.step(harness.Step{Wait: time.Duration(rapid.IntRange(1, 20).Draw(g.t, "minutes")) * time.Minute})
 	}
