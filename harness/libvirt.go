@@ -19,6 +19,7 @@ import (
 	"github.com/csconform/csconform/drivers/libvirt"
 	"github.com/csconform/csconform/drivers/live"
 	"github.com/csconform/csconform/impl"
+	"github.com/csconform/csconform/model/history"
 	"github.com/csconform/csconform/model/invariant"
 )
 
@@ -100,9 +101,28 @@ type lvHost struct {
 	id    string
 	hv    *libvirt.Host
 	proxy *live.Proxy
-	env   *procEnv     // the current agent incarnation
-	stale atomic.Int64 // delay of the next out-of-band report (ns)
+	env   *procEnv // the current agent incarnation
+	rec   *Recorder
+
+	mu    sync.Mutex
+	stale time.Duration // delay of the next out-of-band report (0: none armed)
+	// collected is closed when the armed stale report has been collected (see staleHold).
+	collected chan struct{}
 }
+
+// staleHold is how long at most a StartCommand reaching an agent waits on the wire while a stale
+// report is armed on its host and not yet collected.
+//
+// The simulator's stale-report fault (DelayNextOutOfBand) delays the report's delivery; that the
+// report is collected before a domain being started exists comes from the simulator's timing: a
+// crash's lifecycle event reaches the agent at once, and a define+create takes 0.3–1 s. On libvirt a
+// kill -9's STOPPED/FAILED event reaches the agent ~0.2 s after the kill (libvirt reaps QEMU first),
+// while a create is listed as a running domain within ~50 ms of the StartCommand's arrival, so seed
+// 001's report ("collected at that moment, web1's domain does not exist yet") would list web1. So
+// while a stale report is armed, a StartCommand stays on the wire (held in the agent's socket, as a
+// slow network would) until the agent has collected that report, staleHold at most. The report
+// itself is the agent's own, listed from libvirt; the hold is written to the history.
+const staleHold = 5 * time.Second
 
 // NewLibvirtCluster builds a cluster on real domains and waits until every host is Up.
 func NewLibvirtCluster(o Options, lo LibvirtOptions) (*Cluster, error) {
@@ -148,7 +168,7 @@ func NewLibvirtCluster(o Options, lo LibvirtOptions) (*Cluster, error) {
 		if err != nil {
 			return fail(err)
 		}
-		lh := &lvHost{id: h, hv: hv}
+		lh := &lvHost{id: h, hv: hv, rec: c.Rec}
 		w.hosts[h] = lh
 		if lh.proxy, err = live.NewProxy("127.0.0.1:0", w.addr); err != nil {
 			return fail(err)
@@ -198,8 +218,19 @@ func (w *libvirtWorld) bootDelay(spec impl.DomainSpec) time.Duration {
 func (w *libvirtWorld) now() time.Time                { return time.Now() }
 func (w *libvirtWorld) goTask(name string, fn func()) { w.base.Go(name, fn) }
 func (w *libvirtWorld) sleep(d time.Duration)         { w.base.Sleep(d) }
-func (w *libvirtWorld) offset() time.Duration         { return 0 } // the wall clock already falls anywhere
-func (w *libvirtWorld) steps() uint64                 { return 0 }
+
+func (w *libvirtWorld) pause(d time.Duration) {
+	next := w.c.Rec.Next()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-next:
+	case <-t.C:
+	case <-w.base.Done():
+	}
+}
+func (w *libvirtWorld) offset() time.Duration { return 0 } // the wall clock already falls anywhere
+func (w *libvirtWorld) steps() uint64         { return 0 }
 
 // setup(false) ends the scaling of LibvirtScaling (in force from the server's start to the end of
 // priming): the steps meet CloudStack's values, or the scenario's own.
@@ -336,7 +367,35 @@ func (w *libvirtWorld) cutLink(h string, on bool) {
 }
 
 func (w *libvirtWorld) delayNextOutOfBand(h string, d time.Duration) {
-	w.hosts[h].stale.Store(int64(d))
+	lh := w.hosts[h]
+	lh.mu.Lock()
+	defer lh.mu.Unlock()
+	if lh.stale == 0 {
+		lh.collected = make(chan struct{})
+	}
+	lh.stale = d
+}
+
+// takeStale disarms the stale report (the next out-of-band report is it) and returns its delay.
+func (h *lvHost) takeStale() time.Duration {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	d := h.stale
+	if d > 0 {
+		h.stale = 0
+		close(h.collected)
+	}
+	return d
+}
+
+// armed returns the channel closed when the armed stale report is collected, or nil.
+func (h *lvHost) armed() <-chan struct{} {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.stale == 0 {
+		return nil
+	}
+	return h.collected
 }
 func (w *libvirtWorld) running(h string) []string { return w.hosts[h].hv.Running() }
 
@@ -435,7 +494,7 @@ type stalePipe struct {
 
 func (p *stalePipe) Send(m impl.Message) error {
 	if m.Kind == impl.MsgPing && m.OutOfBand {
-		if d := time.Duration(p.h.stale.Swap(0)); d > 0 {
+		if d := p.h.takeStale(); d > 0 {
 			go func() {
 				time.Sleep(d)
 				_ = p.Pipe.Send(m)
@@ -444,6 +503,32 @@ func (p *stalePipe) Send(m impl.Message) error {
 		}
 	}
 	return p.Pipe.Send(m)
+}
+
+// Recv holds a StartCommand while a stale report is armed and not yet collected (see staleHold).
+func (p *stalePipe) Recv() (impl.Message, error) {
+	m, err := p.Pipe.Recv()
+	if err != nil || m.Kind != impl.MsgStart {
+		return m, err
+	}
+	if ch := p.h.armed(); ch != nil {
+		t0 := time.Now()
+		t := time.NewTimer(staleHold)
+		defer t.Stop()
+		how := "collected"
+		select {
+		case <-ch:
+		case <-t.C:
+			how = "not collected"
+		}
+		name := ""
+		if m.Domain != nil {
+			name = m.Domain.Name
+		}
+		p.h.rec.Emit(history.Event{Actor: "fault", Kind: history.Log, Object: "host:" + p.h.id,
+			Detail: fmt.Sprintf("StartCommand for %s held on the wire %d ms while a stale report is armed (%s)", name, time.Since(t0).Milliseconds(), how)})
+	}
+	return m, nil
 }
 
 // ---- one process's threads

@@ -14,6 +14,9 @@ type world interface {
 	now() time.Time
 	goTask(name string, fn func())
 	sleep(d time.Duration)
+	// pause is how a task polling the history waits before it looks again: d in the simulator;
+	// in real time until the next event is recorded, d at most.
+	pause(d time.Duration)
 	// runUntil runs the world until done() or limit; runFor for d.
 	runUntil(limit time.Time, done func() bool) error
 	runFor(d time.Duration) error
@@ -51,6 +54,7 @@ type simWorld struct{ c *Cluster }
 func (w *simWorld) now() time.Time                { return w.c.Sched.Now() }
 func (w *simWorld) goTask(name string, fn func()) { w.c.Sched.Go(name, fn) }
 func (w *simWorld) sleep(d time.Duration)         { w.c.Sched.Sleep(d) }
+func (w *simWorld) pause(d time.Duration)         { w.c.Sched.Sleep(d) }
 func (w *simWorld) runUntil(limit time.Time, done func() bool) error {
 	return w.c.Sched.RunUntil(limit, done)
 }
