@@ -256,6 +256,18 @@ func (r *Recorder) hostUpSince(h string) time.Time {
 	return r.upSince[h]
 }
 
+// lastChange is the time of the last event other than a log line, an observation or a violation.
+func (r *Recorder) lastChange() time.Time {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for i := len(r.Events) - 1; i >= 0; i-- {
+		if k := r.Events[i].Kind; k != history.Log && k != history.Observe && k != history.Violation {
+			return r.Events[i].Time
+		}
+	}
+	return time.Time{}
+}
+
 // checked drops the first n network writes: a check has seen them.
 func (r *Recorder) checked(n int) {
 	r.mu.Lock()

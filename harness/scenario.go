@@ -291,7 +291,7 @@ func runScenario(sc *Scenario, profile string, defects impl.Switches, seed uint6
 	if settle <= 0 {
 		settle = 3 * time.Minute
 	}
-	if err := c.Quiesce(settle); err != nil {
+	if err := c.settle(settle); err != nil {
 		return nil, err
 	}
 	res.finish(c)

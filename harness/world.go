@@ -20,6 +20,9 @@ type world interface {
 	// runUntil runs the world until done() or limit; runFor for d.
 	runUntil(limit time.Time, done func() bool) error
 	runFor(d time.Duration) error
+	// settle runs the world after a scenario's last step: for d (the scenario's settle) in the
+	// simulator; a real world may end sooner once nothing can change what the checker sees.
+	settle(d time.Duration) error
 	// offset is where a scenario falls against the server's fixed-rate tasks.
 	offset() time.Duration
 	steps() uint64
@@ -59,6 +62,7 @@ func (w *simWorld) runUntil(limit time.Time, done func() bool) error {
 	return w.c.Sched.RunUntil(limit, done)
 }
 func (w *simWorld) runFor(d time.Duration) error { return w.c.Sched.RunFor(d) }
+func (w *simWorld) settle(d time.Duration) error { return w.c.Sched.RunFor(d) }
 func (w *simWorld) offset() time.Duration {
 	return time.Duration(w.c.Sched.Rand().Int64N(int64(10 * time.Second)))
 }
