@@ -53,6 +53,8 @@ type LibvirtOptions struct {
 //     domains processed), the report grace of a host that came back Up, and 20 s without a state
 //     change (libvirtWorld.settle). Seed 001 settles in ~70 s instead of 180 s.
 //   - no other config is scaled: a scenario's steps and waits run as written, in real time.
+//   - a stale-report fault also holds a StartCommand on the wire until the stale report is
+//     collected (staleHold): the order seed 001 needs, which the simulator gets from its timing.
 //
 // A scenario's own config for a key wins over this table.
 var LibvirtScaling = map[string]string{
