@@ -7,6 +7,8 @@ package conformance
 // ci/test-libvirt-conformance.sh.
 
 import (
+	"bytes"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
@@ -120,11 +122,15 @@ func TestLibvirtTier(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
+				hist := filepath.Join(os.TempDir(), "csconform-libvirt-histories", name+"-"+profile+".jsonl")
+				if err := writeHistory(hist, r); err != nil {
+					t.Log(err)
+				}
 				var b strings.Builder
 				r.WriteText(&b, r.Started)
 				mu.Lock()
-				fmt.Fprintf(&table, "---- %s under %s on libvirt: %s wall (finished %s after the tier started)\n%s",
-					name, profile, time.Since(t0).Round(time.Second), time.Since(start).Round(time.Second), b.String())
+				fmt.Fprintf(&table, "---- %s under %s on libvirt: %s wall (finished %s after the tier started; history %s)\n%s",
+					name, profile, time.Since(t0).Round(time.Second), time.Since(start).Round(time.Second), hist, b.String())
 				mu.Unlock()
 				if !r.Expected {
 					t.Fatal("expectations were not checked")
@@ -143,6 +149,21 @@ func TestLibvirtTier(t *testing.T) {
 			})
 		}
 	}
+}
+
+// writeHistory writes a run's history as JSON lines (one event a line).
+func writeHistory(path string, r *harness.Result) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	for _, e := range r.Cluster.Rec.Events {
+		if err := enc.Encode(e); err != nil {
+			return err
+		}
+	}
+	return os.WriteFile(path, b.Bytes(), 0o644)
 }
 
 type testLog struct{ t *testing.T }

@@ -54,7 +54,8 @@ type LibvirtOptions struct {
 //     change (libvirtWorld.settle). Seed 001 settles in ~70 s instead of 180 s.
 //   - no other config is scaled: a scenario's steps and waits run as written, in real time.
 //   - a stale-report fault also holds a StartCommand on the wire until the stale report is
-//     collected (staleHold): the order seed 001 needs, which the simulator gets from its timing.
+//     collected, and counts the report's delay from that StartCommand's answer (staleHold): the
+//     order seed 001 needs, which the simulator gets from its timing.
 //
 // A scenario's own config for a key wins over this table.
 var LibvirtScaling = map[string]string{
@@ -117,6 +118,13 @@ type lvHost struct {
 	stale time.Duration // delay of the next out-of-band report (0: none armed)
 	// collected is closed when the armed stale report has been collected (see staleHold).
 	collected chan struct{}
+	// held is the StartCommand held for the armed stale report, until its answer is sent.
+	held *heldStart
+}
+
+type heldStart struct {
+	seq      int64
+	answered chan struct{}
 }
 
 // staleHold is how long at most a StartCommand reaching an agent waits on the wire while a stale
@@ -131,6 +139,12 @@ type lvHost struct {
 // while a stale report is armed, a StartCommand stays on the wire (held in the agent's socket, as a
 // slow network would) until the agent has collected that report, staleHold at most. The report
 // itself is the agent's own, listed from libvirt; the hold is written to the history.
+//
+// The report's delay then counts from the answer to the held StartCommand, not from its collection:
+// in the simulator the define+create takes 0.3–1 s, so a report 1.5 s late reaches the server after
+// the StartAnswer (seed 001: "processed 1.5 s later, after the StartAnswer"); a TCG create under the
+// load of the whole tier took 0.4–1.5 s and more, and a report that overtakes the StartAnswer is
+// postponed (the start's work job is pending) and shows nothing.
 const staleHold = 5 * time.Second
 
 // NewLibvirtCluster builds a cluster on real domains and waits until every host is Up.
@@ -414,16 +428,21 @@ func (w *libvirtWorld) delayNextOutOfBand(h string, d time.Duration) {
 	lh.stale = d
 }
 
-// takeStale disarms the stale report (the next out-of-band report is it) and returns its delay.
-func (h *lvHost) takeStale() time.Duration {
+// takeStale disarms the stale report (the next out-of-band report is it) and returns its delay and
+// the answer of the StartCommand held for it (nil: none held).
+func (h *lvHost) takeStale() (time.Duration, <-chan struct{}) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	d := h.stale
+	var answered chan struct{}
 	if d > 0 {
 		h.stale = 0
 		close(h.collected)
+		if h.held != nil {
+			answered = h.held.answered
+		}
 	}
-	return d
+	return d, answered
 }
 
 // armed returns the channel closed when the armed stale report is collected, or nil.
@@ -532,13 +551,30 @@ type stalePipe struct {
 
 func (p *stalePipe) Send(m impl.Message) error {
 	if m.Kind == impl.MsgPing && m.OutOfBand {
-		if d := p.h.takeStale(); d > 0 {
+		if d, answered := p.h.takeStale(); d > 0 {
 			go func() {
+				if answered != nil {
+					select {
+					case <-answered:
+					case <-time.After(time.Minute):
+					}
+				}
+				t0 := time.Now()
 				time.Sleep(d)
+				p.h.rec.Emit(history.Event{Actor: "fault", Kind: history.Log, Object: "host:" + p.h.id,
+					Detail: fmt.Sprintf("stale out-of-band report (collected %s) sent %s after the answer to the StartCommand held for it", m.CollectedAt.Format("15:04:05.000"), time.Since(t0).Round(time.Millisecond))})
 				_ = p.Pipe.Send(m)
 			}()
 			return nil
 		}
+	}
+	if m.Kind == impl.MsgAnswer {
+		p.h.mu.Lock()
+		if hs := p.h.held; hs != nil && hs.seq == m.Seq {
+			p.h.held = nil
+			close(hs.answered)
+		}
+		p.h.mu.Unlock()
 	}
 	return p.Pipe.Send(m)
 }
@@ -550,6 +586,9 @@ func (p *stalePipe) Recv() (impl.Message, error) {
 		return m, err
 	}
 	if ch := p.h.armed(); ch != nil {
+		p.h.mu.Lock()
+		p.h.held = &heldStart{seq: m.Seq, answered: make(chan struct{})}
+		p.h.mu.Unlock()
 		t0 := time.Now()
 		t := time.NewTimer(staleHold)
 		defer t.Stop()
