@@ -13,7 +13,7 @@ die() { echo "ci/setup-libvirt.sh: $*" >&2; exit 1; }
 command -v apt-get >/dev/null 2>&1 || die "needs a Debian-like system with apt-get"
 
 pkgs=(libvirt-daemon libvirt-daemon-driver-qemu libvirt-clients libvirt-dev
-  qemu-system-x86 qemu-utils busybox-static cpio pkg-config)
+  qemu-system-x86 qemu-utils busybox-static cpio pkg-config tini)
 missing=()
 for p in "${pkgs[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q '^install ok installed$'; then
@@ -62,8 +62,25 @@ done
 mkdir -p /var/log/libvirt /var/log/libvirt/qemu /var/run/libvirt /var/lib/libvirt/qemu /var/cache/csconform
 
 running() { pgrep -x "$1" >/dev/null 2>&1; }
+# libvirtd runs under tini as a child subreaper (tini -s): libvirtd daemonizes QEMU, so a QEMU that
+# exits is reaped by the nearest subreaper, or else by PID 1. In a CI container PID 1 may be a
+# process manager that reaps orphans only now and then (here every ~1.3 s), and until the zombie is
+# gone libvirt holds the domain: a kill -9 of QEMU reached the agents as STOPPED/FAILED ~1.4 s late
+# and every destroy took ~2 s. Under tini both take milliseconds, as under systemd.
+under_reaper() { # pid
+  local pp; pp="$(ps -o ppid= -p "$1" | tr -d ' ')"
+  [ -n "$pp" ] && [ "$(ps -o comm= -p "$pp")" = tini ]
+}
+if [ "$changed" = 0 ] && running libvirtd && ! under_reaper "$(pgrep -x libvirtd | head -n1)"; then
+  if [ -n "$(virsh -c qemu:///system list --name 2>/dev/null | grep -v '^$' || true)" ]; then
+    echo "== libvirtd is not under a subreaper, but domains are running: left as it is (crash events will be late)"
+  else
+    echo "== libvirtd is not under a subreaper: restarting it under tini -s"
+    changed=1
+  fi
+fi
 if [ "$changed" = 1 ] && running libvirtd; then
-  echo "== qemu.conf changed: restarting libvirtd"
+  echo "== restarting libvirtd"
   pid="$(pgrep -x libvirtd | head -n1)"
   kill "$pid" || true
   for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
@@ -74,7 +91,9 @@ if ! running virtlogd; then
 fi
 if ! running libvirtd; then
   echo "== starting libvirtd"
-  libvirtd -d || die "libvirtd -d failed (see /var/log/libvirt/)"
+  setsid tini -s -- libvirtd </dev/null >>/var/log/libvirt/libvirtd.out 2>&1 &
+  sleep 0.5
+  running libvirtd || die "libvirtd failed to start (see /var/log/libvirt/libvirtd.out)"
 fi
 
 wait_s="${CSCONFORM_LIBVIRT_WAIT:-60}"

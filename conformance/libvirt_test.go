@@ -1,16 +1,19 @@
 package conformance
 
-// The libvirt tier: go test ./conformance -driver=libvirt -timeout 40m runs the seed scenarios on
+// The libvirt tier: go test ./conformance -driver=libvirt -timeout 20m runs the seed scenarios on
 // real QEMU domains (libvirtd, the guest from ci/build-guest.sh), concurrently (give -parallel 16:
 // the default runs only GOMAXPROCS at once, and the runs mostly wait on real time), under every profile
 // they state an outcome for, and requires the same outcome as on the simulator. See
 // ci/test-libvirt-conformance.sh.
 
 import (
+	"bytes"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -21,10 +24,44 @@ import (
 	"github.com/csconform/csconform/impl"
 )
 
-var driver = flag.String("driver", "sim", "where the libvirt tier runs: sim (skip it) or libvirt")
+var (
+	driver = flag.String("driver", "sim", "where the libvirt tier runs: sim (skip it) or libvirt")
+	long   = flag.Bool("long", false, "libvirt tier: also the long D1 scenarios (seed-000-ab, seed-000-stuck-network)")
+)
 
-// libvirtSeeds are the scenarios of the libvirt tier: the three seed reports (D1, D2, D3).
-var libvirtSeeds = []string{"seed-000-ab", "seed-000-retry-not-safe", "seed-000-stuck-network", "seed-001-stale-power-report", "seed-004-forced-destroy"}
+// tierRun is a scenario of the libvirt tier under the profiles it states an outcome for, or only
+// under the listed ones.
+type tierRun struct {
+	name     string
+	profiles []string
+}
+
+// libvirtTier is the default tier: the three seed reports, all runs at once, ~6 minutes on 2 cores.
+// D2 by seed-001 and D3 by seed-004, both profiles. D1 by seed-000-retry-not-safe under fixed only
+// (the D1 fix on real domains: a deploy into a network the old cleanup would catch passes).
+//
+// No D1 scenario's cloudstack-4.22 outcome is reliable in real time. That the first
+// implementation (a ~45 s router boot) is caught by the 10 s job GC is certain; what the scenarios
+// state beyond it depends on whether the GC also lands in the retry's ~2.1 s implementation
+// (retry-not-safe: both attempts cut, r1 Error; seed-000-ab: P1, P2, Q1 retried, i.e. the retry
+// not cut). The simulator's seed fixes that phase (retry-not-safe meets its expectation with seeds
+// 3, 4 and 12 of 1..12); on real domains the wall clock draws it, ~1 in 5 per retry. Those runs are
+// in libvirtLong, with the long ones.
+var libvirtTier = []tierRun{
+	{"seed-000-retry-not-safe", []string{"fixed"}},
+	{"seed-001-stale-power-report", nil},
+	{"seed-004-forced-destroy", nil},
+}
+
+// libvirtLong are run besides with -long (CSCONFORM_LIBVIRT_LONG=1 ci/test-libvirt-conformance.sh):
+// D1 under cloudstack-4.22 (phase-dependent in real time, see above), seed-000-ab (8 cases one after
+// the other, each a 30 s wait and a real router boot: ~15 min) and seed-000-stuck-network (its
+// 7-minute wait for job.expire.minutes: ~11 min).
+var libvirtLong = []tierRun{
+	{"seed-000-retry-not-safe", []string{"cloudstack-4.22"}},
+	{"seed-000-ab", nil},
+	{"seed-000-stuck-network", nil},
+}
 
 func TestLibvirtTier(t *testing.T) {
 	if *driver != "libvirt" {
@@ -43,6 +80,8 @@ func TestLibvirtTier(t *testing.T) {
 	var mu sync.Mutex
 	var runs []string
 	var table strings.Builder
+	var total, matched int
+	start := time.Now()
 	t.Cleanup(func() {
 		// Each run removes what it made; whatever a crash of a run left is removed here, and then no
 		// labelled domain of this test's runs may remain.
@@ -54,15 +93,21 @@ func TestLibvirtTier(t *testing.T) {
 			}
 		}
 		fmt.Fprint(os.Stderr, table.String())
+		// ci/test-libvirt-conformance.sh requires this line with every run matched.
+		fmt.Fprintf(os.Stderr, "libvirt tier: %d of %d runs matched their expectations (%s wall)\n", matched, total, time.Since(start).Round(time.Second))
 	})
-	start := time.Now()
-	for _, name := range libvirtSeeds {
+	tier := slices.Clone(libvirtTier)
+	if *long {
+		tier = append(tier, libvirtLong...)
+	}
+	for _, tr := range tier {
+		name := tr.name
 		sc, err := Find(name)
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, profile := range impl.ProfileNames() {
-			if _, ok := sc.Expect[profile]; !ok {
+			if _, ok := sc.Expect[profile]; !ok || (tr.profiles != nil && !slices.Contains(tr.profiles, profile)) {
 				continue
 			}
 			t.Run(name+"/"+profile, func(t *testing.T) {
@@ -70,17 +115,22 @@ func TestLibvirtTier(t *testing.T) {
 				run := harness.NewRunID()
 				mu.Lock()
 				runs = append(runs, run)
+				total++
 				mu.Unlock()
 				t0 := time.Now()
 				r, err := harness.RunScenarioLibvirt(sc, profile, nil, sc.Seed, harness.LibvirtOptions{Run: run, BaseDir: base, Log: testLog{t}})
 				if err != nil {
 					t.Fatal(err)
 				}
+				hist := filepath.Join(os.TempDir(), "csconform-libvirt-histories", name+"-"+profile+".jsonl")
+				if err := writeHistory(hist, r); err != nil {
+					t.Log(err)
+				}
 				var b strings.Builder
 				r.WriteText(&b, r.Started)
 				mu.Lock()
-				fmt.Fprintf(&table, "---- %s under %s on libvirt: %s wall (finished %s after the tier started)\n%s",
-					name, profile, time.Since(t0).Round(time.Second), time.Since(start).Round(time.Second), b.String())
+				fmt.Fprintf(&table, "---- %s under %s on libvirt: %s wall (finished %s after the tier started; history %s)\n%s",
+					name, profile, time.Since(t0).Round(time.Second), time.Since(start).Round(time.Second), hist, b.String())
 				mu.Unlock()
 				if !r.Expected {
 					t.Fatal("expectations were not checked")
@@ -91,9 +141,29 @@ func TestLibvirtTier(t *testing.T) {
 				if profile == "fixed" && len(r.Violations) > 0 {
 					t.Errorf("fixed profile violates %s: %s", r.Violations[0].Invariant, r.Violations[0].Message)
 				}
+				if !t.Failed() {
+					mu.Lock()
+					matched++
+					mu.Unlock()
+				}
 			})
 		}
 	}
+}
+
+// writeHistory writes a run's history as JSON lines (one event a line).
+func writeHistory(path string, r *harness.Result) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	for _, e := range r.Cluster.Rec.Events {
+		if err := enc.Encode(e); err != nil {
+			return err
+		}
+	}
+	return os.WriteFile(path, b.Bytes(), 0o644)
 }
 
 type testLog struct{ t *testing.T }

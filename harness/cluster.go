@@ -176,6 +176,16 @@ func (c *Cluster) Quiesce(d time.Duration) error {
 	return nil
 }
 
+// settle is a scenario's settle: the world runs after the last step (d in the simulator, see
+// libvirtWorld.settle), then the checker looks once more.
+func (c *Cluster) settle(d time.Duration) error {
+	if err := c.w.settle(d); err != nil {
+		return err
+	}
+	c.checkNow()
+	return nil
+}
+
 // Snapshot is what the records say and what the hosts run, now.
 func (c *Cluster) Snapshot() invariant.Snapshot {
 	s := invariant.Snapshot{Time: c.Now(), ReportGrace: 2*c.Config.Seconds("ping.interval") + 10*time.Second}

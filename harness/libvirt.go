@@ -19,6 +19,7 @@ import (
 	"github.com/csconform/csconform/drivers/libvirt"
 	"github.com/csconform/csconform/drivers/live"
 	"github.com/csconform/csconform/impl"
+	"github.com/csconform/csconform/model/history"
 	"github.com/csconform/csconform/model/invariant"
 )
 
@@ -47,6 +48,14 @@ type LibvirtOptions struct {
 //     graceful period (2 × ping.interval) is part of the D2 defect's timing.
 //   - router boot: real, 36–41 s (the guest's csc.delay), as in the report; D1 is a race against it.
 //     Only while priming (setup) a router says ready after 1 s: that boot is not under test.
+//   - a scenario's settle (default 3 min after the last step): ends sooner, once the checker has seen
+//     all it could: one ping interval + 10 s after the last step (a periodic report of the final
+//     domains processed), the report grace of a host that came back Up, and 20 s without a state
+//     change (libvirtWorld.settle). Seed 001 settles in ~70 s instead of 180 s.
+//   - no other config is scaled: a scenario's steps and waits run as written, in real time.
+//   - a stale-report fault also holds a StartCommand on the wire until the stale report is
+//     collected, and counts the report's delay from that StartCommand's answer (staleHold): the
+//     order seed 001 needs, which the simulator gets from its timing.
 //
 // A scenario's own config for a key wins over this table.
 var LibvirtScaling = map[string]string{
@@ -62,6 +71,8 @@ const (
 	// libvirtCheckEvery is how often the checker looks at the records and libvirt's domains, besides
 	// after every step of the scenario.
 	libvirtCheckEvery = 300 * time.Millisecond
+	// libvirtQuiet: a settle ends only after this long without a state change (libvirtWorld.settle).
+	libvirtQuiet = 20 * time.Second
 )
 
 var runSeq atomic.Int64
@@ -100,9 +111,41 @@ type lvHost struct {
 	id    string
 	hv    *libvirt.Host
 	proxy *live.Proxy
-	env   *procEnv     // the current agent incarnation
-	stale atomic.Int64 // delay of the next out-of-band report (ns)
+	env   *procEnv // the current agent incarnation
+	rec   *Recorder
+
+	mu    sync.Mutex
+	stale time.Duration // delay of the next out-of-band report (0: none armed)
+	// collected is closed when the armed stale report has been collected (see staleHold).
+	collected chan struct{}
+	// held is the StartCommand held for the armed stale report, until its answer is sent.
+	held *heldStart
 }
+
+type heldStart struct {
+	seq      int64
+	answered chan struct{}
+}
+
+// staleHold is how long at most a StartCommand reaching an agent waits on the wire while a stale
+// report is armed on its host and not yet collected.
+//
+// The simulator's stale-report fault (DelayNextOutOfBand) delays the report's delivery; that the
+// report is collected before a domain being started exists comes from the simulator's timing: a
+// crash's lifecycle event reaches the agent at once, and a define+create takes 0.3–1 s. On libvirt a
+// kill -9's STOPPED/FAILED event reaches the agent ~0.2 s after the kill (libvirt reaps QEMU first),
+// while a create is listed as a running domain within ~50 ms of the StartCommand's arrival, so seed
+// 001's report ("collected at that moment, web1's domain does not exist yet") would list web1. So
+// while a stale report is armed, a StartCommand stays on the wire (held in the agent's socket, as a
+// slow network would) until the agent has collected that report, staleHold at most. The report
+// itself is the agent's own, listed from libvirt; the hold is written to the history.
+//
+// The report's delay then counts from the answer to the held StartCommand, not from its collection:
+// in the simulator the define+create takes 0.3–1 s, so a report 1.5 s late reaches the server after
+// the StartAnswer (seed 001: "processed 1.5 s later, after the StartAnswer"); a TCG create under the
+// load of the whole tier took 0.4–1.5 s and more, and a report that overtakes the StartAnswer is
+// postponed (the start's work job is pending) and shows nothing.
+const staleHold = 5 * time.Second
 
 // NewLibvirtCluster builds a cluster on real domains and waits until every host is Up.
 func NewLibvirtCluster(o Options, lo LibvirtOptions) (*Cluster, error) {
@@ -148,7 +191,7 @@ func NewLibvirtCluster(o Options, lo LibvirtOptions) (*Cluster, error) {
 		if err != nil {
 			return fail(err)
 		}
-		lh := &lvHost{id: h, hv: hv}
+		lh := &lvHost{id: h, hv: hv, rec: c.Rec}
 		w.hosts[h] = lh
 		if lh.proxy, err = live.NewProxy("127.0.0.1:0", w.addr); err != nil {
 			return fail(err)
@@ -198,8 +241,19 @@ func (w *libvirtWorld) bootDelay(spec impl.DomainSpec) time.Duration {
 func (w *libvirtWorld) now() time.Time                { return time.Now() }
 func (w *libvirtWorld) goTask(name string, fn func()) { w.base.Go(name, fn) }
 func (w *libvirtWorld) sleep(d time.Duration)         { w.base.Sleep(d) }
-func (w *libvirtWorld) offset() time.Duration         { return 0 } // the wall clock already falls anywhere
-func (w *libvirtWorld) steps() uint64                 { return 0 }
+
+func (w *libvirtWorld) pause(d time.Duration) {
+	next := w.c.Rec.Next()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-next:
+	case <-t.C:
+	case <-w.base.Done():
+	}
+}
+func (w *libvirtWorld) offset() time.Duration { return 0 } // the wall clock already falls anywhere
+func (w *libvirtWorld) steps() uint64         { return 0 }
 
 // setup(false) ends the scaling of LibvirtScaling (in force from the server's start to the end of
 // priming): the steps meet CloudStack's values, or the scenario's own.
@@ -244,6 +298,35 @@ func (w *libvirtWorld) runFor(d time.Duration) error {
 	case <-t.C:
 		return nil
 	}
+}
+
+// settle ends a scenario's settle (at most d) once the checker has seen everything the settle could
+// still show, instead of always waiting d (the simulator's 3 minutes cost nothing; here they are real):
+//
+//   - one ping interval and 10 s after the last step: every host has sent a periodic report of its
+//     domains as they are now, and the server has acted on it (power sync);
+//   - a host that came back Up during the scenario has had its report grace (2 × ping.interval +
+//     10 s): only then does the orphan-domain invariant judge its Stopped records (invariant.Host);
+//   - no state change, call, return or fault was recorded in the last libvirtQuiet.
+//
+// The checker looks every libvirtCheckEvery all along, so nothing it could see is left unseen.
+func (w *libvirtWorld) settle(d time.Duration) error {
+	c := w.c
+	start := time.Now()
+	until := start.Add(c.Config.Seconds("ping.interval") + 10*time.Second)
+	grace := 2*c.Config.Seconds("ping.interval") + 10*time.Second
+	for _, h := range c.HostIDs {
+		if up := c.Rec.hostUpSince(h); !up.IsZero() && up.Add(grace).After(until) {
+			until = up.Add(grace)
+		}
+	}
+	limit := start.Add(d)
+	err := w.runUntil(limit, func() bool {
+		now := time.Now()
+		return !now.Before(until) && now.Sub(c.Rec.lastChange()) >= libvirtQuiet
+	})
+	w.logf("run %s settled after %s (scenario's settle %s)", w.lo.Run, time.Since(start).Round(time.Second), d)
+	return err
 }
 
 // close ends every task and connection of the run, then removes its domains and files.
@@ -336,7 +419,40 @@ func (w *libvirtWorld) cutLink(h string, on bool) {
 }
 
 func (w *libvirtWorld) delayNextOutOfBand(h string, d time.Duration) {
-	w.hosts[h].stale.Store(int64(d))
+	lh := w.hosts[h]
+	lh.mu.Lock()
+	defer lh.mu.Unlock()
+	if lh.stale == 0 {
+		lh.collected = make(chan struct{})
+	}
+	lh.stale = d
+}
+
+// takeStale disarms the stale report (the next out-of-band report is it) and returns its delay and
+// the answer of the StartCommand held for it (nil: none held).
+func (h *lvHost) takeStale() (time.Duration, <-chan struct{}) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	d := h.stale
+	var answered chan struct{}
+	if d > 0 {
+		h.stale = 0
+		close(h.collected)
+		if h.held != nil {
+			answered = h.held.answered
+		}
+	}
+	return d, answered
+}
+
+// armed returns the channel closed when the armed stale report is collected, or nil.
+func (h *lvHost) armed() <-chan struct{} {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.stale == 0 {
+		return nil
+	}
+	return h.collected
 }
 func (w *libvirtWorld) running(h string) []string { return w.hosts[h].hv.Running() }
 
@@ -435,15 +551,61 @@ type stalePipe struct {
 
 func (p *stalePipe) Send(m impl.Message) error {
 	if m.Kind == impl.MsgPing && m.OutOfBand {
-		if d := time.Duration(p.h.stale.Swap(0)); d > 0 {
+		if d, answered := p.h.takeStale(); d > 0 {
 			go func() {
+				if answered != nil {
+					select {
+					case <-answered:
+					case <-time.After(time.Minute):
+					}
+				}
+				t0 := time.Now()
 				time.Sleep(d)
+				p.h.rec.Emit(history.Event{Actor: "fault", Kind: history.Log, Object: "host:" + p.h.id,
+					Detail: fmt.Sprintf("stale out-of-band report (collected %s) sent %s after the answer to the StartCommand held for it", m.CollectedAt.Format("15:04:05.000"), time.Since(t0).Round(time.Millisecond))})
 				_ = p.Pipe.Send(m)
 			}()
 			return nil
 		}
 	}
+	if m.Kind == impl.MsgAnswer {
+		p.h.mu.Lock()
+		if hs := p.h.held; hs != nil && hs.seq == m.Seq {
+			p.h.held = nil
+			close(hs.answered)
+		}
+		p.h.mu.Unlock()
+	}
 	return p.Pipe.Send(m)
+}
+
+// Recv holds a StartCommand while a stale report is armed and not yet collected (see staleHold).
+func (p *stalePipe) Recv() (impl.Message, error) {
+	m, err := p.Pipe.Recv()
+	if err != nil || m.Kind != impl.MsgStart {
+		return m, err
+	}
+	if ch := p.h.armed(); ch != nil {
+		p.h.mu.Lock()
+		p.h.held = &heldStart{seq: m.Seq, answered: make(chan struct{})}
+		p.h.mu.Unlock()
+		t0 := time.Now()
+		t := time.NewTimer(staleHold)
+		defer t.Stop()
+		how := "collected"
+		select {
+		case <-ch:
+		case <-t.C:
+			how = "not collected"
+		}
+		name := ""
+		if m.Domain != nil {
+			name = m.Domain.Name
+		}
+		p.h.rec.Emit(history.Event{Actor: "fault", Kind: history.Log, Object: "host:" + p.h.id,
+			Detail: fmt.Sprintf("StartCommand for %s held on the wire %d ms while a stale report is armed (%s)", name, time.Since(t0).Milliseconds(), how)})
+	}
+	return m, nil
 }
 
 // ---- one process's threads

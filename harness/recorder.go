@@ -38,6 +38,19 @@ type Recorder struct {
 	observed map[string]string
 	opSeq    int
 	clock    func() time.Time
+	// notify, when someone waits for the next event (Next), is closed by the next emit.
+	notify chan struct{}
+}
+
+// Next returns a channel closed at the next event recorded (real worlds wait on it instead of
+// polling; the simulator never asks, so its runs do not pay for it).
+func (r *Recorder) Next() <-chan struct{} {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.notify == nil {
+		r.notify = make(chan struct{})
+	}
+	return r.notify
 }
 
 // NewRecorder returns an empty history whose events without a time get clock's.
@@ -56,6 +69,10 @@ func (r *Recorder) emit(e history.Event) {
 	}
 	e.Seq = int64(len(r.Events) + 1)
 	r.Events = append(r.Events, e)
+	if r.notify != nil {
+		close(r.notify)
+		r.notify = nil
+	}
 	if e.Kind != history.Log && e.Kind != history.Observe && e.Kind != history.Violation {
 		r.dirty = true
 		if r.pendingTouched == nil {
@@ -237,6 +254,18 @@ func (r *Recorder) hostUpSince(h string) time.Time {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.upSince[h]
+}
+
+// lastChange is the time of the last event other than a log line, an observation or a violation.
+func (r *Recorder) lastChange() time.Time {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for i := len(r.Events) - 1; i >= 0; i-- {
+		if k := r.Events[i].Kind; k != history.Log && k != history.Observe && k != history.Violation {
+			return r.Events[i].Time
+		}
+	}
+	return time.Time{}
 }
 
 // checked drops the first n network writes: a check has seen them.

@@ -297,7 +297,7 @@ func runScenario(sc *Scenario, profile string, defects impl.Switches, seed uint6
 	if settle <= 0 {
 		settle = 3 * time.Minute
 	}
-	if err := c.Quiesce(settle); err != nil {
+	if err := c.settle(settle); err != nil {
 		return nil, err
 	}
 	res.finish(c)
@@ -452,7 +452,8 @@ func (c *Cluster) runSteps(sc *Scenario, res *Result) error {
 	return nil
 }
 
-// waitUntil polls the condition every 50 ms of virtual time, for an hour at most.
+// waitUntil polls the condition every 50 ms of virtual time (in real time: at every event recorded,
+// so start-sent fires as the StartCommand leaves the server), for an hour at most.
 func (c *Cluster) waitUntil(st Step, lenient bool) error {
 	limit := time.Hour
 	if lenient {
@@ -485,7 +486,7 @@ func (c *Cluster) waitUntil(st Step, lenient bool) error {
 				return nil
 			}
 		}
-		c.Sleep(50 * time.Millisecond)
+		c.w.pause(50 * time.Millisecond)
 	}
 	if lenient {
 		return nil

@@ -14,9 +14,15 @@ type world interface {
 	now() time.Time
 	goTask(name string, fn func())
 	sleep(d time.Duration)
+	// pause is how a task polling the history waits before it looks again: d in the simulator;
+	// in real time until the next event is recorded, d at most.
+	pause(d time.Duration)
 	// runUntil runs the world until done() or limit; runFor for d.
 	runUntil(limit time.Time, done func() bool) error
 	runFor(d time.Duration) error
+	// settle runs the world after a scenario's last step: for d (the scenario's settle) in the
+	// simulator; a real world may end sooner once nothing can change what the checker sees.
+	settle(d time.Duration) error
 	// offset is where a scenario falls against the server's fixed-rate tasks.
 	offset() time.Duration
 	steps() uint64
@@ -51,10 +57,12 @@ type simWorld struct{ c *Cluster }
 func (w *simWorld) now() time.Time                { return w.c.Sched.Now() }
 func (w *simWorld) goTask(name string, fn func()) { w.c.Sched.Go(name, fn) }
 func (w *simWorld) sleep(d time.Duration)         { w.c.Sched.Sleep(d) }
+func (w *simWorld) pause(d time.Duration)         { w.c.Sched.Sleep(d) }
 func (w *simWorld) runUntil(limit time.Time, done func() bool) error {
 	return w.c.Sched.RunUntil(limit, done)
 }
 func (w *simWorld) runFor(d time.Duration) error { return w.c.Sched.RunFor(d) }
+func (w *simWorld) settle(d time.Duration) error { return w.c.Sched.RunFor(d) }
 func (w *simWorld) offset() time.Duration {
 	return time.Duration(w.c.Sched.Rand().Int64N(int64(10 * time.Second)))
 }
