@@ -369,6 +369,13 @@ func (w *liveWorld) runUntil(limit time.Time, done func() bool) error {
 	return nil
 }
 
+// pause polls at the world's pace, as the simulator does (the live world's clock runs faster than
+// the wall clock, so waking on each event would not save anything).
+func (w *liveWorld) pause(d time.Duration) { w.sleep(d) }
+
+// settle runs for the scenario's whole settle time.
+func (w *liveWorld) settle(d time.Duration) error { return w.runFor(d) }
+
 func (w *liveWorld) runFor(d time.Duration) error {
 	time.Sleep(w.clk.wall(d))
 	return nil
