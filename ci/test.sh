@@ -60,6 +60,14 @@ if [ "$rcf" != 0 ] || [ "$rc4" != 1 ] || [ "$rcc" != 1 ] || [ ! -s "$out/junit.x
   exit 1
 fi
 
+echo "== libvirt tier: libvirt/QEMU from Debian, the guest built, virtlogd and libvirtd started; the driver on real domains, then the seed scenarios on them (ci/test-libvirt.sh, ci/test-libvirt-conformance.sh)"
+if [ "${CSCONFORM_SKIP_LIBVIRT:-}" = 1 ]; then
+  echo "libvirt tier left out (CSCONFORM_SKIP_LIBVIRT=1)"
+else
+  ci/test-libvirt.sh
+  ci/test-libvirt-conformance.sh
+fi
+
 echo "== container tier (server and hosts in Docker containers; ci/test-containers.sh)"
 if [ "${CSCONFORM_SKIP_CONTAINERS:-}" = 1 ]; then
   echo "container tier left out (CSCONFORM_SKIP_CONTAINERS=1)"
