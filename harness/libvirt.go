@@ -262,14 +262,20 @@ func (w *libvirtWorld) setup(on bool) {
 	if on {
 		return
 	}
+	endScaling(w.c.Config, w.scenarioConfig)
+}
+
+// endScaling puts each key of LibvirtScaling back to CloudStack's default, unless the scenario set
+// it itself: the scaled values are for priming only.
+func endScaling(cfg *impl.Config, own map[string]string) {
 	for k := range LibvirtScaling {
-		if _, own := w.scenarioConfig[k]; own {
+		if _, set := own[k]; set {
 			continue
 		}
 		for _, ck := range impl.ConfigKeys {
 			if ck.Name == k {
-				if err := w.c.Config.Set(k, ck.Default); err != nil {
-					panic(err)
+				if err := cfg.Set(k, ck.Default); err != nil {
+					panic(err) // a default always parses
 				}
 			}
 		}

@@ -348,18 +348,7 @@ func (w *liveWorld) setup(on bool) {
 	if on {
 		return
 	}
-	for k := range LibvirtScaling {
-		if _, own := w.scenarioConfig[k]; own {
-			continue
-		}
-		for _, ck := range impl.ConfigKeys {
-			if ck.Name == k {
-				if err := w.c.Config.Set(k, ck.Default); err != nil {
-					panic(err)
-				}
-			}
-		}
-	}
+	endScaling(w.c.Config, w.scenarioConfig)
 }
 
 func (w *liveWorld) runUntil(limit time.Time, done func() bool) error {

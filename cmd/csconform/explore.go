@@ -245,7 +245,7 @@ func checkCmd(args []string, stdout, stderr io.Writer) int {
 			return 2
 		}
 		for _, r := range bad {
-			name := "partition-" + strings.NewReplacer(":", "-", "/", "-").Replace(r.Object) + ".html"
+			name := r.FileName()
 			if err := r.Visualize(*out + "/" + name); err != nil {
 				fmt.Fprintln(stderr, "csconform check:", err)
 				return 2

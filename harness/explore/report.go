@@ -93,7 +93,7 @@ func (s *Summary) WriteReports(dir string) error {
 			j.Violations = append(j.Violations, map[string]string{"invariant": v.Invariant, "object": v.Object, "message": v.Message})
 		}
 		for _, r := range o.Illegal {
-			name := "partition-" + strings.NewReplacer(":", "-", "/", "-").Replace(r.Object) + ".html"
+			name := r.FileName()
 			if err := r.Visualize(filepath.Join(dir, name)); err != nil {
 				return fmt.Errorf("visualizing %s: %v", r.Object, err)
 			}

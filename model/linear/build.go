@@ -316,6 +316,11 @@ func explain(m porcupine.Model, ops []porcupine.Operation, info porcupine.Linear
 	return out
 }
 
+// FileName is the name of the partition's visualization file.
+func (r Result) FileName() string {
+	return "partition-" + strings.NewReplacer(":", "-", "/", "-").Replace(r.Object) + ".html"
+}
+
 // Visualize writes porcupine's HTML for one partition (use it for failing partitions only).
 func (r Result) Visualize(path string) error {
 	return porcupine.VisualizePath(Models[r.Model], r.info, path)
