@@ -5,7 +5,7 @@
 # process is left afterwards, or unless every run matched its expectations. Run as root. See
 # harness/libvirt.go for the time scaling.
 #
-#   ci/test-libvirt-conformance.sh      D1 (seed-000-retry-not-safe, fixed), D2, D3 (both profiles): ~6 min
+#   ci/test-libvirt-conformance.sh      D1 (seed-000-boot-group; seed-000-retry-not-safe, fixed), D2, D3 (both profiles): ~7 min
 #   CSCONFORM_LIBVIRT_LONG=1 ci/test-libvirt-conformance.sh
 #       also D1 under cloudstack-4.22 (phase-dependent in real time: see conformance/libvirt_test.go),
 #       seed-000-ab and seed-000-stuck-network: ~15 min
@@ -49,7 +49,7 @@ fi
 # A pass counts only with every run there and matched (not, say, a test that ran no run at all).
 summary="$(grep -E '^libvirt tier: [0-9]+ of [0-9]+ runs matched' "$log" || true)"
 read -r m n < <(sed -E 's/^libvirt tier: ([0-9]+) of ([0-9]+) .*/\1 \2/' <<<"$summary")
-if [ -z "$summary" ] || [ "${n:-0}" -lt 5 ] || [ "$m" != "$n" ]; then
+if [ -z "$summary" ] || [ "${n:-0}" -lt 7 ] || [ "$m" != "$n" ]; then
   echo "ci/test-libvirt-conformance.sh: not every run matched its expectations: ${summary:-no summary line} (log: $log)" >&2
   exit 1
 fi

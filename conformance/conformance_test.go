@@ -58,6 +58,8 @@ func TestEachDefectAloneIsFoundAcrossSeeds(t *testing.T) {
 	}{
 		{"D1", "seed-000-ab", "network-lock"},
 		{"D1", "seed-000-ab", "unexplained-start-failure"},
+		{"D1", "seed-000-boot-group", "network-lock"},
+		{"D1", "seed-000-boot-group", "unexplained-start-failure"},
 		{"D2", "seed-001-stale-power-report", "orphan-domain"},
 		{"D2", "seed-001-stale-power-report", "ip-conflict"},
 		{"D3", "seed-004-forced-destroy", "orphan-domain"},

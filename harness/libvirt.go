@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"sync"
@@ -34,6 +36,10 @@ type LibvirtOptions struct {
 	Log io.Writer // progress lines (nil: none)
 	// KeepOnFailure skips the cleanup (for debugging; csconform cleanup removes it later).
 	KeepOnFailure bool
+	// SerialLogs, if set, is a directory the guests' serial consoles are copied to (as
+	// RUN-HOST-DOMAIN.serial.log) before the cleanup removes them: what a guest printed while
+	// booting, or why it stopped, outlives the run.
+	SerialLogs string
 }
 
 // LibvirtScaling is the time scaling of a run on real domains, in one place. CloudStack's defaults
@@ -371,11 +377,40 @@ func (w *libvirtWorld) close() {
 		w.logf("run %s kept (remove it with csconform cleanup --run %s)", w.lo.Run, w.lo.Run)
 		return
 	}
+	if w.lo.SerialLogs != "" {
+		if err := w.keepSerialLogs(); err != nil {
+			w.logf("keeping serial logs of run %s: %v", w.lo.Run, err)
+		}
+	}
 	removed, err := libvirt.Cleanup(w.lo.URI, w.lo.BaseDir, w.lo.Run)
 	if err != nil {
 		w.logf("cleanup of run %s: %v", w.lo.Run, err)
 	}
 	w.logf("run %s cleaned up: %d domains and files removed", w.lo.Run, len(removed))
+}
+
+// keepSerialLogs copies every guest's serial log of the run into LibvirtOptions.SerialLogs.
+func (w *libvirtWorld) keepSerialLogs() error {
+	if err := os.MkdirAll(w.lo.SerialLogs, 0o755); err != nil {
+		return err
+	}
+	var logs []string
+	for _, h := range w.hosts { // every host has the run's directory
+		logs, _ = filepath.Glob(filepath.Join(h.hv.RunDir(), "domains", "*", "*", "serial.log"))
+		break
+	}
+	for _, f := range logs {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		dom := filepath.Base(filepath.Dir(f))
+		host := filepath.Base(filepath.Dir(filepath.Dir(f)))
+		if err := os.WriteFile(filepath.Join(w.lo.SerialLogs, w.lo.Run+"-"+host+"-"+dom+".serial.log"), b, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (w *libvirtWorld) newServer() *impl.Server {
