@@ -18,9 +18,11 @@ import (
 
 const auditUsage = `Usage:
   csconform audit --api URL [credentials] (--host NAME=URI ... | --hosts-from-api TEMPLATE) [flags]
+  csconform audit --db DSN (--host NAME=URI ... | --hosts-from-records TEMPLATE) [flags]
 
-Compares what CloudStack records (read through its API with list* commands only) with what the hosts
-run (their libvirtd, read only), and reports:
+Compares what CloudStack records (read through its API with list* commands only, or from its MySQL
+database with SELECTs in a READ ONLY transaction) with what the hosts run (their libvirtd, read
+only), and reports:
   orphan-domain   a running domain whose VM record is missing (expunged), Destroyed, Expunging, Error,
                   Stopped, or places it on another host (the end state of D2 and D3)
   ip-conflict     a guest IP used by two running domains, or free in CloudStack (held by no NIC) while a
@@ -28,19 +30,25 @@ run (their libvirtd, read only), and reports:
   volume-in-use   a disk a running domain holds whose volume is Destroy, Expunging, Expunged or gone
   network-router  a network recorded Shutdown while its virtual router's domain runs (D1)
 
-Records:
+Records (one source: --api or --db, not both):
   --api URL              CloudStack's API, e.g. http://mgmt:8080/client/api
   --api-key KEY, --secret-key SECRET
                          else $CSCONFORM_API_KEY and $CSCONFORM_SECRET_KEY, else --api-keys-file FILE
                          (KEY=VALUE lines). The secret is never printed or logged.
-  --zone ZONE            only this zone (id or name)
   --insecure             do not verify the API's TLS certificate
-  --db DSN               read the records from CloudStack's MySQL database: not in this build
+  --db DSN               read the records from CloudStack's MySQL database instead, read-only:
+                         USER[:PASSWORD]@tcp(HOST:3306)/cloud (go-sql-driver/mysql's DSN; the database
+                         defaults to cloud). Give the password in $CSCONFORM_DB_PASSWORD rather than
+                         in the DSN; it is never printed (the DSN is shown as USER:***@...). A
+                         read-only MySQL user is enough (SELECT on cloud.*). The rows read are those
+                         the API lists: removed rows (expunged VMs, their NICs, expunged volumes) are
+                         not records, as in listVirtualMachines
+  --zone ZONE            only this zone (uuid or name; id or name with --api)
 Hosts:
   --host NAME=URI        a host (its name in CloudStack) and its libvirt URI, repeatable:
                          qemu:///system, qemu+ssh://root@kvm1/system, qemu+tcp://kvm1/system
-  --hosts-from-api TEMPLATE
-                         every Routing host listHosts gives (of --zone), its URI from TEMPLATE:
+  --hosts-from-api TEMPLATE, --hosts-from-records TEMPLATE (the same)
+                         every Routing host the records give (of --zone), its URI from TEMPLATE:
                          {name} is the host's name, {id} its id, {ip} its address,
                          e.g. 'qemu+ssh://root@{name}/system' or 'qemu+tcp://{ip}/system'
   --domain-prefix P      strip P from domain names to get instance names ({host} is the host's name);
@@ -52,7 +60,7 @@ Output:
   --confirm DURATION     read everything again after DURATION and report only what both passes find
                          (an operation in flight can look like damage once); default: one pass
   --json                 the report as JSON
-  --timeout DURATION     per API request (default 30s)
+  --timeout DURATION     per API request, or connecting to and reading the database (default 30s)
 
 Exit status: 0 nothing found, 1 something found, 2 bad input, unreadable records or an unreadable host
 (with nothing found on the others).
@@ -88,6 +96,7 @@ func auditCmd(args []string, stdout, stderr io.Writer) int {
 	var hosts hostFlags
 	fs.Var(&hosts, "host", "")
 	fromAPI := fs.String("hosts-from-api", "", "")
+	fs.StringVar(fromAPI, "hosts-from-records", "", "")
 	prefix := fs.String("domain-prefix", "", "")
 	run := fs.String("run", "", "")
 	allDomains := fs.Bool("all-domains", false, "")
@@ -109,24 +118,34 @@ func auditCmd(args []string, stdout, stderr io.Writer) int {
 	switch {
 	case fs.NArg() > 0:
 		return fail("unexpected argument %q", fs.Arg(0))
-	case *dsn != "":
-		return fail("--db (CloudStack's MySQL database) is not supported in this build; use --api")
-	case *apiURL == "":
-		return fail("--api URL is required")
+	case *apiURL != "" && *dsn != "":
+		return fail("--api and --db are two sources of the same records: give one")
+	case *apiURL == "" && *dsn == "":
+		return fail("--api URL (or --db DSN) is required")
 	case len(hosts) == 0 && *fromAPI == "":
 		return fail("give the hosts: --host NAME=URI (repeatable) or --hosts-from-api TEMPLATE")
 	case len(hosts) > 0 && *fromAPI != "":
 		return fail("--host and --hosts-from-api do not go together")
 	}
-	creds, err := auditCredentials(*apiKey, *secretKey, *keysFile)
-	if err != nil {
-		return fail("%v", err)
-	}
-	client := audit.NewAPIClient(audit.APIOptions{URL: *apiURL, APIKey: creds[0], SecretKey: creds[1], Zone: *zone, Timeout: *timeout, Insecure: *insecure})
 	cfg := audit.Config{
-		Records: func() (audit.Records, error) { return audit.FromAPI(client, *zone) },
 		Options: audit.Options{DomainPrefix: *prefix, AllDomains: *allDomains},
 		Confirm: *confirm,
+	}
+	if *dsn != "" {
+		// connect (and check the schema) before touching any host: a bad DSN is bad input
+		db, err := audit.OpenDB(audit.DBOptions{DSN: *dsn, Password: os.Getenv(envDBPassword), Zone: *zone, Timeout: *timeout})
+		if err != nil {
+			return fail("--db: %v", err)
+		}
+		defer db.Close()
+		cfg.Records = db.Records
+	} else {
+		creds, err := auditCredentials(*apiKey, *secretKey, *keysFile)
+		if err != nil {
+			return fail("%v", err)
+		}
+		client := audit.NewAPIClient(audit.APIOptions{URL: *apiURL, APIKey: creds[0], SecretKey: creds[1], Zone: *zone, Timeout: *timeout, Insecure: *insecure})
+		cfg.Records = func() (audit.Records, error) { return audit.FromAPI(client, *zone) }
 	}
 	for i := range hosts {
 		hosts[i].Run = *run
@@ -136,7 +155,7 @@ func auditCmd(args []string, stdout, stderr io.Writer) int {
 		tmpl := *fromAPI
 		cfg.HostsFor = func(rec audit.Records) ([]audit.HostSource, error) {
 			if len(rec.Hosts) == 0 {
-				return nil, errors.New("listHosts gives no Routing host")
+				return nil, errors.New("the records have no Routing host (listHosts / host table)")
 			}
 			var out []audit.HostSource
 			for _, h := range rec.Hosts {
@@ -169,6 +188,9 @@ func auditCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	return 0
 }
+
+// envDBPassword is where audit --db takes the database password from when the DSN has none.
+const envDBPassword = "CSCONFORM_DB_PASSWORD"
 
 // auditCredentials: the flags, else the environment, else a keys file. Never printed.
 func auditCredentials(key, secret, file string) ([2]string, error) {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/csconform/csconform/faults/inject"
+	"github.com/csconform/csconform/harness/audit"
 )
 
 func injectUsage() string {
@@ -18,6 +19,7 @@ func injectUsage() string {
 	b.WriteString(`Usage:
   csconform inject FAULT --host H [--host H ...] [fault flags] --allow-host PATTERN [--allow-vm PATTERN]
                    [--allow-network PATTERN] [--max-targets N] [--audit-log FILE] [--yes]
+  csconform inject FAULT ... --api URL [credentials] --allow-tag KEY=VALUE [--allow-host-tag TAG] ...
 
 Applies one fault to staging CloudStack hosts over ssh (or here, with --local). Without --yes it is a
 DRY RUN: it prints every command it would run, in order, with the healing, logs the plan, and changes
@@ -42,11 +44,18 @@ Fault flags:
   --network UUID       backdate-network: the network's uuid
   --by D               backdate-network: how far back (e.g. 25h)
 
-Safety:
-  --allow-host PATTERN     hosts that may be touched (shell pattern: stage-kvm*); repeatable. Required:
-                           nothing outside the allowlist is ever touched, and every step's host,
-                           the database host included, must match
+Safety: a target is touched only if the allowlist names it, by a name pattern or by a CloudStack tag;
+a domain's host must be allowed too, and so must every step's host (the database host included). A
+target allowed by neither is refused, with the flag that would allow it.
+  --allow-host PATTERN     hosts that may be touched (shell pattern: stage-kvm*); repeatable. This or
+                           --allow-host-tag is required
+  --allow-host-tag TAG     hosts whose CloudStack host tags (listHosts hosttags; the host found by its
+                           name or address) include TAG; repeatable; needs --api
   --allow-vm PATTERN       domains that may be crashed or suspended (i-2-*-VM, r-*); repeatable
+  --allow-tag KEY=VALUE    instances carrying this CloudStack resource tag (createTags; the tags
+                           listVirtualMachines gives, the instance found by its instance name, the
+                           domain's name); repeatable; needs --api. listVirtualMachines does not
+                           list routers and system VMs: --allow-vm allows them
   --allow-network PATTERN  network uuids that may be backdated; repeatable
   --max-targets N          blast radius: refuse a fault on more than N hosts, domains or networks
                            (default 1)
@@ -62,6 +71,14 @@ that heals it even if csconform is killed or loses the host; cut-link's rules ca
 csconform-inject-ID, so healing removes exactly them. crash-domain and agent-restart have nothing to
 heal. kill -9 of csconform during a delay-router-boot or backdate-network leaves the fault: the log says
 what to undo.
+
+Tags (read-only: list* commands sent as GET, anything else refused before it is sent; read when the
+plan is checked, just before anything runs; a tag that cannot be read allows nothing):
+  --api URL            CloudStack's API, e.g. http://mgmt:8080/client/api
+  --api-key KEY, --secret-key SECRET
+                       else $CSCONFORM_API_KEY and $CSCONFORM_SECRET_KEY, else --api-keys-file FILE;
+                       the secret is never printed or logged
+  --insecure           do not verify the API's TLS certificate
 
 Executor:
   --ssh-user U         ssh user (default root); keys only (BatchMode), no password prompt
@@ -79,6 +96,19 @@ type listFlag []string
 func (l *listFlag) String() string     { return strings.Join(*l, ",") }
 func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
 
+// tagFlags collects repeated --allow-tag KEY=VALUE.
+type tagFlags []inject.Tag
+
+func (t *tagFlags) String() string { return "" }
+func (t *tagFlags) Set(v string) error {
+	tag, err := inject.ParseTag(v)
+	if err != nil {
+		return err
+	}
+	*t = append(*t, tag)
+	return nil
+}
+
 func injectCmd(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		fmt.Fprint(stdout, injectUsage())
@@ -88,7 +118,8 @@ func injectCmd(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("inject", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {}
-	var hosts, allowHosts, allowVMs, allowNets, sshOpts listFlag
+	var hosts, allowHosts, allowVMs, allowNets, allowHostTags, sshOpts listFlag
+	var allowTags tagFlags
 	fs.Var(&hosts, "host", "")
 	vm := fs.String("vm", "", "")
 	duration := fs.Duration("duration", 0, "")
@@ -99,6 +130,13 @@ func injectCmd(args []string, stdout, stderr io.Writer) int {
 	fs.Var(&allowHosts, "allow-host", "")
 	fs.Var(&allowVMs, "allow-vm", "")
 	fs.Var(&allowNets, "allow-network", "")
+	fs.Var(&allowTags, "allow-tag", "")
+	fs.Var(&allowHostTags, "allow-host-tag", "")
+	apiURL := fs.String("api", "", "")
+	apiKey := fs.String("api-key", "", "")
+	secretKey := fs.String("secret-key", "", "")
+	keysFile := fs.String("api-keys-file", "", "")
+	insecure := fs.Bool("insecure", false, "")
 	maxTargets := fs.Int("max-targets", 1, "")
 	yes := fs.Bool("yes", false, "")
 	logFile := fs.String("audit-log", "csconform-inject.log", "")
@@ -121,8 +159,21 @@ func injectCmd(args []string, stdout, stderr io.Writer) int {
 	if fs.NArg() > 0 {
 		return fail("unexpected argument %q", fs.Arg(0))
 	}
-	if len(allowHosts) == 0 {
-		return fail("--allow-host PATTERN is required: nothing outside an explicit allowlist is touched")
+	if len(allowHosts) == 0 && len(allowHostTags) == 0 {
+		return fail("--allow-host PATTERN (or --allow-host-tag TAG) is required: nothing outside an explicit allowlist is touched")
+	}
+	var tags inject.TagSource
+	if len(allowTags) > 0 || len(allowHostTags) > 0 {
+		if *apiURL == "" {
+			return fail("--allow-tag and --allow-host-tag need --api URL: the tags are read from CloudStack's API")
+		}
+		creds, err := auditCredentials(*apiKey, *secretKey, *keysFile)
+		if err != nil {
+			return fail("%v", err)
+		}
+		tags = inject.APITags{Client: audit.NewAPIClient(audit.APIOptions{URL: *apiURL, APIKey: creds[0], SecretKey: creds[1], Timeout: 30 * time.Second, Insecure: *insecure})}
+	} else if *apiURL != "" {
+		return fail("--api is only for reading tags: give --allow-tag or --allow-host-tag")
 	}
 	spec := inject.Spec{Fault: fault, Hosts: hosts, VM: *vm, Network: *network, Duration: *duration, By: *by, MgmtPort: *mgmtPort, ID: *id}
 	if fault == inject.BackdateNetwork {
@@ -147,7 +198,8 @@ func injectCmd(args []string, stdout, stderr io.Writer) int {
 		ex = inject.Local{}
 	}
 	in := &inject.Injector{Exec: ex, Log: log, Out: stdout, Yes: *yes,
-		Policy: inject.Policy{AllowHosts: allowHosts, AllowVMs: allowVMs, AllowNetworks: allowNets, MaxTargets: *maxTargets}}
+		Policy: inject.Policy{AllowHosts: allowHosts, AllowVMs: allowVMs, AllowNetworks: allowNets,
+			AllowTags: allowTags, AllowHostTags: allowHostTags, Tags: tags, MaxTargets: *maxTargets}}
 	ctx, stop := reproContext() // Ctrl-C and SIGTERM cancel: the fault is healed at once
 	defer stop()
 	if err := in.Run(ctx, plan); err != nil {

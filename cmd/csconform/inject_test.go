@@ -1,6 +1,9 @@
 package main
 
 import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,7 +14,7 @@ func TestInjectCLI(t *testing.T) {
 	log := filepath.Join(t.TempDir(), "inject.log")
 	runCLICases(t, []cliCase{
 		{[]string{"inject", "--help"}, 0, "dead man's switch"},
-		{[]string{"inject", "cut-link", "--host", "stage-1", "--duration", "1m"}, 2, "--allow-host PATTERN is required"},
+		{[]string{"inject", "cut-link", "--host", "stage-1", "--duration", "1m"}, 2, "--allow-host PATTERN (or --allow-host-tag TAG) is required"},
 		{[]string{"inject", "meteor", "--host", "stage-1", "--allow-host", "*"}, 2, "unknown fault"},
 		{[]string{"inject", "agent-stop", "--host", "stage-1", "--allow-host", "stage-*"}, 2, "give --duration"},
 		{[]string{"inject", "agent-restart", "--host", "prod-1", "--allow-host", "stage-*", "--audit-log", log, "--yes"}, 2, "not allowlisted"},
@@ -28,7 +31,8 @@ func TestInjectCLI(t *testing.T) {
 		t.Fatalf("audit log (%d lines):\n%s", n, b)
 	}
 	help := injectUsage()
-	for _, w := range []string{"crash-domain", "agent-stop", "agent-restart", "cut-link", "delay-router-boot", "backdate-network", "--allow-host", "--max-targets", "--yes", "Healing"} {
+	for _, w := range []string{"crash-domain", "agent-stop", "agent-restart", "cut-link", "delay-router-boot", "backdate-network", "--allow-host", "--max-targets", "--yes", "Healing",
+		"--allow-tag KEY=VALUE", "--allow-host-tag TAG", "--api URL"} {
 		if !strings.Contains(help, w) {
 			t.Errorf("inject --help does not document %s", w)
 		}
@@ -47,5 +51,52 @@ func TestInjectLocalReal(t *testing.T) {
 	})
 	if b, _ := os.ReadFile(marker); string(b) != "restart cloudstack-agent\n" {
 		t.Fatalf("systemctl ran with %q", b)
+	}
+}
+
+// inject --allow-tag/--allow-host-tag: the tags are read through the API (a fake CloudStack that
+// answers listVirtualMachines with resource tags and listHosts with host tags); a target allowed
+// by neither a name nor a tag is refused with the flag that would allow it.
+func TestInjectTagsCLI(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		q := r.URL.Query()
+		if r.Method != http.MethodGet || q.Get("apiKey") != "k" {
+			w.WriteHeader(http.StatusUnauthorized)
+			fmt.Fprint(w, `{"errorresponse":{"errorcode":401,"errortext":"unable to verify user credentials"}}`)
+			return
+		}
+		switch q.Get("command") {
+		case "listVirtualMachines":
+			fmt.Fprint(w, `{"listvirtualmachinesresponse":{"count":2,"virtualmachine":[`+
+				`{"id":"v1","instancename":"i-2-3-VM","tags":[{"key":"env","value":"staging"}]},`+
+				`{"id":"v2","instancename":"i-2-4-VM","tags":[{"key":"env","value":"prod"}]}]}}`)
+		case "listHosts":
+			fmt.Fprint(w, `{"listhostsresponse":{"count":2,"host":[{"id":"h1","name":"kvm1","hosttags":"chaos"},{"id":"h2","name":"kvm2","hosttags":"ssd"}]}}`)
+		default:
+			w.WriteHeader(http.StatusBadRequest)
+		}
+	}))
+	defer srv.Close()
+	log := filepath.Join(t.TempDir(), "inject.log")
+	api := []string{"--api", srv.URL + "/client/api", "--api-key", "k", "--secret-key", "s3cret", "--audit-log", log}
+	with := func(args ...string) []string { return append(append([]string{"inject"}, args...), api...) }
+	runCLICases(t, []cliCase{
+		{[]string{"inject", "agent-restart", "--host", "kvm1", "--allow-host-tag", "chaos", "--audit-log", log}, 2, "need --api URL"},
+		{[]string{"inject", "agent-restart", "--host", "kvm1", "--allow-host", "kvm1", "--allow-tag", "env", "--audit-log", log}, 2, "want KEY=VALUE"},
+		{with("agent-restart", "--host", "kvm1", "--allow-host", "kvm1"), 2, "--api is only for reading tags"},
+		{with("agent-restart", "--host", "kvm1", "--allow-host-tag", "chaos"), 0, "DRY RUN of agent-restart on host:kvm1"},
+		{with("agent-restart", "--host", "kvm2", "--allow-host-tag", "chaos", "--yes"), 2, "none of its host tags (ssd) is an --allow-host-tag; allow it with --allow-host kvm2 or --allow-host-tag ssd"},
+		{with("crash-domain", "--host", "kvm1", "--vm", "i-2-3-VM", "--allow-host-tag", "chaos", "--allow-tag", "env=staging"), 0, "would run   kvm1: sh -c kill -9"},
+		{with("crash-domain", "--host", "kvm1", "--vm", "i-2-4-VM", "--allow-host-tag", "chaos", "--allow-tag", "env=staging", "--yes"), 2, "allow it with --allow-vm i-2-4-VM or --allow-tag env=prod"},
+		{with("crash-domain", "--host", "kvm1", "--vm", "i-2-3-VM", "--allow-host", "kvm1", "--allow-vm", "r-*"), 2, "--api is only for reading tags"},
+		// a wrong key: the tags cannot be read, nothing is allowed by them, and no secret is shown
+		{[]string{"inject", "agent-restart", "--host", "kvm1", "--allow-host-tag", "chaos", "--api", srv.URL + "/client/api", "--api-key", "bad", "--secret-key", "s3cret", "--audit-log", log, "--yes"}, 2, "its host tags cannot be read (listHosts: CloudStack API error 401"},
+	})
+	b, err := os.ReadFile(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(b), "s3cret") || strings.Contains(string(b), "signature=") || !strings.Contains(string(b), "--allow-host-tag ssd") {
+		t.Fatalf("audit log:\n%s", b)
 	}
 }

@@ -38,10 +38,11 @@ Usage:
   csconform cleanup [--uri U] [--run ID]   remove every domain and file a libvirt run made (--all)
   csconform cleanup --containers [--run ID]  remove the containers, networks, volumes and images of
                                            container runs (all of them, or one run's)
-  csconform audit --api URL --host N=URI   CloudStack's records against the hosts' domains, read-only;
-                                           exit 1 on damage (csconform audit -h)
-  csconform inject FAULT [flags]           a time-boxed fault on allowlisted staging hosts; a dry run
-                                           unless --yes (csconform inject -h)
+  csconform audit --api URL --host N=URI   CloudStack's records (its API, or --db DSN: its MySQL)
+                                           against the hosts' domains, read-only; exit 1 on damage
+                                           (csconform audit -h)
+  csconform inject FAULT [flags]           a time-boxed fault on staging hosts allowlisted by name or
+                                           CloudStack tag; a dry run unless --yes (csconform inject -h)
 
 repro flags:
   --profile P      cloudstack-4.22 (all known defects) or fixed (default cloudstack-4.22)

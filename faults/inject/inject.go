@@ -17,6 +17,7 @@ import (
 	"os/exec"
 	"path"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -262,12 +263,40 @@ func deleteTagged(tag string) string {
 		` */" | head -1 | cut -d" " -f1) && [ -n "$n" ]; do iptables -D $c $n; done; done`
 }
 
-// Policy is what the operator allows.
+// Policy is what the operator allows. A host is allowed by its name (AllowHosts) or by a CloudStack
+// host tag it carries (AllowHostTags); an instance by its domain name (AllowVMs) or by a CloudStack
+// resource tag it carries (AllowTags); a network by its uuid. Tags are read through Tags, only when
+// a name does not already allow the target, and a tag that cannot be read allows nothing.
 type Policy struct {
 	AllowHosts    []string // path.Match patterns on host names
 	AllowVMs      []string // patterns on domain names
 	AllowNetworks []string // patterns on network uuids
-	MaxTargets    int      // blast radius (default 1)
+	AllowTags     []Tag    // resource tags (KEY=VALUE) that allow an instance
+	AllowHostTags []string // host tags that allow a host
+	Tags          TagSource
+	MaxTargets    int // blast radius (default 1)
+}
+
+// Tag is a CloudStack resource tag.
+type Tag struct{ Key, Value string }
+
+func (t Tag) String() string { return t.Key + "=" + t.Value }
+
+// ParseTag reads KEY=VALUE (the key non-empty; the value may be empty).
+func ParseTag(s string) (Tag, error) {
+	k, v, ok := strings.Cut(s, "=")
+	if !ok || strings.TrimSpace(k) == "" {
+		return Tag{}, fmt.Errorf("want KEY=VALUE, got %q", s)
+	}
+	return Tag{k, v}, nil
+}
+
+// TagSource reads the tags CloudStack keeps of a target (read-only: APITags).
+type TagSource interface {
+	// InstanceTags are the resource tags of the instance whose domain (instance name) this is.
+	InstanceTags(domain string) ([]Tag, error)
+	// HostTags are the host tags (hosttags) of the host with this name or address.
+	HostTags(host string) ([]string, error)
 }
 
 // Check refuses a plan whose targets are not all allowlisted or that touches too many.
@@ -279,28 +308,100 @@ func (pol Policy) Check(p Plan) error {
 	if len(p.Targets) > max {
 		return fmt.Errorf("refused: %d targets exceed the blast radius --max-targets %d", len(p.Targets), max)
 	}
+	hosts := map[string]string{} // host -> why it is not allowed ("" allowed), read once
+	hostWhy := func(h string) string {
+		if why, ok := hosts[h]; ok {
+			return why
+		}
+		why := pol.hostWhy(h)
+		hosts[h] = why
+		return why
+	}
 	for _, t := range p.Targets {
 		kind, v, _ := strings.Cut(t, ":")
-		var ok bool
+		why := "unknown kind of target"
 		switch kind {
 		case "host":
-			ok = match(pol.AllowHosts, v)
+			why = hostWhy(v)
 		case "vm":
 			h, d, _ := strings.Cut(v, "/")
-			ok = match(pol.AllowHosts, h) && match(pol.AllowVMs, d)
+			if why = hostWhy(h); why == "" {
+				why = pol.vmWhy(d)
+			}
 		case "network":
-			ok = match(pol.AllowNetworks, v)
+			why = ""
+			if !match(pol.AllowNetworks, v) {
+				why = fmt.Sprintf("network %s matches no --allow-network pattern; allow it with --allow-network %s", v, v)
+			}
 		}
-		if !ok {
-			return fmt.Errorf("refused: %s is not allowlisted (--allow-host/--allow-vm/--allow-network)", t)
+		if why != "" {
+			return fmt.Errorf("refused: %s is not allowlisted: %s", t, why)
 		}
 	}
 	for _, st := range append(append([]Step(nil), p.Apply...), p.Heal...) {
-		if !match(pol.AllowHosts, st.Host) {
-			return fmt.Errorf("refused: host %s is not allowlisted", st.Host)
+		if why := hostWhy(st.Host); why != "" {
+			return fmt.Errorf("refused: host %s is not allowlisted: %s", st.Host, why)
 		}
 	}
 	return nil
+}
+
+// hostWhy is "" if the host is allowed, else why not and which flag would allow it.
+func (pol Policy) hostWhy(h string) string {
+	if match(pol.AllowHosts, h) {
+		return ""
+	}
+	why := fmt.Sprintf("host %s matches no --allow-host pattern", h)
+	hint := "; allow it with --allow-host " + h
+	if len(pol.AllowHostTags) == 0 {
+		return why + hint + " (or by a CloudStack host tag it carries: --allow-host-tag TAG, with --api)"
+	}
+	if pol.Tags == nil {
+		return why + " and its host tags cannot be read without --api" + hint
+	}
+	tags, err := pol.Tags.HostTags(h)
+	if err != nil {
+		return why + " and its host tags cannot be read (" + err.Error() + ")" + hint
+	}
+	for _, t := range tags {
+		if slices.Contains(pol.AllowHostTags, t) {
+			return ""
+		}
+	}
+	if len(tags) == 0 {
+		return why + " and it carries no host tag" + hint
+	}
+	return why + " and none of its host tags (" + strings.Join(tags, ", ") + ") is an --allow-host-tag" + hint + " or --allow-host-tag " + tags[0]
+}
+
+// vmWhy is "" if the domain is allowed, else why not and which flag would allow it.
+func (pol Policy) vmWhy(d string) string {
+	if match(pol.AllowVMs, d) {
+		return ""
+	}
+	why := fmt.Sprintf("domain %s matches no --allow-vm pattern", d)
+	hint := "; allow it with --allow-vm " + d
+	if len(pol.AllowTags) == 0 {
+		return why + hint + " (or by a CloudStack tag it carries: --allow-tag KEY=VALUE, with --api)"
+	}
+	if pol.Tags == nil {
+		return why + " and its tags cannot be read without --api" + hint
+	}
+	tags, err := pol.Tags.InstanceTags(d)
+	if err != nil {
+		return why + " and its tags cannot be read (" + err.Error() + ")" + hint
+	}
+	var have []string
+	for _, t := range tags {
+		if slices.Contains(pol.AllowTags, t) {
+			return ""
+		}
+		have = append(have, t.String())
+	}
+	if len(have) == 0 {
+		return why + " and it carries no tag" + hint
+	}
+	return why + " and none of its tags (" + strings.Join(have, ", ") + ") is an --allow-tag" + hint + " or --allow-tag " + have[0]
 }
 
 func match(patterns []string, s string) bool {

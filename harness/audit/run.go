@@ -110,7 +110,7 @@ func pass(c Config) (*Report, error) {
 	r.Findings, r.Ignored = Check(rec, truth, opt)
 	for _, h := range truth {
 		if !slices.ContainsFunc(rec.Hosts, func(x HostRecord) bool { return x.Name == h.Host }) {
-			r.Warnings = append(r.Warnings, fmt.Sprintf("host %s is not a Routing host listHosts gives: check its name (records placing VMs on it say %q)", h.Host, h.Host))
+			r.Warnings = append(r.Warnings, fmt.Sprintf("host %s is not a Routing host in the records (listHosts, or the host table with --db): check its name (records placing VMs on it say %q)", h.Host, h.Host))
 		}
 	}
 	for _, h := range truth {
