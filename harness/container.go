@@ -615,10 +615,23 @@ func (w *containerWorld) waitUntil(st Step) error {
 }
 
 func (w *containerWorld) finish(res *Result) {
+	finishCases(res, w.rec, w.vmState)
+	w.mu.Lock()
+	res.Violations = append([]Violation(nil), w.viols...)
+	w.mu.Unlock()
+	sortedViolations(res.Violations)
+}
+
+// finishCases fills a run's table from its history (for worlds that see the server from outside:
+// no retries or cleanup to read from the server's log) and the VMs' final records.
+func finishCases(res *Result, rec *Recorder, vmState func(string) (vm.State, bool)) {
+	rec.mu.Lock()
+	ops := append([]invariant.ClientOp(nil), rec.Ops...)
+	rec.mu.Unlock()
 	for i := range res.Cases {
 		cr := &res.Cases[i]
 		var op invariant.ClientOp
-		for _, o := range w.rec.Ops {
+		for _, o := range ops {
 			if o.Client == cr.client {
 				op = o
 			}
@@ -635,14 +648,10 @@ func (w *containerWorld) finish(res *Result) {
 				cr.Result, cr.Err = "failed", op.Err
 			}
 		}
-		if st, ok := w.vmState(cr.VM); ok {
+		if st, ok := vmState(cr.VM); ok {
 			cr.FinalState = string(st)
 		}
 	}
-	w.mu.Lock()
-	res.Violations = append([]Violation(nil), w.viols...)
-	w.mu.Unlock()
-	sortedViolations(res.Violations)
 }
 
 // truthAtEnd notes every running domain with what the records say of it and its addresses, so the
