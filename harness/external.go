@@ -76,8 +76,11 @@ type ExternalInject struct {
 	Exec   inject.Executor
 	Policy inject.Policy
 	Log    *inject.Log
-	Out    io.Writer // inject's own lines (apply, heal)
-	Yes    bool      // without it no fault is applied: a step that needs one is refused up front
+	// OpenLog, if set and Log is not, opens the log before the first fault (a run without faults
+	// writes none).
+	OpenLog func() (*inject.Log, error)
+	Out     io.Writer // inject's own lines (apply, heal)
+	Yes     bool      // without it no fault is applied: a step that needs one is refused up front
 	// Targets maps CloudStack's host names to the names inject runs commands on (ssh); default the
 	// same. DBHost is the database host (backdate).
 	Targets  map[string]string
@@ -278,7 +281,7 @@ func RunScenarioExternal(sc *Scenario, eo ExternalOptions) (res *Result, err err
 	res.VirtualEnd = eo.Now().Sub(w.start)
 	res.Notes = append(append([]string{
 		"world: external CloudStack at " + eo.API.URL + " (run " + eo.Run + ", names " + w.prefix + "…); " + w.chosen,
-		"seen from outside: records through list* commands, domains through the hosts' libvirt (read-only), every " + eo.Poll.String() + "; only what this run created is judged",
+		"seen from outside: records through list* commands, the hosts' domains through libvirt or a csconform hypervisor (read-only), every " + eo.Poll.String() + "; only what this run created is judged",
 		"not checked here: network-lock (it needs each network write with its lock holder, which only the server's database knows); " +
 			"the linearizability check sees the client operations, the observations and the guest addresses' holders as listed, not the server's own writes",
 	}, w.unobservable()...), w.timeline...)
@@ -339,7 +342,8 @@ func (w *extWorld) redact(s string) string {
 	return s
 }
 
-var queryString = regexp.MustCompile(`\?[^"\s]*`)
+// queryString is a request's parameters in an error text (net/http quotes the URL it failed on).
+var queryString = regexp.MustCompile(`\?[^"\s)]*=[^"\s]*`)
 
 func (w *extWorld) redactErr(err error) error {
 	if err == nil {
@@ -930,6 +934,14 @@ func (w *extWorld) fault(st Step) error {
 		targets = []string{"vm:" + id}
 	}
 	plan, err := inject.Build(spec)
+	if err != nil {
+		return fmt.Errorf("fault %s: %v", st.Fault, err)
+	}
+	w.mu.Lock()
+	if in.Log == nil && in.OpenLog != nil {
+		in.Log, err = in.OpenLog()
+	}
+	w.mu.Unlock()
 	if err != nil {
 		return fmt.Errorf("fault %s: %v", st.Fault, err)
 	}

@@ -171,6 +171,7 @@ func repro(args []string, stdout, stderr io.Writer) int {
 	uri := fs.String("uri", "", "")
 	asJSON := fs.Bool("json", false, "")
 	historyFile := fs.String("history", "", "")
+	ext := addExternalFlags(fs)
 	fs.Usage = func() { fmt.Fprint(stderr, usage) }
 	// Accept the scenario name before or after the flags.
 	var names []string
@@ -187,6 +188,17 @@ func repro(args []string, stdout, stderr io.Writer) int {
 	if len(names) != 1 {
 		fmt.Fprintln(stderr, "csconform repro: name one scenario (or all)")
 		return 2
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if *ext.api != "" {
+		return reproExternalCmd(ext, set, names[0], *asJSON, *historyFile, stdout, stderr)
+	}
+	for _, n := range externalOnly {
+		if set[n] {
+			fmt.Fprintf(stderr, "csconform repro: --%s is for a run against an external CloudStack: give --api URL\n", n)
+			return 2
+		}
 	}
 	if !slices.Contains(drivers, *driver) {
 		fmt.Fprintf(stderr, "csconform repro: unknown driver %q (known: %s)\n", *driver, strings.Join(drivers, ", "))
@@ -294,8 +306,11 @@ func summary(rs []*harness.Result) string {
 }
 
 func writeHistory(path string, r *harness.Result) error {
-	if r.Cluster == nil {
-		return errors.New("no history recorded")
+	switch {
+	case r.Cluster != nil:
+		return explore.WriteHistory(path, r.Cluster.Rec.Events)
+	case r.Rec != nil:
+		return explore.WriteHistory(path, r.Rec.Events)
 	}
-	return explore.WriteHistory(path, r.Cluster.Rec.Events)
+	return errors.New("no history recorded")
 }
