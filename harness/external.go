@@ -248,6 +248,8 @@ func RunScenarioExternal(sc *Scenario, eo ExternalOptions) (res *Result, err err
 		if res != nil {
 			res.Leftovers = left
 			res.Notes = append(res.Notes, w.strayDomains()...)
+		} else if len(left) > 0 {
+			err = fmt.Errorf("%v\nthe cleanup left behind (remove by hand):\n  %s", err, strings.Join(left, "\n  "))
 		}
 	}()
 	bg, stopBG := context.WithCancel(eo.Ctx)

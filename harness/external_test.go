@@ -229,3 +229,63 @@ func TestExternalPreflight(t *testing.T) {
 		})
 	}
 }
+
+// Ctrl-C in the middle of a run: the run stops, and what it created is removed all the same.
+func TestExternalInterrupted(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs against the reference server in the live world (a few seconds)")
+	}
+	sc, err := ParseScenario([]byte("name: long\nhosts: [h1]\nnetworks: [{name: n}]\nsteps:\n  - {op: deploy, vm: a, networks: [n], host: h1}\n  - {wait: 1h}\n"), "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := startReference(t, sc, "fixed")
+	url, creds, _ := c.APIEndpoint()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		// Ctrl-C once the VM runs (a bounded wait: the test fails below if it never does)
+		for range 600 {
+			if vs := c.DB.VMs(func(v *impl.VMVO) bool { return v.Type == "User" && v.State == "Running" }); len(vs) > 0 {
+				break
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		cancel()
+	}()
+	_, err = RunScenarioExternal(sc, ExternalOptions{
+		API:   cloudclient.Options{URL: url, APIKey: creds.APIKey, SecretKey: creds.SecretKey},
+		Hosts: liveHosts(c), Ctx: ctx, Now: c.Now, Speed: 20, Poll: 100 * time.Millisecond,
+	})
+	if err == nil || !strings.Contains(err.Error(), "interrupted") {
+		t.Fatalf("err = %v, want interrupted", err)
+	}
+	for _, v := range c.DB.VMs(nil) {
+		if v.Type == "User" && !v.Removed {
+			t.Errorf("VM %s (%s) is still there", v.Name, v.State)
+		}
+	}
+	for _, n := range c.DB.Networks(nil) {
+		if !n.Removed {
+			t.Errorf("network %s (%s) is still there", n.Name, n.State)
+		}
+	}
+	if len(c.DB.VMs(nil)) == 0 {
+		t.Errorf("the run created nothing before it was interrupted")
+	}
+}
+
+func TestExternalRedact(t *testing.T) {
+	w := &extWorld{secrets: []string{"S3CRET", "APIKEY1"}}
+	cases := []struct{ in, want string }{
+		{`listHosts: Get "http://m:8080/client/api?apiKey=APIKEY1&command=listHosts&signature=abc%3D": dial tcp: connection refused (is the URL right?)`,
+			`listHosts: Get "http://m:8080/client/api?…": dial tcp: connection refused (is the URL right?)`},
+		{"job failed: signed with S3CRET by APIKEY1", "job failed: signed with <hidden> by <hidden>"},
+		{"nothing to hide (really?)", "nothing to hide (really?)"},
+	}
+	for _, c := range cases {
+		if got := w.redact(c.in); got != c.want {
+			t.Errorf("redact(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}
