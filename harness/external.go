@@ -240,7 +240,7 @@ func RunScenarioExternal(sc *Scenario, eo ExternalOptions) (res *Result, err err
 		return nil, err
 	}
 	w.start = eo.Now()
-	res = &Result{Scenario: sc.Name, Title: sc.Title, Profile: eo.Expect, Seed: sc.Seed, Started: w.start, External: eo.API.URL, Run: eo.Run, Rec: w.rec}
+	res = &Result{Scenario: sc.Name, Title: sc.Title, Profile: eo.Expect, Started: w.start, External: eo.API.URL, Run: eo.Run, Rec: w.rec}
 	defer func() {
 		left := w.cleanup()
 		if res != nil {
@@ -324,6 +324,7 @@ type extWorld struct {
 	prev       map[string]bool
 	seen       map[string]bool
 	startSeen  map[string]bool // VMs seen Starting (the start-sent condition, from outside)
+	faultSeq   int
 }
 
 // sleepWorld sleeps d of the server's time; false if the run was cancelled meanwhile.
@@ -410,8 +411,14 @@ func (w *extWorld) connect() error {
 		return errors.New("no host to read domains from: give --host NAME=URI or --hosts-from-api TEMPLATE")
 	}
 	for _, h := range w.hosts {
-		if _, err := h.Domains(); err != nil {
+		hd, err := h.Domains()
+		if err != nil {
 			return fmt.Errorf("reading a host's domains: %v", err)
+		}
+		// the records place VMs on hosts by name: a host read under another name would make every
+		// domain on it look misplaced
+		if _, ok := up[hd.Host]; !ok {
+			return fmt.Errorf("host %s: the API lists no Routing host of that name (it lists: %s); name the hosts as CloudStack does", hd.Host, strings.Join(orNoneList(names), ", "))
 		}
 	}
 	if w.chosen, err = w.cc.Discover(); err != nil {
@@ -658,7 +665,11 @@ func (w *extWorld) waitUntil(st Step) error {
 func (w *extWorld) fault(st Step) error {
 	ef := externalFaults[st.Fault]
 	in := w.eo.Inject
-	spec := inject.Spec{Fault: ef.inject, MgmtPort: in.MgmtPort, ID: w.eo.Run + strconv.Itoa(len(w.rec.Faults))}
+	w.mu.Lock()
+	w.faultSeq++
+	seq := w.faultSeq
+	w.mu.Unlock()
+	spec := inject.Spec{Fault: ef.inject, MgmtPort: in.MgmtPort, ID: w.eo.Run + "f" + strconv.Itoa(seq)}
 	var targets []string
 	kind, _ := faults.Lookup(st.Fault)
 	switch st.Fault {

@@ -139,6 +139,14 @@ func TestReproExternalAgainstServer(t *testing.T) {
 		t.Fatalf("a wrong secret: exit %d\n%s%s", code, o.String(), e.String())
 	}
 
+	// a host read under a name CloudStack does not have
+	o.Reset()
+	e.Reset()
+	if code := run([]string{"repro", "seed-004-forced-destroy", "--api", api, "--host", "kvm9=" + truth, "--map-host", "h1=kvm9",
+		"--allow-host", "kvm9", "--local", "--yes"}, &o, &e); code != 2 || !strings.Contains(e.String(), `no Routing host "kvm9"`) {
+		t.Fatalf("an unknown host: exit %d\n%s%s", code, o.String(), e.String())
+	}
+
 	hist, injectLog := filepath.Join(dir, "history.jsonl"), filepath.Join(dir, "inject.log")
 	cmd := exec.Command(bin, "repro", "seed-004-forced-destroy", "--api", api, "--host", "h1="+truth, "--poll", "250ms",
 		"--allow-host", "h1", "--local", "--yes", "--audit-log", injectLog, "--expect", "cloudstack-4.22", "--history", hist)
