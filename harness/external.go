@@ -228,7 +228,7 @@ func RunScenarioExternal(sc *Scenario, eo ExternalOptions) (res *Result, err err
 		return nil, err
 	}
 	w := &extWorld{eo: eo, sc: sc, prefix: ExternalPrefix(eo.Run), vmIDs: map[string]string{}, netIDs: map[string]string{},
-		instances: map[string]bool{}, vmInstance: map[string]string{}, listed: map[string]bool{}, ipHolder: map[string]string{}, ourVols: map[string]bool{}, hostState: map[string]string{}, prev: map[string]bool{}, seen: map[string]bool{}}
+		instances: map[string]bool{}, vmInstance: map[string]string{}, listed: map[string]bool{}, ipHolder: map[string]string{}, ourVols: map[string]bool{}, hostState: map[string]string{}}
 	w.secrets = []string{eo.API.SecretKey, eo.API.APIKey}
 	defer func() { err = w.redactErr(err) }()
 	w.rec = NewRecorder(eo.Now)
@@ -321,8 +321,7 @@ type extWorld struct {
 	timeline   []string
 	viols      []Violation
 	checkMu    sync.Mutex
-	prev       map[string]bool
-	seen       map[string]bool
+	checks     outsideChecks
 	startSeen  map[string]bool // VMs seen Starting (the start-sent condition, from outside)
 	faultSeq   int
 }

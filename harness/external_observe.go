@@ -119,27 +119,9 @@ func (w *extWorld) check() {
 	for _, e := range later {
 		w.rec.Emit(e)
 	}
-	cur := map[string]bool{}
-	for _, v := range invariant.Check(s) {
-		if v.Invariant == invariant.NetworkLock {
-			continue
-		}
-		switch v.Invariant {
-		case invariant.OrphanDomain, invariant.IPConflict, invariant.VolumeInUse:
-			k := v.Invariant + "|" + v.Object
-			cur[k] = true
-			if !w.prev[k] {
-				continue
-			}
-		}
-		key := fmt.Sprintf("%s|%s|%v", v.Invariant, v.Object, strings.Contains(v.Message, "free"))
-		if w.seen[key] {
-			continue
-		}
-		w.seen[key] = true
-		w.rec.Emit(history.Event{Actor: "checker", Kind: history.Violation, Object: v.Object, To: v.Invariant, Detail: v.Message})
-		objs := []string{v.Object}
-		if name, ok := strings.CutPrefix(v.Object, "domain:"); ok {
+	for _, v := range w.checks.add(w.rec, s, func(obj string) []string {
+		var objs []string
+		if name, ok := strings.CutPrefix(obj, "domain:"); ok {
 			for _, r := range rec.VMs {
 				if r.InstanceName == name {
 					objs = append(objs, "vm:"+r.ID)
@@ -153,16 +135,13 @@ func (w *extWorld) check() {
 			}
 			w.mu.Unlock()
 		}
-		var trail []TrailEvent
-		for _, e := range w.rec.Trail(objs, v.Time, 30) {
-			trail = append(trail, TrailEvent{Time: e.Time, Actor: e.Actor, Event: describe(e)})
-		}
+		return objs
+	}) {
 		w.mu.Lock()
-		w.viols = append(w.viols, Violation{Violation: v, Trail: trail})
+		w.viols = append(w.viols, v)
 		w.mu.Unlock()
 		w.note("checker: %s %s", v.Invariant, v.Message)
 	}
-	w.prev = cur
 }
 
 // poolWrites writes into the history what the listed NICs say of the guest addresses' holders since
