@@ -106,8 +106,8 @@ func RunScenarioContainer(sc *Scenario, profile string, defects impl.Switches, s
 	}
 	defer cl.Close()
 	w := &containerWorld{cl: cl, ctx: co.Ctx, log: co.Log, vmIDs: map[string]int64{}, netIDs: map[string]int64{},
-		hostState: map[string]string{}, prev: map[string]bool{}, seen: map[string]bool{},
-		grace: 2*cfg.Seconds("ping.interval") + 10*time.Second}
+		hostState: map[string]string{},
+		grace:     2*cfg.Seconds("ping.interval") + 10*time.Second}
 	w.rec = NewRecorder(time.Now)
 	w.start = time.Now()
 	res := &Result{Scenario: sc.Name, Title: sc.Title, Profile: profile, Defects: defects.On(), Seed: seed, Started: w.start}
@@ -184,8 +184,7 @@ type containerWorld struct {
 	hostState map[string]string
 	timeline  []string
 	last      *ctlSnapshot
-	prev      map[string]bool
-	seen      map[string]bool
+	checks    outsideChecks
 	viols     []Violation
 	checkMu   sync.Mutex
 }
@@ -323,43 +322,22 @@ func (w *containerWorld) check() {
 	w.last = &cs
 	w.mu.Unlock()
 	w.rec.observe(s)
-	cur := map[string]bool{}
-	for _, v := range invariant.Check(s) {
-		if v.Invariant == invariant.NetworkLock {
-			continue
-		}
-		switch v.Invariant {
-		case invariant.OrphanDomain, invariant.IPConflict, invariant.VolumeInUse:
-			k := v.Invariant + "|" + v.Object
-			cur[k] = true
-			if !w.prev[k] {
-				continue
-			}
-		}
-		key := fmt.Sprintf("%s|%s|%v", v.Invariant, v.Object, strings.Contains(v.Message, "free"))
-		if w.seen[key] {
-			continue
-		}
-		w.seen[key] = true
-		w.rec.Emit(history.Event{Actor: "checker", Kind: history.Violation, Object: v.Object, To: v.Invariant, Detail: v.Message})
-		objs := []string{v.Object}
-		if name, ok := strings.CutPrefix(v.Object, "domain:"); ok {
+	for _, v := range w.checks.add(w.rec, s, func(obj string) []string {
+		var objs []string
+		if name, ok := strings.CutPrefix(obj, "domain:"); ok {
 			for _, r := range cs.VMs {
 				if r.Name == name {
 					objs = append(objs, VMObj(r.ID))
 				}
 			}
 		}
-		var trail []TrailEvent
-		for _, e := range w.rec.Trail(objs, v.Time, 30) {
-			trail = append(trail, TrailEvent{Time: e.Time, Actor: e.Actor, Event: describe(e)})
-		}
+		return objs
+	}) {
 		w.mu.Lock()
-		w.viols = append(w.viols, Violation{Violation: v, Trail: trail})
+		w.viols = append(w.viols, v)
 		w.mu.Unlock()
 		w.note("checker: %s %s", v.Invariant, v.Message)
 	}
-	w.prev = cur
 }
 
 // vmState is a scenario VM's record in the last snapshot (Expunged once removed).
@@ -615,10 +593,23 @@ func (w *containerWorld) waitUntil(st Step) error {
 }
 
 func (w *containerWorld) finish(res *Result) {
+	finishCases(res, w.rec, w.vmState)
+	w.mu.Lock()
+	res.Violations = append([]Violation(nil), w.viols...)
+	w.mu.Unlock()
+	sortedViolations(res.Violations)
+}
+
+// finishCases fills a run's table from its history (for worlds that see the server from outside:
+// no retries or cleanup to read from the server's log) and the VMs' final records.
+func finishCases(res *Result, rec *Recorder, vmState func(string) (vm.State, bool)) {
+	rec.mu.Lock()
+	ops := append([]invariant.ClientOp(nil), rec.Ops...)
+	rec.mu.Unlock()
 	for i := range res.Cases {
 		cr := &res.Cases[i]
 		var op invariant.ClientOp
-		for _, o := range w.rec.Ops {
+		for _, o := range ops {
 			if o.Client == cr.client {
 				op = o
 			}
@@ -635,14 +626,10 @@ func (w *containerWorld) finish(res *Result) {
 				cr.Result, cr.Err = "failed", op.Err
 			}
 		}
-		if st, ok := w.vmState(cr.VM); ok {
+		if st, ok := vmState(cr.VM); ok {
 			cr.FinalState = string(st)
 		}
 	}
-	w.mu.Lock()
-	res.Violations = append([]Violation(nil), w.viols...)
-	w.mu.Unlock()
-	sortedViolations(res.Violations)
 }
 
 // truthAtEnd notes every running domain with what the records say of it and its addresses, so the

@@ -116,8 +116,17 @@ func or(s, d string) string {
 // WriteText writes the run as a table like the seed report's A/B table, then each violation with the
 // steps that led to it.
 func (r *Result) WriteText(w io.Writer, epoch time.Time) {
-	fmt.Fprintf(w, "== %s — %s\n   profile %s (defects on: %s), seed %d, %s of virtual time, %d scheduler steps\n",
-		r.Scenario, r.Title, r.Profile, orNone(strings.Join(r.Defects, ",")), r.Seed, r.VirtualEnd.Round(time.Second), r.Steps)
+	if r.External != "" {
+		expect := "no profile (outcome and violations only)"
+		if r.Profile != "" {
+			expect = "compared with the expectations of " + r.Profile
+		}
+		fmt.Fprintf(w, "== %s — %s\n   external CloudStack %s, run %s, %s, %s\n",
+			r.Scenario, r.Title, r.External, r.Run, expect, r.VirtualEnd.Round(time.Second))
+	} else {
+		fmt.Fprintf(w, "== %s — %s\n   profile %s (defects on: %s), seed %d, %s of virtual time, %d scheduler steps\n",
+			r.Scenario, r.Title, r.Profile, orNone(strings.Join(r.Defects, ",")), r.Seed, r.VirtualEnd.Round(time.Second), r.Steps)
+	}
 	if len(r.Cases) > 0 {
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "   Case\tVM\tNetwork\tAge at test\tPath\tResult\tFinal\tCleanup during the implementation")
@@ -154,6 +163,12 @@ func (r *Result) WriteText(w io.Writer, epoch time.Time) {
 		for _, e := range l.Explain {
 			fmt.Fprintf(w, "      %s\n", e)
 		}
+	}
+	for _, l := range r.Leftovers {
+		fmt.Fprintf(w, "   LEFT BEHIND (cleanup failed): %s\n", l)
+	}
+	if r.External != "" && len(r.Leftovers) == 0 {
+		fmt.Fprintf(w, "   cleanup: every VM and network of run %s is gone\n", r.Run)
 	}
 	if r.Expected {
 		if len(r.Mismatches) == 0 {

@@ -244,8 +244,16 @@ type Result struct {
 	Started       time.Time     `json:"-"` // the world's time when the scenario started (reports count from it)
 	// Notes are what a real world says about itself (what is simulated, what the server saw of each
 	// fault), printed after the table.
-	Notes   []string `json:"notes,omitempty"`
-	Cluster *Cluster `json:"-"`
+	Notes []string `json:"notes,omitempty"`
+	// External is the API a run against an external CloudStack drove (no profile: Profile is the
+	// one --expect compared with, if any); Run names what it created; Leftovers is what its cleanup
+	// could not remove.
+	External  string   `json:"external,omitempty"`
+	Run       string   `json:"run,omitempty"`
+	Leftovers []string `json:"leftovers,omitempty"`
+	Cluster   *Cluster `json:"-"`
+	// Rec is the run's history where there is no Cluster (an external run).
+	Rec *Recorder `json:"-"`
 }
 
 // RunScenario runs a scenario under a profile (or explicit switches) with a seed.

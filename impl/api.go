@@ -1,8 +1,10 @@
 package impl
 
 import (
+	"slices"
 	"time"
 
+	"github.com/csconform/csconform/model/network"
 	"github.com/csconform/csconform/model/vm"
 )
 
@@ -107,6 +109,53 @@ func (s *Server) DestroyVirtualMachine(vmID int64, expunge bool) *JobVO {
 func (s *Server) ExpungeVirtualMachine(vmID int64) *JobVO {
 	return s.jobs.SubmitAPIJob("ExpungeVMCmd", "VirtualMachine", vmID, func(t *Thread, _ *JobVO) error {
 		return s.advanceExpunge(t, vmID)
+	})
+}
+
+// DeleteNetwork is deleteNetwork (destroyNetwork, spec 3.6): refused while a user VM on the network
+// is not expunged; the network is shut down (its router stopped), its router expunged, and the row
+// goes Allocated → Destroy and is removed.
+func (s *Server) DeleteNetwork(id int64) *JobVO {
+	return s.jobs.SubmitAPIJob("DeleteNetworkCmd", "Network", id, func(t *Thread, _ *JobVO) error {
+		n := s.DB.Network(id)
+		if n == nil || n.Removed {
+			return runtimeErr("Unable to find network with specified id %d", id)
+		}
+		for _, v := range s.DB.VMs(func(v *VMVO) bool { return v.Type == "User" && !v.Removed }) {
+			if slices.Contains(v.NetworkIDs, id) {
+				return runtimeErr("Can't delete the network, not all user vms are expunged. Vm %s is in %s state", v.Name, v.State)
+			}
+		}
+		if !s.shutdownNetwork(t, id) {
+			return runtimeErr("Failed to shutdown the network as a part of network destroy")
+		}
+		key := NetworkLockKey(id)
+		if !s.acquireInLockTable(t, key, s.Config.Seconds("network.lock.timeout")) {
+			return runtimeErr("Unable to acquire lock for the network %d as a part of network destroy", id)
+		}
+		defer s.releaseFromLockTable(t, key)
+		n = s.DB.Network(id)
+		to, ok := network.Next(n.State, network.DestroyNetwork)
+		if !ok || to != network.Destroy {
+			return runtimeErr("Network is not in the correct state to be destroyed: %s", n.State)
+		}
+		if r := s.DB.VM(n.RouterID); r != nil && !r.Removed {
+			if r.State == vm.Running {
+				s.stopRouter(t, r)
+			}
+			if r = s.DB.VM(r.ID); r.State != vm.Stopped {
+				return runtimeErr("Unable to destroy router %s: it is %s", r.Name, r.State)
+			}
+			for _, vol := range s.DB.Volumes(r.ID) {
+				if !vol.Removed {
+					s.DB.SetVolumeState(t.Name, vol.ID, "Expunged")
+				}
+			}
+			s.DB.RemoveVM(t.Name, r.ID)
+		}
+		s.DB.UpdateNetworkState(t.Name, n, to, "destroyNetwork: DestroyNetwork", false)
+		s.DB.RemoveNetwork(t.Name, id)
+		return nil
 	})
 }
 

@@ -69,6 +69,7 @@ type NetworkVO struct {
 	RouterID          int64
 	NicsCount         int
 	CheckForGC        bool
+	Removed           bool // deleteNetwork removed the row (the API no longer lists it)
 }
 
 // Gateway is the router's address on the network.
@@ -378,6 +379,17 @@ func (db *DB) Network(id int64) *NetworkVO {
 	}
 	c := *n
 	return &c
+}
+
+// RemoveNetwork marks a network's row removed (the last step of destroyNetwork).
+func (db *DB) RemoveNetwork(actor string, id int64) {
+	db.lock()
+	defer db.mu.Unlock()
+	if n, ok := db.networks[id]; ok {
+		n.Removed = true
+		// a log line, not a state write: the row is gone, its state stays as destroyNetwork left it
+		db.emit(history.Event{Actor: actor, Kind: history.Log, Level: "DEBUG", Object: NetworkObject(id), Detail: "Removed network " + n.Name})
+	}
 }
 
 // Networks lists networks matching f, by id.

@@ -26,6 +26,8 @@ const usage = `csconform finds orchestration races in CloudStack-style managemen
 Usage:
   csconform scenarios                      list the built-in scenarios
   csconform repro NAME|FILE|all [flags]    run scenarios and check the invariants
+  csconform repro NAME|FILE --api URL --host N=URI ...
+                                           the same against a real CloudStack (see below)
   csconform profiles                       list profiles and defect switches
   csconform faults                         list the faults a scenario can inject
   csconform config                         list the configuration keys and their defaults
@@ -55,6 +57,27 @@ repro flags:
   --uri URI        libvirtd for --driver libvirt (default qemu:///system)
   --json           print the results as JSON
   --history FILE   write the recorded history of the (last) run as JSON lines
+
+repro against an external CloudStack (one scenario; nothing is started, no profile, seed or driver):
+  --api URL        CloudStack's API, e.g. http://mgmt:8080/client/api
+  --api-key K --secret-key S   else $CSCONFORM_API_KEY/$CSCONFORM_SECRET_KEY, else --api-keys-file F;
+                   never printed or logged
+  --zone Z, --service-offering O, --template T, --network-offering N
+                   what to deploy with, id or name (default: the first usable ones listed)
+  --host NAME=URI  a host (CloudStack's name) and where to read its domains: a libvirt URI, or
+                   http://ADDR (csconform hypervisor --listen); repeatable. Or --hosts-from-api TEMPLATE
+                   ({name}, {id}, {ip}). --domain-prefix P, --run ID as csconform audit has them
+  --map-host h1=NAME   a scenario host is this CloudStack host (default: the same name)
+  --expect PROFILE compare the outcome with the scenario's expectations for PROFILE
+  --poll D         how often the records and domains are read (default 1s); --timeout D per request
+  --insecure       do not verify the API's TLS certificate
+  faults that need a host go through csconform inject, only with:
+  --allow-host PATTERN (repeatable), --allow-vm PATTERN (crash), --max-targets N, --yes,
+  --ssh-user U, --ssh-opt OPT, --ssh-target NAME=ADDR, or --local; --mgmt-port P (disconnect);
+  --audit-log FILE (default csconform-inject.log)
+  The run names what it creates csc-<run>-<name> and removes it all on exit, Ctrl-C included; a step
+  it cannot do from outside (ms-restart, stale-report, setConfig, a primed network, a fault without
+  host access...) is refused up front. Exit 2 also when the cleanup leaves something behind.
 
 explore flags:
   --profile P, --defects LIST   as for repro (default profile fixed)
@@ -172,6 +195,7 @@ func repro(args []string, stdout, stderr io.Writer) int {
 	uri := fs.String("uri", "", "")
 	asJSON := fs.Bool("json", false, "")
 	historyFile := fs.String("history", "", "")
+	ext := addExternalFlags(fs)
 	fs.Usage = func() { fmt.Fprint(stderr, usage) }
 	// Accept the scenario name before or after the flags.
 	var names []string
@@ -188,6 +212,17 @@ func repro(args []string, stdout, stderr io.Writer) int {
 	if len(names) != 1 {
 		fmt.Fprintln(stderr, "csconform repro: name one scenario (or all)")
 		return 2
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if *ext.api != "" {
+		return reproExternalCmd(ext, set, names[0], *asJSON, *historyFile, stdout, stderr)
+	}
+	for _, n := range externalOnly {
+		if set[n] {
+			fmt.Fprintf(stderr, "csconform repro: --%s is for a run against an external CloudStack: give --api URL\n", n)
+			return 2
+		}
 	}
 	if !slices.Contains(drivers, *driver) {
 		fmt.Fprintf(stderr, "csconform repro: unknown driver %q (known: %s)\n", *driver, strings.Join(drivers, ", "))
@@ -295,8 +330,11 @@ func summary(rs []*harness.Result) string {
 }
 
 func writeHistory(path string, r *harness.Result) error {
-	if r.Cluster == nil {
-		return errors.New("no history recorded")
+	switch {
+	case r.Cluster != nil:
+		return explore.WriteHistory(path, r.Cluster.Rec.Events)
+	case r.Rec != nil:
+		return explore.WriteHistory(path, r.Rec.Events)
 	}
-	return explore.WriteHistory(path, r.Cluster.Rec.Events)
+	return errors.New("no history recorded")
 }

@@ -12,6 +12,7 @@
 package cloudclient
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -28,12 +29,19 @@ type Options struct {
 	URL       string // e.g. http://127.0.0.1:8080/client/api
 	APIKey    string
 	SecretKey string
+	// Zone, ServiceOffering, Template and NetworkOffering (isolated, not persistent) to deploy with,
+	// by id or name; "" takes the first usable one the API lists.
+	Zone, ServiceOffering, Template, NetworkOffering string
 	// Sleep waits between polls (default time.Sleep); Now reads the same clock (default time.Now).
 	Sleep func(time.Duration)
 	Now   func() time.Time
 	// Poll is the queryAsyncJobResult period (default 1 s); JobTimeout bounds Wait (default 1 h);
 	// Unreachable is how long Wait rides out connection errors (default 10 min).
 	Poll, JobTimeout, Unreachable time.Duration
+	// Ctx, when cancelled, ends Wait (Ctrl-C); nil: never.
+	Ctx context.Context
+	// Insecure: do not verify the API's TLS certificate.
+	Insecure bool
 }
 
 // String never shows the secret.
@@ -52,6 +60,7 @@ type Client struct {
 	mu                           sync.Mutex
 	zone, template, offering     string
 	netOffering, persistentNetOf string
+	chosen                       string
 	hosts                        map[string]string // host name -> id
 }
 
@@ -72,7 +81,7 @@ func New(o Options) *Client {
 	if o.Unreachable <= 0 {
 		o.Unreachable = 10 * time.Minute
 	}
-	return &Client{CS: cs.NewClient(o.URL, o.APIKey, o.SecretKey, false), o: o, hosts: map[string]string{}}
+	return &Client{CS: cs.NewClient(o.URL, o.APIKey, o.SecretKey, !o.Insecure), o: o, hosts: map[string]string{}}
 }
 
 // JobError is a failed async job: jobresultcode and the jobresult's cserrorcode and errortext.
@@ -87,9 +96,8 @@ func (e *JobError) Error() string {
 	return fmt.Sprintf("job %s failed: CloudStack API error %d (CSExceptionErrorCode: %d): %s", e.JobID, e.Code, e.CSCode, e.Text)
 }
 
-// discover finds the zone, template, service offering and network offerings to deploy with: the
-// first of each (csconform's API face has exactly one; on a real CloudStack pick them with
-// SetDefaults).
+// discover finds the zone, template, service offering and network offerings to deploy with: the ones
+// Options name (by id or name), else the first usable of each (csconform's API face has exactly one).
 func (c *Client) discover() error {
 	c.mu.Lock()
 	done := c.zone != ""
@@ -113,24 +121,70 @@ func (c *Client) discover() error {
 	if err != nil {
 		return err
 	}
-	if z.Count == 0 || so.Count == 0 || tp.Count == 0 || no.Count == 0 {
-		return errors.New("the API lists no zone, service offering, template or network offering to deploy with")
+	pick := func(what, want string, ids, names []string, usable []bool) (string, string, error) {
+		for i := range ids {
+			if want == "" && usable[i] || want != "" && (ids[i] == want || names[i] == want) {
+				return ids[i], names[i], nil
+			}
+		}
+		if want != "" {
+			return "", "", fmt.Errorf("the API lists no %s %q (it lists: %s)", what, want, strings.Join(names, ", "))
+		}
+		return "", "", fmt.Errorf("the API lists no usable %s to deploy with", what)
+	}
+	var ids, names []string
+	var ok []bool
+	for _, x := range z.Zones {
+		ids, names, ok = append(ids, x.Id), append(names, x.Name), append(ok, x.Allocationstate != "Disabled")
+	}
+	zone, zoneName, err := pick("zone", c.o.Zone, ids, names, ok)
+	if err != nil {
+		return err
+	}
+	ids, names, ok = nil, nil, nil
+	for _, x := range so.ServiceOfferings {
+		ids, names, ok = append(ids, x.Id), append(names, x.Name), append(ok, true)
+	}
+	off, offName, err := pick("service offering", c.o.ServiceOffering, ids, names, ok)
+	if err != nil {
+		return err
+	}
+	ids, names, ok = nil, nil, nil
+	for _, x := range tp.Templates {
+		ids, names, ok = append(ids, x.Id), append(names, x.Name), append(ok, x.Isready && (x.Zoneid == "" || x.Zoneid == zone))
+	}
+	tmpl, tmplName, err := pick("template", c.o.Template, ids, names, ok)
+	if err != nil {
+		return err
+	}
+	var netOf, netOfName, pnetOf string
+	ids, names, ok = nil, nil, nil
+	for _, x := range no.NetworkOfferings {
+		usable := x.Guestiptype == "Isolated" && x.State != "Disabled"
+		if usable && x.Ispersistent && pnetOf == "" {
+			pnetOf = x.Id
+		}
+		ids, names, ok = append(ids, x.Id), append(names, x.Name), append(ok, usable && !x.Ispersistent)
+	}
+	if netOf, netOfName, err = pick("isolated network offering", c.o.NetworkOffering, ids, names, ok); err != nil {
+		return err
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.zone, c.offering, c.template = z.Zones[0].Id, so.ServiceOfferings[0].Id, tp.Templates[0].Id
-	for _, o := range no.NetworkOfferings {
-		if o.Guestiptype != "Isolated" {
-			continue
-		}
-		if o.Ispersistent && c.persistentNetOf == "" {
-			c.persistentNetOf = o.Id
-		}
-		if !o.Ispersistent && c.netOffering == "" {
-			c.netOffering = o.Id
-		}
-	}
+	c.zone, c.offering, c.template, c.netOffering, c.persistentNetOf = zone, off, tmpl, netOf, pnetOf
+	c.chosen = fmt.Sprintf("zone %s, service offering %s, template %s, network offering %s", zoneName, offName, tmplName, netOfName)
 	return nil
+}
+
+// Discover picks the zone, service offering, template and network offerings now (see Options) and
+// says which, by name.
+func (c *Client) Discover() (string, error) {
+	if err := c.discover(); err != nil {
+		return "", err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.chosen, nil
 }
 
 // SetDefaults picks the zone, template, service offering and network offerings by id.
@@ -282,6 +336,15 @@ func (c *Client) Destroy(vm string, expunge bool) (string, error) {
 	return r.JobID, nil
 }
 
+// DeleteNetwork is deleteNetwork; it returns the job's id.
+func (c *Client) DeleteNetwork(id string) (string, error) {
+	r, err := c.CS.Network.DeleteNetwork(c.CS.Network.NewDeleteNetworkParams(id))
+	if err != nil {
+		return "", err
+	}
+	return r.JobID, nil
+}
+
 // Expunge is expungeVirtualMachine.
 func (c *Client) Expunge(vm string) (string, error) {
 	r, err := c.CS.VirtualMachine.ExpungeVirtualMachine(c.CS.VirtualMachine.NewExpungeVirtualMachineParams(vm))
@@ -296,6 +359,9 @@ func (c *Client) Wait(jobID string) error {
 	start := c.o.Now()
 	var unreachableSince time.Time
 	for {
+		if c.o.Ctx != nil && c.o.Ctx.Err() != nil {
+			return fmt.Errorf("job %s: stopped waiting: %w", jobID, c.o.Ctx.Err())
+		}
 		r, err := c.CS.Asyncjob.QueryAsyncJobResult(c.CS.Asyncjob.NewQueryAsyncJobResultParams(jobID))
 		switch {
 		case err != nil && transient(err):

@@ -101,6 +101,7 @@ func New(srv *impl.Server, opt Options, creds ...Credentials) *Handler {
 	for _, c := range []command{
 		{"createNetwork", h.createNetwork},
 		{"listNetworks", h.listNetworks},
+		{"deleteNetwork", h.deleteNetwork},
 		{"deployVirtualMachine", h.deploy},
 		{"startVirtualMachine", h.start},
 		{"startVirtualMachineOnce", h.startOnce},
@@ -372,7 +373,7 @@ func (r *request) networkByUUID(name, v string) (*impl.NetworkVO, *apiError) {
 	}
 	id, _ := strconv.ParseInt(k, 10, 64)
 	n := r.h.db.Network(id)
-	if n == nil {
+	if n == nil || n.Removed {
 		return nil, r.invalid(name, v)
 	}
 	return n, nil
@@ -443,7 +444,7 @@ func (h *Handler) listNetworks(r *request) (any, *apiError) {
 		only = n
 	}
 	var out []any
-	for _, n := range h.db.Networks(nil) {
+	for _, n := range h.db.Networks(func(n *impl.NetworkVO) bool { return !n.Removed }) {
 		if only != nil && n.ID != only.ID {
 			continue
 		}
@@ -453,6 +454,19 @@ func (h *Handler) listNetworks(r *request) (any, *apiError) {
 		out = append(out, h.networkJSON(n))
 	}
 	return list("network", out), nil
+}
+
+// deleteNetwork is async, as in CloudStack: the job shuts the network down and removes it.
+func (h *Handler) deleteNetwork(r *request) (any, *apiError) {
+	u, err := r.required("id")
+	if err != nil {
+		return nil, err
+	}
+	n, err := r.networkByUUID("id", u)
+	if err != nil {
+		return nil, err
+	}
+	return h.jobResponse(h.srv.DeleteNetwork(n.ID), 0), nil
 }
 
 // ---- virtual machines
@@ -773,6 +787,7 @@ var jobCmdClass = map[string]string{
 	"StopVMCmd":              "org.apache.cloudstack.api.command.user.vm.StopVMCmd",
 	"DestroyVMCmd":           "org.apache.cloudstack.api.command.user.vm.DestroyVMCmd",
 	"ExpungeVMCmd":           "org.apache.cloudstack.api.command.admin.vm.ExpungeVMCmd",
+	"DeleteNetworkCmd":       "org.apache.cloudstack.api.command.user.network.DeleteNetworkCmd",
 	"StartInstanceBootGroup": "csconform.StartInstanceBootGroup",
 }
 

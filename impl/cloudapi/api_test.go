@@ -267,6 +267,14 @@ func TestEveryCommandParsesInCloudStackGo(t *testing.T) {
 	if l, err := f.cs.VirtualMachine.ListVirtualMachines(lp); err != nil || l.Count != 1 {
 		t.Fatalf("listVirtualMachines state=Destroyed: %v %+v", err, l)
 	}
+	// deleteNetwork is refused while a VM on the network is not expunged
+	dn, err := f.cs.Network.DeleteNetwork(f.cs.Network.NewDeleteNetworkParams(n.Id))
+	if err != nil {
+		t.Fatalf("deleteNetwork: %v", err)
+	}
+	if r := f.wait(t, dn.JobID); r.Jobstatus != 2 || !strings.Contains(string(r.Jobresult), "not all user vms are expunged") {
+		t.Fatalf("deleteNetwork with a Destroyed VM on it: %+v %s", r, r.Jobresult)
+	}
 	ex, err := f.cs.VirtualMachine.ExpungeVirtualMachine(f.cs.VirtualMachine.NewExpungeVirtualMachineParams(d.Id))
 	if err != nil {
 		t.Fatalf("expungeVirtualMachine: %v", err)
@@ -281,6 +289,21 @@ func TestEveryCommandParsesInCloudStackGo(t *testing.T) {
 	_, err = f.cs.VirtualMachine.StartVirtualMachine(f.cs.VirtualMachine.NewStartVirtualMachineParams(d.Id))
 	if code, cse, text := apiErr(t, err); code != 431 || cse != 9999 || !strings.Contains(text, "Invalid parameter id value="+d.Id) {
 		t.Fatalf("start of an expunged VM: %v", err)
+	}
+	// then the network goes, and is no longer listed or known
+	dn, err = f.cs.Network.DeleteNetwork(f.cs.Network.NewDeleteNetworkParams(n.Id))
+	if err != nil {
+		t.Fatalf("deleteNetwork: %v", err)
+	}
+	if r := f.wait(t, dn.JobID); r.Jobstatus != 1 || r.Jobinstancetype != "Network" {
+		t.Fatalf("deleteNetwork job: %+v %s", r, r.Jobresult)
+	}
+	if l, err := f.cs.Network.ListNetworks(f.cs.Network.NewListNetworksParams()); err != nil || l.Count != 0 {
+		t.Fatalf("a deleted network is listed: %v %+v", err, l)
+	}
+	_, err = f.cs.Network.DeleteNetwork(f.cs.Network.NewDeleteNetworkParams(n.Id))
+	if code, _, _ := apiErr(t, err); code != 431 {
+		t.Fatalf("deleteNetwork of a deleted network: %v", err)
 	}
 }
 

@@ -1,0 +1,227 @@
+package main
+
+// csconform repro --api: a scenario against a CloudStack the harness did not start (harness/external.go).
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/csconform/csconform/conformance"
+	"github.com/csconform/csconform/faults/inject"
+	"github.com/csconform/csconform/harness"
+	"github.com/csconform/csconform/harness/audit"
+	"github.com/csconform/csconform/harness/cloudclient"
+)
+
+// mapFlags collects repeated NAME=VALUE.
+type mapFlags map[string]string
+
+func (m mapFlags) String() string { return "" }
+func (m mapFlags) Set(v string) error {
+	k, val, ok := strings.Cut(v, "=")
+	if !ok || k == "" || val == "" {
+		return fmt.Errorf("want NAME=VALUE, got %q", v)
+	}
+	if _, dup := m[k]; dup {
+		return fmt.Errorf("%q given twice", k)
+	}
+	m[k] = val
+	return nil
+}
+
+// extFlags are repro's flags for an external CloudStack.
+type extFlags struct {
+	api, apiKey, secretKey, keysFile      *string
+	zone, offering, template, netOffering *string
+	insecure                              *bool
+	timeout, poll                         *time.Duration
+	hosts                                 hostFlags
+	hostsFromAPI, domainPrefix, labelRun  *string
+	mapHost, sshTargets                   mapFlags
+	expect                                *string
+	allowHosts, allowVMs, sshOpts         listFlag
+	maxTargets, mgmtPort                  *int
+	yes, local                            *bool
+	sshUser, auditLog                     *string
+}
+
+func addExternalFlags(fs *flag.FlagSet) *extFlags {
+	f := &extFlags{mapHost: mapFlags{}, sshTargets: mapFlags{}}
+	f.api = fs.String("api", "", "")
+	f.apiKey = fs.String("api-key", "", "")
+	f.secretKey = fs.String("secret-key", "", "")
+	f.keysFile = fs.String("api-keys-file", "", "")
+	f.zone = fs.String("zone", "", "")
+	f.offering = fs.String("service-offering", "", "")
+	f.template = fs.String("template", "", "")
+	f.netOffering = fs.String("network-offering", "", "")
+	f.insecure = fs.Bool("insecure", false, "")
+	f.timeout = fs.Duration("timeout", 30*time.Second, "")
+	f.poll = fs.Duration("poll", time.Second, "")
+	fs.Var(&f.hosts, "host", "")
+	f.hostsFromAPI = fs.String("hosts-from-api", "", "")
+	f.domainPrefix = fs.String("domain-prefix", "", "")
+	f.labelRun = fs.String("run", "", "")
+	fs.Var(f.mapHost, "map-host", "")
+	f.expect = fs.String("expect", "", "")
+	fs.Var(&f.allowHosts, "allow-host", "")
+	fs.Var(&f.allowVMs, "allow-vm", "")
+	f.maxTargets = fs.Int("max-targets", 1, "")
+	f.yes = fs.Bool("yes", false, "")
+	f.sshUser = fs.String("ssh-user", "root", "")
+	fs.Var(&f.sshOpts, "ssh-opt", "")
+	fs.Var(f.sshTargets, "ssh-target", "")
+	f.local = fs.Bool("local", false, "")
+	f.auditLog = fs.String("audit-log", "csconform-inject.log", "")
+	f.mgmtPort = fs.Int("mgmt-port", 8250, "")
+	return f
+}
+
+// externalOnly are the flags that mean nothing without --api.
+var externalOnly = []string{"api-key", "secret-key", "api-keys-file", "zone", "service-offering", "template", "network-offering",
+	"insecure", "timeout", "poll", "host", "hosts-from-api", "domain-prefix", "run", "map-host", "expect", "allow-host", "allow-vm",
+	"max-targets", "yes", "ssh-user", "ssh-opt", "ssh-target", "local", "audit-log", "mgmt-port"}
+
+// notWithAPI are repro's flags that mean nothing against an external CloudStack.
+var notWithAPI = map[string]string{
+	"profile": "there is no profile against an external CloudStack: --expect PROFILE compares the outcome with a profile's expectations",
+	"defects": "the defects are the external CloudStack's own",
+	"seed":    "an external CloudStack has no seed",
+	"driver":  "--api is the driver",
+	"uri":     "give the hosts with --host NAME=URI",
+}
+
+// options checks the flags and makes the external world's options; the closer releases the inject log.
+func (f *extFlags) options(ctx context.Context, set map[string]bool, stderr io.Writer) (harness.ExternalOptions, func(), error) {
+	nop := func() {}
+	for _, n := range slices.Sorted(maps.Keys(notWithAPI)) {
+		if set[n] {
+			return harness.ExternalOptions{}, nop, fmt.Errorf("--%s does not go with --api: %s", n, notWithAPI[n])
+		}
+	}
+	switch {
+	case len(f.hosts) == 0 && *f.hostsFromAPI == "":
+		return harness.ExternalOptions{}, nop, errors.New("give the hosts whose domains to read: --host NAME=URI (repeatable) or --hosts-from-api TEMPLATE")
+	case len(f.hosts) > 0 && *f.hostsFromAPI != "":
+		return harness.ExternalOptions{}, nop, errors.New("--host and --hosts-from-api do not go together")
+	}
+	creds, err := auditCredentials(*f.apiKey, *f.secretKey, *f.keysFile)
+	if err != nil {
+		return harness.ExternalOptions{}, nop, err
+	}
+	eo := harness.ExternalOptions{
+		API: cloudclient.Options{URL: *f.api, APIKey: creds[0], SecretKey: creds[1], Zone: *f.zone, ServiceOffering: *f.offering,
+			Template: *f.template, NetworkOffering: *f.netOffering, Insecure: *f.insecure},
+		Timeout: *f.timeout, Poll: *f.poll, HostMap: f.mapHost, DomainPrefix: *f.domainPrefix, Expect: *f.expect,
+		Ctx: ctx, Log: stderr,
+	}
+	for _, h := range f.hosts {
+		h.Run = *f.labelRun
+		eo.Hosts = append(eo.Hosts, hostSource(h))
+	}
+	if tmpl := *f.hostsFromAPI; tmpl != "" {
+		run := *f.labelRun
+		eo.HostsFor = func(rec audit.Records) ([]audit.HostSource, error) {
+			if len(rec.Hosts) == 0 {
+				return nil, errors.New("listHosts gives no Routing host")
+			}
+			var out []audit.HostSource
+			for _, h := range rec.Hosts {
+				out = append(out, hostSource(audit.LibvirtHost{Host: h.Name, URI: audit.HostURI(tmpl, h), Run: run}))
+			}
+			return out, nil
+		}
+	}
+	closer := nop
+	if len(f.allowHosts) > 0 || *f.yes || *f.local {
+		var ex inject.Executor = inject.SSH{User: *f.sshUser, Options: f.sshOpts, Timeout: 10 * time.Second}
+		if *f.local {
+			ex = inject.Local{}
+		}
+		in := &harness.ExternalInject{Exec: ex, Yes: *f.yes, Out: stderr, Targets: f.sshTargets, MgmtPort: *f.mgmtPort,
+			Policy: inject.Policy{AllowHosts: f.allowHosts, AllowVMs: f.allowVMs, MaxTargets: *f.maxTargets}}
+		eo.Inject = in
+		// the log is opened only when a fault is about to need it (a run without faults writes none)
+		closer = func() {
+			if in.Log != nil {
+				in.Log.Close()
+			}
+		}
+		logFile := *f.auditLog
+		in.OpenLog = func() (*inject.Log, error) { return inject.OpenLog(logFile) }
+	}
+	return eo, closer, nil
+}
+
+// hostSource reads a host's domains from libvirt, or from a csconform hypervisor's truth endpoint
+// (URI http://ADDR: GET /domains), which is what a reference setup without libvirt has.
+func hostSource(h audit.LibvirtHost) audit.HostSource {
+	if strings.HasPrefix(h.URI, "http://") || strings.HasPrefix(h.URI, "https://") {
+		return audit.HypervisorHost{Host: h.Host, URL: h.URI}
+	}
+	return h
+}
+
+// reproExternal runs one scenario against the external CloudStack.
+func reproExternal(ctx context.Context, f *extFlags, set map[string]bool, sc *harness.Scenario, stderr io.Writer) (*harness.Result, error) {
+	eo, closeLog, err := f.options(ctx, set, stderr)
+	if err != nil {
+		return nil, err
+	}
+	defer closeLog()
+	r, err := harness.RunScenarioExternal(sc, eo)
+	if err != nil && ctx.Err() != nil {
+		return nil, fmt.Errorf("interrupted (%v); the run's faults were healed and what it created removed", err)
+	}
+	return r, err
+}
+
+// reproExternalCmd is csconform repro NAME|FILE --api URL ...: exit 0 nothing found, 1 a violation or
+// a history that is not linearizable, 2 bad input, a refused scenario or something the cleanup left.
+func reproExternalCmd(f *extFlags, set map[string]bool, name string, asJSON bool, historyFile string, stdout, stderr io.Writer) int {
+	fail := func(err error) int { fmt.Fprintln(stderr, "csconform repro:", err); return 2 }
+	if name == "all" {
+		return fail(errors.New("against an external CloudStack, name one scenario (not all)"))
+	}
+	sc, err := conformance.Find(name)
+	if err != nil {
+		return fail(err)
+	}
+	ctx, stop := reproContext()
+	defer stop()
+	r, err := reproExternal(ctx, f, set, sc, stderr)
+	if err != nil {
+		return fail(err)
+	}
+	if historyFile != "" {
+		if err := writeHistory(historyFile, r); err != nil {
+			return fail(err)
+		}
+	}
+	if asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode([]*harness.Result{r}); err != nil {
+			return fail(err)
+		}
+	} else {
+		r.WriteText(stdout, r.Started)
+		fmt.Fprintln(stdout, summary([]*harness.Result{r}))
+	}
+	switch {
+	case len(r.Leftovers) > 0:
+		fmt.Fprintf(stderr, "csconform repro: the cleanup left %d thing(s) of run %s behind (listed above): remove them by hand\n", len(r.Leftovers), r.Run)
+		return 2
+	case len(r.Violations) > 0 || len(r.NotLinearizable) > 0:
+		return 1
+	}
+	return 0
+}

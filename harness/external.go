@@ -1,0 +1,755 @@
+package harness
+
+// The external world: a CloudStack the harness did not start (a real one, or csconform's reference
+// server behind its API face). The harness starts nothing. It creates the scenario's networks and
+// VMs through the API with cloudstack-go (harness/cloudclient), names each csc-<run>-<name>, runs the
+// steps, and on the way out — success, failure or Ctrl-C — destroys and expunges every VM and deletes
+// every network it created, and nothing else.
+//
+// What it sees is what anyone outside sees: the records through list* commands (harness/audit's
+// reading, read-only) and the hosts' domains through their libvirt URIs (read-only), polled during
+// the run and at the end. The invariants are checked on those snapshots (audit.Snapshot →
+// model/invariant), limited to what the run created, and every snapshot is written into the history as
+// observations, so model/linear checks the client operations against what was observed.
+//
+// Faults that need a host (an agent stopped, a link cut, a domain killed) go through faults/inject, on
+// the operator's allowlist and with --yes; faults that need the server's internals are refused up
+// front, as is anything else the run cannot do from outside.
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	cs "github.com/apache/cloudstack-go/v2/cloudstack"
+
+	"github.com/csconform/csconform/faults"
+	"github.com/csconform/csconform/faults/inject"
+	"github.com/csconform/csconform/harness/audit"
+	"github.com/csconform/csconform/harness/cloudclient"
+	"github.com/csconform/csconform/model/linear"
+	"github.com/csconform/csconform/model/vm"
+)
+
+// ExternalOptions say which CloudStack to drive and how to see its hosts.
+type ExternalOptions struct {
+	// API is the endpoint, the key pair and the zone/offering/template choices ("" = the first usable
+	// one the API lists). Sleep, Now and Ctx are set by the run.
+	API     cloudclient.Options
+	Timeout time.Duration // per list request (default 30 s)
+	// HostMap maps the scenario's hosts (h1, h2) to CloudStack's host names (default: the same name).
+	HostMap map[string]string
+	// Hosts give the hosts' domains, read-only (audit.LibvirtHost); HostsFor makes them from the
+	// recorded hosts instead (--hosts-from-api).
+	Hosts        []audit.HostSource
+	HostsFor     func(audit.Records) ([]audit.HostSource, error)
+	DomainPrefix string // as audit's: stripped from domain names to get instance names
+	// Run names what the run creates, csc-<run>-<name> (default NewRunID()).
+	Run string
+	// Inject is host access for the faults that need it; nil: none, and such a step is refused.
+	Inject *ExternalInject
+	// Expect compares the outcome with this profile's expectations ("" : none).
+	Expect string
+	Ctx    context.Context // cancelled (Ctrl-C): the run stops, heals its faults and removes what it made
+	Log    io.Writer       // progress lines (nil: none)
+	// Now and Speed are the clock of the server under test: Speed world seconds per wall second
+	// (default 1; a test drives the live world's reference server, which runs faster).
+	Now   func() time.Time
+	Speed float64
+	// Poll is how often (wall time) the records and domains are read (default 1 s).
+	Poll time.Duration
+}
+
+// ExternalInject is what the faults that need host access run through.
+type ExternalInject struct {
+	Exec   inject.Executor
+	Policy inject.Policy
+	Log    *inject.Log
+	// OpenLog, if set and Log is not, opens the log before the first fault (a run without faults
+	// writes none).
+	OpenLog func() (*inject.Log, error)
+	Out     io.Writer // inject's own lines (apply, heal)
+	Yes     bool      // without it no fault is applied: a step that needs one is refused up front
+	// Targets maps CloudStack's host names to the names inject runs commands on (ssh); default the
+	// same. DBHost is the database host (backdate).
+	Targets  map[string]string
+	MgmtPort int // cut-link: the agent port (default 8250)
+}
+
+// ExternalPrefix is what the names of a run's networks and VMs start with.
+func ExternalPrefix(run string) string { return "csc-" + run + "-" }
+
+// externalFault is how a scenario fault is applied from outside: through inject, or not at all.
+type externalFault struct {
+	inject string // inject's fault kind ("": not available)
+	why    string // why not, when not
+}
+
+var externalFaults = map[string]externalFault{
+	"agent-restart":    {inject: inject.AgentStop},
+	"disconnect":       {inject: inject.CutLink},
+	"crash":            {inject: inject.CrashDomain},
+	"agent-kill":       {why: "a kill -9 of the agent: csconform inject stops agents with systemctl only (use agent-restart)"},
+	"guest-shutdown":   {why: "a guest powering itself off needs the guest's console: csconform inject cannot"},
+	"stale-report":     {why: "delaying the agent's next out-of-band report needs the agent's internals"},
+	"slow-router-boot": {why: "the routers' boot time is the hypervisor's internals (inject's delay-router-boot suspends one router by hand)"},
+	"ms-restart":       {why: "restarting the management server with its database kept needs the server's host: csconform inject cannot"},
+	"backdate":         {why: "backdating a network writes CloudStack's database: run csconform inject backdate-network by hand"},
+}
+
+// Preflight says what stands in the way of running sc externally with these options, step by step:
+// nil means it can run.
+func (eo ExternalOptions) Preflight(sc *Scenario) error {
+	var errs []error
+	for _, n := range sc.Networks {
+		if n.Primed || n.Age > 0 {
+			errs = append(errs, fmt.Errorf("network %s is primed or aged: that needs the network GC's timing or a write to CloudStack's database; not available against an external CloudStack", n.Name))
+		}
+	}
+	for i, st := range sc.Steps {
+		where := fmt.Sprintf("step %d", i+1)
+		switch {
+		case st.Op == "setConfig":
+			errs = append(errs, fmt.Errorf("%s (setConfig %s): changing the CloudStack's global configuration is not done from here; set it with updateConfiguration first and drop the step", where, st.Key))
+		case st.Op == "allocate":
+			// deployVirtualMachine startvm=false: fine
+		case st.Fault != "":
+			ef := externalFaults[st.Fault]
+			if ef.inject == "" {
+				errs = append(errs, fmt.Errorf("%s (fault %s) cannot run against an external CloudStack: %s", where, st.Fault, or(ef.why, "unknown to the external world")))
+				continue
+			}
+			errs = append(errs, eo.hostAccess(where, st)...)
+		}
+	}
+	if eo.Expect != "" {
+		if _, ok := sc.Expect[eo.Expect]; !ok {
+			errs = append(errs, fmt.Errorf("--expect %s: scenario %s states no outcome for %s (it has: %s)", eo.Expect, sc.Name, eo.Expect, strings.Join(slices.Sorted(maps.Keys(sc.Expect)), ", ")))
+		}
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("scenario %s cannot run externally:\n  %s", sc.Name, strings.Join(errStrings(errs), "\n  "))
+	}
+	return nil
+}
+
+func errStrings(errs []error) []string {
+	var out []string
+	for _, e := range errs {
+		out = append(out, e.Error())
+	}
+	return out
+}
+
+// hostAccess checks a fault step has what inject needs: an executor, --yes, the host allowlisted
+// (and, for a crash, a domain allowlist).
+func (eo ExternalOptions) hostAccess(where string, st Step) []error {
+	what := fmt.Sprintf("%s (fault %s", where, st.Fault)
+	if st.Host != "" {
+		what += " on " + st.Host
+	}
+	what += ")"
+	in := eo.Inject
+	if in == nil || in.Exec == nil {
+		return []error{fmt.Errorf("%s needs host access, which this run does not have: give --allow-host PATTERN and --yes (and --ssh-user/--ssh-opt, or --local)", what)}
+	}
+	var errs []error
+	if !in.Yes {
+		errs = append(errs, fmt.Errorf("%s needs host access: add --yes to let the run apply it through csconform inject", what))
+	}
+	if len(in.Policy.AllowHosts) == 0 {
+		errs = append(errs, fmt.Errorf("%s needs host access: give --allow-host PATTERN for the hosts it may touch", what))
+	}
+	if st.Host != "" && len(in.Policy.AllowHosts) > 0 {
+		target := in.target(eo.hostName(st.Host))
+		if err := in.Policy.Check(inject.Plan{Targets: []string{"host:" + target}}); err != nil {
+			errs = append(errs, fmt.Errorf("%s: host %s is not allowlisted (--allow-host)", what, target))
+		}
+	}
+	if st.Fault == "crash" && len(in.Policy.AllowVMs) == 0 {
+		errs = append(errs, fmt.Errorf("%s needs --allow-vm PATTERN for the domains it may kill", what))
+	}
+	return errs
+}
+
+func (in *ExternalInject) target(host string) string {
+	if t, ok := in.Targets[host]; ok {
+		return t
+	}
+	return host
+}
+
+// hostName is CloudStack's name for a scenario host.
+func (eo ExternalOptions) hostName(h string) string {
+	if n, ok := eo.HostMap[h]; ok {
+		return n
+	}
+	return h
+}
+
+// RunScenarioExternal runs a scenario against an external CloudStack. Every VM and network the run
+// created is removed before it returns, whatever the outcome; what could not be is in
+// Result.Leftovers.
+func RunScenarioExternal(sc *Scenario, eo ExternalOptions) (res *Result, err error) {
+	if eo.Ctx == nil {
+		eo.Ctx = context.Background()
+	}
+	if eo.Run == "" {
+		eo.Run = NewRunID()
+	}
+	if !safeRun.MatchString(eo.Run) {
+		return nil, fmt.Errorf("run id %q: letters and digits only", eo.Run)
+	}
+	if eo.Speed <= 0 {
+		eo.Speed = 1
+	}
+	if eo.Now == nil {
+		eo.Now = time.Now
+	}
+	if eo.Poll <= 0 {
+		eo.Poll = time.Second
+	}
+	if eo.Timeout <= 0 {
+		eo.Timeout = 30 * time.Second
+	}
+	if eo.API.URL == "" {
+		return nil, errors.New("no API URL")
+	}
+	if err := eo.Preflight(sc); err != nil {
+		return nil, err
+	}
+	w := &extWorld{eo: eo, sc: sc, prefix: ExternalPrefix(eo.Run), vmIDs: map[string]string{}, netIDs: map[string]string{},
+		instances: map[string]bool{}, vmInstance: map[string]string{}, listed: map[string]bool{}, ipHolder: map[string]string{}, ourVols: map[string]bool{}, hostState: map[string]string{}}
+	w.secrets = []string{eo.API.SecretKey, eo.API.APIKey}
+	defer func() { err = w.redactErr(err) }()
+	w.rec = NewRecorder(eo.Now)
+	w.ro = audit.NewAPIClient(audit.APIOptions{URL: eo.API.URL, APIKey: eo.API.APIKey, SecretKey: eo.API.SecretKey, Zone: eo.API.Zone, Timeout: eo.Timeout, Insecure: eo.API.Insecure})
+	o := eo.API
+	o.Sleep, o.Now, o.Ctx = func(d time.Duration) { w.sleepWorld(d) }, eo.Now, eo.Ctx
+	w.cc = cloudclient.New(o)
+	if err := w.connect(); err != nil {
+		return nil, err
+	}
+	w.start = eo.Now()
+	res = &Result{Scenario: sc.Name, Title: sc.Title, Profile: eo.Expect, Started: w.start, External: eo.API.URL, Run: eo.Run, Rec: w.rec}
+	defer func() {
+		left := w.cleanup()
+		if res != nil {
+			res.Leftovers = left
+			res.Notes = append(res.Notes, w.strayDomains()...)
+		} else if len(left) > 0 {
+			err = fmt.Errorf("%v\nthe cleanup left behind (remove by hand):\n  %s", err, strings.Join(left, "\n  "))
+		}
+	}()
+	bg, stopBG := context.WithCancel(eo.Ctx)
+	var bgWG sync.WaitGroup
+	bgWG.Add(1)
+	go func() {
+		defer bgWG.Done()
+		for sleepCtx(bg, eo.Poll) {
+			w.check()
+		}
+	}()
+	runErr := w.runSteps(res)
+	if runErr == nil {
+		if !w.sleepWorld(w.settle()) {
+			runErr = eo.Ctx.Err()
+		}
+	}
+	stopBG()
+	bgWG.Wait()
+	if runErr != nil {
+		if eo.Ctx.Err() != nil {
+			return nil, fmt.Errorf("interrupted (%v); the run's faults were healed and what it created removed", eo.Ctx.Err())
+		}
+		return nil, fmt.Errorf("scenario %s: %v", sc.Name, runErr)
+	}
+	w.check() // a last look, twice: a violation of the domains' truth counts once two looks see it
+	w.check()
+	w.finish(res)
+	res.NotLinearizable = linear.Illegal(linear.Check(linear.Partitions(w.rec.Events), 10*time.Second))
+	res.LinearChecked = true
+	res.VirtualEnd = eo.Now().Sub(w.start)
+	res.Notes = append(append([]string{
+		"world: external CloudStack at " + eo.API.URL + " (run " + eo.Run + ", names " + w.prefix + "…); " + w.chosen,
+		"seen from outside: records through list* commands, the hosts' domains through libvirt or a csconform hypervisor (read-only), every " + eo.Poll.String() + "; only what this run created is judged",
+		"not checked here: network-lock (it needs each network write with its lock holder, which only the server's database knows); " +
+			"the linearizability check sees the client operations, the observations and the guest addresses' holders as listed, not the server's own writes",
+	}, w.unobservable()...), w.timeline...)
+	if eo.Expect != "" {
+		res.Expected = true
+		res.Mismatches = sc.Expect[eo.Expect].compareWith(res, w.vmState)
+	}
+	return res, nil
+}
+
+var safeRun = regexp.MustCompile(`^[A-Za-z0-9]{1,20}$`)
+
+type extWorld struct {
+	eo     ExternalOptions
+	sc     *Scenario
+	prefix string
+	rec    *Recorder
+	ro     *cs.CloudStackClient // read-only: the records
+	cc     *cloudclient.Client  // the client operations
+	hosts  []audit.HostSource
+	start  time.Time
+	grace  time.Duration
+	chosen string
+
+	secrets []string
+
+	mu         sync.Mutex
+	vmIDs      map[string]string // scenario VM name -> uuid
+	netIDs     map[string]string // scenario network name -> uuid
+	instances  map[string]bool   // instance names of the run's VMs and routers, ever seen
+	vmInstance map[string]string // a VM's uuid -> its instance name, read at deploy
+	listed     map[string]bool   // VMs the API listed at least once
+	ipHolder   map[string]string // guest address -> "vm:<uuid>" or "free", as last listed
+	ourVols    map[string]bool
+	hostState  map[string]string
+	last       *audit.Records
+	timeline   []string
+	viols      []Violation
+	checkMu    sync.Mutex
+	checks     outsideChecks
+	startSeen  map[string]bool // VMs seen Starting (the start-sent condition, from outside)
+	faultSeq   int
+}
+
+// sleepWorld sleeps d of the server's time; false if the run was cancelled meanwhile.
+func (w *extWorld) sleepWorld(d time.Duration) bool {
+	return sleepCtx(w.eo.Ctx, time.Duration(float64(d)/w.eo.Speed))
+}
+
+// redact takes the key pair and any request's query string out of a text.
+func (w *extWorld) redact(s string) string {
+	s = queryString.ReplaceAllString(s, "?…")
+	for _, k := range w.secrets {
+		if k != "" {
+			s = strings.ReplaceAll(s, k, "<hidden>")
+		}
+	}
+	return s
+}
+
+// queryString is a request's parameters in an error text (net/http quotes the URL it failed on).
+var queryString = regexp.MustCompile(`\?[^"\s)]*=[^"\s]*`)
+
+func (w *extWorld) redactErr(err error) error {
+	if err == nil {
+		return nil
+	}
+	return errors.New(w.redact(err.Error()))
+}
+
+func (w *extWorld) logf(format string, args ...any) {
+	if w.eo.Log != nil {
+		fmt.Fprintln(w.eo.Log, w.redact(fmt.Sprintf("csconform external: "+format, args...)))
+	}
+}
+
+func (w *extWorld) note(format string, args ...any) {
+	line := w.redact(fmt.Sprintf("%s "+format, append([]any{clock(w.eo.Now(), w.start)}, args...)...))
+	w.mu.Lock()
+	w.timeline = append(w.timeline, line)
+	w.mu.Unlock()
+	w.logf("%s", line)
+}
+
+// connect reads the records once (the API answers, the keys are good), checks the scenario's hosts
+// and configuration against the server, reads every host's domains once, and picks what to deploy.
+func (w *extWorld) connect() error {
+	rec, err := audit.FromAPI(w.ro, w.eo.API.Zone)
+	if err != nil {
+		return fmt.Errorf("the API at %s: %v%s", w.eo.API.URL, w.redact(err.Error()), hint(err))
+	}
+	var names []string
+	up := map[string]string{}
+	for _, h := range rec.Hosts {
+		names = append(names, h.Name)
+		up[h.Name] = h.State
+	}
+	for _, h := range w.sc.Hosts {
+		n := w.eo.hostName(h)
+		if _, ok := up[n]; !ok {
+			return fmt.Errorf("scenario host %s: the API lists no Routing host %q (it lists: %s); map it with --map-host %s=NAME", h, n, strings.Join(orNoneList(names), ", "), h)
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(w.sc.Config)) {
+		v, err := w.cc.Config(k)
+		if err != nil {
+			return fmt.Errorf("scenario %s needs %s=%s; the server: %v", w.sc.Name, k, w.sc.Config[k], w.redact(err.Error()))
+		}
+		if !sameConfig(v, w.sc.Config[k]) {
+			return fmt.Errorf("scenario %s needs %s=%s, the server has %s=%s: set it (updateConfiguration) before the run", w.sc.Name, k, w.sc.Config[k], k, v)
+		}
+	}
+	w.grace = 2*60*time.Second + 10*time.Second
+	if v, err := w.cc.Config("ping.interval"); err == nil {
+		if s, err := strconv.ParseFloat(v, 64); err == nil && s > 0 {
+			w.grace = 2*time.Duration(s*float64(time.Second)) + 10*time.Second
+		}
+	}
+	w.hosts = w.eo.Hosts
+	if w.eo.HostsFor != nil {
+		if w.hosts, err = w.eo.HostsFor(rec); err != nil {
+			return err
+		}
+	}
+	if len(w.hosts) == 0 {
+		return errors.New("no host to read domains from: give --host NAME=URI or --hosts-from-api TEMPLATE")
+	}
+	for _, h := range w.hosts {
+		hd, err := h.Domains()
+		if err != nil {
+			return fmt.Errorf("reading a host's domains: %v", err)
+		}
+		// the records place VMs on hosts by name: a host read under another name would make every
+		// domain on it look misplaced
+		if _, ok := up[hd.Host]; !ok {
+			return fmt.Errorf("host %s: the API lists no Routing host of that name (it lists: %s); name the hosts as CloudStack does", hd.Host, strings.Join(orNoneList(names), ", "))
+		}
+	}
+	if w.chosen, err = w.cc.Discover(); err != nil {
+		return fmt.Errorf("the API at %s: %v", w.eo.API.URL, w.redact(err.Error()))
+	}
+	return nil
+}
+
+// hint adds what a person should check for the usual mistakes.
+func hint(err error) string {
+	s := err.Error()
+	switch {
+	case strings.Contains(s, "error 401"), strings.Contains(s, "error 432"):
+		return " (check the key pair: --api-key/--secret-key, $CSCONFORM_API_KEY/$CSCONFORM_SECRET_KEY or --api-keys-file, and that the user may call list* commands)"
+	case strings.Contains(s, "connection refused"), strings.Contains(s, "no such host"), strings.Contains(s, "timeout"):
+		return " (is the URL right and the management server up?)"
+	}
+	return ""
+}
+
+func orNoneList(x []string) []string {
+	if len(x) == 0 {
+		return []string{"none"}
+	}
+	return x
+}
+
+func sameConfig(a, b string) bool {
+	if strings.EqualFold(a, b) {
+		return true
+	}
+	x, e1 := strconv.ParseFloat(a, 64)
+	y, e2 := strconv.ParseFloat(b, 64)
+	return e1 == nil && e2 == nil && x == y
+}
+
+// settle is the scenario's settle, at most twice the report grace (past it, nothing the server does
+// later changes what a check sees of the run).
+func (w *extWorld) settle() time.Duration {
+	d := w.sc.Settle
+	if d <= 0 {
+		d = 3 * time.Minute
+	}
+	return min(d, 2*w.grace)
+}
+
+// ---- client operations
+
+func (w *extWorld) netUUIDs(names []string) ([]string, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var out []string
+	for _, n := range names {
+		id, ok := w.netIDs[n]
+		if !ok {
+			return nil, fmt.Errorf("no network named %q", n)
+		}
+		out = append(out, id)
+	}
+	return out, nil
+}
+
+func (w *extWorld) createNetwork(client, name string, persistent bool) error {
+	op := w.rec.BeginOp(client, "createNetwork", "", "", nil, name)
+	id, err := w.cc.CreateNetwork(w.prefix+name, persistent)
+	if err == nil {
+		w.mu.Lock()
+		w.netIDs[name] = id
+		w.mu.Unlock()
+	}
+	err = w.redactErr(err)
+	w.rec.EndOp(op, err)
+	return err
+}
+
+// deploy is deploy (start) or allocate (startvm=false).
+func (w *extWorld) deploy(client, kind, name string, networks []string, host string, start bool) error {
+	ns, err := w.netUUIDs(networks)
+	if err != nil {
+		return err
+	}
+	h := w.eo.hostName(host)
+	op := w.rec.BeginOp(client, kind, "", h, ns, name)
+	id, job, err := w.cc.Deploy(w.prefix+name, ns, h, start)
+	if err == nil {
+		w.mu.Lock()
+		w.vmIDs[name] = id
+		w.mu.Unlock()
+		w.rec.SetOpVM(op, id, h)
+		if v, err := w.cc.VM(id); err == nil {
+			w.mu.Lock()
+			w.vmInstance[id] = v.Instancename
+			w.instances[v.Instancename] = true
+			w.mu.Unlock()
+		}
+		err = w.cc.Wait(job)
+	}
+	err = w.redactErr(err)
+	w.rec.EndOp(op, err)
+	return err
+}
+
+func (w *extWorld) vmOp(client, kind, name, host string) error {
+	w.mu.Lock()
+	id, ok := w.vmIDs[name]
+	w.mu.Unlock()
+	if !ok {
+		return fmt.Errorf("no VM named %q", name)
+	}
+	h := w.eo.hostName(host)
+	op := w.rec.BeginOp(client, kind, id, h, nil, name)
+	var job string
+	var err error
+	switch kind {
+	case "start", "startNoRetry":
+		job, err = w.cc.Start(id, h, kind == "startNoRetry")
+	case "stop", "forceStop":
+		job, err = w.cc.Stop(id, kind == "forceStop")
+	case "destroy", "destroyExpunge":
+		job, err = w.cc.Destroy(id, kind == "destroyExpunge")
+	case "expunge":
+		job, err = w.cc.Expunge(id)
+	default:
+		err = fmt.Errorf("unknown operation %q", kind)
+	}
+	if err == nil {
+		err = w.cc.Wait(job)
+	}
+	err = w.redactErr(err)
+	w.rec.EndOp(op, err)
+	return err
+}
+
+// ---- steps
+
+func (w *extWorld) runSteps(res *Result) error {
+	for _, n := range w.sc.Networks {
+		if err := w.createNetwork("setup", n.Name, n.Persistent); err != nil {
+			return fmt.Errorf("creating network %s: %v", n.Name, err)
+		}
+	}
+	w.check()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	var mu sync.Mutex
+	var asyncErr error
+	for i, st := range w.sc.Steps {
+		if st.Wait > 0 && !w.sleepWorld(st.Wait) {
+			return w.eo.Ctx.Err()
+		}
+		if st.Until != "" {
+			if err := w.waitUntil(st); err != nil {
+				return fmt.Errorf("step %d: %v", i+1, err)
+			}
+		}
+		client := fmt.Sprintf("client-%d", i+1)
+		var fn func() error
+		switch {
+		case st.Fault != "":
+			fn = func() error { return w.fault(st) }
+		case st.Op != "":
+			cr := CaseResult{Case: st.Case, Op: st.Op, Path: pathOf(st.Op), VM: st.VM, client: client}
+			if len(st.Networks) > 0 {
+				cr.Network = st.Networks[0]
+			}
+			res.Cases = append(res.Cases, cr)
+			fn = func() error {
+				switch st.Op {
+				case "createNetwork":
+					_ = w.createNetwork(client, st.Network, false)
+				case "deploy", "allocate":
+					_ = w.deploy(client, st.Op, st.VM, st.Networks, st.Host, st.Op == "deploy")
+				default:
+					_ = w.vmOp(client, st.Op, st.VM, st.Host)
+				}
+				return nil // an op's failure is an outcome, not an error of the run
+			}
+		default:
+			continue
+		}
+		if st.Async {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if err := fn(); err != nil {
+					mu.Lock()
+					asyncErr = errors.Join(asyncErr, fmt.Errorf("step %d: %v", i+1, err))
+					mu.Unlock()
+				}
+			}()
+		} else if err := fn(); err != nil {
+			return fmt.Errorf("step %d: %v", i+1, err)
+		}
+		if w.eo.Ctx.Err() != nil {
+			return w.eo.Ctx.Err()
+		}
+	}
+	wg.Wait()
+	return asyncErr
+}
+
+// waitUntil polls a step's condition on what the API lists, for an hour of the server's time at most.
+func (w *extWorld) waitUntil(st Step) error {
+	deadline := w.eo.Now().Add(time.Hour)
+	for w.eo.Now().Before(deadline) {
+		w.check()
+		w.mu.Lock()
+		id := w.vmIDs[st.VM]
+		nid := w.netIDs[st.Network]
+		last := w.last
+		started := w.startSeen[id]
+		w.mu.Unlock()
+		switch st.Until {
+		case "host-up":
+			if w.hostIs(w.eo.hostName(st.Host), "Up") {
+				return nil
+			}
+		case "start-sent":
+			if started {
+				return nil
+			}
+		case "running", "implementing":
+			if last != nil {
+				for _, v := range last.VMs {
+					if st.Until == "running" && v.ID == id && v.State == string(vm.Running) {
+						return nil
+					}
+				}
+				for _, n := range last.Networks {
+					if st.Until == "implementing" && n.ID == nid && n.State == "Implementing" {
+						return nil
+					}
+				}
+			}
+		}
+		if !sleepCtx(w.eo.Ctx, w.eo.Poll/4) {
+			return w.eo.Ctx.Err()
+		}
+	}
+	return fmt.Errorf("condition %s not met within an hour", st.Until)
+}
+
+// fault applies a scenario fault through inject, recorded in the history as the other worlds do.
+func (w *extWorld) fault(st Step) error {
+	ef := externalFaults[st.Fault]
+	in := w.eo.Inject
+	w.mu.Lock()
+	w.faultSeq++
+	seq := w.faultSeq
+	w.mu.Unlock()
+	spec := inject.Spec{Fault: ef.inject, MgmtPort: in.MgmtPort, ID: w.eo.Run + "f" + strconv.Itoa(seq)}
+	var targets []string
+	kind, _ := faults.Lookup(st.Fault)
+	switch st.Fault {
+	case "agent-restart":
+		h := w.eo.hostName(st.Host)
+		spec.Hosts, spec.Duration = []string{in.target(h)}, cmp.Or(st.Duration, 10*time.Second)
+		targets = []string{"host:" + h}
+	case "disconnect":
+		h := w.eo.hostName(st.Host)
+		spec.Hosts, spec.Duration = []string{in.target(h)}, st.Duration
+		targets = []string{"host:" + h}
+	case "crash":
+		w.mu.Lock()
+		id := w.vmIDs[st.VM]
+		inst := w.vmInstance[id]
+		w.mu.Unlock()
+		h, dom, err := w.domainOf(inst)
+		if err != nil {
+			return fmt.Errorf("crash of %s: %v", st.VM, err)
+		}
+		spec.Hosts, spec.VM = []string{in.target(h)}, dom
+		targets = []string{"vm:" + id}
+	}
+	plan, err := inject.Build(spec)
+	if err != nil {
+		return fmt.Errorf("fault %s: %v", st.Fault, err)
+	}
+	w.mu.Lock()
+	if in.Log == nil && in.OpenLog != nil {
+		in.Log, err = in.OpenLog()
+	}
+	w.mu.Unlock()
+	if err != nil {
+		return fmt.Errorf("fault %s: %v", st.Fault, err)
+	}
+	i := w.rec.BeginFault(st.Fault, kind.Disruptive, fmt.Sprintf("through csconform inject %s on %s", plan.Kind.Name, strings.Join(plan.Targets, ",")), targets...)
+	w.note("fault %s begins: inject %s on %s", st.Fault, plan.Kind.Name, strings.Join(plan.Targets, ","))
+	injector := &inject.Injector{Exec: in.Exec, Policy: in.Policy, Log: in.Log, Out: in.Out, Yes: in.Yes,
+		After: func(d time.Duration) <-chan time.Time { return time.After(time.Duration(float64(d) / w.eo.Speed)) }}
+	err = injector.Run(w.eo.Ctx, plan)
+	// a host fault lasts until the host is Up again: until then it explains a failed start
+	if err == nil && kind.Disruptive && slices.ContainsFunc(targets, func(t string) bool { return strings.HasPrefix(t, "host:") }) {
+		deadline := w.eo.Now().Add(5 * time.Minute)
+		for !w.hostIs(strings.TrimPrefix(targets[0], "host:"), "Up") && w.eo.Now().Before(deadline) && sleepCtx(w.eo.Ctx, w.eo.Poll/4) {
+			w.check()
+		}
+	}
+	detail := "healed"
+	if err != nil {
+		detail = "failed: " + err.Error()
+	}
+	w.rec.EndFault(i, detail)
+	w.note("fault %s ends: %s", st.Fault, detail)
+	return err
+}
+
+// domainOf finds the host running an instance's domain (and the domain's libvirt name).
+func (w *extWorld) domainOf(instance string) (string, string, error) {
+	if instance == "" {
+		return "", "", errors.New("its instance name is not known")
+	}
+	for _, h := range w.hosts {
+		hd, err := h.Domains()
+		if err != nil {
+			return "", "", err
+		}
+		prefix := strings.ReplaceAll(w.eo.DomainPrefix, "{host}", hd.Host)
+		for _, d := range hd.Domains {
+			if d.Running && (d.Instance == instance || d.Instance == "" && d.Name == prefix+instance) {
+				return hd.Host, d.Name, nil
+			}
+		}
+	}
+	return "", "", fmt.Errorf("no host runs a domain for %s", instance)
+}
+
+// finish fills the table from the history and the last look.
+func (w *extWorld) finish(res *Result) {
+	finishCases(res, w.rec, w.vmState)
+	w.mu.Lock()
+	res.Violations = append([]Violation(nil), w.viols...)
+	w.mu.Unlock()
+	sortedViolations(res.Violations)
+}
