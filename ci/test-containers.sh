@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The container tier: the management server and every host in Docker containers built at test time
 # FROM scratch with a static csconform (nothing is pulled; Ryuk is off), on a user-defined network per
-# run. Runs the driver's fault tests (partition, pause, stop/start, kill, server restart, rolling
-# restart: go test ./drivers/container -containers) and seed 004 and 001 under both profiles
+# run. Runs the driver's fault tests (partition, pause, stop/start, kill, rolling restart, the
+# server's kill and start with its records kept, guest faults: go test ./drivers/container
+# -containers) and seed 004, seed 001 and ms-restart-keeps-records under both profiles
 # (go test ./conformance -driver=container), then fails if docker ps -a, docker network ls, docker
 # volume ls or docker images shows anything of the harness. Needs a Docker daemon; no libvirt (the
 # domains are simulated, in a hypervisor container per host). About 3½ minutes on 2 cores (measured: 199 s).

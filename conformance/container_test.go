@@ -1,8 +1,9 @@
 package conformance
 
 // The container tier: go test ./conformance -driver=container runs seed 004 (forced destroy during an
-// agent restart, D3) and seed 001 (stale power report, D2) with the management server and every
-// host in Docker containers (drivers/container; simulated domains in a hypervisor container per
+// agent restart, D3), seed 001 (stale power report, D2) and ms-restart-keeps-records (the server's
+// container killed and started again on its database's state file) with the management server and
+// every host in Docker containers (drivers/container; simulated domains in a hypervisor container per
 // host), under both profiles, and requires the same outcome as on the simulator. Each run prints what
 // the server saw of every fault (host states from listHosts over time). See ci/test-containers.sh and,
 // for the time scaling, harness.ContainerScaling.
@@ -24,7 +25,7 @@ import (
 	"github.com/csconform/csconform/model/invariant"
 )
 
-var containerSeeds = []string{"seed-004-forced-destroy", "seed-001-stale-power-report"}
+var containerSeeds = []string{"seed-004-forced-destroy", "seed-001-stale-power-report", "ms-restart-keeps-records"}
 
 func TestContainerTier(t *testing.T) {
 	if *driver != "container" {
