@@ -143,7 +143,15 @@ func TestFaults(t *testing.T) {
 	waitHost(t, ctx, c, "h2", "Up", 60*time.Second)
 	t.Logf("rolling restart: %s", strings.Join(trans, " | "))
 	// ms-restart: the server's process is killed and its container started again; its database (the
-	// state file in the container) keeps the VM, which is still Running on h1, and a stop works.
+	// state file in the container) keeps the VM, which is still Running on h1, and a stop works. The
+	// network, backdated by two days before, is still as old.
+	var aged struct{ Created time.Time }
+	if err := c.Control(ctx, "backdateNetwork", url.Values{"id": {fmt.Sprint(nw.ID)}, "by": {"48h"}}, &aged); err != nil {
+		t.Fatal(err)
+	}
+	if age := time.Since(aged.Created); age < 47*time.Hour {
+		t.Fatalf("backdateNetwork by 48h: the network is %s old", age)
+	}
 	if err := c.StopServer(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -170,6 +178,10 @@ func TestFaults(t *testing.T) {
 		if v.State != "Running" {
 			t.Errorf("after the server's restart VM %s is %s, want Running", v.Name, v.State)
 		}
+	}
+	var nets []struct{ Created time.Time }
+	if err := c.Control(ctx, "listNetworks", nil, &nets); err != nil || len(nets) != 1 || !nets[0].Created.Equal(aged.Created) {
+		t.Errorf("after the server's restart the networks are %+v (%v), want the one created at %s", nets, err, aged.Created)
 	}
 	waitHost(t, ctx, c, "h1", "Up", 60*time.Second)
 	var stop struct{ JobID int64 }
