@@ -3,8 +3,8 @@
 # FROM scratch with a static csconform (nothing is pulled; Ryuk is off), on a user-defined network per
 # run. Runs the driver's fault tests (partition, pause, stop/start, kill, rolling restart, the
 # server's kill and start with its records kept, guest faults: go test ./drivers/container
-# -containers) and seed 004, seed 001 and ms-restart-keeps-records under both profiles
-# (go test ./conformance -driver=container), then fails if docker ps -a, docker network ls, docker
+# -containers), seed 004 and seed 001 under both profiles and ms-restart-keeps-records under fixed, all
+# five at once (go test ./conformance -driver=container), then fails if docker ps -a, docker network ls, docker
 # volume ls or docker images shows anything of the harness. Needs a Docker daemon; no libvirt (the
 # domains are simulated, in a hypervisor container per host). About 3½ minutes on 2 cores (measured: 199 s).
 set -euo pipefail
@@ -20,7 +20,7 @@ start=$(date +%s)
 set +e
 go test -count=1 -timeout 20m -v -run TestFaults ./drivers/container -containers >"$log" 2>&1
 rc1=$?
-go test -count=1 -timeout 30m -parallel 4 -v -run TestContainerTier ./conformance -driver=container >>"$log" 2>&1
+go test -count=1 -timeout 30m -parallel 5 -v -run TestContainerTier ./conformance -driver=container >>"$log" 2>&1
 rc2=$?
 # exploration on this driver: one random program under fixed, judged by the invariants
 go run ./cmd/csconform explore --driver container --profile fixed --budget 1 --seed 3 --quiet >>"$log" 2>&1
