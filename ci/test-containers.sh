@@ -4,9 +4,10 @@
 # run. Runs the driver's fault tests (partition, pause, stop/start, kill, rolling restart, the
 # server's kill and start with its records kept, guest faults: go test ./drivers/container
 # -containers), seed 004 and seed 001 under both profiles and ms-restart-keeps-records under fixed, all
-# five at once (go test ./conformance -driver=container), then fails if docker ps -a, docker network ls, docker
-# volume ls or docker images shows anything of the harness. Needs a Docker daemon; no libvirt (the
-# domains are simulated, in a hypervisor container per host). About 3½ minutes on 2 cores (measured: 199 s).
+# five at once (go test ./conformance -driver=container), and one explore case, then fails if docker
+# ps -a, docker network ls, docker volume ls or docker images shows anything of the harness. Needs a
+# Docker daemon; no libvirt (the domains are simulated, in a hypervisor container per host). About 5
+# minutes on 2 cores (measured: 284 s; 199 s before ms-restart and the guest faults were added).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="/usr/local/go/bin:$PATH"
