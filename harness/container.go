@@ -11,9 +11,13 @@ package harness
 //     faulted, so an agent container's restart, kill or pause leaves them running;
 //   - the network-lock invariant needs the server's network writes with their lock holders, which the
 //     control endpoint does not export: it is not checked here;
-//   - faults that need the server's process or database from outside (ms-restart with the records
-//     kept, backdate, slow-router-boot) and guest-shutdown are not available: the reference server
-//     keeps its records in memory, so a restarted server container starts empty.
+//   - ms-restart kills the server's container and starts it again: its database is a state file in
+//     the container (csconform server --state), so the new incarnation finds every committed record,
+//     as CloudStack finds MySQL's; backdate and aged networks go through the control endpoint
+//     (backdateNetwork, the operators' UPDATE networks SET created = …); guest-shutdown and
+//     slow-router-boot go to the hosts' hypervisor containers (a router boots in 1 s by default);
+//   - primed networks are not available: priming waits for the network GC to shut the network down
+//     (network.gc.interval + network.gc.wait, 20 min with CloudStack's values), too long in real time.
 
 import (
 	"context"
@@ -76,8 +80,8 @@ func RunScenarioContainer(sc *Scenario, profile string, defects impl.Switches, s
 		}
 	}
 	for _, n := range sc.Networks {
-		if n.Primed || n.Age > 0 {
-			return nil, fmt.Errorf("scenario %s: primed or aged networks are not available in containers (the server's database is not reachable from outside)", sc.Name)
+		if n.Primed {
+			return nil, fmt.Errorf("scenario %s: primed networks are not available in containers (priming waits for the network GC to shut the network down, 20 min of real time with CloudStack's values)", sc.Name)
 		}
 	}
 	conf := map[string]string{}
@@ -178,6 +182,7 @@ type containerWorld struct {
 	start time.Time
 	grace time.Duration
 
+	readMu    sync.Mutex // one readHosts at a time
 	mu        sync.Mutex
 	vmIDs     map[string]int64
 	netIDs    map[string]int64
@@ -219,8 +224,7 @@ type ctlSnapshot struct {
 func (w *containerWorld) pollHosts(ctx context.Context) {
 	down := false
 	for sleepCtx(ctx, 200*time.Millisecond) {
-		var hs []impl.HostVO
-		if err := w.cl.Control(ctx, "listHosts", nil, &hs); err != nil {
+		if err := w.readHosts(ctx); err != nil {
 			if !down && ctx.Err() == nil {
 				w.note("server: control endpoint unreachable (%v)", err)
 			}
@@ -231,17 +235,29 @@ func (w *containerWorld) pollHosts(ctx context.Context) {
 			w.note("server: control endpoint answers again")
 			down = false
 		}
-		for _, h := range hs {
-			w.mu.Lock()
-			old := w.hostState[h.ID]
-			w.hostState[h.ID] = string(h.Status)
-			w.mu.Unlock()
-			if old != string(h.Status) {
-				w.rec.Emit(history.Event{Actor: "server", Kind: history.State, Object: "host:" + h.ID, From: old, To: string(h.Status), Detail: "listHosts"})
-				w.note("server: host %s %s -> %s", h.ID, or(old, "∅"), h.Status)
-			}
+	}
+}
+
+// readHosts reads listHosts once and records what changed (one reader at a time, so changes are
+// recorded in the order the server answered).
+func (w *containerWorld) readHosts(ctx context.Context) error {
+	w.readMu.Lock()
+	defer w.readMu.Unlock()
+	var hs []impl.HostVO
+	if err := w.cl.Control(ctx, "listHosts", nil, &hs); err != nil {
+		return err
+	}
+	for _, h := range hs {
+		w.mu.Lock()
+		old := w.hostState[h.ID]
+		w.hostState[h.ID] = string(h.Status)
+		w.mu.Unlock()
+		if old != string(h.Status) {
+			w.rec.Emit(history.Event{Actor: "server", Kind: history.State, Object: "host:" + h.ID, From: old, To: string(h.Status), Detail: "listHosts"})
+			w.note("server: host %s %s -> %s", h.ID, or(old, "∅"), h.Status)
 		}
 	}
+	return nil
 }
 
 func (w *containerWorld) hostUp(h string) bool {
@@ -383,8 +399,13 @@ func (w *containerWorld) vmID(name string) (int64, error) {
 	return 0, fmt.Errorf("no VM named %q", name)
 }
 
+// serverGone is how long a client keeps polling a job while the server does not answer (an
+// ms-restart): the job is in the database, and the next incarnation finishes or cleans it up.
+const serverGone = 2 * time.Minute
+
 // waitJob waits for an async job and turns its outcome into an error.
 func (w *containerWorld) waitJob(jobID int64) error {
+	var unreachable time.Time
 	for {
 		var jr struct {
 			Job       impl.JobVO
@@ -392,8 +413,20 @@ func (w *containerWorld) waitJob(jobID int64) error {
 			Succeeded bool
 		}
 		if err := w.cl.Control(w.ctx, "queryAsyncJobResult", url.Values{"jobid": {id(jobID)}, "wait": {"60s"}}, &jr); err != nil {
-			return err
+			var api *container.APIError
+			if errors.As(err, &api) || w.ctx.Err() != nil {
+				return err
+			}
+			if unreachable.IsZero() {
+				unreachable = time.Now()
+			}
+			if time.Since(unreachable) > serverGone {
+				return err
+			}
+			sleepCtx(w.ctx, 500*time.Millisecond)
+			continue
 		}
+		unreachable = time.Time{}
 		if jr.Done {
 			if jr.Succeeded {
 				return nil
@@ -488,6 +521,11 @@ func (w *containerWorld) runSteps(sc *Scenario, res *Result) error {
 	for _, n := range sc.Networks {
 		if err := w.createNetwork("setup", n.Name); err != nil {
 			return err
+		}
+		if n.Age > 0 { // an old network: created n.Age ago, as the simulator's setup makes it
+			if err := w.backdate(n.Name, n.Age); err != nil {
+				return fmt.Errorf("aging network %s: %v", n.Name, err)
+			}
 		}
 	}
 	var wg sync.WaitGroup
@@ -701,43 +739,77 @@ func (w *containerWorld) CutLink(h string, on bool) error {
 }
 
 func (w *containerWorld) CrashDomain(vmName, detail string) error {
-	vid, err := w.vmID(vmName)
+	h, dom, err := w.domainOf(vmName)
 	if err != nil {
 		return err
 	}
+	return w.cl.CrashDomain(w.ctx, h, dom, detail)
+}
+
+// domainOf finds the host running a scenario VM's domain.
+func (w *containerWorld) domainOf(vmName string) (string, string, error) {
+	vid, err := w.vmID(vmName)
+	if err != nil {
+		return "", "", err
+	}
 	r := w.vmRecord(vid)
 	if r == nil {
-		return fmt.Errorf("no record of VM %s", vmName)
+		return "", "", fmt.Errorf("no record of VM %s", vmName)
 	}
 	for _, h := range w.cl.HostIDs() {
 		ds, err := w.cl.Domains(w.ctx, h)
 		if err != nil {
-			return err
+			return "", "", err
 		}
 		for _, d := range ds {
 			if d.Name == r.Name {
-				return w.cl.CrashDomain(w.ctx, h, d.Name, detail)
+				return h, d.Name, nil
 			}
 		}
 	}
-	return fmt.Errorf("VM %s (%s) has no running domain", vmName, r.Name)
+	return "", "", fmt.Errorf("VM %s (%s) has no running domain", vmName, r.Name)
 }
 
-var errNotInContainers = errors.New("not available in containers")
-
-func (w *containerWorld) GuestShutdown(string) error { return errNotInContainers }
+func (w *containerWorld) GuestShutdown(vmName string) error {
+	h, dom, err := w.domainOf(vmName)
+	if err != nil {
+		return err
+	}
+	return w.cl.GuestShutdown(w.ctx, h, dom)
+}
 
 func (w *containerWorld) DelayNextOutOfBand(h string, d time.Duration) error {
 	return w.cl.DelayNextOutOfBand(w.ctx, h, d)
 }
 
-func (w *containerWorld) SetRouterBoot(time.Duration) error { return errNotInContainers }
+func (w *containerWorld) SetRouterBoot(d time.Duration) error { return w.cl.SetRouterBoot(w.ctx, d) }
 
-// ServerStop and ServerStart: the reference server keeps its records in memory, so a restart of its
-// container is not the ms-restart of the scenarios (whose database survives).
-func (w *containerWorld) ServerStop() error                    { return errNotInContainers }
-func (w *containerWorld) ServerStart() error                   { return errNotInContainers }
-func (w *containerWorld) Backdate(string, time.Duration) error { return errNotInContainers }
+// ServerStop kills the server's container; ServerStart starts it again on the same database (its
+// state file), as the simulator's ms-restart does.
+func (w *containerWorld) ServerStop() error { return w.cl.StopServer(w.ctx) }
+func (w *containerWorld) ServerStart() error {
+	if err := w.cl.StartServer(context.WithoutCancel(w.ctx)); err != nil {
+		return err
+	}
+	// The new incarnation marks its hosts Disconnected before it answers; read that now, so End does
+	// not take the dead one's last "Up" for the hosts being back.
+	return w.readHosts(w.ctx)
+}
+
+func (w *containerWorld) Backdate(network string, d time.Duration) error {
+	return w.backdate(network, d)
+}
+
+func (w *containerWorld) backdate(network string, d time.Duration) error {
+	w.mu.Lock()
+	nid, ok := w.netIDs[network]
+	w.mu.Unlock()
+	if !ok {
+		return fmt.Errorf("no network named %q", network)
+	}
+	return w.cl.Control(w.ctx, "backdateNetwork", url.Values{"id": {id(nid)}, "by": {d.String()}}, nil)
+}
+
 func (w *containerWorld) Begin(kind string, disruptive bool, detail string, targets ...string) int {
 	resolved := make([]string, 0, len(targets))
 	for _, t := range targets {
@@ -746,16 +818,24 @@ func (w *containerWorld) Begin(kind string, disruptive bool, detail string, targ
 				t = VMObj(vid)
 			}
 		}
+		if name, ok := strings.CutPrefix(t, "network:"); ok {
+			w.mu.Lock()
+			if nid, found := w.netIDs[name]; found {
+				t = impl.NetworkObject(nid)
+			}
+			w.mu.Unlock()
+		}
 		resolved = append(resolved, t)
 	}
 	w.note("fault %s begins on %s: %s", kind, strings.Join(resolved, ","), detail)
 	return w.rec.BeginFault(kind, disruptive, detail, resolved...)
 }
 
-// End closes a fault once its effect is over: a host fault lasts until the hosts are Up again.
+// End closes a fault once its effect is over: a host fault (and a management-server restart) lasts
+// until the hosts are Up again.
 func (w *containerWorld) End(i int, detail string) {
 	f := w.rec.fault(i)
-	if f.Disruptive && slices.ContainsFunc(f.Targets, func(t string) bool { return strings.HasPrefix(t, "host:") }) {
+	if f.Disruptive && slices.ContainsFunc(f.Targets, func(t string) bool { return t == "ms" || strings.HasPrefix(t, "host:") }) {
 		deadline := time.Now().Add(2 * time.Minute)
 		for !w.allUp() && time.Now().Before(deadline) && sleepCtx(w.ctx, 100*time.Millisecond) {
 		}

@@ -17,7 +17,8 @@ import (
 )
 
 // DB is the management server's database: the rows CloudStack keeps in MySQL. It outlives a management
-// server restart. Reads return copies (CloudStack's VOs); writes keep CloudStack's semantics where the
+// server restart: in one process (the simulator) as the same object, across processes in its state
+// file (OpenDB). Reads return copies (CloudStack's VOs); writes keep CloudStack's semantics where the
 // defects depend on them: VM state writes are compare-and-set on update_count, network state writes are
 // last-writer-wins on an in-memory copy.
 type DB struct {
@@ -35,6 +36,9 @@ type DB struct {
 	jobs     map[int64]*JobVO
 	locks    map[string]*LockVO
 	nextID   int64
+
+	path    string // the state file ("" = memory only); see persist.go
+	written []byte // what the state file holds
 }
 
 // VMVO is a vm_instance row.
@@ -176,7 +180,7 @@ func JobObject(id int64) string     { return fmt.Sprintf("job:%d", id) }
 // CreateVM inserts a VM row in Stopped.
 func (db *DB) CreateVM(actor, name, typ string, networks []int64) *VMVO {
 	db.lock()
-	defer db.mu.Unlock()
+	defer db.commit()
 	v := &VMVO{ID: db.id(), Type: typ, State: vm.Stopped, NetworkIDs: append([]int64(nil), networks...),
 		Created: db.env.Now(), UpdateTime: db.env.Now(), PowerState: vm.PowerOff}
 	if name == "" {
@@ -244,7 +248,7 @@ func (db *DB) VMs(f func(*VMVO) bool) []*VMVO {
 // update_count of the caller's copy. false = the row changed underneath (no exception, as in CloudStack).
 func (db *DB) UpdateVMState(actor string, old *VMVO, ev vm.Event, newState vm.State, newHost string) bool {
 	db.lock()
-	defer db.mu.Unlock()
+	defer db.commit()
 	row, ok := db.vms[old.ID]
 	if !ok {
 		return false
@@ -279,7 +283,7 @@ func (db *DB) UpdateVMState(actor string, old *VMVO, ev vm.Event, newState vm.St
 // RemoveVM marks an expunged VM's row removed.
 func (db *DB) RemoveVM(actor string, id int64) {
 	db.lock()
-	defer db.mu.Unlock()
+	defer db.commit()
 	if v, ok := db.vms[id]; ok {
 		v.Removed = true
 		db.emit(history.Event{Actor: actor, Kind: history.State, Object: VMObject(id), From: string(v.State), To: "Expunged", Detail: v.Name + " removed"})
@@ -291,7 +295,7 @@ func (db *DB) RemoveVM(actor string, id int64) {
 // It returns true when something was written (and so should be published).
 func (db *DB) UpdatePowerState(actor string, id int64, ps vm.PowerState, hostID string, wisdomEra time.Time) bool {
 	db.lock()
-	defer db.mu.Unlock()
+	defer db.commit()
 	v, ok := db.vms[id]
 	if !ok {
 		return false
@@ -320,7 +324,7 @@ func (db *DB) UpdatePowerState(actor string, id int64, ps vm.PowerState, hostID 
 // SetPowerState writes the power columns directly (sendStop writes PowerOff on success).
 func (db *DB) SetPowerState(actor string, id int64, ps vm.PowerState) {
 	db.lock()
-	defer db.mu.Unlock()
+	defer db.commit()
 	if v, ok := db.vms[id]; ok && v.PowerState != ps {
 		db.emit(history.Event{Actor: actor, Kind: history.Power, Object: VMObject(id), From: string(v.PowerState), To: string(ps), Detail: v.Name})
 		v.PowerState = ps
@@ -332,7 +336,7 @@ func (db *DB) SetPowerState(actor string, id int64, ps vm.PowerState) {
 // ResetVMPowerStateTracking is resetVmPowerStateTracking: count 0, update time now.
 func (db *DB) ResetVMPowerStateTracking(id int64) {
 	db.lock()
-	defer db.mu.Unlock()
+	defer db.commit()
 	if v, ok := db.vms[id]; ok {
 		v.PowerStateUpdateCount = 0
 		v.PowerStateUpdateTime = db.env.Now()
@@ -342,7 +346,7 @@ func (db *DB) ResetVMPowerStateTracking(id int64) {
 // ResetHostPowerStateTracking resets every VM whose power_host is the host.
 func (db *DB) ResetHostPowerStateTracking(hostID string) {
 	db.lock()
-	defer db.mu.Unlock()
+	defer db.commit()
 	for _, id := range slices.Sorted(maps.Keys(db.vms)) {
 		if v := db.vms[id]; v.PowerHost == hostID {
 			v.PowerStateUpdateCount = 0
@@ -356,7 +360,7 @@ func (db *DB) ResetHostPowerStateTracking(hostID string) {
 // CreateNetwork inserts an Allocated network with a /24 pool of .10–.(10+size-1).
 func (db *DB) CreateNetwork(actor, name string, persistent bool, poolSize int) *NetworkVO {
 	db.lock()
-	defer db.mu.Unlock()
+	defer db.commit()
 	n := &NetworkVO{ID: db.id(), Name: name, State: network.Allocated, Created: db.env.Now(), Persistent: persistent}
 	n.CIDR = fmt.Sprintf("10.%d.%d", 1+n.ID/250, n.ID%250)
 	for i := 0; i < poolSize; i++ {
@@ -404,7 +408,7 @@ func (db *DB) Networks(f func(*NetworkVO) bool) []*NetworkVO {
 // writer wins. direct marks a state set around the state machine (setState + update).
 func (db *DB) UpdateNetworkState(actor string, n *NetworkVO, to network.State, why string, direct bool) {
 	db.lock()
-	defer db.mu.Unlock()
+	defer db.commit()
 	row, ok := db.networks[n.ID]
 	if !ok {
 		return
@@ -427,7 +431,7 @@ func (db *DB) UpdateNetworkState(actor string, n *NetworkVO, to network.State, w
 // SetNetworkCreated backdates (or moves) a network's creation time.
 func (db *DB) SetNetworkCreated(id int64, t time.Time) error {
 	db.lock()
-	defer db.mu.Unlock()
+	defer db.commit()
 	n, ok := db.networks[id]
 	if !ok {
 		return fmt.Errorf("network %d does not exist", id)
@@ -439,14 +443,14 @@ func (db *DB) SetNetworkCreated(id int64, t time.Time) error {
 // SetNetworkRouter records the network's virtual router.
 func (db *DB) SetNetworkRouter(id, routerID int64) {
 	db.lock()
-	defer db.mu.Unlock()
+	defer db.commit()
 	db.networks[id].RouterID = routerID
 }
 
 // ChangeActiveNicsBy is changeActiveNicsBy plus setCheckForGc.
 func (db *DB) ChangeActiveNicsBy(id int64, d int) {
 	db.lock()
-	defer db.mu.Unlock()
+	defer db.commit()
 	n := db.networks[id]
 	n.NicsCount += d
 	n.CheckForGC = true
@@ -455,7 +459,7 @@ func (db *DB) ChangeActiveNicsBy(id int64, d int) {
 // ClearCheckForGC is clearCheckForGc.
 func (db *DB) ClearCheckForGC(id int64) {
 	db.lock()
-	defer db.mu.Unlock()
+	defer db.commit()
 	db.networks[id].CheckForGC = false
 }
 
@@ -464,7 +468,7 @@ func (db *DB) ClearCheckForGC(id int64) {
 // CreateNic inserts an Allocated NIC (no address yet: a Start-strategy NIC gets one at reserve).
 func (db *DB) CreateNic(vmID, networkID int64) *NicVO {
 	db.lock()
-	defer db.mu.Unlock()
+	defer db.commit()
 	n := &NicVO{ID: db.id(), VMID: vmID, NetworkID: networkID, State: "Allocated"}
 	n.MAC = fmt.Sprintf("02:00:%02x:%02x:%02x:%02x", byte(networkID>>8), byte(networkID), byte(n.ID>>8), byte(n.ID))
 	db.nics[n.ID] = n
@@ -482,7 +486,7 @@ func (db *DB) Nics(vmID int64) []*NicVO {
 // SetNicState writes a NIC's state.
 func (db *DB) SetNicState(id int64, state string) {
 	db.lock()
-	defer db.mu.Unlock()
+	defer db.commit()
 	if n, ok := db.nics[id]; ok {
 		n.State = state
 	}
@@ -492,7 +496,7 @@ func (db *DB) SetNicState(id int64, state string) {
 // already holds one keeps it.
 func (db *DB) ReserveIP(actor string, nicID int64) string {
 	db.lock()
-	defer db.mu.Unlock()
+	defer db.commit()
 	nic := db.nics[nicID]
 	for _, ip := range db.ips[nic.NetworkID] {
 		if ip.NicID == nicID {
@@ -513,7 +517,7 @@ func (db *DB) ReserveIP(actor string, nicID int64) string {
 // ReleaseIP returns the NIC's address to the pool.
 func (db *DB) ReleaseIP(actor string, nicID int64) {
 	db.lock()
-	defer db.mu.Unlock()
+	defer db.commit()
 	nic, ok := db.nics[nicID]
 	if !ok {
 		return
@@ -530,7 +534,7 @@ func (db *DB) ReleaseIP(actor string, nicID int64) {
 // RemoveNic deletes a NIC row.
 func (db *DB) RemoveNic(id int64) {
 	db.lock()
-	defer db.mu.Unlock()
+	defer db.commit()
 	delete(db.nics, id)
 }
 
@@ -562,7 +566,7 @@ type IPHolder struct {
 // CreateVolume inserts an Allocated ROOT volume for a VM.
 func (db *DB) CreateVolume(actor string, vmID int64) *VolumeVO {
 	db.lock()
-	defer db.mu.Unlock()
+	defer db.commit()
 	v := &VolumeVO{ID: db.id(), VMID: vmID, State: "Allocated"}
 	v.Path = fmt.Sprintf("/primary/ROOT-%d-%d.qcow2", vmID, v.ID)
 	db.volumes[v.ID] = v
@@ -581,7 +585,7 @@ func (db *DB) Volumes(vmID int64) []*VolumeVO {
 // SetVolumeState writes a volume's state; "Expunged" also marks it removed.
 func (db *DB) SetVolumeState(actor string, id int64, state string) {
 	db.lock()
-	defer db.mu.Unlock()
+	defer db.commit()
 	v, ok := db.volumes[id]
 	if !ok || v.State == state {
 		return
@@ -617,7 +621,7 @@ func (db *DB) Hosts() []*HostVO {
 // HostTransit applies a host status event; false when the state machine refuses it.
 func (db *DB) HostTransit(actor, id string, ev host.Event, msID string) (host.Status, bool) {
 	db.lock()
-	defer db.mu.Unlock()
+	defer db.commit()
 	h, ok := db.hosts[id]
 	if !ok {
 		h = &HostVO{ID: id}
@@ -644,7 +648,7 @@ func (db *DB) HostTransit(actor, id string, ev host.Event, msID string) (host.St
 // SetLastPinged records a ping.
 func (db *DB) SetLastPinged(id string, t time.Time) {
 	db.lock()
-	defer db.mu.Unlock()
+	defer db.commit()
 	if h, ok := db.hosts[id]; ok {
 		h.LastPinged = t
 	}
@@ -655,7 +659,7 @@ func (db *DB) SetLastPinged(id string, t time.Time) {
 // CreateJob inserts an IN_PROGRESS job.
 func (db *DB) CreateJob(actor, cmd, instanceType string, instanceID int64, msID string) *JobVO {
 	db.lock()
-	defer db.mu.Unlock()
+	defer db.commit()
 	j := &JobVO{ID: db.id(), Cmd: cmd, InstanceType: instanceType, InstanceID: instanceID, Status: job.InProgress, MSID: msID, Created: db.env.Now()}
 	db.jobs[j.ID] = j
 	db.emit(history.Event{Actor: actor, Kind: history.State, Object: JobObject(j.ID), To: string(job.InProgress),
@@ -667,7 +671,7 @@ func (db *DB) CreateJob(actor, cmd, instanceType string, instanceID int64, msID 
 // CompleteJob finishes a job (no-op when already done).
 func (db *DB) CompleteJob(actor string, id int64, st job.Status, code int, result string) {
 	db.lock()
-	defer db.mu.Unlock()
+	defer db.commit()
 	j, ok := db.jobs[id]
 	if !ok || j.Status.Done() {
 		return
@@ -703,7 +707,7 @@ func NetworkLockKey(id int64) string { return fmt.Sprintf("networks%d", id) }
 // TryLock inserts or re-enters a lock row; false if another owner holds it.
 func (db *DB) TryLock(key, msID, thread string) bool {
 	db.lock()
-	defer db.mu.Unlock()
+	defer db.commit()
 	l, ok := db.locks[key]
 	if ok {
 		if l.MSID == msID && l.Thread == thread {
@@ -720,7 +724,7 @@ func (db *DB) TryLock(key, msID, thread string) bool {
 // Unlock decrements a lock row's count and deletes it at zero.
 func (db *DB) Unlock(key, msID, thread string) {
 	db.lock()
-	defer db.mu.Unlock()
+	defer db.commit()
 	l, ok := db.locks[key]
 	if !ok || l.MSID != msID || l.Thread != thread {
 		return
@@ -757,7 +761,7 @@ func (db *DB) Locks() []LockVO {
 // CleanupLocksForServer is Merovingian2.cleanupForServer: a restarting server drops its own rows.
 func (db *DB) CleanupLocksForServer(msID string) {
 	db.lock()
-	defer db.mu.Unlock()
+	defer db.commit()
 	for k, l := range db.locks {
 		if l.MSID == msID {
 			delete(db.locks, k)

@@ -43,6 +43,7 @@ func newControl(srv *impl.Server, db *impl.DB, cfg *impl.Config) http.Handler {
 		"listNetworks":          {"", func(*http.Request) (any, error) { return c.db.Networks(nil), nil }},
 		"snapshot":              {"(every record: hosts, vms, networks, nics' addresses, volumes, jobs, locks)", c.snapshot},
 		"updateConfiguration":   {"name value", c.updateConfig},
+		"backdateNetwork":       {"id by=DURATION (what operators do with UPDATE networks SET created = created - by)", c.backdateNetwork},
 	}
 	mux := http.NewServeMux()
 	for name, cmd := range cmds {
@@ -256,4 +257,25 @@ func (c *control) updateConfig(r *http.Request) (any, error) {
 		return nil, err
 	}
 	return map[string]string{"name": name, "value": c.cfg.Get(name)}, nil
+}
+
+// backdateNetwork moves a network's created time back: CloudStack has no API for it, operators (and
+// the seed 000 A/B) run UPDATE networks SET created = created - INTERVAL … on the database.
+func (c *control) backdateNetwork(r *http.Request) (any, error) {
+	id, err := intParam(r, "id")
+	if err != nil {
+		return nil, err
+	}
+	by, err := time.ParseDuration(r.FormValue("by"))
+	if err != nil || by < 0 {
+		return nil, fmt.Errorf("parameter by: %q is not a duration of 0 or more", r.FormValue("by"))
+	}
+	n := c.db.Network(id)
+	if n == nil {
+		return nil, fmt.Errorf("no network with id %d", id)
+	}
+	if err := c.db.SetNetworkCreated(id, n.Created.Add(-by)); err != nil {
+		return nil, err
+	}
+	return c.db.Network(id), nil
 }

@@ -29,7 +29,10 @@ const hypervisorUsage = `Usage:
 
 Runs the simulated domains of one host (no libvirt: FAKE domains in this process, in real time).
 Agents use it with csconform agent --hypervisor unix:PATH. --listen serves the same HTTP API on TCP
-for the harness: GET /domains (the truth: running domains, IPs, disks) and POST /crash?name=.
+for the harness: GET /domains (the truth: running domains, IPs, disks), and the host's faults:
+POST /crash?name=[&detail=FAILED|CRASHED] (the domain's QEMU dies or its guest panics),
+POST /guestShutdown?name= (the guest powers itself off) and POST /routerBoot?d=DURATION (router
+guests created from now on take d to say ready; 0 restores the default, 1 s).
 `
 
 func hypervisorCmd(args []string, stdout, stderr io.Writer) int {

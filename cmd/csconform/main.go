@@ -53,7 +53,8 @@ repro flags:
   --driver NAME    where domains live: sim (default) or libvirt (real QEMU domains, real time;
                    needs ci/setup-libvirt.sh and ci/build-guest.sh; Ctrl-C cleans up)
                    or container (server and hosts in Docker containers built FROM scratch,
-                   simulated domains; seed 004 and 001; Ctrl-C heals faults and removes them)
+                   simulated domains; any scenario without primed networks, e.g. seed 004, 001
+                   and ms-restart-keeps-records; Ctrl-C heals faults and removes them)
   --uri URI        libvirtd for --driver libvirt (default qemu:///system)
   --json           print the results as JSON
   --history FILE   write the recorded history of the (last) run as JSON lines

@@ -28,7 +28,7 @@ import (
 
 const serveUsage = `Usage:
   csconform server [--listen ADDR] [--control ADDR] [--id MSID] [--profile P|--defects LIST]
-                   [--config KEY=VALUE ...] [--history FILE] [--verbose]
+                   [--config KEY=VALUE ...] [--state FILE] [--history FILE] [--verbose]
                    [--api ADDR [--api-key KEY --secret-key SECRET | --api-keys-file FILE]]
   csconform agent  --host ID --server ADDR [--hypervisor sim|unix:PATH] [--faults ADDR]
                    [--history FILE] [--verbose]
@@ -40,6 +40,11 @@ server flags:
   --profile P         cloudstack-4.22 or fixed (default cloudstack-4.22)
   --defects LIST      switch on exactly these defects instead (D1,D2a,...; none)
   --config KEY=VALUE  a configuration override, repeatable (csconform config lists the keys)
+  --state FILE        keep the database in FILE, as CloudStack keeps it in MySQL: loaded at start when
+                      FILE exists, and every committed write is on disk (FILE.tmp, fsync, rename)
+                      before the write returns, so a server killed at any moment and started again
+                      with the same FILE and --id finds every record (its in-flight jobs are then
+                      cleaned up at startup, as CloudStack does). Default: in memory, lost at exit
   --api ADDR          also serve CloudStack's API (signed requests, as cloudstack-go sends them) at
                       http://ADDR/client/api; off by default
   --api-key KEY, --secret-key SECRET
@@ -59,8 +64,9 @@ both:
 
 The server prints "agents listening on ADDR", "control listening on http://ADDR" and, with --api,
 "api listening on http://ADDR/client/api" once ready.
-SIGINT/SIGTERM: the agent sends a ShutdownCommand and exits; the server stops. Exit status 2 on bad
-flags or an unreachable management server.
+SIGINT/SIGTERM: the agent sends a ShutdownCommand and exits; the server stops, writing nothing more
+to its --state FILE (the file is as a kill at that moment would leave it). Exit status 2 on bad
+flags, an unreadable or unwritable --state FILE, or an unreachable management server.
 `
 
 // hypervisors are the --hypervisor choices: each builds the hypervisor of one host.
@@ -175,6 +181,7 @@ func serverCmd(args []string, stdout, stderr io.Writer) int {
 	profile := fs.String("profile", "cloudstack-4.22", "")
 	defects := fs.String("defects", "", "")
 	historyFile := fs.String("history", "", "")
+	stateFile := fs.String("state", "", "")
 	verbose := fs.Bool("verbose", false, "")
 	apiAddr := fs.String("api", "", "")
 	apiKey := fs.String("api-key", "", "")
@@ -228,6 +235,11 @@ func serverCmd(args []string, stdout, stderr io.Writer) int {
 	env := live.NewEnv()
 	defer env.Close()
 	db := impl.NewDB(env, sink)
+	if *stateFile != "" {
+		if db, err = impl.OpenDB(env, sink, *stateFile); err != nil {
+			return fail(err)
+		}
+	}
 	srv := impl.NewServer(*id, env, db, cfg, sw, ln)
 	srv.Start()
 	hs := &http.Server{Handler: newControl(srv, db, cfg), ReadHeaderTimeout: 10 * time.Second}
@@ -251,6 +263,9 @@ func serverCmd(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	<-ctx.Done()
+	// Like a kill: what the threads still do while the process stops never reaches the database's
+	// file (it would not reach MySQL from a dead server either).
+	db.Detach()
 	fmt.Fprintf(stderr, "csconform server: %s stopping\n", *id)
 	sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()

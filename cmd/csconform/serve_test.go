@@ -247,3 +247,93 @@ func TestServerAndAgentProcesses(t *testing.T) {
 		t.Fatalf("server exited %d on SIGTERM", code)
 	}
 }
+
+// The server with --state, killed (kill -9) and started again on the same file and address: the VM
+// deployed before is still listed Running, its agent comes back to the new incarnation, and a stop
+// after the restart works. A bad --state is refused with status 2.
+func TestServerStateFileSurvivesKill(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds csconform and runs it in real time: about 10 s")
+	}
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "csconform")
+	build := exec.Command(goTool(t), "build", "-o", bin, ".")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	notDir := filepath.Join(dir, "file")
+	os.WriteFile(notDir, nil, 0o600)
+	runCLICases(t, []cliCase{{[]string{"server", "--listen", "127.0.0.1:0", "--control", "127.0.0.1:0", "--state", filepath.Join(notDir, "db.json")}, 2, "database"}})
+
+	state := filepath.Join(dir, "ms", "db.json")
+	free := func() string {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		return l.Addr().String()
+	}
+	agentAddr, controlAddr := free(), free()
+	start := func() *proc {
+		p, out := startProc(t, bin, "server", "--listen", agentAddr, "--control", controlAddr, "--state", state,
+			"--config", "ping.interval=1", "--config", "vm.job.check.interval=200")
+		for out.Scan() {
+			if strings.HasPrefix(out.Text(), "control listening on ") {
+				return p
+			}
+		}
+		t.Fatalf("the server did not start; stderr:\n%s", p.stderr.String())
+		return nil
+	}
+	base := "http://" + controlAddr
+	srv := start()
+	startProc(t, bin, "agent", "--host", "h1", "--server", agentAddr)
+	hostUp := func() bool {
+		var hosts []struct{ ID, Status string }
+		call(t, base, "listHosts", nil, &hosts)
+		return len(hosts) == 1 && hosts[0].Status == "Up"
+	}
+	poll(t, 15*time.Second, "h1 Up", hostUp)
+	var n struct{ ID int64 }
+	call(t, base, "createNetwork", url.Values{"name": {"guest"}}, &n)
+	var dep struct {
+		JobID int64 `json:"jobid"`
+		VM    struct{ ID int64 }
+	}
+	call(t, base, "deployVirtualMachine", url.Values{"networkids": {fmt.Sprint(n.ID)}, "hostid": {"h1"}}, &dep)
+	var res struct {
+		Done, Succeeded bool
+		Job             struct{ Result string }
+	}
+	call(t, base, "queryAsyncJobResult", url.Values{"jobid": {fmt.Sprint(dep.JobID)}, "wait": {"60s"}}, &res)
+	if !res.Succeeded {
+		t.Fatalf("deploy: done=%v result %q", res.Done, res.Job.Result)
+	}
+
+	srv.cmd.Process.Kill()
+	srv.waitExit(t)
+	start()
+	var vms []struct {
+		ID    int64
+		State string
+	}
+	call(t, base, "listVirtualMachines", nil, &vms)
+	if len(vms) != 2 { // the VM and its network's router
+		t.Fatalf("after the restart the server lists %+v, want the VM and its router", vms)
+	}
+	for _, v := range vms {
+		if v.State != "Running" {
+			t.Fatalf("after the restart VM %d is %s, want Running", v.ID, v.State)
+		}
+	}
+	poll(t, 20*time.Second, "h1 Up with the new incarnation", hostUp)
+	var stop struct {
+		JobID int64 `json:"jobid"`
+	}
+	call(t, base, "stopVirtualMachine", url.Values{"id": {fmt.Sprint(dep.VM.ID)}}, &stop)
+	call(t, base, "queryAsyncJobResult", url.Values{"jobid": {fmt.Sprint(stop.JobID)}, "wait": {"60s"}}, &res)
+	if !res.Succeeded {
+		t.Fatalf("stop after the restart: done=%v result %q", res.Done, res.Job.Result)
+	}
+}

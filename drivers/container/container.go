@@ -1,8 +1,9 @@
 // Package container runs the reference management server and its hosts in Docker containers on a
 // per-run user-defined network, built and driven with testcontainers-go, and injects the faults a
 // container world has: a host's network disconnect (partition), pause (a hung agent whose kernel still
-// ACKs TCP), stop/start (rolling restart), kill, a management-server container restart and a rolling
-// restart of every agent.
+// ACKs TCP), stop/start (rolling restart), kill, a kill and restart of the management server (whose
+// database survives it, as CloudStack's MySQL does), a rolling restart of every agent, and the hosts'
+// guest faults (a guest powering itself off, slow router boots).
 //
 // Each host is two containers from one image built at run time FROM scratch with a static build of
 // csconform (nothing is ever pulled):
@@ -14,7 +15,9 @@
 //   - csc-<run>-<host>-agent: `csconform agent --hypervisor unix:…`, on the run's network, where the
 //     faults act.
 //
-// and the management server is csc-<run>-ms (`csconform server`, its control endpoint published).
+// and the management server is csc-<run>-ms (`csconform server`, its control endpoint published),
+// whose database is its --state file in the container's writable layer (serverState): it survives a
+// kill and start of the same container, and goes with the container.
 // Everything a run creates (image, network, volume, containers) carries the label
 // org.csconform.run=<run>; Cleanup removes exactly that, and CleanupAll every run's.
 package container
@@ -61,6 +64,9 @@ const (
 	faultsPort  = "8098/tcp"
 	agentPort   = "8250"
 )
+
+// serverState is the management server's database inside its container.
+const serverState = "/var/lib/csconform/db.json"
 
 func init() {
 	// No registry is reachable: Ryuk (an image to pull) must stay off; the harness cleans up by label.
@@ -163,7 +169,7 @@ func Start(ctx context.Context, o Options) (c *Cluster, err error) {
 	if _, err = cli.VolumeCreate(ctx, client.VolumeCreateOptions{Name: c.vol, Labels: c.labels("volume", "")}); err != nil {
 		return c, fmt.Errorf("volume: %w", err)
 	}
-	args := []string{"server", "--listen", "0.0.0.0:" + agentPort, "--control", "0.0.0.0:8096"}
+	args := []string{"server", "--listen", "0.0.0.0:" + agentPort, "--control", "0.0.0.0:8096", "--state", serverState}
 	if o.Verbose {
 		args = append(args, "--verbose")
 	}

@@ -81,7 +81,10 @@ func TestFaults(t *testing.T) {
 	if err := c.Control(ctx, "createNetwork", url.Values{"name": {"n1"}}, &nw); err != nil {
 		t.Fatal(err)
 	}
-	var dep struct{ JobID int64 }
+	var dep struct {
+		JobID int64
+		VM    struct{ ID int64 }
+	}
 	if err := c.Control(ctx, "deployVirtualMachine", url.Values{"networkids": {fmt.Sprint(nw.ID)}, "hostid": {"h1"}}, &dep); err != nil {
 		t.Fatal(err)
 	}
@@ -139,11 +142,72 @@ func TestFaults(t *testing.T) {
 	waitHost(t, ctx, c, "h1", "Up", 60*time.Second)
 	waitHost(t, ctx, c, "h2", "Up", 60*time.Second)
 	t.Logf("rolling restart: %s", strings.Join(trans, " | "))
-	if err := c.RestartServer(ctx, 2*time.Second); err != nil {
+	// ms-restart: the server's process is killed and its container started again; its database (the
+	// state file in the container) keeps the VM, which is still Running on h1, and a stop works. The
+	// network, backdated by two days before, is still as old.
+	var aged struct{ Created time.Time }
+	if err := c.Control(ctx, "backdateNetwork", url.Values{"id": {fmt.Sprint(nw.ID)}, "by": {"48h"}}, &aged); err != nil {
 		t.Fatal(err)
 	}
+	if age := time.Since(aged.Created); age < 47*time.Hour {
+		t.Fatalf("backdateNetwork by 48h: the network is %s old", age)
+	}
+	if err := c.StopServer(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Control(ctx, "listHosts", nil, nil); err == nil {
+		t.Fatal("the control endpoint still answers after the server's kill")
+	}
+	time.Sleep(2 * time.Second)
+	if err := c.StartServer(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var vms []struct {
+		ID    int64
+		Name  string
+		State string
+	}
+	if err := c.Control(ctx, "listVirtualMachines", nil, &vms); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("after the server's restart: it lists %+v; hosts %s", vms, hostStates(t, ctx, c))
+	if len(vms) != 2 {
+		t.Fatalf("after the server's restart it lists %+v, want the VM and its router", vms)
+	}
+	for _, v := range vms {
+		if v.State != "Running" {
+			t.Errorf("after the server's restart VM %s is %s, want Running", v.Name, v.State)
+		}
+	}
+	var nets []struct{ Created time.Time }
+	if err := c.Control(ctx, "listNetworks", nil, &nets); err != nil || len(nets) != 1 || !nets[0].Created.Equal(aged.Created) {
+		t.Errorf("after the server's restart the networks are %+v (%v), want the one created at %s", nets, err, aged.Created)
+	}
 	waitHost(t, ctx, c, "h1", "Up", 60*time.Second)
-	t.Logf("after a server restart (empty in-memory database): %s", hostStates(t, ctx, c))
+	var stop struct{ JobID int64 }
+	if err := c.Control(ctx, "stopVirtualMachine", url.Values{"id": {fmt.Sprint(dep.VM.ID)}}, &stop); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Control(ctx, "queryAsyncJobResult", url.Values{"jobid": {fmt.Sprint(stop.JobID)}, "wait": {"60s"}}, &jr); err != nil || !jr.Succeeded {
+		t.Fatalf("stop after the server's restart: %v %+v", err, jr)
+	}
+	if ds, err := c.Domains(ctx, "h1"); err != nil || len(ds) != 1 {
+		t.Errorf("h1 after the stop runs %v (%v), want the router only", ds, err)
+	}
+	// guest-shutdown and slow-router-boot act on the hypervisors
+	if err := c.SetRouterBoot(ctx, 3*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.SetRouterBoot(ctx, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.GuestShutdown(ctx, "h1", "i-2-99-VM"); err == nil || !strings.Contains(err.Error(), "not running") {
+		t.Errorf("guest shutdown of a domain that does not run: %v", err)
+	}
+	// a server left stopped is started again by Close, like every other fault
+	if err := c.StopServer(ctx); err != nil {
+		t.Fatal(err)
+	}
 	// A fault left in force is healed by Close.
 	if err := c.Pause(ctx, "h2"); err != nil {
 		t.Fatal(err)

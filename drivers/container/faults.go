@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"time"
 
 	"github.com/moby/moby/client"
@@ -125,21 +126,24 @@ func (c *Cluster) StartAgent(ctx context.Context, h string) error {
 	return nil
 }
 
-// RestartServer stops the management server's container (SIGTERM) and starts it again, then waits
-// for its control endpoint (whose published port changes). The server keeps its records in memory:
-// unlike CloudStack with MySQL, a restarted reference server starts with an empty database.
-func (c *Cluster) RestartServer(ctx context.Context, down time.Duration) error {
+// StopServer kills the management server's process (SIGKILL to its container): its threads die
+// wherever they are, as the simulator's ms-restart kills them at their park points. Its database is
+// the state file in the container's writable layer, which survives until StartServer starts the same
+// container again (Close starts it too, and then removes it).
+func (c *Cluster) StopServer(ctx context.Context) error {
 	id := c.ms.GetContainerID()
-	timeout := 10
-	if _, err := c.cli.ContainerStop(ctx, id, client.ContainerStopOptions{Timeout: &timeout}); err != nil {
+	if _, err := c.cli.ContainerKill(ctx, id, client.ContainerKillOptions{Signal: "KILL"}); err != nil {
 		return err
 	}
-	c.setHeal("ms", func(ctx context.Context) error {
-		_, err := c.cli.ContainerStart(ctx, id, client.ContainerStartOptions{})
-		return err
-	})
-	sleepCtx(ctx, down)
-	if _, err := c.cli.ContainerStart(context.WithoutCancel(ctx), id, client.ContainerStartOptions{}); err != nil {
+	c.setHeal("ms", c.StartServer)
+	return nil
+}
+
+// StartServer starts the management server's container again (same --id and --state: the new
+// incarnation loads every committed record and cleans up its predecessor's jobs) and waits up to
+// 30 s for its control endpoint, whose published port changes.
+func (c *Cluster) StartServer(ctx context.Context) error {
+	if _, err := c.cli.ContainerStart(ctx, c.ms.GetContainerID(), client.ContainerStartOptions{}); err != nil {
 		return err
 	}
 	c.setHeal("ms", nil)
@@ -157,6 +161,30 @@ func (c *Cluster) RestartServer(ctx context.Context, down time.Duration) error {
 			return ctx.Err()
 		}
 	}
+}
+
+// GuestShutdown makes a domain's guest on h power itself off (its hypervisor's fault).
+func (c *Cluster) GuestShutdown(ctx context.Context, h, dom string) error {
+	hst, ok := c.hosts[h]
+	if !ok {
+		return fmt.Errorf("no host %q", h)
+	}
+	return getJSON(ctx, hst.truth+"/guestShutdown?"+url.Values{"name": {dom}}.Encode(), "POST", nil)
+}
+
+// SetRouterBoot makes router guests created from now on, on every host, take d to boot (0: the
+// hypervisor's default, 1 s).
+func (c *Cluster) SetRouterBoot(ctx context.Context, d time.Duration) error {
+	for _, h := range c.o.Hosts {
+		hst, ok := c.hosts[h]
+		if !ok {
+			return fmt.Errorf("no host %q", h)
+		}
+		if err := getJSON(ctx, hst.truth+"/routerBoot?"+url.Values{"d": {d.String()}}.Encode(), "POST", nil); err != nil {
+			return fmt.Errorf("host %s: %w", h, err)
+		}
+	}
+	return nil
 }
 
 // Timed applies a fault, lets it last d and heals it — also when ctx ends first (the heal then runs

@@ -27,6 +27,8 @@ type FakeHost struct {
 	BootDelay func(spec impl.DomainSpec) time.Duration
 	// CreateDelay and DestroyDelay are define+create and destroy+reap (default 100 ms each).
 	CreateDelay, DestroyDelay time.Duration
+
+	routerBoot time.Duration // SetRouterBoot's; 0: BootDelay
 }
 
 type fakeDomain struct {
@@ -68,8 +70,14 @@ func (h *FakeHost) Start(spec impl.DomainSpec) error {
 	h.domains[spec.Name] = d
 	h.mu.Unlock()
 	h.emit(impl.LifecycleEvent{Domain: spec.Name, Event: "STARTED", Detail: "BOOTED"})
+	boot := h.BootDelay(spec)
+	h.mu.Lock()
+	if spec.Type == "DomainRouter" && h.routerBoot > 0 {
+		boot = h.routerBoot
+	}
+	h.mu.Unlock()
 	h.env.Go("hv/"+h.ID+"/boot/"+spec.Name, func() {
-		h.env.Sleep(h.BootDelay(spec))
+		h.env.Sleep(boot)
 		h.mu.Lock()
 		var fire []impl.Signal
 		if h.domains[spec.Name] == d && d.running {
@@ -210,6 +218,40 @@ func (h *FakeHost) Crash(name, detail string) error {
 	h.mu.Unlock()
 	h.after(ev, fire)
 	return nil
+}
+
+// GuestShutdown is the guest powering itself off: SHUTDOWN/FINISHED at once, then STOPPED/SHUTDOWN
+// once the domain is reaped (a second later), as drivers/sim.Host does.
+func (h *FakeHost) GuestShutdown(name string) error {
+	h.mu.Lock()
+	d, ok := h.domains[name]
+	if !ok || !d.running {
+		h.mu.Unlock()
+		return fmt.Errorf("domain %s is not running on %s", name, h.ID)
+	}
+	h.mu.Unlock()
+	h.emit(impl.LifecycleEvent{Domain: name, Event: "SHUTDOWN", Detail: "FINISHED"})
+	h.env.Go("hv/"+h.ID+"/shutdown/"+name, func() {
+		h.env.Sleep(time.Second)
+		h.mu.Lock()
+		var ev *impl.LifecycleEvent
+		var fire []impl.Signal
+		if h.domains[name] == d && d.running {
+			ev, fire = h.halt(d, "SHUTDOWN")
+			delete(h.domains, name)
+		}
+		h.mu.Unlock()
+		h.after(ev, fire)
+	})
+	return nil
+}
+
+// SetRouterBoot makes router guests created from now on take d to say ready (0: BootDelay again).
+// How long a router boots is the host's business (its hypervisor, its guest image), not the server's.
+func (h *FakeHost) SetRouterBoot(d time.Duration) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.routerBoot = d
 }
 
 // Domain is a domain as the fake host runs it.

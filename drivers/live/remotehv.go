@@ -13,6 +13,8 @@ package live
 //	GET  /events       lifecycle events as JSON lines, for as long as the caller stays connected
 //	GET  /domains      the truth: running domains with their IPs and disks (read only)
 //	POST /crash        ?name=&detail=FAILED   a fault: the domain's "QEMU" dies
+//	POST /guestShutdown ?name=                a fault: the guest powers itself off
+//	POST /routerBoot   ?d=DURATION            routers created from now on take d to boot (0: default)
 
 import (
 	"bufio"
@@ -83,6 +85,18 @@ func HypervisorHandler(h *FakeHost) http.Handler {
 			detail = "FAILED"
 		}
 		reply(w, "ok", h.Crash(r.FormValue("name"), detail))
+	})
+	mux.HandleFunc("POST /guestShutdown", func(w http.ResponseWriter, r *http.Request) {
+		reply(w, "ok", h.GuestShutdown(r.FormValue("name")))
+	})
+	mux.HandleFunc("POST /routerBoot", func(w http.ResponseWriter, r *http.Request) {
+		d, err := time.ParseDuration(r.FormValue("d"))
+		if err != nil || d < 0 {
+			http.Error(w, fmt.Sprintf("parameter d: %q is not a duration of 0 or more", r.FormValue("d")), http.StatusBadRequest)
+			return
+		}
+		h.SetRouterBoot(d)
+		reply(w, map[string]string{"routerBoot": d.String()}, nil)
 	})
 	mux.HandleFunc("GET /events", func(w http.ResponseWriter, r *http.Request) {
 		ch := make(chan impl.LifecycleEvent, 1024)

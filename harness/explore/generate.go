@@ -38,9 +38,11 @@ type gen struct {
 // agent is away (forced release); the rest are plain operations, single faults and waits.
 func Program(t *rapid.T) (*harness.Scenario, int) { return ProgramFor(t, Everything) }
 
-// Reach is what a world can do to a program. The simulator does everything; hosts in containers have
-// no backdating (the server's database is out of reach) and none of the faults that need it or a
-// guest from outside.
+// Reach is what a world can do to a program. The simulator does everything. Hosts in containers do
+// what the generator draws too: the server's database survives its container's restart (ms-restart),
+// old networks are backdated through the control endpoint, and the guests' faults (guest-shutdown,
+// slow-router-boot) go to the hosts' hypervisor containers; primed networks they cannot have, and the
+// generator draws none.
 type Reach struct {
 	AgedNetworks bool
 	// Faults lists the faults the world can inject; nil: all of them.
@@ -51,8 +53,9 @@ type Reach struct {
 var Everything = Reach{AgedNetworks: true}
 
 // ContainerReach is what harness.RunScenarioContainer accepts.
-var ContainerReach = Reach{Faults: map[string]bool{"crash": true, "agent-restart": true, "agent-kill": true,
-	"disconnect": true, "stale-report": true}}
+var ContainerReach = Reach{AgedNetworks: true, Faults: map[string]bool{"crash": true, "guest-shutdown": true,
+	"agent-restart": true, "agent-kill": true, "disconnect": true, "stale-report": true, "ms-restart": true,
+	"slow-router-boot": true}}
 
 func (r Reach) only(kinds []string) []string {
 	if r.Faults == nil {

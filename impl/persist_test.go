@@ -1,0 +1,223 @@
+package impl
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/csconform/csconform/model/history"
+	"github.com/csconform/csconform/model/host"
+	"github.com/csconform/csconform/model/job"
+	"github.com/csconform/csconform/model/network"
+	"github.com/csconform/csconform/model/vm"
+)
+
+// clock is an Env whose time moves a second at each look: enough for the store, which only reads time.
+type clock struct{ t time.Time }
+
+func (c *clock) Now() time.Time            { c.t = c.t.Add(time.Second); return c.t }
+func (c *clock) Sleep(time.Duration)       {}
+func (c *clock) Go(string, func())         {}
+func (c *clock) NewSignal() Signal         { return nil }
+func newClock() *clock                     { return &clock{t: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)} }
+func (e *logEvents) Emit(ev history.Event) { *e = append(*e, ev) }
+
+type logEvents []history.Event
+
+// populate writes one of every kind of row, as a deploy, a stop and the host's connect would.
+func populate(t *testing.T, db *DB) {
+	t.Helper()
+	if _, ok := db.HostTransit("ms1", "h1", host.AgentConnected, "ms1"); !ok {
+		t.Fatal("AgentConnected refused")
+	}
+	db.HostTransit("ms1", "h1", host.Ready, "ms1")
+	db.SetLastPinged("h1", time.Date(2026, 1, 2, 3, 0, 0, 0, time.UTC))
+	n := db.CreateNetwork("api", "net1", true, 4)
+	db.UpdateNetworkState("ms1", n, network.Implementing, "implement", false)
+	r := db.CreateVM("ms1", "", "DomainRouter", []int64{n.ID})
+	db.SetNetworkRouter(n.ID, r.ID)
+	v := db.CreateVM("api", "web1", "User", []int64{n.ID})
+	nic := db.CreateNic(v.ID, n.ID)
+	db.SetNicState(nic.ID, "Reserved")
+	if ip := db.ReserveIP("ms1", nic.ID); ip == "" {
+		t.Fatal("no address reserved")
+	}
+	db.ChangeActiveNicsBy(n.ID, 1)
+	vol := db.CreateVolume("api", v.ID)
+	db.SetVolumeState("ms1", vol.ID, "Ready")
+	if !db.UpdateVMState("ms1", v, vm.StartRequested, vm.Starting, "h1") || !db.UpdateVMState("ms1", v, vm.OperationSucceeded, vm.Running, "h1") {
+		t.Fatal("VM state writes refused")
+	}
+	db.UpdatePowerState("ms1", v.ID, vm.PowerOn, "h1", time.Time{})
+	done := db.CreateJob("api", "DeployVM", "VirtualMachine", v.ID, "ms1")
+	db.CompleteJob("ms1", done.ID, job.Succeeded, 0, "ok")
+	db.CreateJob("api", "VmWorkStop", "VirtualMachine", v.ID, "ms1")
+	if !db.TryLock(NetworkLockKey(n.ID), "ms1", "Job-Executor-1") || !db.TryLock("vm_instance1", "ms2", "Job-Executor-7") {
+		t.Fatal("locks refused")
+	}
+	gone := db.CreateVM("api", "old", "User", nil)
+	db.RemoveVM("ms1", gone.ID)
+}
+
+func encoded(t *testing.T, db *DB) []byte {
+	t.Helper()
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	b, err := db.encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// The state file holds every row of every table, and a database opened on it holds the same rows.
+func TestDBRoundTrip(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "db", "state.json")
+	var ev logEvents
+	db, err := OpenDB(newClock(), &ev, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	populate(t, db)
+	back, err := OpenDB(newClock(), nil, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a, b := encoded(t, db), encoded(t, back); !bytes.Equal(a, b) {
+		t.Fatalf("loaded database differs:\n--- written\n%s\n--- loaded\n%s", a, b)
+	}
+	// every table has rows, so the comparison above covered them all
+	if len(back.VMs(nil)) != 3 || len(back.Networks(nil)) != 1 || len(back.Nics(3)) != 1 || len(back.Volumes(0)) != 1 ||
+		len(back.Hosts()) != 1 || len(back.Jobs(nil)) != 2 || len(back.Locks()) != 2 {
+		t.Fatalf("tables missing rows: vms %d networks %d volumes %d hosts %d jobs %d locks %d",
+			len(back.VMs(nil)), len(back.Networks(nil)), len(back.Volumes(0)), len(back.Hosts()), len(back.Jobs(nil)), len(back.Locks()))
+	}
+	if pool := back.IPPool(1); pool[0].VMID != 3 {
+		t.Fatalf("pool after loading: %+v", pool)
+	}
+	for _, e := range ev {
+		if e.Level == "ERROR" {
+			t.Errorf("unexpected error: %s", e.Detail)
+		}
+	}
+}
+
+// A loaded database behaves as the one that wrote it: the same writes give the same answers and the
+// same rows (ids go on from where they were, compare-and-set sees the same update counts, the pool
+// hands out the same next address, a lock held by another server stays held).
+func TestLoadedDBBehavesTheSame(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.json")
+	orig, err := OpenDB(newClock(), nil, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	populate(t, orig)
+	orig.Detach() // from here both run in memory only, side by side
+	loaded, err := OpenDB(newClock(), nil, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	loaded.Detach()
+	// the clocks must agree from here on
+	orig.env, loaded.env = newClock(), newClock()
+	type answer struct {
+		what string
+		got  any
+	}
+	run := func(db *DB) []answer {
+		v := db.VMByName("web1")
+		stale := *v
+		var out []answer
+		out = append(out, answer{"stop", db.UpdateVMState("ms1", v, vm.StopRequested, vm.Stopping, "h1")})
+		out = append(out, answer{"stale write", db.UpdateVMState("ms1", &stale, vm.StopRequested, vm.Stopping, "h1")})
+		w := db.CreateVM("api", "web2", "User", []int64{1})
+		out = append(out, answer{"new id", w.ID})
+		nic := db.CreateNic(w.ID, 1)
+		out = append(out, answer{"next address", db.ReserveIP("ms1", nic.ID)})
+		out = append(out, answer{"foreign lock", db.TryLock("vm_instance1", "ms1", "Job-Executor-1")})
+		out = append(out, answer{"own lock", db.TryLock(NetworkLockKey(1), "ms1", "Job-Executor-1")})
+		db.CleanupLocksForServer("ms1")
+		out = append(out, answer{"locks after cleanup", len(db.Locks())})
+		out = append(out, answer{"job in progress", len(db.Jobs(func(j *JobVO) bool { return j.Status == job.InProgress }))})
+		return out
+	}
+	a, b := run(orig), run(loaded)
+	for i := range a {
+		if a[i] != b[i] {
+			t.Errorf("%s: written database says %v, loaded one %v", a[i].what, a[i].got, b[i].got)
+		}
+	}
+	if x, y := encoded(t, orig), encoded(t, loaded); !bytes.Equal(x, y) {
+		t.Fatalf("after the same writes the databases differ:\n%s\n---\n%s", x, y)
+	}
+}
+
+// Every commit is on disk before the write returns: a process killed right after any write finds it
+// on restart. After Detach (a stopping server) nothing more reaches the file.
+func TestEveryCommitIsDurable(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.json")
+	db, err := OpenDB(newClock(), nil, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := func(what string) {
+		t.Helper()
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(b, encoded(t, db)) {
+			t.Fatalf("after %s the state file lags the database", what)
+		}
+	}
+	n := db.CreateNetwork("api", "n", false, 2)
+	check("CreateNetwork")
+	v := db.CreateVM("api", "a", "User", []int64{n.ID})
+	check("CreateVM")
+	db.UpdateVMState("ms1", v, vm.StartRequested, vm.Starting, "h1")
+	check("UpdateVMState")
+	db.TryLock("k", "ms1", "t")
+	check("TryLock")
+	db.Unlock("k", "ms1", "t")
+	check("Unlock")
+	j := db.CreateJob("api", "StartVM", "VirtualMachine", v.ID, "ms1")
+	check("CreateJob")
+
+	before, _ := os.ReadFile(path)
+	db.Detach()
+	db.CompleteJob("ms1", j.ID, job.Failed, 530, "interrupted")
+	db.CreateVM("api", "b", "User", nil)
+	after, _ := os.ReadFile(path)
+	if !bytes.Equal(before, after) {
+		t.Fatal("writes after Detach reached the state file")
+	}
+	if _, err := os.Stat(path + ".tmp"); err == nil {
+		t.Fatal("a temporary file was left beside the state file")
+	}
+}
+
+// Bad state files are refused with a clear error, never loaded half.
+func TestOpenDBErrors(t *testing.T) {
+	dir := t.TempDir()
+	cases := []struct{ name, content, want string }{
+		{"garbage", "not json", "invalid character"},
+		{"future", `{"Version": 99}`, "version 99"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			p := filepath.Join(dir, c.name)
+			if err := os.WriteFile(p, []byte(c.content), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := OpenDB(newClock(), nil, p); err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), p) {
+				t.Fatalf("got %v, want an error naming %s and saying %q", err, p, c.want)
+			}
+		})
+	}
+	if _, err := OpenDB(newClock(), nil, filepath.Join(dir, "garbage", "sub", "x")); err == nil {
+		t.Fatal("a state file under a regular file was accepted")
+	}
+}
