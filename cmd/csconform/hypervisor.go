@@ -15,7 +15,6 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -76,25 +75,20 @@ func hypervisorCmd(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-// newHypervisor builds the hypervisor an agent's --hypervisor names: one of hypervisors, or
-// unix:PATH (a csconform hypervisor process).
-func newHypervisor(name string, env *live.Env, hostID string) (impl.Hypervisor, error) {
-	if path, ok := strings.CutPrefix(name, "unix:"); ok {
-		h := live.NewRemoteHost(env, path)
-		var err error
-		for i := 0; i < 50; i++ { // the hypervisor may still be starting
-			if err = h.Ping(); err == nil {
-				return h, nil
-			}
-			time.Sleep(100 * time.Millisecond)
+// newRemoteHypervisor reaches a csconform hypervisor process on the unix socket path.
+func newRemoteHypervisor(env *live.Env, _, path string, _ hvFlags) (impl.Hypervisor, error) {
+	if path == "" {
+		return nil, errors.New("unix:PATH needs the socket's path")
+	}
+	h := live.NewRemoteHost(env, path)
+	var err error
+	for i := 0; i < 50; i++ { // the hypervisor may still be starting
+		if err = h.Ping(); err == nil {
+			return h, nil
 		}
-		return nil, err
+		time.Sleep(100 * time.Millisecond)
 	}
-	hv, ok := hypervisors[name]
-	if !ok {
-		return nil, fmt.Errorf("unknown hypervisor %q; this build has: %s, unix:PATH (csconform hypervisor)", name, hypervisorNames())
-	}
-	return hv.new(env, hostID)
+	return nil, err
 }
 
 // agentDialer is the agent's transport; with faultsAddr it also serves the agent's fault hook
