@@ -354,7 +354,7 @@ func agentCmd(args []string, stdout, stderr io.Writer) int {
 	if c, ok := h.(io.Closer); ok {
 		defer c.Close() // the connection only: domains keep running
 	}
-	tr, err := agentDialer(*server, *faultsAddr, stdout)
+	tr, err := agentDialer(*server, *faultsAddr, hvKind == "libvirt", stdout, stderr)
 	if err != nil {
 		return fail(err)
 	}
