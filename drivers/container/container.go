@@ -240,6 +240,19 @@ func Start(ctx context.Context, o Options) (c *Cluster, err error) {
 	return c, nil
 }
 
+// writable says whether run files can be made under dir (the harness runs as root for libvirt).
+func writable(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("run files: %w", err)
+	}
+	f, err := os.CreateTemp(dir, ".probe-")
+	if err != nil {
+		return fmt.Errorf("run files: %w", err)
+	}
+	f.Close()
+	return os.Remove(f.Name())
+}
+
 // chooseDomains settles Options.Domains: real libvirt domains or simulated ones, and why.
 func (c *Cluster) chooseDomains() error {
 	o := &c.o
@@ -252,15 +265,19 @@ func (c *Cluster) chooseDomains() error {
 		c.DomainsWhy = "SIMULATED domains (csconform hypervisor container per host; simulated domains were asked for)"
 		return nil
 	}
-	if err := LibvirtUsable(o.GuestDir); err != nil {
+	if o.BaseDir == "" {
+		o.BaseDir = libvirt.DefaultBaseDir()
+	}
+	err := LibvirtUsable(o.GuestDir)
+	if err == nil {
+		err = writable(o.BaseDir)
+	}
+	if err != nil {
 		if o.Domains == DomainsLibvirt {
 			return fmt.Errorf("container: libvirt domains asked for, but %v", err)
 		}
 		c.DomainsWhy = fmt.Sprintf("SIMULATED domains (csconform hypervisor container per host; no libvirt: %v)", err)
 		return nil
-	}
-	if o.BaseDir == "" {
-		o.BaseDir = libvirt.DefaultBaseDir()
 	}
 	if o.GuestDir == "" {
 		o.GuestDir = libvirt.DefaultGuestDir()

@@ -166,3 +166,30 @@ func vmRecord(t *testing.T, ctx context.Context, c *Cluster, id int64) vmRow {
 	t.Fatalf("no record of VM %d", id)
 	return vmRow{}
 }
+
+// TestChooseDomains: where the domains run and why, without Docker; a missing guest makes auto
+// fall back to simulated domains and libvirt fail.
+func TestChooseDomains(t *testing.T) {
+	noGuest := t.TempDir()
+	for _, tc := range []struct {
+		domains, guest string
+		want           string // in DomainsWhy, or in the error
+		fails          bool
+	}{
+		{DomainsSimulated, "", "SIMULATED domains (csconform hypervisor container per host; simulated domains were asked for)", false},
+		{"", noGuest, "SIMULATED domains (csconform hypervisor container per host; no libvirt: ", false},
+		{DomainsAuto, noGuest, "no libvirt: ", false},
+		{DomainsLibvirt, noGuest, "libvirt domains asked for, but ", true},
+		{"qemu", "", `Options.Domains "qemu"`, true},
+	} {
+		c := &Cluster{Run: "r", o: Options{Run: "r", Domains: tc.domains, GuestDir: tc.guest, BaseDir: t.TempDir()}}
+		err := c.chooseDomains()
+		got := c.DomainsWhy
+		if err != nil {
+			got = err.Error()
+		}
+		if (err != nil) != tc.fails || !strings.Contains(got, tc.want) || c.Libvirt {
+			t.Errorf("Domains %q, guest %q: %q (err %v, libvirt %v), want %q", tc.domains, tc.guest, got, err, c.Libvirt, tc.want)
+		}
+	}
+}
