@@ -143,7 +143,7 @@ func RunScenarioContainer(sc *Scenario, profile string, defects impl.Switches, s
 	stop()
 	if runErr != nil {
 		if co.Ctx.Err() != nil {
-			return nil, fmt.Errorf("interrupted (%v); the run's faults were healed and its containers removed", co.Ctx.Err())
+			return nil, fmt.Errorf("interrupted (%v); the run's faults were healed and its containers (and libvirt domains and files) removed", co.Ctx.Err())
 		}
 		return nil, fmt.Errorf("scenario %s: %v\nserver log (tail):\n%s", sc.Name, runErr, tail(cl.ServerLogs(context.Background()), 40))
 	}

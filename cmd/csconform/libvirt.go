@@ -30,11 +30,8 @@ func reproContext() (context.Context, context.CancelFunc) {
 // runOn runs one scenario with a driver.
 func runOn(ctx context.Context, driver, uri, domains string, sc *harness.Scenario, profile string, sw impl.Switches, seed uint64, stderr io.Writer) (*harness.Result, error) {
 	if driver == "container" {
-		r, err := harness.RunScenarioContainer(sc, profile, sw, seed, harness.ContainerOptions{Ctx: ctx, Log: stderr, Domains: domains})
-		if err != nil && ctx.Err() != nil {
-			return nil, fmt.Errorf("interrupted (%v); the run's faults were healed and its containers (and domains) removed", err)
-		}
-		return r, err
+		// An interrupted run says so itself, and what it removed.
+		return harness.RunScenarioContainer(sc, profile, sw, seed, harness.ContainerOptions{Ctx: ctx, Log: stderr, Domains: domains})
 	}
 	if driver != "libvirt" {
 		return harness.RunScenario(sc, profile, sw, seed)
