@@ -2,13 +2,16 @@ package harness
 
 // The container world: the management server and every host run in Docker containers
 // (drivers/container), so the harness reaches the server only through its control endpoint (JSON
-// over HTTP) and the domains' truth only through each host's hypervisor container. A scenario's client
+// over HTTP) and the domains' truth only through each host's hypervisor: libvirtd (real domains,
+// which the agent containers drive through libvirtd's mounted socket) where libvirt is usable, else
+// a hypervisor container per host (simulated domains). A scenario's client
 // operations become control calls, its faults act on containers, and the invariants are checked on
 // snapshots polled during the run (the control endpoint's records + every hypervisor's domains).
 //
 // Limits of this world, stated in every report's notes:
-//   - domains are simulated (csconform hypervisor, no libvirt) in a container per host that is never
-//     faulted, so an agent container's restart, kill or pause leaves them running;
+//   - domains are real libvirt domains or simulated ones (which, and why, is the first note); either
+//     way they live outside the agent container, so its restart, kill or pause leaves them running.
+//     A crash of a real domain is a kill -9 of its QEMU (STOPPED/FAILED, whatever detail is asked);
 //   - the network-lock invariant needs the server's network writes with their lock holders, which the
 //     control endpoint does not export: it is not checked here;
 //   - ms-restart kills the server's container and starts it again: its database is a state file in
@@ -47,6 +50,9 @@ import (
 //     paused or partitioned agent is noticed after 12.5 s (ping.timeout 2.5 × ping.interval).
 //   - settle: at most ContainerSettle after the last step (the simulator's default is 3 min), which is
 //     past the report grace.
+//   - with real libvirt domains, a router says ready 1 s after reaching userspace (the container
+//     driver's Options.RouterBoot; CloudStack's 36 s is the libvirt world's, where D1 races it); a
+//     guest's own boot (~6 s under TCG, more when several boot at once) is real.
 //
 // A scenario then takes about a minute of wall time, plus about 10 s to start the containers (and
 // the first time, a static build of csconform).
@@ -62,6 +68,9 @@ type ContainerOptions struct {
 	Run string          // labels everything of the run (default: NewRunID())
 	Ctx context.Context // cancelled (Ctrl-C): the run stops, heals its faults and removes its containers
 	Log io.Writer       // progress lines (nil: none)
+	// Domains: container.DomainsAuto ("": real libvirt domains where libvirt is usable, else
+	// simulated), container.DomainsLibvirt or container.DomainsSimulated.
+	Domains string
 }
 
 // RunScenarioContainer runs a scenario with the server and hosts in containers; everything the run
@@ -95,7 +104,7 @@ func RunScenarioContainer(sc *Scenario, profile string, defects impl.Switches, s
 	if err != nil {
 		return nil, err
 	}
-	o := container.Options{Run: co.Run, Hosts: sc.Hosts, Config: conf, Log: co.Log, Verbose: true}
+	o := container.Options{Run: co.Run, Hosts: sc.Hosts, Config: conf, Log: co.Log, Verbose: true, Domains: co.Domains}
 	if profileMatches(profile, defects) {
 		o.Profile = profile
 	} else {
@@ -138,7 +147,7 @@ func RunScenarioContainer(sc *Scenario, profile string, defects impl.Switches, s
 	stop()
 	if runErr != nil {
 		if co.Ctx.Err() != nil {
-			return nil, fmt.Errorf("interrupted (%v); the run's faults were healed and its containers removed", co.Ctx.Err())
+			return nil, fmt.Errorf("interrupted (%v); the run's faults were healed and its containers (and libvirt domains and files) removed", co.Ctx.Err())
 		}
 		return nil, fmt.Errorf("scenario %s: %v\nserver log (tail):\n%s", sc.Name, runErr, tail(cl.ServerLogs(context.Background()), 40))
 	}
@@ -147,7 +156,7 @@ func RunScenarioContainer(sc *Scenario, profile string, defects impl.Switches, s
 	w.finish(res)
 	w.truthAtEnd()
 	res.VirtualEnd = time.Since(w.start)
-	res.Notes = append([]string{"world: containers (run " + co.Run + "); hosts' domains are SIMULATED (csconform hypervisor container per host, no libvirt); not checked here: network-lock, linearizability (the server's events stay in its container)"}, w.timeline...)
+	res.Notes = append([]string{"world: containers (run " + co.Run + "); hosts' domains: " + cl.DomainsWhy + "; not checked here: network-lock, linearizability (the server's events stay in its container)"}, w.timeline...)
 	if e, ok := sc.Expect[profile]; ok && profileMatches(profile, defects) {
 		res.Expected = true
 		res.Mismatches = e.compareWith(res, w.vmState)

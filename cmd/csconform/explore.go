@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/csconform/csconform/drivers/container"
 	"github.com/csconform/csconform/harness/explore"
 	"github.com/csconform/csconform/impl"
 	"github.com/csconform/csconform/model/history"
@@ -61,6 +62,7 @@ func exploreCmd(args []string, stdout, stderr io.Writer) int {
 	out := fs.String("out", "", "")
 	quiet := fs.Bool("quiet", false, "")
 	driver := fs.String("driver", "sim", "")
+	domains := fs.String("domains", container.DomainsAuto, "")
 	fs.Usage = func() { fmt.Fprint(stderr, usage) }
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -90,6 +92,9 @@ func exploreCmd(args []string, stdout, stderr io.Writer) int {
 	if *driver != "sim" && *driver != "container" {
 		return fail(fmt.Errorf("unknown driver %q: explore runs on sim (default) or container", *driver))
 	}
+	if err := checkDomains(*domains); err != nil {
+		return fail(err)
+	}
 	ctx, stopSignals := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stopSignals()
 	sum := &explore.Summary{Profile: *profile, Defects: sw.On(), Seed: *seed, Shard: *shard, Budget: *budget, Driver: *driver}
@@ -111,7 +116,7 @@ func exploreCmd(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintln(stderr, line)
 		}
 	}
-	o := explore.Options{Profile: *profile, Defects: sw, Detectors: det, Driver: *driver, Ctx: ctx, Seen: func(*explore.Outcome) { done++; progress() }}
+	o := explore.Options{Profile: *profile, Defects: sw, Detectors: det, Driver: *driver, Domains: *domains, Ctx: ctx, Seen: func(*explore.Outcome) { done++; progress() }}
 	shrink := time.Duration(0)
 	if *driver == "container" {
 		shrink = 5 * time.Minute // a case takes a minute or two of real time

@@ -15,8 +15,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"strings"
-	"sync/atomic"
+	"sync"
 	"syscall"
 	"time"
 
@@ -79,32 +78,33 @@ func hypervisorCmd(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-// newHypervisor builds the hypervisor an agent's --hypervisor names: one of hypervisors, or
-// unix:PATH (a csconform hypervisor process).
-func newHypervisor(name string, env *live.Env, hostID string) (impl.Hypervisor, error) {
-	if path, ok := strings.CutPrefix(name, "unix:"); ok {
-		h := live.NewRemoteHost(env, path)
-		var err error
-		for i := 0; i < 50; i++ { // the hypervisor may still be starting
-			if err = h.Ping(); err == nil {
-				return h, nil
-			}
-			time.Sleep(100 * time.Millisecond)
+// newRemoteHypervisor reaches a csconform hypervisor process on the unix socket path.
+func newRemoteHypervisor(env *live.Env, _, path string, _ hvFlags) (impl.Hypervisor, error) {
+	if path == "" {
+		return nil, errors.New("unix:PATH needs the socket's path")
+	}
+	h := live.NewRemoteHost(env, path)
+	var err error
+	for i := 0; i < 50; i++ { // the hypervisor may still be starting
+		if err = h.Ping(); err == nil {
+			return h, nil
 		}
-		return nil, err
+		time.Sleep(100 * time.Millisecond)
 	}
-	hv, ok := hypervisors[name]
-	if !ok {
-		return nil, fmt.Errorf("unknown hypervisor %q; this build has: %s, unix:PATH (csconform hypervisor)", name, hypervisorNames())
-	}
-	return hv.new(env, hostID)
+	return nil, err
 }
 
 // agentDialer is the agent's transport; with faultsAddr it also serves the agent's fault hook
 // POST /delayNextOutOfBand?d=1500ms: the next out-of-band report reaches the server that late (sent
-// after the delay; later messages overtake it, as with CloudStack's agent thread pool).
-func agentDialer(server, faultsAddr string, stdout io.Writer) (impl.Transport, error) {
-	d := &staleDialer{Dialer: live.Dialer{Addr: server}}
+// after the delay; later messages overtake it, as with CloudStack's agent thread pool). With hold
+// (an agent on real libvirt domains) a StartCommand arriving while that report is armed and not yet
+// collected waits on the wire, staleHold at most, and the delay counts from that start's answer:
+// harness/libvirt.go's staleHold, the order seed 001 needs on real domains. With routerBoot (an
+// agent on real libvirt domains) it also serves POST /routerBoot?d=36s: routers started from now on
+// say ready that long after reaching userspace (0: back to --router-boot), the slow-router-boot fault
+// that a hypervisor container serves for simulated domains.
+func agentDialer(server, faultsAddr string, hold bool, routerBoot func(time.Duration), stdout, stderr io.Writer) (impl.Transport, error) {
+	d := &staleDialer{Dialer: live.Dialer{Addr: server}, hold: hold, log: stderr}
 	if faultsAddr == "" {
 		return d, nil
 	}
@@ -119,17 +119,84 @@ func agentDialer(server, faultsAddr string, stdout io.Writer) (impl.Transport, e
 			writeJSON(w, http.StatusBadRequest, map[string]string{"error": err.Error()})
 			return
 		}
-		d.stale.Store(int64(v))
+		d.arm(v)
 		writeJSON(w, http.StatusOK, map[string]string{"delay": v.String()})
 	})
+	if routerBoot != nil {
+		mux.HandleFunc("POST /routerBoot", func(w http.ResponseWriter, r *http.Request) {
+			v, err := time.ParseDuration(r.FormValue("d"))
+			if err == nil && v < 0 {
+				err = fmt.Errorf("negative router boot %s", v)
+			}
+			if err != nil {
+				writeJSON(w, http.StatusBadRequest, map[string]string{"error": err.Error()})
+				return
+			}
+			routerBoot(v)
+			writeJSON(w, http.StatusOK, map[string]string{"routerBoot": v.String()})
+		})
+	}
 	go (&http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}).Serve(ln)
 	fmt.Fprintf(stdout, "agent fault hooks on http://%s\n", ln.Addr())
 	return d, nil
 }
 
+// staleHold is how long at most a StartCommand waits on the wire for an armed stale report to be
+// collected (as in harness/libvirt.go).
+const staleHold = 5 * time.Second
+
 type staleDialer struct {
 	live.Dialer
-	stale atomic.Int64
+	hold bool
+	log  io.Writer
+
+	mu        sync.Mutex
+	stale     time.Duration // delay of the next out-of-band report (0: none armed)
+	collected chan struct{} // closed when the armed report is collected
+	held      *heldStart    // the StartCommand held for it
+}
+
+type heldStart struct {
+	seq      int64
+	answered chan struct{}
+}
+
+func (d *staleDialer) arm(v time.Duration) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.stale == 0 {
+		d.collected = make(chan struct{})
+	}
+	d.stale = v
+}
+
+// take disarms the stale report and returns its delay and, with hold, the answer of the
+// StartCommand held for it (nil: none).
+func (d *staleDialer) take() (time.Duration, <-chan struct{}) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	v := d.stale
+	var answered chan struct{}
+	if v > 0 {
+		d.stale = 0
+		close(d.collected)
+		if d.held != nil {
+			answered = d.held.answered
+		}
+	}
+	return v, answered
+}
+
+// holdStart registers StartCommand seq as held if a stale report is armed, and returns the channel
+// closed when that report is collected (nil: nothing armed, no hold).
+func (d *staleDialer) holdStart(seq int64) <-chan struct{} {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.stale == 0 {
+		return nil
+	}
+	d.held = &heldStart{seq: seq, answered: make(chan struct{})}
+	return d.collected
 }
 
 func (d *staleDialer) Dial(hostID string) (impl.Pipe, error) {
@@ -147,13 +214,48 @@ type stalePipe struct {
 
 func (p *stalePipe) Send(m impl.Message) error {
 	if m.Kind == impl.MsgPing && m.OutOfBand {
-		if d := time.Duration(p.d.stale.Swap(0)); d > 0 {
+		if v, answered := p.d.take(); v > 0 {
 			go func() {
-				time.Sleep(d)
+				if answered != nil {
+					select {
+					case <-answered:
+					case <-time.After(time.Minute):
+					}
+				}
+				time.Sleep(v)
 				_ = p.Pipe.Send(m)
 			}()
 			return nil
 		}
 	}
+	if m.Kind == impl.MsgAnswer && p.d.hold {
+		p.d.mu.Lock()
+		if hs := p.d.held; hs != nil && hs.seq == m.Seq {
+			p.d.held = nil
+			close(hs.answered)
+		}
+		p.d.mu.Unlock()
+	}
 	return p.Pipe.Send(m)
+}
+
+// Recv holds a StartCommand while a stale report is armed and not yet collected (with hold).
+func (p *stalePipe) Recv() (impl.Message, error) {
+	m, err := p.Pipe.Recv()
+	if err != nil || m.Kind != impl.MsgStart || !p.d.hold {
+		return m, err
+	}
+	if ch := p.d.holdStart(m.Seq); ch != nil {
+		t0 := time.Now()
+		t := time.NewTimer(staleHold)
+		defer t.Stop()
+		how := "collected"
+		select {
+		case <-ch:
+		case <-t.C:
+			how = "not collected"
+		}
+		fmt.Fprintf(p.d.log, "csconform agent: StartCommand held on the wire %d ms while a stale report is armed (%s)\n", time.Since(t0).Milliseconds(), how)
+	}
+	return m, nil
 }

@@ -5,6 +5,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -27,13 +28,10 @@ func reproContext() (context.Context, context.CancelFunc) {
 }
 
 // runOn runs one scenario with a driver.
-func runOn(ctx context.Context, driver, uri string, sc *harness.Scenario, profile string, sw impl.Switches, seed uint64, stderr io.Writer) (*harness.Result, error) {
+func runOn(ctx context.Context, driver, uri, domains string, sc *harness.Scenario, profile string, sw impl.Switches, seed uint64, stderr io.Writer) (*harness.Result, error) {
 	if driver == "container" {
-		r, err := harness.RunScenarioContainer(sc, profile, sw, seed, harness.ContainerOptions{Ctx: ctx, Log: stderr})
-		if err != nil && ctx.Err() != nil {
-			return nil, fmt.Errorf("interrupted (%v); the run's faults were healed and its containers removed", err)
-		}
-		return r, err
+		// An interrupted run says so itself, and what it removed.
+		return harness.RunScenarioContainer(sc, profile, sw, seed, harness.ContainerOptions{Ctx: ctx, Log: stderr, Domains: domains})
 	}
 	if driver != "libvirt" {
 		return harness.RunScenario(sc, profile, sw, seed)
@@ -57,7 +55,7 @@ func cleanupCmd(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	if *containers {
-		return cleanupContainers(*run, stdout, stderr)
+		return cleanupContainers(*run, *uri, *dir, stdout, stderr)
 	}
 	if fs.NArg() > 0 || (*all && *run != "") {
 		fmt.Fprintln(stderr, "csconform cleanup: usage: csconform cleanup [--containers] [--uri URI] [--run ID | --all] [--dir DIR]")
@@ -79,11 +77,26 @@ func cleanupCmd(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-// cleanupContainers removes what container runs left: everything labelled org.csconform.run (=run).
-func cleanupContainers(run string, stdout, stderr io.Writer) int {
+// checkDomains checks a --domains value.
+func checkDomains(d string) error {
+	switch d {
+	case container.DomainsAuto, container.DomainsLibvirt, container.DomainsSimulated:
+		return nil
+	}
+	return fmt.Errorf("--domains %q: want auto, libvirt or simulated", d)
+}
+
+// cleanupContainers removes what container runs left: everything labelled org.csconform.run (=run),
+// and with a run, its libvirt domains and files too (where libvirtd answers).
+func cleanupContainers(run, uri, dir string, stdout, stderr io.Writer) int {
 	ctx, stop := reproContext()
 	defer stop()
 	removed, err := container.Cleanup(ctx, run)
+	if run != "" && libvirt.Available(uri, "") == nil {
+		more, lerr := libvirt.Cleanup(uri, dir, run)
+		removed = append(removed, more...)
+		err = errors.Join(err, lerr)
+	}
 	for _, r := range removed {
 		fmt.Fprintln(stdout, "removed", r)
 	}

@@ -14,6 +14,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/csconform/csconform/conformance"
+	"github.com/csconform/csconform/drivers/container"
 	"github.com/csconform/csconform/drivers/sim"
 	"github.com/csconform/csconform/faults"
 	"github.com/csconform/csconform/harness"
@@ -39,7 +40,8 @@ Usage:
   csconform hypervisor --host ID --socket P  one host's simulated domains, for agents in containers
   csconform cleanup [--uri U] [--run ID]   remove every domain and file a libvirt run made (--all)
   csconform cleanup --containers [--run ID]  remove the containers, networks, volumes and images of
-                                           container runs (all of them, or one run's)
+                                           container runs (all of them, or one run's, and then
+                                           that run's libvirt domains and files too)
   csconform audit --api URL --host N=URI   CloudStack's records (its API, or --db DSN: its MySQL)
                                            against the hosts' domains, read-only; exit 1 on damage
                                            (csconform audit -h)
@@ -52,10 +54,14 @@ repro flags:
   --seed N         scheduler seed (default: each scenario's own)
   --driver NAME    where domains live: sim (default) or libvirt (real QEMU domains, real time;
                    needs ci/setup-libvirt.sh and ci/build-guest.sh; Ctrl-C cleans up)
-                   or container (server and hosts in Docker containers built FROM scratch,
-                   simulated domains; any scenario without primed networks, e.g. seed 004, 001
-                   and ms-restart-keeps-records; Ctrl-C heals faults and removes them)
+                   or container (server and hosts in Docker containers built FROM scratch; any
+                   scenario without primed networks, e.g. seed 004, 001 and
+                   ms-restart-keeps-records; Ctrl-C heals faults and removes them and the run's
+                   domains)
   --uri URI        libvirtd for --driver libvirt (default qemu:///system)
+  --domains D      --driver container: auto (default: real libvirt domains, driven by the agent
+                   containers through libvirtd's mounted socket, where libvirtd answers and the
+                   guest is built; else simulated), libvirt (or fail) or simulated
   --json           print the results as JSON
   --history FILE   write the recorded history of the (last) run as JSON lines
 
@@ -88,6 +94,7 @@ explore flags:
   --detectors D    both (default), invariants or linear
   --driver NAME    sim (default) or container (server and hosts in Docker containers, real time,
                    a minute or two a case: use a small budget; invariants only)
+  --domains D      --driver container: auto (default), libvirt or simulated, as for repro
   --out DIR        write summary.txt, result.json, junit.xml and, for a finding, history.jsonl,
                    counterexample.yaml and one porcupine HTML per failing partition
   --quiet          no progress bar
@@ -194,6 +201,7 @@ func repro(args []string, stdout, stderr io.Writer) int {
 	seed := fs.Uint64("seed", 0, "")
 	driver := fs.String("driver", "sim", "")
 	uri := fs.String("uri", "", "")
+	domains := fs.String("domains", container.DomainsAuto, "")
 	asJSON := fs.Bool("json", false, "")
 	historyFile := fs.String("history", "", "")
 	ext := addExternalFlags(fs)
@@ -229,6 +237,10 @@ func repro(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "csconform repro: unknown driver %q (known: %s)\n", *driver, strings.Join(drivers, ", "))
 		return 2
 	}
+	if err := checkDomains(*domains); err != nil {
+		fmt.Fprintln(stderr, "csconform repro:", err)
+		return 2
+	}
 	ctx, stop := reproContext()
 	defer stop()
 	sw, err := switches(profile, *defects)
@@ -258,7 +270,7 @@ func repro(args []string, stdout, stderr io.Writer) int {
 		if !*asJSON && len(scs) > 1 {
 			fmt.Fprintf(stderr, "[%d/%d] %s\n", i+1, len(scs), sc.Name)
 		}
-		r, err := runOn(ctx, *driver, *uri, sc, *profile, sw, s, stderr)
+		r, err := runOn(ctx, *driver, *uri, *domains, sc, *profile, sw, s, stderr)
 		if err != nil {
 			fmt.Fprintln(stderr, "csconform repro:", err)
 			return 2

@@ -17,9 +17,11 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
+	"github.com/csconform/csconform/drivers/libvirt"
 	"github.com/csconform/csconform/drivers/live"
 	"github.com/csconform/csconform/impl"
 	"github.com/csconform/csconform/impl/cloudapi"
@@ -30,8 +32,9 @@ const serveUsage = `Usage:
   csconform server [--listen ADDR] [--control ADDR] [--id MSID] [--profile P|--defects LIST]
                    [--config KEY=VALUE ...] [--state FILE] [--history FILE] [--verbose]
                    [--api ADDR [--api-key KEY --secret-key SECRET | --api-keys-file FILE]]
-  csconform agent  --host ID --server ADDR [--hypervisor sim|unix:PATH] [--faults ADDR]
-                   [--history FILE] [--verbose]
+  csconform agent  --host ID --server ADDR [--hypervisor sim|unix:PATH|libvirt[:URI]] [--faults ADDR]
+                   [--run ID] [--run-dir DIR] [--guest-dir DIR] [--virt-type kvm|qemu]
+                   [--router-boot DURATION] [--history FILE] [--verbose]
 
 server flags:
   --listen ADDR       where agents connect (default 127.0.0.1:8250)
@@ -55,9 +58,18 @@ server flags:
 agent flags:
   --host ID           the host this agent serves
   --server ADDR       the management server's --listen address
-  --hypervisor NAME   where domains run: ` + "%s" + `,
-                      or unix:PATH (a csconform hypervisor process: domains outlive the agent)
+  --hypervisor NAME   where domains run (default sim):` + "%s" + `
   --faults ADDR       serve the agent's fault hook (POST /delayNextOutOfBand?d=DURATION) on ADDR
+libvirt agent flags (as the libvirt driver names and labels domains, so csconform cleanup finds them):
+  --run ID            the run the domains belong to (default $CSCONFORM_RUN; required): a restarted
+                      agent with the same --run and --host finds its running domains again
+  --run-dir DIR       base directory of run files: volumes, serial logs (default $CSCONFORM_RUN_DIR or
+                      /var/lib/csconform); libvirtd opens them by path, so in a container mount it
+                      at the same path as on the host
+  --guest-dir DIR     the guest from ci/build-guest.sh (default $CSCONFORM_GUEST_DIR or
+                      /var/cache/csconform/guest), also opened by libvirtd by path
+  --virt-type T       kvm or qemu (TCG); default: detected (a KVM probe, cached in --run-dir)
+  --router-boot D     a router's boot delay after reaching userspace (default 36s, as CloudStack's)
 both:
   --history FILE      append every event as JSON lines to FILE
   --verbose           log DEBUG lines too (default: INFO and up, and every state change)
@@ -69,26 +81,54 @@ to its --state FILE (the file is as a kill at that moment would leave it). Exit 
 flags, an unreadable or unwritable --state FILE, or an unreachable management server.
 `
 
-// hypervisors are the --hypervisor choices: each builds the hypervisor of one host.
+// hypervisors are the --hypervisor choices, NAME or NAME:ARG: each builds the hypervisor of one host.
 var hypervisors = map[string]struct {
-	doc string
-	new func(env *live.Env, hostID string) (impl.Hypervisor, error)
+	syntax, doc string
+	new         func(env *live.Env, hostID, arg string, o hvFlags) (impl.Hypervisor, error)
 }{
-	"sim": {"in-process FAKE hypervisor in real time, no real domains", func(env *live.Env, id string) (impl.Hypervisor, error) {
+	"sim": {"sim", "in-process FAKE hypervisor in real time, no real domains", func(env *live.Env, id, arg string, _ hvFlags) (impl.Hypervisor, error) {
+		if arg != "" {
+			return nil, fmt.Errorf("sim takes no argument, got %q", arg)
+		}
 		return live.NewFakeHost(env, id), nil
 	}},
+	"unix":    {"unix:PATH", "a csconform hypervisor process on a unix socket:\nsimulated domains that outlive the agent", newRemoteHypervisor},
+	"libvirt": {"libvirt[:URI]", "real QEMU domains on libvirtd (default " + libvirt.DefaultURI + "),\nnamed and labelled as the libvirt driver's; they outlive\nthe agent; needs --run", newLibvirtHypervisor},
+}
+
+// hvFlags are the agent's flags a hypervisor may need.
+type hvFlags struct {
+	run, runDir, guestDir, virtType string
+	routerBoot                      time.Duration
+	// routerBootNow is the router boot in force (the slow-router-boot fault's hook changes it); nil
+	// until the agent starts, then --router-boot.
+	routerBootNow *atomic.Int64
 }
 
 func hypervisorNames() string {
 	var names []string
-	for n, h := range hypervisors {
-		names = append(names, n+" ("+h.doc+")")
+	for _, h := range hypervisors {
+		names = append(names, h.syntax)
 	}
 	sort.Strings(names)
 	return strings.Join(names, ", ")
 }
 
-func printServeUsage(w io.Writer) { fmt.Fprintf(w, serveUsage, hypervisorNames()) }
+func hypervisorDocs() string {
+	var names []string
+	for n := range hypervisors {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var b strings.Builder
+	for _, n := range names {
+		doc := strings.ReplaceAll(hypervisors[n].doc, "\n", "\n"+strings.Repeat(" ", 39))
+		fmt.Fprintf(&b, "\n                        %-14s %s", hypervisors[n].syntax, doc)
+	}
+	return b.String()
+}
+
+func printServeUsage(w io.Writer) { fmt.Fprintf(w, serveUsage, hypervisorDocs()) }
 
 // configFlags collects repeated --config KEY=VALUE.
 type configFlags map[string]string
@@ -282,6 +322,12 @@ func agentCmd(args []string, stdout, stderr io.Writer) int {
 	server := fs.String("server", "", "")
 	hvName := fs.String("hypervisor", "sim", "")
 	faultsAddr := fs.String("faults", "", "")
+	var hf hvFlags
+	fs.StringVar(&hf.run, "run", os.Getenv("CSCONFORM_RUN"), "")
+	fs.StringVar(&hf.runDir, "run-dir", "", "")
+	fs.StringVar(&hf.guestDir, "guest-dir", "", "")
+	fs.StringVar(&hf.virtType, "virt-type", "", "")
+	fs.DurationVar(&hf.routerBoot, "router-boot", libvirt.DefaultBootDelay(impl.DomainSpec{Type: "DomainRouter"}), "")
 	historyFile := fs.String("history", "", "")
 	verbose := fs.Bool("verbose", false, "")
 	if code := parseServe("agent", fs, args, stdout, stderr); code >= 0 {
@@ -294,8 +340,17 @@ func agentCmd(args []string, stdout, stderr io.Writer) int {
 	case *server == "":
 		return fail(errors.New("--server is required"))
 	}
-	if _, ok := hypervisors[*hvName]; !ok && !strings.HasPrefix(*hvName, "unix:") {
-		return fail(fmt.Errorf("unknown hypervisor %q; this build has: %s, unix:PATH", *hvName, hypervisorNames()))
+	hvKind, hvArg, _ := strings.Cut(*hvName, ":")
+	if _, ok := hypervisors[hvKind]; !ok {
+		return fail(fmt.Errorf("unknown hypervisor %q; this build has: %s", *hvName, hypervisorNames()))
+	}
+	switch {
+	case hvKind == "libvirt" && hf.run == "":
+		return fail(errors.New("--hypervisor libvirt needs --run (or $CSCONFORM_RUN): the domains' label, by which a restarted agent finds them"))
+	case hf.virtType != "" && hf.virtType != "kvm" && hf.virtType != "qemu":
+		return fail(fmt.Errorf("--virt-type %q: want kvm or qemu", hf.virtType))
+	case hf.routerBoot < 0:
+		return fail(fmt.Errorf("--router-boot %s: negative", hf.routerBoot))
 	}
 	// The agent retries its connection for ever once running; a server that cannot be reached at
 	// start is a mistake to report, not to wait out.
@@ -311,17 +366,35 @@ func agentCmd(args []string, stdout, stderr io.Writer) int {
 	defer closeSink()
 	env := live.NewEnv()
 	defer env.Close()
-	h, err := newHypervisor(*hvName, env, *hostID)
+	hf.routerBootNow = new(atomic.Int64)
+	hf.routerBootNow.Store(int64(hf.routerBoot))
+	h, err := hypervisors[hvKind].new(env, *hostID, hvArg, hf)
 	if err != nil {
 		return fail(err)
 	}
-	tr, err := agentDialer(*server, *faultsAddr, stdout)
+	if c, ok := h.(io.Closer); ok {
+		defer c.Close() // the connection only: domains keep running
+	}
+	var routerBoot func(time.Duration)
+	if hvKind == "libvirt" {
+		routerBoot = func(d time.Duration) {
+			if d == 0 {
+				d = hf.routerBoot
+			}
+			hf.routerBootNow.Store(int64(d))
+		}
+	}
+	tr, err := agentDialer(*server, *faultsAddr, hvKind == "libvirt", routerBoot, stdout, stderr)
 	if err != nil {
 		return fail(err)
 	}
 	a := impl.NewAgent(*hostID, env, tr, h, sink)
 	a.Start()
-	fmt.Fprintf(stdout, "agent %s: management server %s, hypervisor %s\n", *hostID, *server, *hvName)
+	desc := *hvName
+	if d, ok := h.(interface{ Describe() string }); ok {
+		desc += " (" + d.Describe() + ")"
+	}
+	fmt.Fprintf(stdout, "agent %s: management server %s, hypervisor %s\n", *hostID, *server, desc)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	<-ctx.Done()

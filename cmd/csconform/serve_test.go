@@ -29,6 +29,14 @@ func TestServeFlagErrors(t *testing.T) {
 	}
 	dead := l.Addr().String()
 	l.Close()
+	// a port that accepts, for the checks made after the agent reached its server
+	ll, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ll.Close()
+	reachable := ll.Addr().String()
+	t.Setenv("CSCONFORM_RUN", "")
 	cases := []cliCase{
 		{[]string{"server", "-h"}, 0, "--listen ADDR"},
 		{[]string{"agent", "--help"}, 0, "--hypervisor NAME"},
@@ -44,6 +52,11 @@ func TestServeFlagErrors(t *testing.T) {
 		{[]string{"agent", "--host", "h1"}, 2, "--server is required"},
 		{[]string{"agent", "--host", "h1", "--server", dead}, 2, "cannot reach the management server"},
 		{[]string{"agent", "--host", "h1", "--server", dead, "--hypervisor", "xen"}, 2, "unknown hypervisor"},
+		{[]string{"agent", "--host", "h1", "--server", dead, "--hypervisor", "libvirt"}, 2, "needs --run"},
+		{[]string{"agent", "--host", "h1", "--server", dead, "--hypervisor", "libvirt:qemu:///system", "--run", "r1", "--virt-type", "xen"}, 2, "want kvm or qemu"},
+		{[]string{"agent", "--host", "h1", "--server", dead, "--hypervisor", "libvirt", "--run", "r1", "--router-boot", "-1s"}, 2, "negative"},
+		{[]string{"agent", "--host", "h1", "--server", reachable, "--hypervisor", "libvirt", "--run", "r1", "--guest-dir", t.TempDir()}, 2, "guest not built"},
+		{[]string{"agent", "--host", "h1", "--server", reachable, "--hypervisor", "sim:extra"}, 2, "sim takes no argument"},
 	}
 	runCLICases(t, cases)
 }

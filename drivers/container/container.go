@@ -5,21 +5,29 @@
 // database survives it, as CloudStack's MySQL does), a rolling restart of every agent, and the hosts'
 // guest faults (a guest powering itself off, slow router boots).
 //
-// Each host is two containers from one image built at run time FROM scratch with a static build of
-// csconform (nothing is ever pulled):
+// The containers run one image built at run time FROM scratch with a static build of csconform
+// (nothing is ever pulled). The management server is csc-<run>-ms (`csconform server`, its control
+// endpoint published). A host's domains run in one of two ways (Options.Domains):
 //
-//   - csc-<run>-<host>-hv: `csconform hypervisor`, the host's simulated domains (no libvirt), serving
-//     the agent on a unix socket in a per-run volume — as libvirtd serves cloudstack-agent through its
-//     mounted socket — and the harness (the truth: GET /domains; the crash fault) on a published port.
-//     It is never faulted, so a restarted, killed or paused agent leaves its domains running.
-//   - csc-<run>-<host>-agent: `csconform agent --hypervisor unix:…`, on the run's network, where the
-//     faults act.
+//   - real libvirt domains, where libvirtd's socket answers and the guest is built (ci/build-guest.sh):
+//     the host is one container, csc-<run>-<host>-agent, `csconform agent --hypervisor libvirt`, with
+//     the socket bind-mounted as cloudstack-agent has it, and the run's directory and the guest
+//     bind-mounted at the same paths as on the host (libvirtd, on the host, opens the kernel, the
+//     disks and the serial logs by those paths). Its domains are the libvirt driver's, named and
+//     labelled for the run and host, so a restarted, killed or paused agent container leaves them
+//     running, as a restarted cloudstack-agent does. The truth and the crash fault go to libvirtd
+//     from the harness; Close also removes the run's domains and files (libvirt.Cleanup).
+//   - simulated domains otherwise: two containers per host, csc-<run>-<host>-hv (`csconform
+//     hypervisor`, simulated domains served to the agent on a unix socket in a per-run volume, and to
+//     the harness — the truth: GET /domains; the crash fault — on a published port; never faulted)
+//     and csc-<run>-<host>-agent (`csconform agent --hypervisor unix:…`).
 //
-// and the management server is csc-<run>-ms (`csconform server`, its control endpoint published),
+// The management server is csc-<run>-ms (`csconform server`, its control endpoint published),
 // whose database is its --state file in the container's writable layer (serverState): it survives a
 // kill and start of the same container, and goes with the container.
-// Everything a run creates (image, network, volume, containers) carries the label
-// org.csconform.run=<run>; Cleanup removes exactly that, and CleanupAll every run's.
+// The faults act on the agent containers. Everything a run creates in Docker (image, network,
+// volume, containers) carries the label org.csconform.run=<run>; Cleanup removes exactly that, and
+// CleanupAll every run's.
 package container
 
 import (
@@ -40,6 +48,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/csconform/csconform/drivers/libvirt"
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/api/types/mount"
 	"github.com/moby/moby/client"
@@ -89,6 +98,34 @@ type Options struct {
 	Config  map[string]string // server --config overrides
 	Log     io.Writer         // progress lines (nil: none)
 	Verbose bool              // server --verbose (its DEBUG lines, e.g. "Sending StartCommand", in its log)
+
+	// Domains says where the hosts' domains run: DomainsAuto ("", real libvirt domains where
+	// LibvirtUsable says so, else simulated), DomainsLibvirt (an error where they cannot) or
+	// DomainsSimulated.
+	Domains string
+	// For libvirt domains: the run files' base directory and the guest ("" = the libvirt driver's
+	// defaults), and a router's boot delay after reaching userspace (0 = 1 s, as simulated hosts').
+	BaseDir, GuestDir string
+	RouterBoot        time.Duration
+}
+
+// Options.Domains values.
+const (
+	DomainsAuto      = "auto"
+	DomainsLibvirt   = "libvirt"
+	DomainsSimulated = "simulated"
+)
+
+// LibvirtSocket is libvirtd's socket, mounted into every agent container at the same path.
+const LibvirtSocket = "/var/run/libvirt/libvirt-sock"
+
+// LibvirtUsable says why the agents cannot drive real domains here (nil: they can): libvirtd must
+// answer on LibvirtSocket and the guest must be built.
+func LibvirtUsable(guestDir string) error {
+	if _, err := os.Stat(LibvirtSocket); err != nil {
+		return fmt.Errorf("no libvirtd socket at %s", LibvirtSocket)
+	}
+	return libvirt.Available("qemu:///system?socket="+LibvirtSocket, guestDir)
 }
 
 // Cluster is one run's containers.
@@ -102,6 +139,11 @@ type Cluster struct {
 	ms    testcontainers.Container
 	hosts map[string]*Host
 
+	// Libvirt: the hosts' domains are real (libvirtd), else simulated; DomainsWhy says which and why.
+	Libvirt    bool
+	DomainsWhy string
+	virtType   string
+
 	mu      sync.Mutex
 	control string // http://localhost:PORT of the server's control endpoint
 	faults  map[string]func(context.Context) error
@@ -111,8 +153,9 @@ type Cluster struct {
 type Host struct {
 	ID    string
 	Agent testcontainers.Container
-	HV    testcontainers.Container
-	truth string // http://localhost:PORT of the hypervisor
+	HV    testcontainers.Container // simulated domains only
+	truth string                   // http://localhost:PORT of the hypervisor (simulated domains)
+	lv    *libvirt.Host            // the harness's own view of the host's libvirt domains (libvirt)
 }
 
 // Available says whether a Docker daemon answers (the reason if not).
@@ -157,6 +200,9 @@ func Start(ctx context.Context, o Options) (c *Cluster, err error) {
 		}
 	}()
 	t0 := time.Now()
+	if err = c.chooseDomains(); err != nil {
+		return c, err
+	}
 	if c.Image, err = c.buildImage(ctx); err != nil {
 		return c, fmt.Errorf("image: %w", err)
 	}
@@ -198,8 +244,63 @@ func Start(ctx context.Context, o Options) (c *Cluster, err error) {
 			return c, fmt.Errorf("host %s: %w", h, err)
 		}
 	}
-	c.logf("run %s: server %s, hosts %v on network %s (simulated domains, no libvirt) in %s", c.Run, c.control, o.Hosts, c.net.Name, time.Since(t0).Round(time.Millisecond))
+	c.logf("run %s: server %s, hosts %v on network %s in %s; %s", c.Run, c.control, o.Hosts, c.net.Name, time.Since(t0).Round(time.Millisecond), c.DomainsWhy)
 	return c, nil
+}
+
+// writable says whether run files can be made under dir (the harness runs as root for libvirt).
+func writable(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("run files: %w", err)
+	}
+	f, err := os.CreateTemp(dir, ".probe-")
+	if err != nil {
+		return fmt.Errorf("run files: %w", err)
+	}
+	f.Close()
+	return os.Remove(f.Name())
+}
+
+// chooseDomains settles Options.Domains: real libvirt domains or simulated ones, and why.
+func (c *Cluster) chooseDomains() error {
+	o := &c.o
+	switch o.Domains {
+	case "", DomainsAuto, DomainsLibvirt, DomainsSimulated:
+	default:
+		return fmt.Errorf("container: Options.Domains %q: want %s, %s or %s", o.Domains, DomainsAuto, DomainsLibvirt, DomainsSimulated)
+	}
+	if o.Domains == DomainsSimulated {
+		c.DomainsWhy = "SIMULATED domains (csconform hypervisor container per host; simulated domains were asked for)"
+		return nil
+	}
+	if o.BaseDir == "" {
+		o.BaseDir = libvirt.DefaultBaseDir()
+	}
+	err := LibvirtUsable(o.GuestDir)
+	if err == nil {
+		err = writable(o.BaseDir)
+	}
+	if err != nil {
+		if o.Domains == DomainsLibvirt {
+			return fmt.Errorf("container: libvirt domains asked for, but %v", err)
+		}
+		c.DomainsWhy = fmt.Sprintf("SIMULATED domains (csconform hypervisor container per host; no libvirt: %v)", err)
+		return nil
+	}
+	if o.GuestDir == "" {
+		o.GuestDir = libvirt.DefaultGuestDir()
+	}
+	if o.RouterBoot <= 0 {
+		o.RouterBoot = time.Second
+	}
+	vt, err := libvirt.DetectVirtType("", o.GuestDir, o.BaseDir)
+	if err != nil {
+		return fmt.Errorf("container: libvirt: %w", err)
+	}
+	c.Libvirt, c.virtType = true, vt
+	c.DomainsWhy = fmt.Sprintf("REAL libvirt domains (QEMU %s: %s; libvirtd's socket mounted into each agent container, run files in %s)",
+		vt, libvirt.VirtTypeReason(), libvirt.RunDir(o.BaseDir, c.Run))
+	return nil
 }
 
 func (c *Cluster) labels(role, host string) map[string]string {
@@ -270,8 +371,8 @@ func buildStatic(ctx context.Context, out string) error {
 
 func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
 
-// run starts one container of the run on its network.
-func (c *Cluster) run(ctx context.Context, name, role, host string, args, ports []string, ready string) (testcontainers.Container, error) {
+// run starts one container of the run on its network, with the run's volume and extra mounts.
+func (c *Cluster) run(ctx context.Context, name, role, host string, args, ports []string, ready string, extra ...mount.Mount) (testcontainers.Container, error) {
 	req := testcontainers.ContainerRequest{
 		Image:          c.Image,
 		Name:           "csc-" + c.Run + "-" + name,
@@ -283,12 +384,16 @@ func (c *Cluster) run(ctx context.Context, name, role, host string, args, ports 
 		WaitingFor:     wait.ForLog(ready).WithStartupTimeout(30 * time.Second),
 		HostConfigModifier: func(hc *container.HostConfig) {
 			hc.Mounts = append(hc.Mounts, mount.Mount{Type: mount.TypeVolume, Source: c.vol, Target: "/run/csc"})
+			hc.Mounts = append(hc.Mounts, extra...)
 		},
 	}
 	return testcontainers.GenericContainer(ctx, testcontainers.GenericContainerRequest{ContainerRequest: req, Started: true})
 }
 
 func (c *Cluster) startHost(ctx context.Context, h string) error {
+	if c.Libvirt {
+		return c.startLibvirtHost(ctx, h)
+	}
 	sock := "/run/csc/" + h + ".sock"
 	hv, err := c.run(ctx, h+"-hv", "hypervisor", h, []string{"hypervisor", "--host", h, "--socket", sock, "--listen", "0.0.0.0:8097"}, []string{truthPort}, "simulated domains")
 	hst := &Host{ID: h, HV: hv}
@@ -301,6 +406,27 @@ func (c *Cluster) startHost(ctx context.Context, h string) error {
 	}
 	hst.Agent, err = c.run(ctx, h+"-agent", "agent", h, []string{"agent", "--host", h, "--server", "ms:" + agentPort, "--hypervisor", "unix:" + sock, "--faults", "0.0.0.0:8098"},
 		[]string{faultsPort}, "agent "+h+": management server")
+	return err
+}
+
+// startLibvirtHost starts a host whose agent drives real domains through libvirtd's mounted socket.
+// The harness's own connection for the host (truth, crash) makes the run's directory first: a bind
+// mount needs its source.
+func (c *Cluster) startLibvirtHost(ctx context.Context, h string) error {
+	lv, err := libvirt.New("", h, libvirt.Options{Run: c.Run, BaseDir: c.o.BaseDir, GuestDir: c.o.GuestDir, VirtType: c.virtType})
+	hst := &Host{ID: h, lv: lv}
+	c.hosts[h] = hst
+	if err != nil {
+		return err
+	}
+	same := func(p string, ro bool) mount.Mount {
+		return mount.Mount{Type: mount.TypeBind, Source: p, Target: p, ReadOnly: ro}
+	}
+	hst.Agent, err = c.run(ctx, h+"-agent", "agent", h, []string{"agent", "--host", h, "--server", "ms:" + agentPort,
+		"--hypervisor", "libvirt", "--run", c.Run, "--run-dir", c.o.BaseDir, "--guest-dir", c.o.GuestDir,
+		"--virt-type", c.virtType, "--router-boot", c.o.RouterBoot.String(), "--faults", "0.0.0.0:8098"},
+		[]string{faultsPort}, "agent "+h+": management server",
+		same(LibvirtSocket, false), same(lv.RunDir(), false), same(c.o.GuestDir, true))
 	return err
 }
 
@@ -370,7 +496,7 @@ type APIError struct{ Msg string }
 
 func (e *APIError) Error() string { return e.Msg }
 
-// Domain is one running simulated domain of a host, as its hypervisor says.
+// Domain is one running domain of a host, as its hypervisor (libvirtd, or the simulated one) says.
 type Domain struct {
 	Name  string   `json:"name"`
 	Type  string   `json:"type"`
@@ -378,22 +504,40 @@ type Domain struct {
 	Disks []string `json:"disks"`
 }
 
-// Domains reads a host's running domains from its hypervisor (never from the agent).
+// Domains reads a host's running domains from its hypervisor (never from the agent): from libvirtd
+// by the run's and host's label, or from the hypervisor container.
 func (c *Cluster) Domains(ctx context.Context, h string) ([]Domain, error) {
 	hst, ok := c.hosts[h]
 	if !ok {
 		return nil, fmt.Errorf("no host %q", h)
+	}
+	if hst.lv != nil {
+		infos, err := hst.lv.Domains()
+		if err != nil {
+			return nil, err
+		}
+		ds := []Domain{}
+		for _, d := range infos {
+			if d.Running {
+				ds = append(ds, Domain{Name: d.Name, IPs: d.IPs, Disks: d.Disks})
+			}
+		}
+		return ds, nil
 	}
 	var ds []Domain
 	err := getJSON(ctx, hst.truth+"/domains", "GET", &ds)
 	return ds, err
 }
 
-// CrashDomain kills a domain's simulated QEMU (detail FAILED) or panics its guest (CRASHED).
+// CrashDomain kills a domain's simulated QEMU (detail FAILED) or panics its guest (CRASHED); with
+// libvirt domains it kills the domain's QEMU (kill -9: libvirt says STOPPED/FAILED whatever detail).
 func (c *Cluster) CrashDomain(ctx context.Context, h, dom, detail string) error {
 	hst, ok := c.hosts[h]
 	if !ok {
 		return fmt.Errorf("no host %q", h)
+	}
+	if hst.lv != nil {
+		return hst.lv.Crash(dom)
 	}
 	return getJSON(ctx, hst.truth+"/crash?"+url.Values{"name": {dom}, "detail": {detail}}.Encode(), "POST", nil)
 }
@@ -431,8 +575,9 @@ func (c *Cluster) ServerLogs(ctx context.Context) string { return c.Logs(ctx, c.
 
 // ---- teardown
 
-// Close heals every fault still active and removes everything of the run (by label). It uses its
-// own context, so it also works after the run's context was cancelled (Ctrl-C).
+// Close heals every fault still active and removes everything of the run (by label): its containers
+// first, so no agent acts any more, then — with libvirt domains — the run's domains and files. It
+// uses its own context, so it also works after the run's context was cancelled (Ctrl-C).
 func (c *Cluster) Close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -445,6 +590,18 @@ func (c *Cluster) Close() error {
 		}
 		c.logf("run %s cleaned up: %s", c.Run, strings.Join(removed, ", "))
 		errs = append(errs, c.cli.Close())
+	}
+	if c.Libvirt {
+		for _, hst := range c.hosts {
+			if hst.lv != nil {
+				hst.lv.Close()
+			}
+		}
+		removed, err := libvirt.Cleanup("", c.o.BaseDir, c.Run)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		c.logf("run %s: libvirt domains and files removed: %s", c.Run, strings.Join(removed, ", "))
 	}
 	return errors.Join(errs...)
 }

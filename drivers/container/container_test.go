@@ -61,7 +61,9 @@ func TestFaults(t *testing.T) {
 		t.Skipf("Docker unreachable: %v", err)
 	}
 	run := fmt.Sprintf("t%d", time.Now().UnixMilli()%1e8)
-	c, err := Start(ctx, Options{Run: run, Hosts: []string{"h1", "h2"}, Profile: "fixed",
+	// Simulated domains: the fault primitives act on the agent containers either way, and
+	// TestLibvirtAgentRestart covers agents on real domains.
+	c, err := Start(ctx, Options{Run: run, Hosts: []string{"h1", "h2"}, Profile: "fixed", Domains: DomainsSimulated,
 		Config: map[string]string{"ping.interval": "2", "ping.timeout": "2.5"}, Log: testWriter{t}})
 	if err != nil {
 		t.Fatal(err)

@@ -169,18 +169,29 @@ func (c *Cluster) GuestShutdown(ctx context.Context, h, dom string) error {
 	if !ok {
 		return fmt.Errorf("no host %q", h)
 	}
+	if hst.lv != nil { // a real guest: "poweroff" on its serial port
+		return hst.lv.GuestPoweroff(dom)
+	}
 	return getJSON(ctx, hst.truth+"/guestShutdown?"+url.Values{"name": {dom}}.Encode(), "POST", nil)
 }
 
 // SetRouterBoot makes router guests created from now on, on every host, take d to boot (0: the
-// hypervisor's default, 1 s).
+// hypervisor's default, 1 s; on real domains the agent's --router-boot). An agent container that
+// restarts afterwards starts again with its --router-boot.
 func (c *Cluster) SetRouterBoot(ctx context.Context, d time.Duration) error {
 	for _, h := range c.o.Hosts {
 		hst, ok := c.hosts[h]
 		if !ok {
 			return fmt.Errorf("no host %q", h)
 		}
-		if err := getJSON(ctx, hst.truth+"/routerBoot?"+url.Values{"d": {d.String()}}.Encode(), "POST", nil); err != nil {
+		base := hst.truth
+		if hst.lv != nil { // real domains: the libvirt agent's fault hook (its port moves on restart)
+			var err error
+			if base, err = endpoint(ctx, hst.Agent, faultsPort); err != nil {
+				return fmt.Errorf("host %s: %w", h, err)
+			}
+		}
+		if err := getJSON(ctx, base+"/routerBoot?"+url.Values{"d": {d.String()}}.Encode(), "POST", nil); err != nil {
 			return fmt.Errorf("host %s: %w", h, err)
 		}
 	}

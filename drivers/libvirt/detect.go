@@ -143,3 +143,21 @@ func detectVirtType(uri, guestDir, baseDir string) (string, string, error) {
 	return "qemu", fmt.Sprintf("kvm probe silent for %s (%d bytes of serial output): KVM hangs here, using TCG",
 		KVMProbeTimeout, len(b)), nil
 }
+
+// Available says why real domains cannot run here (nil: they can): the guest must be built and
+// libvirtd must answer at uri ("" for qemu:///system).
+func Available(uri, guestDir string) error {
+	if guestDir == "" {
+		guestDir = DefaultGuestDir()
+	}
+	for _, f := range []string{"vmlinuz", "initramfs.cpio.gz"} {
+		if !fileExists(filepath.Join(guestDir, f)) {
+			return fmt.Errorf("guest not built: %s missing (run ci/build-guest.sh)", filepath.Join(guestDir, f))
+		}
+	}
+	lv, err := connect(uri)
+	if err != nil {
+		return err
+	}
+	return lv.Disconnect()
+}

@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -296,11 +295,7 @@ func (h *Host) createVolume(f string) error {
 		return err
 	}
 	if strings.HasSuffix(f, ".qcow2") {
-		out, err := exec.Command("qemu-img", "create", "-q", "-f", "qcow2", f, fmt.Sprintf("%dM", h.opts.DiskMiB)).CombinedOutput()
-		if err != nil {
-			return fmt.Errorf("qemu-img create %s: %v: %s", f, err, strings.TrimSpace(string(out)))
-		}
-		return nil
+		return writeQcow2(f, int64(h.opts.DiskMiB)<<20)
 	}
 	fd, err := os.Create(f)
 	if err != nil {

@@ -36,6 +36,8 @@ type Options struct {
 	// hosts in Docker containers, real time: a small budget; invariants only, the server's history
 	// stays in its container).
 	Driver string
+	// Domains is the container driver's choice of domains (container.DomainsAuto when "").
+	Domains string
 	// Ctx stops a container run (Ctrl-C); nil: never.
 	Ctx context.Context
 	// Seen, if set, is told of every case run (progress, the last program).
@@ -63,7 +65,7 @@ func Run(sc *harness.Scenario, o Options) (*Outcome, error) {
 	case "", "sim":
 		res, err = harness.RunScenario(sc, o.Profile, o.Defects, sc.Seed)
 	case "container":
-		res, err = harness.RunScenarioContainer(sc, o.Profile, o.Defects, sc.Seed, harness.ContainerOptions{Ctx: o.Ctx})
+		res, err = harness.RunScenarioContainer(sc, o.Profile, o.Defects, sc.Seed, harness.ContainerOptions{Ctx: o.Ctx, Domains: o.Domains})
 	default:
 		err = fmt.Errorf("unknown driver %q (sim or container)", o.Driver)
 	}
