@@ -60,7 +60,7 @@ type LibvirtOptions struct {
 //     change (libvirtWorld.settle). Seed 001 settles in ~70 s instead of 180 s.
 //   - no other config is scaled: a scenario's steps and waits run as written, in real time.
 //   - a stale-report fault also holds a StartCommand on the wire until the stale report is
-//     collected, and counts the report's delay from that StartCommand's answer (staleHold): the
+//     collected, and counts the report's delay from that StartCommand's answer (live.StaleHold): the
 //     order seed 001 needs, which the simulator gets from its timing.
 //
 // A scenario's own config for a key wins over this table.
@@ -120,38 +120,10 @@ type lvHost struct {
 	env   *procEnv // the current agent incarnation
 	rec   *Recorder
 
-	mu    sync.Mutex
-	stale time.Duration // delay of the next out-of-band report (0: none armed)
-	// collected is closed when the armed stale report has been collected (see staleHold).
-	collected chan struct{}
-	// held is the StartCommand held for the armed stale report, until its answer is sent.
-	held *heldStart
+	// stale is the host's stale-report fault on its agents' wire, with the StartCommand hold of
+	// real domains (see live.StaleHold for why).
+	stale *live.StaleReport
 }
-
-type heldStart struct {
-	seq      int64
-	answered chan struct{}
-}
-
-// staleHold is how long at most a StartCommand reaching an agent waits on the wire while a stale
-// report is armed on its host and not yet collected.
-//
-// The simulator's stale-report fault (DelayNextOutOfBand) delays the report's delivery; that the
-// report is collected before a domain being started exists comes from the simulator's timing: a
-// crash's lifecycle event reaches the agent at once, and a define+create takes 0.3–1 s. On libvirt a
-// kill -9's STOPPED/FAILED event reaches the agent ~0.2 s after the kill (libvirt reaps QEMU first),
-// while a create is listed as a running domain within ~50 ms of the StartCommand's arrival, so seed
-// 001's report ("collected at that moment, web1's domain does not exist yet") would list web1. So
-// while a stale report is armed, a StartCommand stays on the wire (held in the agent's socket, as a
-// slow network would) until the agent has collected that report, staleHold at most. The report
-// itself is the agent's own, listed from libvirt; the hold is written to the history.
-//
-// The report's delay then counts from the answer to the held StartCommand, not from its collection:
-// in the simulator the define+create takes 0.3–1 s, so a report 1.5 s late reaches the server after
-// the StartAnswer (seed 001: "processed 1.5 s later, after the StartAnswer"); a TCG create under the
-// load of the whole tier took 0.4–1.5 s and more, and a report that overtakes the StartAnswer is
-// postponed (the start's work job is pending) and shows nothing.
-const staleHold = 5 * time.Second
 
 // NewLibvirtCluster builds a cluster on real domains and waits until every host is Up.
 func NewLibvirtCluster(o Options, lo LibvirtOptions) (*Cluster, error) {
@@ -198,6 +170,9 @@ func NewLibvirtCluster(o Options, lo LibvirtOptions) (*Cluster, error) {
 			return fail(err)
 		}
 		lh := &lvHost{id: h, hv: hv, rec: c.Rec}
+		lh.stale = &live.StaleReport{Hold: true, Log: func(detail string) {
+			c.Rec.Emit(history.Event{Actor: "fault", Kind: history.Log, Object: "host:" + h, Detail: detail})
+		}}
 		w.hosts[h] = lh
 		if lh.proxy, err = live.NewProxy("127.0.0.1:0", w.addr); err != nil {
 			return fail(err)
@@ -441,7 +416,7 @@ func (w *libvirtWorld) stopServer() {
 func (w *libvirtWorld) newAgent(h string) *impl.Agent {
 	lh := w.hosts[h]
 	lh.env = newProcEnv(w.base)
-	return impl.NewAgent(h, lh.env, &staleDialer{Dialer: live.Dialer{Addr: lh.proxy.Addr()}, h: lh},
+	return impl.NewAgent(h, lh.env, lh.stale.Wrap(&live.Dialer{Addr: lh.proxy.Addr()}),
 		&agentHV{Host: lh.hv, env: lh.env, name: "agent/" + h + "/libvirt-events"}, w.c.Rec)
 }
 
@@ -459,42 +434,8 @@ func (w *libvirtWorld) cutLink(h string, on bool) {
 	}
 }
 
-func (w *libvirtWorld) delayNextOutOfBand(h string, d time.Duration) {
-	lh := w.hosts[h]
-	lh.mu.Lock()
-	defer lh.mu.Unlock()
-	if lh.stale == 0 {
-		lh.collected = make(chan struct{})
-	}
-	lh.stale = d
-}
+func (w *libvirtWorld) delayNextOutOfBand(h string, d time.Duration) { w.hosts[h].stale.Arm(d) }
 
-// takeStale disarms the stale report (the next out-of-band report is it) and returns its delay and
-// the answer of the StartCommand held for it (nil: none held).
-func (h *lvHost) takeStale() (time.Duration, <-chan struct{}) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	d := h.stale
-	var answered chan struct{}
-	if d > 0 {
-		h.stale = 0
-		close(h.collected)
-		if h.held != nil {
-			answered = h.held.answered
-		}
-	}
-	return d, answered
-}
-
-// armed returns the channel closed when the armed stale report is collected, or nil.
-func (h *lvHost) armed() <-chan struct{} {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.stale == 0 {
-		return nil
-	}
-	return h.collected
-}
 func (w *libvirtWorld) running(h string) []string { return w.hosts[h].hv.Running() }
 
 // crash kills the domain's QEMU (kill -9): libvirt says STOPPED/FAILED whatever the detail asked.
@@ -572,83 +513,6 @@ func (a *agentHV) Subscribe(fn func(impl.LifecycleEvent)) {
 // staleDialer connects an agent through its proxy; a stale-report fault makes the next out-of-band
 // report reach the server late (sent after the delay; later messages overtake it, as with CloudStack's
 // agent thread pool).
-type staleDialer struct {
-	live.Dialer
-	h *lvHost
-}
-
-func (d *staleDialer) Dial(hostID string) (impl.Pipe, error) {
-	p, err := d.Dialer.Dial(hostID)
-	if err != nil {
-		return nil, err
-	}
-	return &stalePipe{Pipe: p, h: d.h}, nil
-}
-
-type stalePipe struct {
-	impl.Pipe
-	h *lvHost
-}
-
-func (p *stalePipe) Send(m impl.Message) error {
-	if m.Kind == impl.MsgPing && m.OutOfBand {
-		if d, answered := p.h.takeStale(); d > 0 {
-			go func() {
-				if answered != nil {
-					select {
-					case <-answered:
-					case <-time.After(time.Minute):
-					}
-				}
-				t0 := time.Now()
-				time.Sleep(d)
-				p.h.rec.Emit(history.Event{Actor: "fault", Kind: history.Log, Object: "host:" + p.h.id,
-					Detail: fmt.Sprintf("stale out-of-band report (collected %s) sent %s after the answer to the StartCommand held for it", m.CollectedAt.Format("15:04:05.000"), time.Since(t0).Round(time.Millisecond))})
-				_ = p.Pipe.Send(m)
-			}()
-			return nil
-		}
-	}
-	if m.Kind == impl.MsgAnswer {
-		p.h.mu.Lock()
-		if hs := p.h.held; hs != nil && hs.seq == m.Seq {
-			p.h.held = nil
-			close(hs.answered)
-		}
-		p.h.mu.Unlock()
-	}
-	return p.Pipe.Send(m)
-}
-
-// Recv holds a StartCommand while a stale report is armed and not yet collected (see staleHold).
-func (p *stalePipe) Recv() (impl.Message, error) {
-	m, err := p.Pipe.Recv()
-	if err != nil || m.Kind != impl.MsgStart {
-		return m, err
-	}
-	if ch := p.h.armed(); ch != nil {
-		p.h.mu.Lock()
-		p.h.held = &heldStart{seq: m.Seq, answered: make(chan struct{})}
-		p.h.mu.Unlock()
-		t0 := time.Now()
-		t := time.NewTimer(staleHold)
-		defer t.Stop()
-		how := "collected"
-		select {
-		case <-ch:
-		case <-t.C:
-			how = "not collected"
-		}
-		name := ""
-		if m.Domain != nil {
-			name = m.Domain.Name
-		}
-		p.h.rec.Emit(history.Event{Actor: "fault", Kind: history.Log, Object: "host:" + p.h.id,
-			Detail: fmt.Sprintf("StartCommand for %s held on the wire %d ms while a stale report is armed (%s)", name, time.Since(t0).Milliseconds(), how)})
-	}
-	return m, nil
-}
-
 // ---- one process's threads
 
 // procEnv is the Env of one process incarnation (the management server, an agent) inside the run:

@@ -15,7 +15,6 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"sync"
 	"syscall"
 	"time"
 
@@ -95,18 +94,17 @@ func newRemoteHypervisor(env *live.Env, _, path string, _ hvFlags) (impl.Hypervi
 }
 
 // agentDialer is the agent's transport; with faultsAddr it also serves the agent's fault hook
-// POST /delayNextOutOfBand?d=1500ms: the next out-of-band report reaches the server that late (sent
-// after the delay; later messages overtake it, as with CloudStack's agent thread pool). With hold
-// (an agent on real libvirt domains) a StartCommand arriving while that report is armed and not yet
-// collected waits on the wire, staleHold at most, and the delay counts from that start's answer:
-// harness/libvirt.go's staleHold, the order seed 001 needs on real domains. With routerBoot (an
-// agent on real libvirt domains) it also serves POST /routerBoot?d=36s: routers started from now on
+// POST /delayNextOutOfBand?d=1500ms, a live.StaleReport: the next out-of-band report reaches the
+// server that late; with hold (an agent on real libvirt domains) a StartCommand arriving while that
+// report is armed waits on the wire for its collection (live.StaleHold, the order seed 001 needs on
+// real domains). With routerBoot (an agent on real libvirt domains) it also serves POST /routerBoot?d=36s: routers started from now on
 // say ready that long after reaching userspace (0: back to --router-boot), the slow-router-boot fault
 // that a hypervisor container serves for simulated domains.
 func agentDialer(server, faultsAddr string, hold bool, routerBoot func(time.Duration), stdout, stderr io.Writer) (impl.Transport, error) {
-	d := &staleDialer{Dialer: live.Dialer{Addr: server}, hold: hold, log: stderr}
+	d := &live.StaleReport{Hold: hold, Log: func(detail string) { fmt.Fprintf(stderr, "csconform agent: %s\n", detail) }}
+	tr := d.Wrap(&live.Dialer{Addr: server})
 	if faultsAddr == "" {
-		return d, nil
+		return tr, nil
 	}
 	ln, err := net.Listen("tcp", faultsAddr)
 	if err != nil {
@@ -119,7 +117,7 @@ func agentDialer(server, faultsAddr string, hold bool, routerBoot func(time.Dura
 			writeJSON(w, http.StatusBadRequest, map[string]string{"error": err.Error()})
 			return
 		}
-		d.arm(v)
+		d.Arm(v)
 		writeJSON(w, http.StatusOK, map[string]string{"delay": v.String()})
 	})
 	if routerBoot != nil {
@@ -138,124 +136,5 @@ func agentDialer(server, faultsAddr string, hold bool, routerBoot func(time.Dura
 	}
 	go (&http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}).Serve(ln)
 	fmt.Fprintf(stdout, "agent fault hooks on http://%s\n", ln.Addr())
-	return d, nil
-}
-
-// staleHold is how long at most a StartCommand waits on the wire for an armed stale report to be
-// collected (as in harness/libvirt.go).
-const staleHold = 5 * time.Second
-
-type staleDialer struct {
-	live.Dialer
-	hold bool
-	log  io.Writer
-
-	mu        sync.Mutex
-	stale     time.Duration // delay of the next out-of-band report (0: none armed)
-	collected chan struct{} // closed when the armed report is collected
-	held      *heldStart    // the StartCommand held for it
-}
-
-type heldStart struct {
-	seq      int64
-	answered chan struct{}
-}
-
-func (d *staleDialer) arm(v time.Duration) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.stale == 0 {
-		d.collected = make(chan struct{})
-	}
-	d.stale = v
-}
-
-// take disarms the stale report and returns its delay and, with hold, the answer of the
-// StartCommand held for it (nil: none).
-func (d *staleDialer) take() (time.Duration, <-chan struct{}) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	v := d.stale
-	var answered chan struct{}
-	if v > 0 {
-		d.stale = 0
-		close(d.collected)
-		if d.held != nil {
-			answered = d.held.answered
-		}
-	}
-	return v, answered
-}
-
-// holdStart registers StartCommand seq as held if a stale report is armed, and returns the channel
-// closed when that report is collected (nil: nothing armed, no hold).
-func (d *staleDialer) holdStart(seq int64) <-chan struct{} {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.stale == 0 {
-		return nil
-	}
-	d.held = &heldStart{seq: seq, answered: make(chan struct{})}
-	return d.collected
-}
-
-func (d *staleDialer) Dial(hostID string) (impl.Pipe, error) {
-	p, err := d.Dialer.Dial(hostID)
-	if err != nil {
-		return nil, err
-	}
-	return &stalePipe{Pipe: p, d: d}, nil
-}
-
-type stalePipe struct {
-	impl.Pipe
-	d *staleDialer
-}
-
-func (p *stalePipe) Send(m impl.Message) error {
-	if m.Kind == impl.MsgPing && m.OutOfBand {
-		if v, answered := p.d.take(); v > 0 {
-			go func() {
-				if answered != nil {
-					select {
-					case <-answered:
-					case <-time.After(time.Minute):
-					}
-				}
-				time.Sleep(v)
-				_ = p.Pipe.Send(m)
-			}()
-			return nil
-		}
-	}
-	if m.Kind == impl.MsgAnswer && p.d.hold {
-		p.d.mu.Lock()
-		if hs := p.d.held; hs != nil && hs.seq == m.Seq {
-			p.d.held = nil
-			close(hs.answered)
-		}
-		p.d.mu.Unlock()
-	}
-	return p.Pipe.Send(m)
-}
-
-// Recv holds a StartCommand while a stale report is armed and not yet collected (with hold).
-func (p *stalePipe) Recv() (impl.Message, error) {
-	m, err := p.Pipe.Recv()
-	if err != nil || m.Kind != impl.MsgStart || !p.d.hold {
-		return m, err
-	}
-	if ch := p.d.holdStart(m.Seq); ch != nil {
-		t0 := time.Now()
-		t := time.NewTimer(staleHold)
-		defer t.Stop()
-		how := "collected"
-		select {
-		case <-ch:
-		case <-t.C:
-			how = "not collected"
-		}
-		fmt.Fprintf(p.d.log, "csconform agent: StartCommand held on the wire %d ms while a stale report is armed (%s)\n", time.Since(t0).Milliseconds(), how)
-	}
-	return m, nil
+	return tr, nil
 }
