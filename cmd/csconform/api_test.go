@@ -14,7 +14,7 @@ import (
 
 func TestAPICredentialFlags(t *testing.T) {
 	runCLICases(t, []cliCase{
-		{[]string{"server", "--api", "127.0.0.1:0", "--api-key", "k"}, 2, "go together"},
+		{[]string{"server", "--listen", "127.0.0.1:0", "--control", "127.0.0.1:0", "--api", "127.0.0.1:0", "--api-key", "k"}, 2, "go together"},
 		{[]string{"server", "--listen", "127.0.0.1:0", "--control", "127.0.0.1:0", "--api", "127.0.0.1:99999", "--api-key", "k", "--secret-key", "s"}, 2, "api endpoint"},
 	})
 }

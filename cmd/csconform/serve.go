@@ -247,6 +247,14 @@ func serverCmd(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(err)
 	}
+	// Bad credential flags are bad input: refused before anything is bound or written.
+	var creds cloudapi.Credentials
+	var credsFile string
+	if *apiAddr != "" {
+		if creds, credsFile, err = apiCredentials(*apiKey, *secretKey, *keysFile); err != nil {
+			return fail(err)
+		}
+	}
 	sink, closeSink, err := newLogSink(stderr, *verbose, *historyFile)
 	if err != nil {
 		return fail(err)
@@ -262,12 +270,7 @@ func serverCmd(args []string, stdout, stderr io.Writer) int {
 		return fail(fmt.Errorf("control endpoint: %w", err))
 	}
 	var al net.Listener
-	var creds cloudapi.Credentials
-	var credsFile string
 	if *apiAddr != "" {
-		if creds, credsFile, err = apiCredentials(*apiKey, *secretKey, *keysFile); err != nil {
-			return fail(err)
-		}
 		if al, err = net.Listen("tcp", *apiAddr); err != nil {
 			return fail(fmt.Errorf("api endpoint: %w", err))
 		}
