@@ -96,7 +96,7 @@ func TestSeedScenariosThroughTheAPI(t *testing.T) {
 }
 
 // compareOutcomes fails on any difference in case results or final VM states, except where the
-// orphaned-network cleanup (a 10 s GC tick, D1) caught the operation in both runs: whether a tick
+// orphaned-network cleanup (a 10 s GC tick, D1) caught the operation in either run: whether a tick
 // also lands inside the ~2 s retry depends on the tick's phase, which in real time is not set by the
 // seed, and real latencies (an HTTP round trip) move it by Speed× in world time. Those are logged.
 //
@@ -118,7 +118,9 @@ func compareOutcomes(t *testing.T, d, a *Result, e Expect) {
 			t.Logf("case %s (%s): %s direct, %s through the API — the scenario expects any outcome", dc.Case, dc.Op, dc.Result, ac.Result)
 			continue
 		}
-		if strings.HasPrefix(dc.Cleanup, "orphaned") && strings.HasPrefix(ac.Cleanup, "orphaned") {
+		// The cleanup caught one run or both: where its tick fell decided (in one run it may have
+		// fallen between the implementations, e.g. seed-000-stuck-network's later deploy).
+		if strings.HasPrefix(dc.Cleanup, "orphaned") || strings.HasPrefix(ac.Cleanup, "orphaned") {
 			phase[dc.VM] = true
 			t.Logf("case %s (%s): %s direct, %s through the API — the cleanup's phase decided (direct: %s; api: %s)",
 				dc.Case, dc.Op, dc.Result, ac.Result, dc.Cleanup, ac.Cleanup)
