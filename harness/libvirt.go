@@ -107,7 +107,7 @@ type libvirtWorld struct {
 	mu      sync.Mutex
 	rng     *rand.Rand
 	priming atomic.Bool
-	prev    map[string]bool // truth violations seen by the previous check
+	looks   twoLooks // the truth is confirmed by two checks in a row
 	closed  bool
 	// scenarioConfig is the scenario's own config (it wins over LibvirtScaling).
 	scenarioConfig map[string]string
@@ -148,7 +148,7 @@ func NewLibvirtCluster(o Options, lo LibvirtOptions) (*Cluster, error) {
 		lo.Ctx = context.Background()
 	}
 	w := &libvirtWorld{lo: lo, scenarioConfig: o.Config, ctx: lo.Ctx, base: live.NewEnv(), hosts: map[string]*lvHost{},
-		rng: rand.New(rand.NewPCG(o.Seed, 0x11b7)), prev: map[string]bool{}}
+		rng: rand.New(rand.NewPCG(o.Seed, 0x11b7))}
 	c := &Cluster{w: w, Agents: map[string]*impl.Agent{}, Config: cfg, Defects: o.Defects,
 		seen: map[string]bool{}, vmIDs: map[string]int64{}, netIDs: map[string]int64{}}
 	w.c = c
@@ -458,25 +458,8 @@ func (w *libvirtWorld) domains() []invariant.Domain {
 	return out
 }
 
-// confirm: the records and libvirt's domains are read one after the other, not atomically, so a
-// violation of the domains' truth counts once two checks in a row (libvirtCheckEvery apart) see it.
-// Violations judged on the history alone stand at once.
 func (w *libvirtWorld) confirm(vs []invariant.Violation) []invariant.Violation {
-	cur := map[string]bool{}
-	var out []invariant.Violation
-	for _, v := range vs {
-		switch v.Invariant {
-		case invariant.OrphanDomain, invariant.IPConflict, invariant.VolumeInUse:
-			k := v.Invariant + "|" + v.Object
-			cur[k] = true
-			if !w.prev[k] {
-				continue
-			}
-		}
-		out = append(out, v)
-	}
-	w.prev = cur
-	return out
+	return w.looks.confirm(vs)
 }
 
 // ---- agent side

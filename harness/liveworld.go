@@ -210,7 +210,7 @@ type liveWorld struct {
 	mu      sync.Mutex
 	rng     *rand.Rand
 	priming atomic.Bool
-	prev    map[string]bool
+	looks   twoLooks // the truth is confirmed by two checks in a row
 	closed  bool
 	up      bool // NewLiveCluster finished
 	// scenarioConfig is the scenario's own config (it wins over LibvirtScaling).
@@ -249,7 +249,7 @@ func NewLiveCluster(o Options, lo LiveOptions) (*Cluster, error) {
 	}
 	clk := &liveClock{epoch: time.Now(), real: time.Now(), speed: lo.Speed}
 	w := &liveWorld{lo: lo, clk: clk, scenarioConfig: o.Config, base: newLiveEnv(clk, nil), hosts: map[string]*liveHost{},
-		rng: rand.New(rand.NewPCG(o.Seed, 0x11e)), prev: map[string]bool{}}
+		rng: rand.New(rand.NewPCG(o.Seed, 0x11e))}
 	c := &Cluster{w: w, Agents: map[string]*impl.Agent{}, Config: cfg, Defects: o.Defects,
 		seen: map[string]bool{}, vmIDs: map[string]int64{}, netIDs: map[string]int64{}}
 	w.c = c
@@ -490,24 +490,8 @@ func (w *liveWorld) domains() []invariant.Domain {
 	return out
 }
 
-// confirm: the records and the hosts' domains are read one after the other, not atomically, so a
-// violation of the domains' truth counts once two checks in a row see it (as in the libvirt world).
 func (w *liveWorld) confirm(vs []invariant.Violation) []invariant.Violation {
-	cur := map[string]bool{}
-	var out []invariant.Violation
-	for _, v := range vs {
-		switch v.Invariant {
-		case invariant.OrphanDomain, invariant.IPConflict, invariant.VolumeInUse:
-			k := v.Invariant + "|" + v.Object
-			cur[k] = true
-			if !w.prev[k] {
-				continue
-			}
-		}
-		out = append(out, v)
-	}
-	w.prev = cur
-	return out
+	return w.looks.confirm(vs)
 }
 
 // liveAgentHV is the fake host as one agent incarnation sees it: only the current agent hears its

@@ -8,13 +8,38 @@ import (
 	"github.com/csconform/csconform/model/invariant"
 )
 
+// twoLooks is the checking of a world whose records and domains are read one after the other, not
+// atomically (the real-time worlds): a violation of the domains' truth counts once two checks in a
+// row see it. Violations judged on the history alone stand at once.
+type twoLooks struct {
+	prev map[string]bool // truth violations seen by the previous check
+}
+
+func (t *twoLooks) confirm(vs []invariant.Violation) []invariant.Violation {
+	cur := map[string]bool{}
+	var out []invariant.Violation
+	for _, v := range vs {
+		switch v.Invariant {
+		case invariant.OrphanDomain, invariant.IPConflict, invariant.VolumeInUse:
+			k := v.Invariant + "|" + v.Object
+			cur[k] = true
+			if !t.prev[k] {
+				continue
+			}
+		}
+		out = append(out, v)
+	}
+	t.prev = cur
+	return out
+}
+
 // outsideChecks is the checking of a world that sees the server from outside (containers, an external
-// CloudStack): the records and the domains are read one after the other, so a violation of the
-// domains' truth counts once two looks in a row see it; network-lock needs each write's lock holder,
-// which stays in the server, and is not checked; each violation is reported once, into the history
-// and with the steps that led to it.
+// CloudStack): two looks (twoLooks) for the domains' truth; network-lock needs each write's lock
+// holder, which stays in the server, and is not checked; each violation is reported once, into the
+// history and with the steps that led to it.
 type outsideChecks struct {
-	prev, seen map[string]bool
+	looks twoLooks
+	seen  map[string]bool
 }
 
 // add checks a snapshot and returns the violations new in it. objs names, for a violation's object,
@@ -24,18 +49,9 @@ func (oc *outsideChecks) add(rec *Recorder, s invariant.Snapshot, objs func(obje
 		oc.seen = map[string]bool{}
 	}
 	var out []Violation
-	cur := map[string]bool{}
-	for _, v := range invariant.Check(s) {
+	for _, v := range oc.looks.confirm(invariant.Check(s)) {
 		if v.Invariant == invariant.NetworkLock {
 			continue
-		}
-		switch v.Invariant {
-		case invariant.OrphanDomain, invariant.IPConflict, invariant.VolumeInUse:
-			k := v.Invariant + "|" + v.Object
-			cur[k] = true
-			if !oc.prev[k] {
-				continue
-			}
 		}
 		key := fmt.Sprintf("%s|%s|%v", v.Invariant, v.Object, strings.Contains(v.Message, "free"))
 		if oc.seen[key] {
@@ -49,6 +65,5 @@ func (oc *outsideChecks) add(rec *Recorder, s invariant.Snapshot, objs func(obje
 		}
 		out = append(out, Violation{Violation: v, Trail: trail})
 	}
-	oc.prev = cur
 	return out
 }
