@@ -2,7 +2,6 @@ package main
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -51,27 +50,18 @@ func TestServerAPIThroughCloudStackGo(t *testing.T) {
 		t.Skip("builds csconform and runs it in real time: about 10 s")
 	}
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "csconform")
-	if out, err := exec.Command(goTool(t), "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := buildCSConform(t, dir)
 	const key, secret = "an-api-key", "the-secret-key-7f3a9"
 	t.Setenv(envAPIKey, key)
 	t.Setenv(envSecretKey, secret)
 	hist := filepath.Join(dir, "history.jsonl")
 	srv, out := startProc(t, bin, "server", "--listen", "127.0.0.1:0", "--control", "127.0.0.1:0", "--api", "127.0.0.1:0",
 		"--config", "ping.interval=1", "--config", "vm.job.check.interval=200", "--history", hist, "--verbose")
-	var agentAddr, api string
+	addrs, lines := listening(out, "agents", "api")
+	agentAddr, api := addrs["agents"], addrs["api"]
 	var stdout strings.Builder
-	for api == "" && out.Scan() {
-		line := out.Text()
-		stdout.WriteString(line + "\n")
-		if a, ok := strings.CutPrefix(line, "agents listening on "); ok {
-			agentAddr = a
-		}
-		if a, ok := strings.CutPrefix(line, "api listening on "); ok {
-			api = a
-		}
+	for _, l := range lines {
+		stdout.WriteString(l + "\n")
 	}
 	if api == "" {
 		t.Fatalf("no api address; stderr:\n%s", srv.stderr.String())

@@ -72,25 +72,14 @@ func TestReproExternalAgainstServer(t *testing.T) {
 		t.Skip("builds csconform and runs seed 004 against a server process in real time: about a minute")
 	}
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "csconform")
-	if out, err := exec.Command(goTool(t), "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := buildCSConform(t, dir)
 	const key, secret = "ext-api-key", "ext-secret-9c1e77d0"
 	t.Setenv(envAPIKey, key)
 	t.Setenv(envSecretKey, secret)
 	srv, out := startProc(t, bin, "server", "--listen", "127.0.0.1:0", "--control", "127.0.0.1:0", "--api", "127.0.0.1:0",
 		"--config", "ping.interval=1", "--config", "vm.job.check.interval=200", "--config", "vm.destroy.forcestop=true")
-	var agentAddr, api string
-	for api == "" && out.Scan() {
-		line := out.Text()
-		if a, ok := strings.CutPrefix(line, "agents listening on "); ok {
-			agentAddr = a
-		}
-		if a, ok := strings.CutPrefix(line, "api listening on "); ok {
-			api = a
-		}
-	}
+	addrs, _ := listening(out, "agents", "api")
+	agentAddr, api := addrs["agents"], addrs["api"]
 	if api == "" {
 		t.Fatalf("no api address; stderr:\n%s", srv.stderr.String())
 	}

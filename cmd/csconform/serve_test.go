@@ -121,6 +121,54 @@ func goTool(t *testing.T) string {
 	return p
 }
 
+// buildCSConform builds the csconform binary into dir.
+func buildCSConform(t *testing.T, dir string) string {
+	t.Helper()
+	bin := filepath.Join(dir, "csconform")
+	if out, err := exec.Command(goTool(t), "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// listening reads a server's output until it has said where each of what ("agents", "control",
+// "api") listens, and returns those addresses and the lines it read; an address it never said is "".
+func listening(out *bufio.Scanner, what ...string) (map[string]string, []string) {
+	addrs := map[string]string{}
+	var lines []string
+	for len(addrs) < len(what) && out.Scan() {
+		lines = append(lines, out.Text())
+		for _, w := range what {
+			if a, ok := strings.CutPrefix(out.Text(), w+" listening on "); ok {
+				addrs[w] = a
+			}
+		}
+	}
+	return addrs, lines
+}
+
+// deployThroughControl creates a network and deploys a VM into it on hostID through the control
+// endpoint at base, waits for the deploy's job to succeed and returns the VM's id.
+func deployThroughControl(t *testing.T, base, hostID string) int64 {
+	t.Helper()
+	var n struct{ ID int64 }
+	call(t, base, "createNetwork", url.Values{"name": {"guest"}}, &n)
+	var dep struct {
+		JobID int64 `json:"jobid"`
+		VM    struct{ ID int64 }
+	}
+	call(t, base, "deployVirtualMachine", url.Values{"networkids": {fmt.Sprint(n.ID)}, "hostid": {hostID}}, &dep)
+	var res struct {
+		Done, Succeeded bool
+		Job             struct{ Result string }
+	}
+	call(t, base, "queryAsyncJobResult", url.Values{"jobid": {fmt.Sprint(dep.JobID)}, "wait": {"60s"}}, &res)
+	if !res.Succeeded {
+		t.Fatalf("deploy: done=%v result %q", res.Done, res.Job.Result)
+	}
+	return dep.VM.ID
+}
+
 // poll retries cond every 100 ms for up to limit: a bounded wait, never a claim about speed.
 func poll(t *testing.T, limit time.Duration, what string, cond func() bool) {
 	t.Helper()
@@ -164,24 +212,12 @@ func TestServerAndAgentProcesses(t *testing.T) {
 		t.Skip("builds csconform and runs it in real time: about 15 s")
 	}
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "csconform")
-	build := exec.Command(goTool(t), "build", "-o", bin, ".")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := buildCSConform(t, dir)
 	hist := filepath.Join(dir, "history.jsonl")
 	srv, srvOut := startProc(t, bin, "server", "--listen", "127.0.0.1:0", "--control", "127.0.0.1:0",
 		"--config", "ping.interval=1", "--config", "vm.job.check.interval=200", "--history", hist)
-	var agentAddr, base string
-	for (agentAddr == "" || base == "") && srvOut.Scan() {
-		line := srvOut.Text()
-		if a, ok := strings.CutPrefix(line, "agents listening on "); ok {
-			agentAddr = a
-		}
-		if c, ok := strings.CutPrefix(line, "control listening on "); ok {
-			base = c
-		}
-	}
+	addrs, _ := listening(srvOut, "agents", "control")
+	agentAddr, base := addrs["agents"], addrs["control"]
 	if agentAddr == "" || base == "" {
 		t.Fatalf("the server did not say where it listens; stderr:\n%s", srv.stderr.String())
 	}
@@ -216,21 +252,7 @@ func TestServerAndAgentProcesses(t *testing.T) {
 	}
 	poll(t, 15*time.Second, "both hosts Up", func() bool { return status("h1") == "Up" && status("h2") == "Up" })
 
-	var n struct{ ID int64 }
-	call(t, base, "createNetwork", url.Values{"name": {"guest"}}, &n)
-	var dep struct {
-		JobID int64 `json:"jobid"`
-		VM    struct{ ID int64 }
-	}
-	call(t, base, "deployVirtualMachine", url.Values{"networkids": {fmt.Sprint(n.ID)}, "hostid": {"h1"}}, &dep)
-	var res struct {
-		Done, Succeeded bool
-		Job             struct{ Result string }
-	}
-	call(t, base, "queryAsyncJobResult", url.Values{"jobid": {fmt.Sprint(dep.JobID)}, "wait": {"60s"}}, &res)
-	if !res.Succeeded {
-		t.Fatalf("deploy: done=%v result %q", res.Done, res.Job.Result)
-	}
+	deployThroughControl(t, base, "h1")
 
 	agents["h1"].cmd.Process.Kill()
 	poll(t, 15*time.Second, "h1 Alert after its agent was killed", func() bool { return status("h1") == "Alert" })
@@ -269,11 +291,7 @@ func TestServerStateFileSurvivesKill(t *testing.T) {
 		t.Skip("builds csconform and runs it in real time: about 10 s")
 	}
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "csconform")
-	build := exec.Command(goTool(t), "build", "-o", bin, ".")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := buildCSConform(t, dir)
 	notDir := filepath.Join(dir, "file")
 	os.WriteFile(notDir, nil, 0o600)
 	runCLICases(t, []cliCase{{[]string{"server", "--listen", "127.0.0.1:0", "--control", "127.0.0.1:0", "--state", filepath.Join(notDir, "db.json")}, 2, "database"}})
@@ -308,21 +326,7 @@ func TestServerStateFileSurvivesKill(t *testing.T) {
 		return len(hosts) == 1 && hosts[0].Status == "Up"
 	}
 	poll(t, 15*time.Second, "h1 Up", hostUp)
-	var n struct{ ID int64 }
-	call(t, base, "createNetwork", url.Values{"name": {"guest"}}, &n)
-	var dep struct {
-		JobID int64 `json:"jobid"`
-		VM    struct{ ID int64 }
-	}
-	call(t, base, "deployVirtualMachine", url.Values{"networkids": {fmt.Sprint(n.ID)}, "hostid": {"h1"}}, &dep)
-	var res struct {
-		Done, Succeeded bool
-		Job             struct{ Result string }
-	}
-	call(t, base, "queryAsyncJobResult", url.Values{"jobid": {fmt.Sprint(dep.JobID)}, "wait": {"60s"}}, &res)
-	if !res.Succeeded {
-		t.Fatalf("deploy: done=%v result %q", res.Done, res.Job.Result)
-	}
+	vmID := deployThroughControl(t, base, "h1")
 
 	srv.cmd.Process.Kill()
 	srv.waitExit(t)
@@ -344,7 +348,11 @@ func TestServerStateFileSurvivesKill(t *testing.T) {
 	var stop struct {
 		JobID int64 `json:"jobid"`
 	}
-	call(t, base, "stopVirtualMachine", url.Values{"id": {fmt.Sprint(dep.VM.ID)}}, &stop)
+	call(t, base, "stopVirtualMachine", url.Values{"id": {fmt.Sprint(vmID)}}, &stop)
+	var res struct {
+		Done, Succeeded bool
+		Job             struct{ Result string }
+	}
 	call(t, base, "queryAsyncJobResult", url.Values{"jobid": {fmt.Sprint(stop.JobID)}, "wait": {"60s"}}, &res)
 	if !res.Succeeded {
 		t.Fatalf("stop after the restart: done=%v result %q", res.Done, res.Job.Result)
