@@ -537,67 +537,28 @@ func (w *containerWorld) runSteps(sc *Scenario, res *Result) error {
 			}
 		}
 	}
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	var mu sync.Mutex
-	var asyncErr error
-	for i, st := range sc.Steps {
-		if st.Wait > 0 && !sleepCtx(w.ctx, st.Wait) {
-			return w.ctx.Err()
-		}
-		if st.Until != "" {
-			if err := w.waitUntil(st); err != nil {
-				return fmt.Errorf("step %d: %v", i+1, err)
+	return runRealTimeSteps(sc.Steps, res, realTimeSteps{
+		ctx:   w.ctx,
+		sleep: func(d time.Duration) bool { return sleepCtx(w.ctx, d) },
+		until: w.waitUntil,
+		fault: func(st Step) error { return faults.Run(w, st.faultSpec()) },
+		config: func(key, value string) error {
+			return w.cl.Control(w.ctx, "updateConfiguration", url.Values{"name": {key}, "value": {value}}, nil)
+		},
+		op: func(client string, st Step) error {
+			switch st.Op {
+			case "createNetwork":
+				_ = w.createNetwork(client, st.Network)
+			case "deploy":
+				_ = w.deploy(client, st.VM, st.Networks, st.Host)
+			case "allocate":
+				return errors.New("allocate is not available in containers")
+			default:
+				_ = w.vmOp(client, st.Op, st.VM, st.Host)
 			}
-		}
-		client := fmt.Sprintf("client-%d", i+1)
-		var fn func() error
-		switch {
-		case st.Fault != "":
-			spec := st.faultSpec()
-			fn = func() error { return faults.Run(w, spec) }
-		case st.Op == "setConfig":
-			fn = func() error {
-				return w.cl.Control(w.ctx, "updateConfiguration", url.Values{"name": {st.Key}, "value": {st.Value}}, nil)
-			}
-		case st.Op != "":
-			cr := CaseResult{Case: st.Case, Op: st.Op, Path: pathOf(st.Op), VM: st.VM, client: client}
-			if len(st.Networks) > 0 {
-				cr.Network = st.Networks[0]
-			}
-			res.Cases = append(res.Cases, cr)
-			fn = func() error {
-				switch st.Op {
-				case "createNetwork":
-					_ = w.createNetwork(client, st.Network)
-				case "deploy":
-					_ = w.deploy(client, st.VM, st.Networks, st.Host)
-				case "allocate":
-					return errors.New("allocate is not available in containers")
-				default:
-					_ = w.vmOp(client, st.Op, st.VM, st.Host)
-				}
-				return nil // an op's failure is an outcome, not an error of the run
-			}
-		default:
-			continue
-		}
-		if st.Async {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				if err := fn(); err != nil {
-					mu.Lock()
-					asyncErr = errors.Join(asyncErr, err)
-					mu.Unlock()
-				}
-			}()
-		} else if err := fn(); err != nil {
-			return fmt.Errorf("step %d: %v", i+1, err)
-		}
-	}
-	wg.Wait()
-	return asyncErr
+			return nil // an op's failure is an outcome, not an error of the run
+		},
+	})
 }
 
 // waitUntil polls a step's condition for up to 5 minutes. start-sent is read from the server's log

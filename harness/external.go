@@ -560,63 +560,24 @@ func (w *extWorld) runSteps(res *Result) error {
 		}
 	}
 	w.check()
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	var mu sync.Mutex
-	var asyncErr error
-	for i, st := range w.sc.Steps {
-		if st.Wait > 0 && !w.sleepWorld(st.Wait) {
-			return w.eo.Ctx.Err()
-		}
-		if st.Until != "" {
-			if err := w.waitUntil(st); err != nil {
-				return fmt.Errorf("step %d: %v", i+1, err)
+	return runRealTimeSteps(w.sc.Steps, res, realTimeSteps{
+		ctx:   w.eo.Ctx,
+		sleep: w.sleepWorld,
+		until: w.waitUntil,
+		fault: w.fault,
+		// setConfig steps are refused by Preflight: the run changes no server's configuration.
+		op: func(client string, st Step) error {
+			switch st.Op {
+			case "createNetwork":
+				_ = w.createNetwork(client, st.Network, false)
+			case "deploy", "allocate":
+				_ = w.deploy(client, st.Op, st.VM, st.Networks, st.Host, st.Op == "deploy")
+			default:
+				_ = w.vmOp(client, st.Op, st.VM, st.Host)
 			}
-		}
-		client := fmt.Sprintf("client-%d", i+1)
-		var fn func() error
-		switch {
-		case st.Fault != "":
-			fn = func() error { return w.fault(st) }
-		case st.Op != "":
-			cr := CaseResult{Case: st.Case, Op: st.Op, Path: pathOf(st.Op), VM: st.VM, client: client}
-			if len(st.Networks) > 0 {
-				cr.Network = st.Networks[0]
-			}
-			res.Cases = append(res.Cases, cr)
-			fn = func() error {
-				switch st.Op {
-				case "createNetwork":
-					_ = w.createNetwork(client, st.Network, false)
-				case "deploy", "allocate":
-					_ = w.deploy(client, st.Op, st.VM, st.Networks, st.Host, st.Op == "deploy")
-				default:
-					_ = w.vmOp(client, st.Op, st.VM, st.Host)
-				}
-				return nil // an op's failure is an outcome, not an error of the run
-			}
-		default:
-			continue
-		}
-		if st.Async {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				if err := fn(); err != nil {
-					mu.Lock()
-					asyncErr = errors.Join(asyncErr, fmt.Errorf("step %d: %v", i+1, err))
-					mu.Unlock()
-				}
-			}()
-		} else if err := fn(); err != nil {
-			return fmt.Errorf("step %d: %v", i+1, err)
-		}
-		if w.eo.Ctx.Err() != nil {
-			return w.eo.Ctx.Err()
-		}
-	}
-	wg.Wait()
-	return asyncErr
+			return nil // an op's failure is an outcome, not an error of the run
+		},
+	})
 }
 
 // waitUntil polls a step's condition on what the API lists, for an hour of the server's time at most.
