@@ -49,15 +49,34 @@ type outsideChecks struct {
 // add checks a snapshot and returns the violations new in it. objs names, for a violation's object,
 // the other objects its trail should follow (a domain's VM records).
 func (oc *outsideChecks) add(rec *Recorder, s invariant.Snapshot, objs func(object string) []string) []Violation {
+	return oc.addChecked(rec, invariant.Check(s), objs)
+}
+
+// findingKind tells apart the findings one invariant can make of one object: an address free in the
+// pool, allocated to another VM, or used by several running domains. Each is reported once, so one
+// seen first (a new VM's record holds the address before its domain runs) does not hide the next.
+func findingKind(v invariant.Violation) string {
+	switch {
+	case strings.Contains(v.Message, " running domains: "):
+		return "shared"
+	case strings.Contains(v.Message, "free"):
+		return "free"
+	case strings.Contains(v.Message, "allocated to"):
+		return "allocated"
+	}
+	return ""
+}
+
+func (oc *outsideChecks) addChecked(rec *Recorder, vs []invariant.Violation, objs func(object string) []string) []Violation {
 	if oc.seen == nil {
 		oc.seen = map[string]bool{}
 	}
 	var out []Violation
-	for _, v := range oc.looks.confirm(invariant.Check(s)) {
+	for _, v := range oc.looks.confirm(vs) {
 		if v.Invariant == invariant.NetworkLock {
 			continue
 		}
-		key := fmt.Sprintf("%s|%s|%v", v.Invariant, v.Object, strings.Contains(v.Message, "free"))
+		key := v.Invariant + "|" + v.Object + "|" + findingKind(v)
 		if oc.seen[key] {
 			continue
 		}
