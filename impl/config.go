@@ -2,34 +2,87 @@ package impl
 
 import (
 	"fmt"
+	"math"
 	"sort"
 	"strconv"
 	"sync"
 	"time"
 )
 
-// ConfigKey is one global setting with CloudStack's default.
+// ConfigKey is one global setting with CloudStack's default and the range of values it accepts.
 type ConfigKey struct {
 	Name, Default, Unit, Description string
+	// Min and Max bound a numeric key (both inclusive); Whole says it is an integer in CloudStack
+	// (an Integer or Long ConfigKey). A value outside is refused: CloudStack refuses 0 and negative
+	// values of its interval keys (ConfigurationManagerImpl.validateConfigurationValue, the keys of
+	// populateConfigValuesForValidationSet), and the others are bounded here so that no value can
+	// make a periodic task spin (a zero interval) or overflow a duration.
+	Min, Max float64
+	Whole    bool
 }
+
+const (
+	day  = 86400.0
+	year = 365 * day
+)
 
 // ConfigKeys lists the settings the reference implementation reads, with CloudStack's defaults.
 var ConfigKeys = []ConfigKey{
-	{"ping.interval", "60", "s", "agent ping period; the power-report graceful period is twice this"},
-	{"ping.timeout", "2.5", "×ping.interval", "an agent is behind on ping after ping.interval × ping.timeout"},
-	{"wait", "1800", "s", "default wait for a synchronous command (StartCommand, StopCommand)"},
-	{"alert.wait", "1800", "s", "how long a disconnected host may stay before it goes to Alert"},
-	{"job.expire.minutes", "1440", "min", "job row expiry; the orphaned-network cleanup's threshold"},
-	{"network.gc.interval", "600", "s", "network garbage collector period"},
-	{"network.gc.wait", "600", "s", "a network must be seen free twice this far apart before GC shuts it down"},
-	{"network.lock.timeout", "600", "s", "acquireInLockTable timeout for implement/shutdown"},
-	{"vm.destroy.forcestop", "false", "", "use forced stop on destroy and expunge"},
-	{"start.retry", "10", "", "attempts of the plan/prepare/StartCommand loop"},
-	{"vm.op.lock.state.retry", "5", "", "Stopped → Starting attempts"},
-	{"vm.job.check.interval", "3000", "ms", "how often a caller polls its VM work job"},
-	{"vm.job.timeout", "600000", "ms", "how long a caller waits for its VM work job"},
-	{"lock.poll.interval", "1", "s", "lock-table retry cadence while waiting (Merovingian2)"},
-	{"router.ready.timeout", "300", "s", "how long a router start waits for the guest to be ready"},
+	{Name: "ping.interval", Default: "60", Unit: "s", Description: "agent ping period; the power-report graceful period is twice this", Min: 1, Max: day, Whole: true},
+	{Name: "ping.timeout", Default: "2.5", Unit: "×ping.interval", Description: "an agent is behind on ping after ping.interval × ping.timeout", Min: 1, Max: 100},
+	{Name: "wait", Default: "1800", Unit: "s", Description: "default wait for a synchronous command (StartCommand, StopCommand)", Min: 1, Max: day, Whole: true},
+	{Name: "alert.wait", Default: "1800", Unit: "s", Description: "how long a disconnected host may stay before it goes to Alert", Min: 1, Max: day, Whole: true},
+	{Name: "job.expire.minutes", Default: "1440", Unit: "min", Description: "job row expiry; the orphaned-network cleanup's threshold", Min: 1, Max: year / 60, Whole: true},
+	{Name: "network.gc.interval", Default: "600", Unit: "s", Description: "network garbage collector period", Min: 1, Max: day, Whole: true},
+	{Name: "network.gc.wait", Default: "600", Unit: "s", Description: "a network must be seen free twice this far apart before GC shuts it down", Min: 1, Max: day, Whole: true},
+	{Name: "network.lock.timeout", Default: "600", Unit: "s", Description: "acquireInLockTable timeout for implement/shutdown", Min: 1, Max: day, Whole: true},
+	{Name: "vm.destroy.forcestop", Default: "false", Description: "use forced stop on destroy and expunge"},
+	{Name: "start.retry", Default: "10", Description: "attempts of the plan/prepare/StartCommand loop", Min: 1, Max: 100, Whole: true},
+	{Name: "vm.op.lock.state.retry", Default: "5", Description: "Stopped → Starting attempts", Min: 1, Max: 100, Whole: true},
+	{Name: "vm.job.check.interval", Default: "3000", Unit: "ms", Description: "how often a caller polls its VM work job", Min: 10, Max: day * 1000, Whole: true},
+	{Name: "vm.job.timeout", Default: "600000", Unit: "ms", Description: "how long a caller waits for its VM work job", Min: 1000, Max: 7 * day * 1000, Whole: true},
+	{Name: "lock.poll.interval", Default: "1", Unit: "s", Description: "lock-table retry cadence while waiting (Merovingian2)", Min: 0.01, Max: 3600},
+	{Name: "router.ready.timeout", Default: "300", Unit: "s", Description: "how long a router start waits for the guest to be ready", Min: 1, Max: day, Whole: true},
+}
+
+// Range says which values a numeric key accepts ("" for a boolean).
+func (k ConfigKey) Range() string {
+	if k.Default == "true" || k.Default == "false" {
+		return "true|false"
+	}
+	r := strconv.FormatFloat(k.Min, 'g', -1, 64) + ".." + strconv.FormatFloat(k.Max, 'g', -1, 64)
+	if k.Whole {
+		r += " (whole)"
+	}
+	return r
+}
+
+// check refuses a value the key does not accept, naming the key and its range.
+func (k ConfigKey) check(value string) error {
+	if k.Default == "true" || k.Default == "false" {
+		if _, err := strconv.ParseBool(value); err != nil {
+			return fmt.Errorf("configuration %s: %q is not a boolean", k.Name, value)
+		}
+		return nil
+	}
+	v, err := strconv.ParseFloat(value, 64)
+	if err != nil {
+		return fmt.Errorf("configuration %s: %q is not a number", k.Name, value)
+	}
+	if math.IsNaN(v) || v < k.Min || v > k.Max || (k.Whole && v != math.Trunc(v)) {
+		return fmt.Errorf("configuration %s: %s is out of range: %s accepts %s", k.Name, value, k.Name, k.Range())
+	}
+	return nil
+}
+
+// LookupConfigKey finds a key by name.
+func LookupConfigKey(name string) (ConfigKey, bool) {
+	for _, k := range ConfigKeys {
+		if k.Name == name {
+			return k, true
+		}
+	}
+	return ConfigKey{}, false
 }
 
 // Config holds the current values. Like CloudStack's dynamic keys, a value is read at each use.
@@ -57,24 +110,17 @@ func NewConfig(overrides map[string]string) (*Config, error) {
 	return c, nil
 }
 
-// Set changes a key (updateConfiguration).
+// Set changes a key (updateConfiguration); a value outside the key's range is refused.
 func (c *Config) Set(name, value string) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	def, ok := c.values[name]
+	k, ok := LookupConfigKey(name)
 	if !ok {
 		return fmt.Errorf("unknown configuration key %q", name)
 	}
-	switch {
-	case def == "true" || def == "false":
-		if _, err := strconv.ParseBool(value); err != nil {
-			return fmt.Errorf("configuration %s: %q is not a boolean", name, value)
-		}
-	default:
-		if _, err := strconv.ParseFloat(value, 64); err != nil {
-			return fmt.Errorf("configuration %s: %q is not a number", name, value)
-		}
+	if err := k.check(value); err != nil {
+		return err
 	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	c.values[name] = value
 	return nil
 }

@@ -38,6 +38,50 @@ func TestConfigRejectsBadInput(t *testing.T) {
 	}
 }
 
+// Values that made the simulator loop for ever (a zero interval) or overflow a duration are refused
+// with the key and its range. CloudStack refuses 0 and negative values of ping.interval, wait,
+// alert.wait and network.gc.interval (ConfigurationManagerImpl.validateConfigurationValue with
+// populateConfigValuesForValidationSet: "Please enter a positive value for the configuration
+// parameter"), and whole numbers for its Integer keys.
+func TestConfigRefusesValuesOutOfRange(t *testing.T) {
+	cases := []struct{ key, value string }{
+		{"ping.interval", "0"}, {"ping.interval", "-5"}, {"ping.interval", "NaN"}, {"ping.interval", "Inf"},
+		{"ping.interval", "1e300"}, {"ping.interval", "1.5"},
+		{"network.gc.interval", "0"}, {"network.gc.wait", "-1"}, {"vm.job.check.interval", "0"},
+		{"vm.job.check.interval", "NaN"}, {"lock.poll.interval", "0"}, {"ping.timeout", "0"},
+		{"ping.timeout", "+Inf"}, {"job.expire.minutes", "0"}, {"wait", "99999999999"}, {"start.retry", "0"},
+		{"alert.wait", "-0"}, {"router.ready.timeout", "1e9"},
+	}
+	for _, c := range cases {
+		_, err := NewConfig(map[string]string{c.key: c.value})
+		if err == nil {
+			t.Errorf("%s=%s accepted", c.key, c.value)
+			continue
+		}
+		k, _ := LookupConfigKey(c.key)
+		if !strings.Contains(err.Error(), c.key) || (!strings.Contains(err.Error(), k.Range()) && !strings.Contains(err.Error(), "not a number")) {
+			t.Errorf("%s=%s: error %q does not name the key and its range %s", c.key, c.value, err, k.Range())
+		}
+	}
+	// Set refuses too (updateConfiguration through the API or the control endpoint), and the value stays.
+	cfg, err := NewConfig(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cfg.Set("ping.interval", "0"); err == nil || cfg.Get("ping.interval") != "60" {
+		t.Errorf("Set(ping.interval, 0) = %v, value now %s", err, cfg.Get("ping.interval"))
+	}
+	// every default is in its own range, and the scaled values the worlds use are accepted
+	for _, k := range ConfigKeys {
+		if err := k.check(k.Default); err != nil {
+			t.Errorf("default out of range: %v", err)
+		}
+	}
+	if _, err := NewConfig(map[string]string{"ping.interval": "1", "vm.job.check.interval": "200", "lock.poll.interval": "0.2", "network.gc.interval": "10"}); err != nil {
+		t.Errorf("scaled config refused: %v", err)
+	}
+}
+
 func TestProfilesAndDefects(t *testing.T) {
 	cases := []struct {
 		in   string

@@ -134,7 +134,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 0
 	case "config":
 		for _, k := range impl.ConfigKeys {
-			fmt.Fprintf(stdout, "%-24s %-7s %-16s %s\n", k.Name, k.Default, k.Unit, k.Description)
+			fmt.Fprintf(stdout, "%-24s %-7s %-16s %-22s %s\n", k.Name, k.Default, k.Unit, k.Range(), k.Description)
 		}
 		return 0
 	case "repro":
