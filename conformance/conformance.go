@@ -5,6 +5,7 @@ package conformance
 import (
 	"embed"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -39,10 +40,31 @@ func Builtin() ([]*harness.Scenario, error) {
 	return out, nil
 }
 
+// MaxScenarioBytes caps a scenario file: the built-in ones are a few KiB, and a path such as
+// /dev/zero must not be read for ever.
+const MaxScenarioBytes = 4 << 20
+
+// readCapped reads a file of at most max bytes, refusing a larger one without reading it all.
+func readCapped(name string, max int64) ([]byte, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, max+1))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %v", name, err)
+	}
+	if int64(len(data)) > max {
+		return nil, fmt.Errorf("%s: larger than %d MiB: not a scenario file", name, max>>20)
+	}
+	return data, nil
+}
+
 // Find returns a built-in scenario by name, or loads a scenario file when name is a path.
 func Find(name string) (*harness.Scenario, error) {
 	if strings.HasSuffix(name, ".yaml") || strings.HasSuffix(name, ".yml") || strings.Contains(name, "/") {
-		data, err := os.ReadFile(name)
+		data, err := readCapped(name, MaxScenarioBytes)
 		if err != nil {
 			return nil, err
 		}

@@ -1,6 +1,7 @@
 package harness
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"sort"
@@ -24,7 +25,51 @@ type Options struct {
 	Hosts   []string
 	Defects impl.Switches
 	Config  map[string]string
+	Limits  Limits
 }
+
+// Limits bound one run, so that a careless scenario (a settle of a million hours, a hundred thousand
+// steps, thousands of concurrent deploys) cannot run for hours, and let Ctrl-C stop a simulated run
+// between two scheduler steps. The zero value is the defaults.
+type Limits struct {
+	// Ctx, when done, stops the run between two scheduler steps.
+	Ctx context.Context
+	// MaxSteps bounds the simulator's steps (0: DefaultMaxSteps).
+	MaxSteps uint64
+	// MaxSimTime bounds the run's virtual time from the scenario's start, settle included (0:
+	// DefaultMaxSimTime).
+	MaxSimTime time.Duration
+}
+
+// The default bounds: a simulated day of a cloud of a few hundred hosts fits in them (a seed
+// scenario takes a few thousand steps for half an hour of virtual time).
+const (
+	DefaultMaxSteps   = 20_000_000
+	DefaultMaxSimTime = 48 * time.Hour
+)
+
+func (l Limits) maxSteps() uint64 {
+	if l.MaxSteps == 0 {
+		return DefaultMaxSteps
+	}
+	return l.MaxSteps
+}
+
+func (l Limits) maxSimTime() time.Duration {
+	if l.MaxSimTime <= 0 {
+		return DefaultMaxSimTime
+	}
+	return l.MaxSimTime
+}
+
+// StoppedError is a run that did not finish: interrupted, or stopped at one of its Limits. The
+// Result returned beside it holds what the run had until then.
+type StoppedError struct {
+	Reason      string
+	Interrupted bool
+}
+
+func (e *StoppedError) Error() string { return e.Reason }
 
 // Violation is an invariant violation with the steps that led to it.
 type Violation struct {
@@ -91,6 +136,10 @@ func NewSimCluster(o Options) (*Cluster, error) {
 		c.startAgent(h)
 	}
 	s.AfterStep = c.check
+	s.MaxSteps = o.Limits.maxSteps()
+	if ctx := o.Limits.Ctx; ctx != nil {
+		s.Interrupted = func() error { return context.Cause(ctx) }
+	}
 	deadline := s.Now().Add(5 * time.Minute)
 	if err := s.RunUntil(deadline, c.allUp); err != nil {
 		return nil, err

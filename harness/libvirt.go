@@ -91,7 +91,7 @@ func NewRunID() string {
 // RunScenarioLibvirt runs a scenario on real domains; it removes every domain and file of the run
 // before returning, whatever the outcome.
 func RunScenarioLibvirt(sc *Scenario, profile string, defects impl.Switches, seed uint64, lo LibvirtOptions) (*Result, error) {
-	return runScenario(sc, profile, defects, seed, func(o Options) (*Cluster, error) { return NewLibvirtCluster(o, lo) })
+	return runScenario(sc, profile, defects, seed, Limits{}, func(o Options) (*Cluster, error) { return NewLibvirtCluster(o, lo) })
 }
 
 type libvirtWorld struct {

@@ -43,7 +43,7 @@ type LiveOptions struct {
 
 // RunScenarioLive runs a scenario in the live world.
 func RunScenarioLive(sc *Scenario, profile string, defects impl.Switches, seed uint64, lo LiveOptions) (*Result, error) {
-	return runScenario(sc, profile, defects, seed, func(o Options) (*Cluster, error) { return NewLiveCluster(o, lo) })
+	return runScenario(sc, profile, defects, seed, Limits{}, func(o Options) (*Cluster, error) { return NewLiveCluster(o, lo) })
 }
 
 // ---- the scaled clock and its processes

@@ -2,6 +2,8 @@ package harness
 
 import (
 	"bytes"
+	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -11,6 +13,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/csconform/csconform/drivers/sim"
 	"github.com/csconform/csconform/faults"
 	"github.com/csconform/csconform/impl"
 	"github.com/csconform/csconform/model/invariant"
@@ -256,27 +259,42 @@ type Result struct {
 	Rec *Recorder `json:"-"`
 }
 
-// RunScenario runs a scenario under a profile (or explicit switches) with a seed.
+// RunScenario runs a scenario under a profile (or explicit switches) with a seed, within the default
+// Limits.
 func RunScenario(sc *Scenario, profile string, defects impl.Switches, seed uint64) (*Result, error) {
-	return runScenario(sc, profile, defects, seed, NewSimCluster)
+	return RunScenarioLimited(sc, profile, defects, seed, Limits{})
+}
+
+// RunScenarioLimited runs a scenario on the simulator within lim. A run stopped by lim (Ctrl-C, a
+// bound) returns what it had with a *StoppedError.
+func RunScenarioLimited(sc *Scenario, profile string, defects impl.Switches, seed uint64, lim Limits) (*Result, error) {
+	return runScenario(sc, profile, defects, seed, lim, NewSimCluster)
 }
 
 // runScenario runs a scenario on the cluster newCluster builds (the simulator or real domains).
-func runScenario(sc *Scenario, profile string, defects impl.Switches, seed uint64, newCluster func(Options) (*Cluster, error)) (*Result, error) {
+func runScenario(sc *Scenario, profile string, defects impl.Switches, seed uint64, lim Limits, newCluster func(Options) (*Cluster, error)) (*Result, error) {
 	if defects == nil {
 		var err error
 		if defects, err = impl.Profile(profile); err != nil {
 			return nil, err
 		}
 	}
-	c, err := newCluster(Options{Seed: seed, Hosts: sc.Hosts, Defects: defects, Config: sc.Config})
+	c, err := newCluster(Options{Seed: seed, Hosts: sc.Hosts, Defects: defects, Config: sc.Config, Limits: lim})
 	if err != nil {
-		return nil, err
+		return nil, stopped(err, lim)
 	}
 	defer c.Close()
 	res := &Result{Scenario: sc.Name, Title: sc.Title, Profile: profile, Defects: defects.On(), Seed: seed, Cluster: c}
 	start := c.Now()
 	res.Started = start
+	// stop ends a run that did not finish with what it had: the table so far, the violations seen.
+	stop := func(err error) (*Result, error) {
+		res.Notes = append(res.Notes, "the run did not finish, this is what it had: "+err.Error())
+		res.finish(c)
+		res.VirtualEnd = c.Now().Sub(start)
+		res.Steps = c.w.steps()
+		return res, err
+	}
 	var runErr error
 	var done atomic.Bool
 	c.Go("scenario", func() {
@@ -291,21 +309,34 @@ func runScenario(sc *Scenario, profile string, defects impl.Switches, seed uint6
 			runErr = c.runSteps(sc, res)
 		}
 	})
-	limit := start.Add(24 * time.Hour)
+	maxSim := lim.maxSimTime()
+	limit := start.Add(min(24*time.Hour, maxSim))
 	if err := c.w.runUntil(limit, done.Load); err != nil {
+		if se := stopped(err, lim); se != err {
+			return stop(se)
+		}
 		return nil, err
 	}
 	if runErr != nil {
 		return nil, fmt.Errorf("scenario %s: %v", sc.Name, runErr)
 	}
 	if !done.Load() {
+		if maxSim < 24*time.Hour {
+			return stop(&StoppedError{Reason: fmt.Sprintf("scenario %s stopped at its bound of %s of simulated time (--max-sim-time) before its last step", sc.Name, maxSim)})
+		}
 		return nil, fmt.Errorf("scenario %s did not finish within 24 h of virtual time", sc.Name)
 	}
 	settle := sc.Settle
 	if settle <= 0 {
 		settle = 3 * time.Minute
 	}
+	if at := c.Now().Sub(start); at+settle > maxSim {
+		return stop(&StoppedError{Reason: fmt.Sprintf("scenario %s: its settle of %s after the last step (at +%s) would pass the run's bound of %s of simulated time (--max-sim-time)", sc.Name, settle, at.Round(time.Second), maxSim)})
+	}
 	if err := c.settle(settle); err != nil {
+		if se := stopped(err, lim); se != err {
+			return stop(se)
+		}
 		return nil, err
 	}
 	res.finish(c)
@@ -318,6 +349,19 @@ func runScenario(sc *Scenario, profile string, defects impl.Switches, seed uint6
 		res.Mismatches = e.compare(res, c)
 	}
 	return res, nil
+}
+
+// stopped turns the simulator's bound of steps and an interruption into a *StoppedError; any other
+// error is returned as it is.
+func stopped(err error, lim Limits) error {
+	var le *sim.LimitError
+	switch {
+	case errors.As(err, &le):
+		return &StoppedError{Reason: fmt.Sprintf("%v (--max-steps %d): the run stopped there", err, le.Steps)}
+	case lim.Ctx != nil && lim.Ctx.Err() != nil && errors.Is(err, context.Cause(lim.Ctx)):
+		return &StoppedError{Reason: "interrupted: the run stopped between two scheduler steps", Interrupted: true}
+	}
+	return err
 }
 
 func profileMatches(profile string, d impl.Switches) bool {

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -127,6 +128,17 @@ func exploreCmd(args []string, stdout, stderr io.Writer) int {
 		}
 		n := min(chunk, *budget-done)
 		f, _, err := explore.Explore(o, n, chunkSeed(*seed, k), shrink)
+		if errors.Is(err, explore.ErrInterrupted) {
+			// what ran until Ctrl-C, then stop
+			if !*quiet && tty {
+				fmt.Fprintln(stderr)
+			}
+			sum.Cases = done
+			sum.WallSecs = time.Since(start).Seconds()
+			fmt.Fprint(stdout, sum.Text())
+			fmt.Fprintf(stderr, "csconform explore: interrupted after %d of %d cases\n", done, *budget)
+			return exitInterrupted
+		}
 		if err != nil {
 			return fail(err)
 		}

@@ -28,13 +28,13 @@ func reproContext() (context.Context, context.CancelFunc) {
 }
 
 // runOn runs one scenario with a driver.
-func runOn(ctx context.Context, driver, uri, domains string, sc *harness.Scenario, profile string, sw impl.Switches, seed uint64, stderr io.Writer) (*harness.Result, error) {
+func runOn(ctx context.Context, driver, uri, domains string, sc *harness.Scenario, profile string, sw impl.Switches, seed uint64, lim harness.Limits, stderr io.Writer) (*harness.Result, error) {
 	if driver == "container" {
 		// An interrupted run says so itself, and what it removed.
 		return harness.RunScenarioContainer(sc, profile, sw, seed, harness.ContainerOptions{Ctx: ctx, Log: stderr, Domains: domains})
 	}
 	if driver != "libvirt" {
-		return harness.RunScenario(sc, profile, sw, seed)
+		return harness.RunScenarioLimited(sc, profile, sw, seed, lim)
 	}
 	r, err := harness.RunScenarioLibvirt(sc, profile, sw, seed, harness.LibvirtOptions{URI: uri, Ctx: ctx, Log: stderr})
 	if err != nil && ctx.Err() != nil {

@@ -3,6 +3,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -12,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/csconform/csconform/conformance"
 	"github.com/csconform/csconform/drivers/container"
@@ -162,6 +164,26 @@ func run(args []string, stdout, stderr io.Writer) int {
 	return 2
 }
 
+// exitInterrupted is the status of a run stopped by Ctrl-C or SIGTERM (128 + SIGINT, as a shell has it).
+const exitInterrupted = 130
+
+// limitFlags are the bounds of a simulated run (harness.Limits).
+type limitFlags struct {
+	steps   *uint64
+	simTime *time.Duration
+}
+
+func addLimitFlags(fs *flag.FlagSet) limitFlags {
+	return limitFlags{
+		steps:   fs.Uint64("max-steps", harness.DefaultMaxSteps, "stop a simulated run after this many scheduler steps"),
+		simTime: fs.Duration("max-sim-time", harness.DefaultMaxSimTime, "stop a simulated run after this much simulated time (settle included)"),
+	}
+}
+
+func (l limitFlags) limits(ctx context.Context) harness.Limits {
+	return harness.Limits{Ctx: ctx, MaxSteps: *l.steps, MaxSimTime: *l.simTime}
+}
+
 // switches resolves --profile and --defects; with defects, the profile becomes "custom".
 func switches(profile *string, defects string) (impl.Switches, error) {
 	if defects != "" {
@@ -204,6 +226,7 @@ func repro(args []string, stdout, stderr io.Writer) int {
 	domains := fs.String("domains", container.DomainsAuto, "")
 	asJSON := fs.Bool("json", false, "")
 	historyFile := fs.String("history", "", "")
+	lim := addLimitFlags(fs)
 	ext := addExternalFlags(fs)
 	fs.Usage = func() { fmt.Fprint(stderr, usage) }
 	// Accept the scenario name before or after the flags.
@@ -270,7 +293,19 @@ func repro(args []string, stdout, stderr io.Writer) int {
 		if !*asJSON && len(scs) > 1 {
 			fmt.Fprintf(stderr, "[%d/%d] %s\n", i+1, len(scs), sc.Name)
 		}
-		r, err := runOn(ctx, *driver, *uri, *domains, sc, *profile, sw, s, stderr)
+		r, err := runOn(ctx, *driver, *uri, *domains, sc, *profile, sw, s, lim.limits(ctx), stderr)
+		var stopped *harness.StoppedError
+		if errors.As(err, &stopped) {
+			// what the run had until it stopped, then why it stopped
+			if r != nil && !*asJSON {
+				r.WriteText(stdout, sim.Epoch)
+			}
+			fmt.Fprintln(stderr, "csconform repro:", err)
+			if stopped.Interrupted {
+				return exitInterrupted
+			}
+			return 2
+		}
 		if err != nil {
 			fmt.Fprintln(stderr, "csconform repro:", err)
 			return 2

@@ -36,6 +36,24 @@ type Scheduler struct {
 	closing bool
 	// AfterStep, when set, runs on the scheduler's goroutine after every task step.
 	AfterStep func()
+	// MaxSteps, when not 0, bounds the steps of the simulation: RunUntil stops with a *LimitError
+	// once it is reached, so no scenario or program can run unbounded.
+	MaxSteps uint64
+	// Interrupted, when set, is asked between steps (every interruptEvery); an error stops RunUntil
+	// with it, between two steps, as Ctrl-C must. It draws nothing from the RNG: the schedule up to
+	// the stop is the same as an uninterrupted run's.
+	Interrupted func() error
+}
+
+// interruptEvery is how many steps run between two looks at Interrupted (a context's Err takes a
+// lock; a step is microseconds).
+const interruptEvery = 64
+
+// LimitError is a simulation stopped at its bound of steps.
+type LimitError struct{ Steps uint64 }
+
+func (e *LimitError) Error() string {
+	return fmt.Sprintf("the simulation reached its bound of %d scheduler steps", e.Steps)
 }
 
 type task struct {
@@ -239,12 +257,20 @@ func (s *Scheduler) step(limit time.Time) bool {
 	return false
 }
 
-// RunUntil runs tasks until virtual time reaches t (the clock then reads t), stop returns true, or a
-// task fails.
+// RunUntil runs tasks until virtual time reaches t (the clock then reads t), stop returns true, a
+// task fails, the bound of steps is reached (*LimitError) or Interrupted says so.
 func (s *Scheduler) RunUntil(t time.Time, stop func() bool) error {
 	for s.fail == nil {
 		if stop != nil && stop() {
 			return nil
+		}
+		if s.MaxSteps > 0 && s.steps >= s.MaxSteps {
+			return &LimitError{Steps: s.MaxSteps}
+		}
+		if s.Interrupted != nil && s.steps%interruptEvery == 0 {
+			if err := s.Interrupted(); err != nil {
+				return err
+			}
 		}
 		if !s.step(t) {
 			if t.After(s.now) {

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"errors"
 	"fmt"
 	"runtime"
 	"strings"
@@ -138,4 +139,40 @@ func TestTaskPanicIsReported(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "boom") {
 		t.Fatalf("err = %v, want the task's panic", err)
 	}
+}
+
+// A task that never parks for long (a zero interval) is stopped at the bound of steps and by an
+// interruption between two steps; the schedule up to the stop is the uninterrupted one.
+func TestRunUntilStopsAtItsBoundAndWhenInterrupted(t *testing.T) {
+	spin := func(s *Scheduler) {
+		s.Go("spin", func() {
+			for {
+				s.Sleep(0)
+			}
+		})
+	}
+	s := NewScheduler(1)
+	s.MaxSteps = 1000
+	spin(s)
+	err := s.RunFor(time.Hour)
+	var lim *LimitError
+	if !errors.As(err, &lim) || s.Steps() != 1000 {
+		t.Fatalf("RunFor = %v after %d steps, want a LimitError after 1000", err, s.Steps())
+	}
+	s.Close()
+
+	stop := errors.New("interrupted")
+	s = NewScheduler(1)
+	calls := 0
+	s.Interrupted = func() error {
+		if calls++; calls == 3 {
+			return stop
+		}
+		return nil
+	}
+	spin(s)
+	if err := s.RunFor(time.Hour); !errors.Is(err, stop) || s.Steps() != 2*interruptEvery {
+		t.Fatalf("RunFor = %v after %d steps, want the interruption after %d", err, s.Steps(), 2*interruptEvery)
+	}
+	s.Close()
 }

@@ -2,6 +2,7 @@ package explore
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"regexp"
@@ -38,11 +39,17 @@ type Options struct {
 	Driver string
 	// Domains is the container driver's choice of domains (container.DomainsAuto when "").
 	Domains string
-	// Ctx stops a container run (Ctrl-C); nil: never.
+	// Ctx stops a run (Ctrl-C): a simulated case between two scheduler steps, a container run at
+	// its next step; the cases after it are not run. nil: never.
 	Ctx context.Context
 	// Seen, if set, is told of every case run (progress, the last program).
 	Seen func(*Outcome)
 }
+
+// ErrInterrupted is an exploration stopped by its context (Ctrl-C) before its budget.
+var ErrInterrupted = errors.New("interrupted")
+
+func (o Options) interrupted() bool { return o.Ctx != nil && o.Ctx.Err() != nil }
 
 // Outcome is one program's run and both detectors' verdicts.
 type Outcome struct {
@@ -63,7 +70,7 @@ func Run(sc *harness.Scenario, o Options) (*Outcome, error) {
 	var err error
 	switch o.Driver {
 	case "", "sim":
-		res, err = harness.RunScenario(sc, o.Profile, o.Defects, sc.Seed)
+		res, err = harness.RunScenarioLimited(sc, o.Profile, o.Defects, sc.Seed, harness.Limits{Ctx: o.Ctx})
 	case "container":
 		res, err = harness.RunScenarioContainer(sc, o.Profile, o.Defects, sc.Seed, harness.ContainerOptions{Ctx: o.Ctx, Domains: o.Domains})
 	default:
@@ -85,11 +92,17 @@ func Property(o Options) func(*rapid.T) {
 		if o.Driver == "container" {
 			reach = ContainerReach
 		}
+		if o.interrupted() {
+			t.Skip("interrupted")
+		}
 		sc, actions := ProgramFor(t, reach)
 		if err := sc.Validate(); err != nil {
 			t.Fatalf("generated an invalid program: %v", err)
 		}
 		out, err := Run(sc, o)
+		if err != nil && o.interrupted() {
+			t.Skip("interrupted")
+		}
 		if err != nil {
 			t.Fatalf("run: %v", err)
 		}
@@ -158,6 +171,10 @@ func Explore(o Options, checks int, seed uint64, shrinkTime time.Duration) (*Fin
 	}
 	tb := &captureTB{}
 	rapid.Check(tb, Property(o))
+	if o.interrupted() {
+		// every case after the interruption was skipped: what ran is in cases
+		return nil, cases, ErrInterrupted
+	}
 	if !tb.failed {
 		return nil, cases, nil
 	}
