@@ -185,7 +185,8 @@ func reproExternal(ctx context.Context, f *extFlags, set map[string]bool, sc *ha
 }
 
 // reproExternalCmd is csconform repro NAME|FILE --api URL ...: exit 0 nothing found, 1 a violation or
-// a history that is not linearizable, 2 bad input, a refused scenario or something the cleanup left.
+// a history that is not linearizable, 2 bad input, a refused scenario or something the cleanup left,
+// 4 an outcome that differs from --expect's.
 func reproExternalCmd(f *extFlags, set map[string]bool, name string, asJSON bool, historyFile string, stdout, stderr io.Writer) int {
 	fail := func(err error) int { fmt.Fprintln(stderr, "csconform repro:", err); return 2 }
 	if name == "all" {
@@ -220,8 +221,6 @@ func reproExternalCmd(f *extFlags, set map[string]bool, name string, asJSON bool
 	case len(r.Leftovers) > 0:
 		fmt.Fprintf(stderr, "csconform repro: the cleanup left %d thing(s) of run %s behind (listed above): remove them by hand\n", len(r.Leftovers), r.Run)
 		return 2
-	case len(r.Violations) > 0 || len(r.NotLinearizable) > 0:
-		return 1
 	}
-	return 0
+	return reproStatus([]*harness.Result{r})
 }
