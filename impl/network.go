@@ -46,12 +46,14 @@ func (s *Server) implementNetwork(t *Thread, id int64, dest string) (n *NetworkV
 		}
 		s.Log(t, "DEBUG", NetworkObject(id), "Cleaning up because we're unable to implement the network %d", id)
 		// reload: n is the named result, already nil on an error return
-		if cur := s.DB.Network(id); cur != nil {
+		if cur := s.DB.Network(id); cur != nil && !mutated(MutImplementFailureStays) {
 			if to, ok := network.Next(cur.State, network.OperationFailed); ok {
 				s.DB.UpdateNetworkState(t.Name, cur, to, "implementNetwork failed: OperationFailed", false)
 			}
 		}
-		s.shutdownNetwork(t, id)
+		if !mutated(MutImplementFailureStays) {
+			s.shutdownNetwork(t, id)
+		}
 		n = nil
 	}()
 	s.Log(t, "DEBUG", NetworkObject(id), "Asking GuestNetworkGuru to implement network %d", id)
@@ -131,7 +133,7 @@ func (s *Server) startRouter(t *Thread, r *VMVO, n *NetworkVO, dest string) erro
 		// as in orchestrateStart: after a timeout the router stays Starting on the host, which may
 		// run it; power sync or the stall scans settle it once the host reports
 		var te *OperationTimedoutError
-		if !errors.As(err, &te) {
+		if !errors.As(err, &te) || mutated(MutRouterTimeoutStopsRecord) {
 			s.DB.UpdateVMState(t.Name, r, vm.OperationFailed, vm.Stopped, "")
 		}
 		return err
@@ -184,7 +186,7 @@ func (s *Server) releaseNic(t *Thread, v *VMVO, nic *NicVO) {
 	s.DB.ReleaseIP(t.Name, nic.ID)
 	s.Log(t, "DEBUG", VMObject(v.ID), "The nic %d on %s was released according to GuestNetworkGuru, now updating record.", nic.ID, v.Name)
 	s.DB.SetNicState(nic.ID, "Allocated")
-	if wasReserved && v.Type == "User" {
+	if wasReserved && v.Type == "User" && !mutated(MutReleaseNicKeepsCount) {
 		s.DB.ChangeActiveNicsBy(nic.NetworkID, -1)
 	}
 }
@@ -220,6 +222,11 @@ func (s *Server) shutdownNetwork(t *Thread, id int64) bool {
 		s.Log(t, "DEBUG", NetworkObject(id), "Network [%d] is in Allocated state, no need to shutdown.", id)
 		return true
 	case network.Implemented, network.Shutdown:
+	case network.Implementing:
+		if !mutated(MutShutdownWhileImplementing) {
+			s.Log(t, "DEBUG", NetworkObject(id), "Network is not implemented: %d", id)
+			return false
+		}
 	default:
 		s.Log(t, "DEBUG", NetworkObject(id), "Network is not implemented: %d", id)
 		return false
@@ -246,7 +253,7 @@ func (s *Server) stopRouter(t *Thread, r *VMVO) {
 		return
 	}
 	ans, err := s.agents.Send(t, r.HostID, Message{Kind: MsgStop, VMName: r.Name}, 0)
-	if err != nil || !ans.Result {
+	if (err != nil || !ans.Result) && !mutated(MutRouterStopFailureStopped) {
 		s.Log(t, "WARN", VMObject(r.ID), "Unable to stop router %s: %v", r.Name, err)
 		s.DB.UpdateVMState(t.Name, r, vm.OperationFailed, vm.Running, r.HostID)
 		return
@@ -270,7 +277,7 @@ func (s *Server) networkGarbageCollector(t *Thread) {
 			}
 			first, seen := lastFree[n.ID]
 			switch {
-			case !seen:
+			case !seen && !mutated(MutGCFirstSighting):
 				s.Log(t, "DEBUG", NetworkObject(n.ID), "We found network %d to be free for the first time. Adding it to the list", n.ID)
 				stillFree[n.ID] = now
 			case now.Sub(first) < s.Config.Seconds("network.gc.wait"):
@@ -292,7 +299,7 @@ func (s *Server) networkGarbageCollector(t *Thread) {
 func (s *Server) isNetworkReadyForGc(n *NetworkVO) bool {
 	for _, v := range s.DB.VMs(func(v *VMVO) bool { return v.Type == "User" && !v.Removed }) {
 		for _, nid := range v.NetworkIDs {
-			if nid == n.ID && v.State != vm.Stopped && v.State != vm.Destroyed && v.State != vm.Error && v.State != vm.Expunging {
+			if nid == n.ID && v.State != vm.Stopped && v.State != vm.Destroyed && v.State != vm.Error && v.State != vm.Expunging && (!mutated(MutGCIgnoresStartingVMs) || v.State == vm.Running) {
 				return false
 			}
 		}
@@ -346,6 +353,9 @@ func (s *Server) cleanupOrphanedNetworks(t *Thread) {
 		func() {
 			defer s.releaseFromLockTable(t, key)
 			cur := s.DB.Network(n.ID)
+			if mutated(MutOrphanCleanupNoReread) {
+				cur = n
+			}
 			if cur == nil || cur.State != network.Implementing || !cur.ImplementingSince.Equal(n.ImplementingSince) || s.hasPendingNetworkJob(n.ID) {
 				return
 			}

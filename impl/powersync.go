@@ -64,6 +64,9 @@ func (s *Server) processMissingVmReport(t *Thread, hostID string, reported []int
 			!slices.Contains(reported, v.ID)
 	})
 	graceful := 2 * s.Config.PingInterval()
+	if mutated(MutGracefulOnePing) {
+		graceful = s.Config.PingInterval()
+	}
 	var missing []int64
 	for _, v := range cands {
 		if !force && v.PowerStateUpdateCount >= 3 {
@@ -77,7 +80,7 @@ func (s *Server) processMissingVmReport(t *Thread, hostID string, reported []int
 		since := startTime.Sub(last)
 		s.Log(t, "DEBUG", VMObject(v.ID), "Detected missing VM. host: %s, vm id: %d(%s), power state: PowerReportMissing, last state update: %s", hostID, v.ID, v.Name, last.Format("15:04:05.000"))
 		passed := force || since > graceful
-		if !s.Defects["D2a"] && startTime.Sub(v.UpdateTime) <= graceful {
+		if !s.Defects["D2a"] && startTime.Sub(v.UpdateTime) <= graceful && !(mutated(MutRecentChangeOnlyUnforced) && force) {
 			// PR #14207 hasRecentStateChange: a report says nothing about a VM whose state changed
 			// within the graceful period, whatever its force flag.
 			passed = false
@@ -103,7 +106,7 @@ func (s *Server) handlePowerStateReport(t *Thread, id int64) {
 		s.Log(t, "WARN", VMObject(id), "VM %d no longer exists when processing VM state report.", id)
 		return
 	}
-	if s.jobs.PendingWorkJobs(id) {
+	if s.jobs.PendingWorkJobs(id) && !(mutated(MutPendingOnlyForPowerOn) && v.PowerState != vm.PowerOn) {
 		s.Log(t, "INFO", VMObject(id), "There is pending job or HA tasks working on the VM. vm: %s, postpone power-change report by resetting power-change counters.", v.Name)
 		s.DB.ResetVMPowerStateTracking(id)
 		return
@@ -121,7 +124,11 @@ func (s *Server) handlePowerOnReportWithNoPendingJobsOnVM(t *Thread, v *VMVO) {
 	case vm.Starting, vm.Stopping, vm.Stopped, vm.Migrating:
 		s.Log(t, "INFO", VMObject(v.ID), "VM %s is at %s and we received a power-on report while there is no pending jobs on it.", v.Name, v.State)
 		from := v.State
-		if s.DB.UpdateVMState(t.Name, v, vm.FollowAgentPowerOnReport, vm.Running, v.PowerHost) {
+		to := v.PowerHost
+		if mutated(MutPowerOnSyncKeepsHost) {
+			to = v.HostID
+		}
+		if s.DB.UpdateVMState(t.Name, v, vm.FollowAgentPowerOnReport, vm.Running, to) {
 			s.Log(t, "WARN", VMObject(v.ID), "ALERT: VM %s state is sync-ed (%s -> Running) from out-of-context transition. VM network environment may need to be reset", v.Name, from)
 		}
 	case vm.Running:
@@ -145,11 +152,15 @@ func (s *Server) handlePowerOnReportWithNoPendingJobsOnVM(t *Thread, v *VMVO) {
 }
 
 func (s *Server) stopUnmanagedInstanceOnReportingHost(t *Thread, v *VMVO) {
-	if v.PowerHost == "" {
+	target := v.PowerHost
+	if mutated(MutStopUnmanagedOnRecordHost) {
+		target = v.HostID
+	}
+	if target == "" {
 		s.Log(t, "WARN", VMObject(v.ID), "Instance %s is reported running in %s state but no reporting host is recorded, cannot stop it.", v.Name, v.State)
 		return
 	}
-	ans, err := s.agents.Send(t, v.PowerHost, Message{Kind: MsgStop, VMName: v.Name}, 0)
+	ans, err := s.agents.Send(t, target, Message{Kind: MsgStop, VMName: v.Name}, 0)
 	if err != nil || !ans.Result {
 		s.Log(t, "WARN", VMObject(v.ID), "ALERT: Instance %s is reported running by host %s but is in %s state, and could not be stopped. It may need to be stopped on the host.", v.Name, v.PowerHost, v.State)
 		return
@@ -172,9 +183,11 @@ func (s *Server) handlePowerOffReportWithNoPendingJobsOnVM(t *Thread, v *VMVO) {
 	case vm.PowerReportMissing:
 		// D2b: release with no StopCommand and no look at the host. Fixed: a real stop first, which
 		// the agent refuses (checkBeforeCleanup) while the domain runs.
-		if !s.Defects["D2b"] && !s.sendStop(t, v, false, true) {
+		if !s.Defects["D2b"] && !s.sendStop(t, v, false, !mutated(MutMissingStopUnchecked)) {
 			s.Log(t, "WARN", VMObject(v.ID), "Unable to stop VM %s on its host, not releasing its resources.", v.Name)
-			return
+			if !mutated(MutMissingReleaseAfterRefuse) {
+				return
+			}
 		}
 		s.releaseVmResources(t, v)
 	default:

@@ -142,7 +142,7 @@ func (s *Server) orchestrateStart(t *Thread, vmID int64, want string) (err error
 		}
 		var te *OperationTimedoutError
 		timedOut := errors.As(aerr, &te)
-		if timedOut {
+		if timedOut && !mutated(MutStartTimeoutIsFailure) {
 			canRetry = false // the VM stays Starting on the host; no cleanup
 		} else {
 			// per-attempt finally: cleanup, which always releases NICs and volumes.
@@ -202,7 +202,7 @@ func (s *Server) cleanup(t *Thread, v *VMVO, step string, force bool) bool {
 		return true
 	case vm.Stopping, vm.Running:
 		if v.HostID != "" && !s.sendStop(t, v, force, false) {
-			released = false
+			released = mutated(MutCleanupReleasesRunning)
 			return false
 		}
 	}
@@ -219,6 +219,9 @@ func (s *Server) forcedReleaseAllowed(t *Thread, v *VMVO, hostID string) bool {
 	}
 	h := s.DB.Host(hostID)
 	if h == nil || h.Status == host.Down || h.Status == host.Removed {
+		return true
+	}
+	if (mutated(MutForcedReleaseOnAlert) && h.Status == host.Alert) || (mutated(MutForcedReleaseUnlessUp) && h.Status != host.Up) {
 		return true
 	}
 	s.Log(t, "WARN", VMObject(v.ID), "Not forcing the stop of %s: its host %s is %s and may still be running it. The stop fails if the host cannot be reached; retry once the host is Up or Down.", v.Name, hostID, h.Status)
@@ -312,7 +315,9 @@ func (s *Server) orchestrateStop(t *Thread, vmID int64, forced bool) error {
 	if !stopped {
 		if !forced || !s.forcedReleaseAllowed(t, v, hostID) {
 			s.Log(t, "WARN", VMObject(vmID), "Unable to stop vm %s", v.Name)
-			s.DB.UpdateVMState(t.Name, v, vm.OperationFailed, vm.Running, hostID)
+			if !mutated(MutStopUnreachableStopping) {
+				s.DB.UpdateVMState(t.Name, v, vm.OperationFailed, vm.Running, hostID)
+			}
 			return runtimeErr("Unable to stop %s", v.Name)
 		}
 		s.Log(t, "WARN", VMObject(vmID), "Unable to actually stop %s but continue with release because it's a force stop", v.Name)
@@ -335,6 +340,11 @@ func (s *Server) destroy(t *Thread, vmID int64, expunge bool) error {
 		return nil
 	}
 	forced := s.Config.Bool("vm.destroy.forcestop")
+	if mutated(MutDestroyMarksVolumesFirst) && v.State != vm.Destroyed && v.State != vm.Expunging {
+		for _, vol := range s.DB.Volumes(vmID) {
+			s.DB.SetVolumeState(t.Name, vol.ID, "Destroy")
+		}
+	}
 	if err := s.advanceStop(t, vmID, forced); err != nil {
 		return runtimeErr("Unable to contact the agent to stop the virtual machine %s: %v", v.Name, err)
 	}
@@ -369,7 +379,7 @@ func (s *Server) advanceExpunge(t *Thread, vmID int64) error {
 	if v.State != vm.Destroyed && v.State != vm.Expunging && v.State != vm.Error {
 		return runtimeErr("VM %s is not destroyed: %s", v.Name, v.State)
 	}
-	if !s.Defects["D2c"] {
+	if !s.Defects["D2c"] && (!mutated(MutExpungeChecksOnlyError) || v.State == vm.Error) {
 		s.ensureInstanceIsStoppedOnLastKnownHost(t, v)
 	}
 	if err := s.advanceStop(t, vmID, s.Config.Bool("vm.destroy.forcestop")); err != nil {
@@ -399,7 +409,7 @@ func (s *Server) advanceExpunge(t *Thread, vmID int64) error {
 				s.Log(t, "WARN", VMObject(vmID), "Unable to expunge volume %s: %v %s", vol.Path, err, details(ans))
 			}
 		}
-		if ok || target == "" {
+		if ok || target == "" || mutated(MutExpungeVolumeFailureOK) {
 			s.DB.SetVolumeState(t.Name, vol.ID, "Expunged")
 		} else {
 			s.DB.SetVolumeState(t.Name, vol.ID, "Destroy")

@@ -37,6 +37,8 @@ Usage:
   csconform explore [flags]                random programs with faults until a detector flags one
   csconform check FILE                     re-check a saved history (JSON lines); exit 1 on a finding
   csconform bench [flags]                  time to find each defect, simulator and checker speed
+  csconform mutants [run]                  the mutation catalogue; run (in a -tags mutants build)
+                                           scores the detectors and exploration against it
   csconform server [flags]                 run the management server over TCP (csconform server -h)
   csconform agent --host ID --server ADDR  run one host's agent over TCP (csconform agent -h)
   csconform hypervisor --host ID --socket P  one host's simulated domains, for agents in containers
@@ -160,6 +162,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return auditCmd(args[1:], stdout, stderr)
 	case "inject":
 		return injectCmd(args[1:], stdout, stderr)
+	case "mutants":
+		return mutantsCmd(args[1:], stdout, stderr)
 	}
 	fmt.Fprintf(stderr, "csconform: unknown command %q\n\n%s", args[0], usage)
 	return 2

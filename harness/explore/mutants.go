@@ -1,0 +1,129 @@
+package explore
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/csconform/csconform/harness"
+	"github.com/csconform/csconform/impl"
+)
+
+// MutationOptions say how hard to try to kill each mutant of impl's catalogue (impl.Mutants).
+type MutationOptions struct {
+	Scenarios []*harness.Scenario // the built-in scenarios, run under fixed (repro all)
+	Budget    int                 // explore cases per seed
+	Seeds     []uint64            // explore seeds
+	Only      []impl.Mutant       // a subset of the catalogue (nil: all of it)
+}
+
+// MutantResult is one mutant's fate: killed by a scenario (a violation, a history that is not
+// linearizable, or an expectation not met under fixed), by exploration, or survived.
+type MutantResult struct {
+	Mutant   impl.MutantInfo
+	KilledBy string // "" survived; "repro" or "explore"
+	Detail   string // what killed it
+	Wall     time.Duration
+}
+
+// MutationScore runs the built-in scenarios and explorations under the fixed profile with each mutant
+// switched on in turn. It needs a binary built with -tags mutants.
+func MutationScore(o MutationOptions, seen func(MutantResult)) ([]MutantResult, error) {
+	if !impl.MutantsBuilt() {
+		return nil, impl.SetMutant("")
+	}
+	defer impl.SetMutant("")
+	fixed, err := impl.Profile("fixed")
+	if err != nil {
+		return nil, err
+	}
+	var out []MutantResult
+	for _, m := range impl.Mutants {
+		if len(o.Only) > 0 && !contains(o.Only, m.ID) {
+			continue
+		}
+		if err := impl.SetMutant(m.ID); err != nil {
+			return nil, err
+		}
+		start := time.Now()
+		r := MutantResult{Mutant: m}
+		r.KilledBy, r.Detail, err = killMutant(o, fixed)
+		if err != nil {
+			return nil, fmt.Errorf("mutant %s: %v", m.ID, err)
+		}
+		r.Wall = time.Since(start)
+		out = append(out, r)
+		if seen != nil {
+			seen(r)
+		}
+	}
+	return out, nil
+}
+
+func contains(ms []impl.Mutant, m impl.Mutant) bool {
+	for _, x := range ms {
+		if x == m {
+			return true
+		}
+	}
+	return false
+}
+
+func killMutant(o MutationOptions, fixed impl.Switches) (string, string, error) {
+	for _, sc := range o.Scenarios {
+		res, err := harness.RunScenario(sc, "fixed", fixed, sc.Seed)
+		if err != nil {
+			// a mutant that breaks a scenario's run (a step that cannot complete) is caught too
+			return "repro", fmt.Sprintf("%s: the run failed: %v", sc.Name, firstLine(err.Error())), nil
+		}
+		switch {
+		case len(res.Violations) > 0:
+			return "repro", fmt.Sprintf("%s: %s: %s", sc.Name, res.Violations[0].Invariant, res.Violations[0].Message), nil
+		case len(res.NotLinearizable) > 0:
+			return "repro", fmt.Sprintf("%s: not linearizable: %s", sc.Name, res.NotLinearizable[0].Object), nil
+		case len(res.Mismatches) > 0:
+			return "repro", fmt.Sprintf("%s: unexpected: %s", sc.Name, res.Mismatches[0]), nil
+		}
+	}
+	for _, seed := range o.Seeds {
+		f, _, err := Explore(Options{Profile: "fixed", Defects: fixed}, o.Budget, seed, 100*time.Millisecond) // the score needs no shrinking
+		if err != nil {
+			// rapid reports a case that failed to run (a panic, a step that cannot complete) as an
+			// error: the mutant broke the reference, and that is a kill
+			return "explore", fmt.Sprintf("seed %d: %s", seed, firstLine(err.Error())), nil
+		}
+		if f != nil {
+			what := "not linearizable"
+			if inv := f.Shrunk.Invariants(); len(inv) > 0 {
+				what = strings.Join(inv, ",")
+			}
+			return "explore", fmt.Sprintf("seed %d after %d cases: %s", seed, f.Cases, what), nil
+		}
+	}
+	return "", "", nil
+}
+
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(s, "\n")
+	return s
+}
+
+// MutantLine is one mutant's line of the report.
+func MutantLine(r MutantResult) string {
+	fate := "SURVIVED"
+	if r.KilledBy != "" {
+		fate = "killed by " + r.KilledBy + ": " + r.Detail
+	}
+	return fmt.Sprintf("%-46s %5.1f s  %s\n", r.Mutant.ID, r.Wall.Seconds(), fate)
+}
+
+// ScoreLine is the report's last line: how many mutants were killed, and by what effort.
+func ScoreLine(rs []MutantResult, o MutationOptions) string {
+	killed := 0
+	for _, r := range rs {
+		if r.KilledBy != "" {
+			killed++
+		}
+	}
+	return fmt.Sprintf("mutation score: %d of %d mutants killed (repro all under fixed + explore --budget %d × %d seeds)\n", killed, len(rs), o.Budget, len(o.Seeds))
+}

@@ -1,0 +1,90 @@
+package impl
+
+// The mutation catalogue: plausible one-line regressions of the fixed code paths — what a CloudStack
+// developer could merge while refactoring the fixes of D1, D2, D3, C1 and C2 — used to measure the
+// detectors and the random programs (`csconform mutants run`). It was written before the detectors
+// it measures, so that they are judged by it rather than shaped by it.
+//
+// A mutant lives in the code as `if mutated(MutX) { … }` at its point. In an ordinary build
+// mutantsBuilt is the constant false and the compiler drops every such branch; only a binary built
+// with `-tags mutants` can switch one on (SetMutant), and at most one at a time.
+
+// Mutant names one regression of the catalogue.
+type Mutant string
+
+// The catalogue, by path.
+const (
+	// power-state sync (the D2 fixes, PR #14207)
+	MutRecentChangeOnlyUnforced  Mutant = "powersync-recent-change-only-unforced"
+	MutGracefulOnePing           Mutant = "powersync-graceful-one-ping"
+	MutMissingStopUnchecked      Mutant = "powersync-missing-stop-unchecked"
+	MutMissingReleaseAfterRefuse Mutant = "powersync-missing-release-after-refused-stop"
+	MutPendingOnlyForPowerOn     Mutant = "powersync-pending-only-for-power-on"
+	MutStopUnmanagedOnRecordHost Mutant = "powersync-stop-unmanaged-on-record-host"
+	MutPowerOnSyncKeepsHost      Mutant = "powersync-power-on-sync-keeps-record-host"
+	// start and its cleanup (C1)
+	MutStartTimeoutIsFailure    Mutant = "start-timeout-is-failure"
+	MutCleanupReleasesRunning   Mutant = "start-cleanup-releases-after-failed-stop"
+	MutRouterTimeoutStopsRecord Mutant = "router-start-timeout-stops-record"
+	// management-server restart (C2)
+	MutRestartStopsUnreported Mutant = "restart-stops-starting-vm-not-reported-on"
+	// stop, destroy, expunge (D3, D2c)
+	MutForcedReleaseOnAlert     Mutant = "stop-forced-release-on-alert"
+	MutForcedReleaseUnlessUp    Mutant = "stop-forced-release-unless-up"
+	MutStopUnreachableStopping  Mutant = "stop-unreachable-leaves-stopping"
+	MutDestroyMarksVolumesFirst Mutant = "destroy-marks-volumes-before-stop"
+	MutExpungeChecksOnlyError   Mutant = "expunge-asks-host-only-for-error"
+	MutExpungeVolumeFailureOK   Mutant = "expunge-volume-failure-is-success"
+	// networks (D1 and the network GC)
+	MutOrphanCleanupNoReread     Mutant = "orphan-cleanup-no-reread-under-lock"
+	MutShutdownWhileImplementing Mutant = "shutdown-network-while-implementing"
+	MutGCIgnoresStartingVMs      Mutant = "network-gc-ignores-starting-vms"
+	MutGCFirstSighting           Mutant = "network-gc-first-sighting"
+	MutRouterStopFailureStopped  Mutant = "router-stop-failure-is-stopped"
+	MutReleaseNicKeepsCount      Mutant = "release-nic-keeps-active-count"
+	MutImplementFailureStays     Mutant = "implement-failure-leaves-implementing"
+)
+
+// MutantInfo says what a mutant does, in CloudStack's terms.
+type MutantInfo struct {
+	ID      Mutant
+	Method  string // the method it breaks
+	Summary string
+}
+
+// Mutants is the catalogue.
+var Mutants = []MutantInfo{
+	{MutRecentChangeOnlyUnforced, "processMissingVmReport", "the recent-state-change guard (hasRecentStateChange) is applied to periodic reports only, not to out-of-band ones"},
+	{MutGracefulOnePing, "processMissingVmReport", "the graceful period for a missing VM is one ping interval instead of two"},
+	{MutMissingStopUnchecked, "handlePowerOffReportWithNoPendingJobsOnVM", "the StopCommand for a missing VM is sent without checkBeforeCleanup, so it stops a domain that runs"},
+	{MutMissingReleaseAfterRefuse, "handlePowerOffReportWithNoPendingJobsOnVM", "a missing VM's NICs and volumes are released even when the host refused to stop it"},
+	{MutPendingOnlyForPowerOn, "handlePowerStateReport", "pending work jobs postpone power-on reports only: a missing or power-off report is acted on during a start or stop"},
+	{MutStopUnmanagedOnRecordHost, "stopUnmanagedInstanceOnReportingHost", "a powered-on Destroyed/Expunging instance is stopped on the record's host instead of the reporting host"},
+	{MutPowerOnSyncKeepsHost, "handlePowerOnReportWithNoPendingJobsOnVM", "a VM synced to Running by a power-on report keeps the record's host instead of taking the reporting host"},
+	{MutStartTimeoutIsFailure, "orchestrateStart", "a StartCommand that timed out counts as a failed start: the VM goes to Stopped and its resources are released while the domain may run"},
+	{MutCleanupReleasesRunning, "cleanup", "a failed start's cleanup of a Running/Stopping VM releases its resources even when its stop did not reach the host"},
+	{MutRouterTimeoutStopsRecord, "startRouter", "a router start that timed out moves the router's record to Stopped while it may boot on the host"},
+	{MutRestartStopsUnreported, "cleanupLeftOverJobs", "after a restart, a Starting VM is left for power sync only if a report already said PowerOn; others go to Stopped without asking the host"},
+	{MutForcedReleaseOnAlert, "forcedReleaseAllowed", "a forced stop may release the resources of a VM whose host is in Alert (not only Down/Removed)"},
+	{MutForcedReleaseUnlessUp, "forcedReleaseAllowed", "a forced stop may release the resources of a VM whose host is anything but Up"},
+	{MutStopUnreachableStopping, "orchestrateStop", "a stop that cannot reach the host leaves the VM in Stopping instead of moving it back to Running"},
+	{MutDestroyMarksVolumesFirst, "destroy", "destroy marks the volumes Destroy before its stop, so a failed stop leaves them Destroy under a running domain"},
+	{MutExpungeChecksOnlyError, "advanceExpunge", "expunge asks the last host to stop the instance only for a VM in Error, not for a Destroyed one"},
+	{MutExpungeVolumeFailureOK, "advanceExpunge", "a volume whose delete failed on the host is marked Expunged"},
+	{MutOrphanCleanupNoReread, "cleanupOrphanedNetworks", "the orphaned-network cleanup decides on the row it read before taking the lock, without re-reading it under the lock"},
+	{MutShutdownWhileImplementing, "shutdownNetwork", "shutdownNetwork accepts a network in Implementing"},
+	{MutGCIgnoresStartingVMs, "isNetworkReadyForGc", "the network GC counts only Running VMs as users of a network, not Starting or Stopping ones"},
+	{MutGCFirstSighting, "networkGarbageCollector", "the network GC shuts a network down the first time it sees it free, without network.gc.wait"},
+	{MutRouterStopFailureStopped, "stopRouter", "a router whose StopCommand failed is recorded Stopped"},
+	{MutReleaseNicKeepsCount, "releaseNic", "releasing a NIC does not decrement the network's active NIC count, so the network is never collected"},
+	{MutImplementFailureStays, "implementNetwork", "a failed implementation releases the lock but leaves the network in Implementing"},
+}
+
+// activeMutant is the one mutant switched on (SetMutant, mutants builds only).
+var activeMutant Mutant
+
+// mutated says whether m is the mutant switched on; constant false outside a mutants build.
+func mutated(m Mutant) bool { return mutantsBuilt && activeMutant == m }
+
+// MutantsBuilt says whether this binary can switch mutants on (built with -tags mutants).
+func MutantsBuilt() bool { return mutantsBuilt }
