@@ -75,6 +75,17 @@ func (e *StoppedError) Error() string { return e.Reason }
 type Violation struct {
 	invariant.Violation
 	Trail []TrailEvent `json:"trail"`
+	// Lasting: the invariant judges a state (invariant.Lasting), which may heal; for such a violation
+	// HealedAt is when the checks last found it gone — zero: still present at the last check, which
+	// at the end of a run is damage that stays.
+	Lasting  bool      `json:"lasting"`
+	HealedAt time.Time `json:"healedAt,omitzero"`
+}
+
+// violationKey: one report per object and kind of violation (an address free in the pool, then held
+// twice).
+func violationKey(v invariant.Violation) string {
+	return fmt.Sprintf("%s|%s|%v", v.Invariant, v.Object, strings.Contains(v.Message, "free"))
 }
 
 // Cluster is a management server, its hosts and their agents, in the simulator (NewSimCluster; then
@@ -94,6 +105,7 @@ type Cluster struct {
 	Rec     *Recorder
 
 	Violations []Violation
+	tracker    *invariant.Tracker
 	seen       map[string]bool
 	vmIDs      map[string]int64
 	netIDs     map[string]int64
@@ -114,7 +126,7 @@ func NewSimCluster(o Options) (*Cluster, error) {
 	}
 	s := sim.NewScheduler(o.Seed)
 	c := &Cluster{Sched: s, Fabric: sim.NewFabric(s), Hosts: map[string]*sim.Host{}, Agents: map[string]*impl.Agent{},
-		Config: cfg, Defects: o.Defects, seen: map[string]bool{}, vmIDs: map[string]int64{}, netIDs: map[string]int64{}}
+		Config: cfg, Defects: o.Defects, tracker: invariant.NewTracker(), seen: map[string]bool{}, vmIDs: map[string]int64{}, netIDs: map[string]int64{}}
 	c.w = &simWorld{c}
 	c.Rec = NewRecorder(s.Now)
 	c.DB = impl.NewDB(s, c.Rec)
@@ -200,16 +212,28 @@ func (c *Cluster) checkNow() {
 	c.Rec.checked(len(snap.NetworkChanges))
 	c.Rec.observe(snap)
 	added := false
-	for _, v := range c.w.confirm(invariant.Check(snap)) {
-		// one report per object and kind of violation (an address free in the pool, then held twice)
-		key := fmt.Sprintf("%s|%s|%v", v.Invariant, v.Object, strings.Contains(v.Message, "free"))
+	present := map[string]bool{}
+	for _, v := range c.w.confirm(c.tracker.Check(snap)) {
+		key := violationKey(v)
+		present[key] = true
 		if c.seen[key] {
 			continue
 		}
 		c.seen[key] = true
 		c.Rec.Emit(history.Event{Actor: "checker", Kind: history.Violation, Object: v.Object, To: v.Invariant, Detail: v.Message})
-		c.Violations = append(c.Violations, Violation{Violation: v, Trail: c.trail(v)})
+		c.Violations = append(c.Violations, Violation{Violation: v, Trail: c.trail(v), Lasting: invariant.Lasting(v.Invariant)})
 		added = true
+	}
+	// damage that heals and damage that stays: when each lasting violation was last found gone
+	for i := range c.Violations {
+		v := &c.Violations[i]
+		switch {
+		case !v.Lasting:
+		case present[violationKey(v.Violation)]:
+			v.HealedAt = time.Time{}
+		case v.HealedAt.IsZero():
+			v.HealedAt = snap.Time
+		}
 	}
 	if added {
 		sortedViolations(c.Violations)
@@ -235,12 +259,21 @@ func (c *Cluster) settle(d time.Duration) error {
 	return nil
 }
 
+// GhostBound is how long power sync may take to notice that a VM whose record says Running has no
+// domain: the next report (one ping interval), the graceful period (two) and two more reports for a
+// pending work job that postpones it.
+func GhostBound(cfg *impl.Config) time.Duration { return 5 * cfg.PingInterval() }
+
 // Snapshot is what the records say and what the hosts run, now.
 func (c *Cluster) Snapshot() invariant.Snapshot {
-	s := invariant.Snapshot{Time: c.Now(), ReportGrace: 2*c.Config.Seconds("ping.interval") + 10*time.Second}
+	s := invariant.Snapshot{Time: c.Now(), ReportGrace: 2*c.Config.Seconds("ping.interval") + 10*time.Second, GhostBound: GhostBound(c.Config)}
 	c.Rec.fillSnapshot(&s)
 	for _, v := range c.DB.VMs(nil) {
-		s.VMs = append(s.VMs, invariant.VM{ID: id(v.ID), Name: v.Name, Type: v.Type, State: v.State, HostID: v.HostID, LastHostID: v.LastHostID, Removed: v.Removed})
+		nets := make([]string, len(v.NetworkIDs))
+		for i, n := range v.NetworkIDs {
+			nets[i] = id(n)
+		}
+		s.VMs = append(s.VMs, invariant.VM{ID: id(v.ID), Name: v.Name, Type: v.Type, State: v.State, HostID: v.HostID, LastHostID: v.LastHostID, Removed: v.Removed, NetworkIDs: nets})
 	}
 	for _, vol := range c.DB.Volumes(0) {
 		s.Volumes = append(s.Volumes, invariant.Volume{ID: id(vol.ID), VMID: id(vol.VMID), Path: vol.Path, State: vol.State, Removed: vol.Removed})
@@ -249,7 +282,7 @@ func (c *Cluster) Snapshot() invariant.Snapshot {
 		s.Hosts = append(s.Hosts, invariant.Host{ID: h.ID, Name: h.ID, Status: h.Status, UpSince: c.Rec.hostUpSince(h.ID)})
 	}
 	for _, n := range c.DB.Networks(nil) {
-		s.Networks = append(s.Networks, invariant.Network{ID: id(n.ID), Name: n.Name, State: n.State})
+		s.Networks = append(s.Networks, invariant.Network{ID: id(n.ID), Name: n.Name, State: n.State, RouterID: idOrEmpty(n.RouterID)})
 		for _, ip := range c.DB.IPPool(n.ID) {
 			s.IPs = append(s.IPs, invariant.IP{Address: ip.Address, NetworkID: id(n.ID), Free: ip.VMID == 0, VMID: idOrEmpty(ip.VMID)})
 		}

@@ -150,7 +150,7 @@ func NewLibvirtCluster(o Options, lo LibvirtOptions) (*Cluster, error) {
 	w := &libvirtWorld{lo: lo, scenarioConfig: o.Config, ctx: lo.Ctx, base: live.NewEnv(), hosts: map[string]*lvHost{},
 		rng: rand.New(rand.NewPCG(o.Seed, 0x11b7))}
 	c := &Cluster{w: w, Agents: map[string]*impl.Agent{}, Config: cfg, Defects: o.Defects,
-		seen: map[string]bool{}, vmIDs: map[string]int64{}, netIDs: map[string]int64{}}
+		tracker: invariant.NewTracker(), seen: map[string]bool{}, vmIDs: map[string]int64{}, netIDs: map[string]int64{}}
 	w.c = c
 	c.Rec = NewRecorder(time.Now)
 	c.DB = impl.NewDB(w.base, c.Rec)

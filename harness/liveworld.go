@@ -251,7 +251,7 @@ func NewLiveCluster(o Options, lo LiveOptions) (*Cluster, error) {
 	w := &liveWorld{lo: lo, clk: clk, scenarioConfig: o.Config, base: newLiveEnv(clk, nil), hosts: map[string]*liveHost{},
 		rng: rand.New(rand.NewPCG(o.Seed, 0x11e))}
 	c := &Cluster{w: w, Agents: map[string]*impl.Agent{}, Config: cfg, Defects: o.Defects,
-		seen: map[string]bool{}, vmIDs: map[string]int64{}, netIDs: map[string]int64{}}
+		tracker: invariant.NewTracker(), seen: map[string]bool{}, vmIDs: map[string]int64{}, netIDs: map[string]int64{}}
 	w.c = c
 	c.Rec = NewRecorder(clk.now)
 	c.DB = impl.NewDB(w.base, c.Rec)

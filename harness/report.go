@@ -153,7 +153,7 @@ func (r *Result) WriteText(w io.Writer, epoch time.Time) {
 		fmt.Fprintln(w, "   no invariant violated")
 	}
 	for _, v := range r.Violations {
-		fmt.Fprintf(w, "   VIOLATION %s at %s: %s\n", v.Invariant, clock(v.Time, epoch), v.Message)
+		fmt.Fprintf(w, "   VIOLATION %s at %s: %s%s\n", v.Invariant, clock(v.Time, epoch), v.Message, lasted(v))
 		for _, t := range v.Trail {
 			fmt.Fprintf(w, "      %s  %-26s %s\n", clock(t.Time, epoch), t.Actor, t.Event)
 		}
@@ -191,3 +191,15 @@ func orNone(s string) string { return or(s, "none") }
 
 // JSON is the run as indented JSON.
 func (r *Result) JSON() ([]byte, error) { return json.MarshalIndent(r, "", "  ") }
+
+// lasted says how long a lasting violation's damage stayed: healed after a while, or still there when
+// the run ended.
+func lasted(v Violation) string {
+	switch {
+	case !v.Lasting:
+		return ""
+	case v.HealedAt.IsZero():
+		return " [still present at the end of the run]"
+	}
+	return fmt.Sprintf(" [healed after %s]", v.HealedAt.Sub(v.Time).Round(time.Millisecond))
+}

@@ -202,7 +202,7 @@ func (s *Scenario) Validate() error {
 	return nil
 }
 
-var invariantNames = []string{invariant.OrphanDomain, invariant.IPConflict, invariant.VolumeInUse, invariant.NetworkLock, invariant.UnexplainedStartFailure}
+var invariantNames = invariant.Names
 
 func (st Step) faultSpec() faults.Spec {
 	return faults.Spec{Kind: st.Fault, Host: st.Host, VM: st.VM, Network: st.Network, Duration: st.Duration, Detail: st.Detail}

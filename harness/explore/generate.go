@@ -70,12 +70,17 @@ func (r Reach) only(kinds []string) []string {
 	return out
 }
 
+// programSettle is how long a program runs on after its last action: longer than the ghost-record
+// bound at CloudStack's ping.interval (harness.GhostBound: 5 minutes), so a record left Running
+// without a domain by the last action is judged too.
+const programSettle = 6 * time.Minute
+
 // ProgramFor draws a program a world with reach r can run.
 func ProgramFor(t *rapid.T, r Reach) (*harness.Scenario, int) {
 	g := &gen{t: t, where: map[string]string{}, reach: r}
 	seed := rapid.Uint64Range(1, 1<<32).Draw(t, "seed")
 	g.sc = &harness.Scenario{Name: fmt.Sprintf("explore-%d", seed), Title: "a program found by csconform explore",
-		Seed: seed, Settle: 3 * time.Minute, Lenient: true}
+		Seed: seed, Settle: programSettle, Lenient: true}
 	for i := range rapid.IntRange(1, maxHosts).Draw(t, "hosts") {
 		g.sc.Hosts = append(g.sc.Hosts, fmt.Sprintf("h%d", i+1))
 	}

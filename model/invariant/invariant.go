@@ -34,6 +34,10 @@ type Snapshot struct {
 	// ReportGrace is how long after a host comes back Up the server may take to adopt, from the
 	// host's power reports, a domain it lost track of while the host was away (two pings).
 	ReportGrace time.Duration
+	// GhostBound is how long a VM record may say Running while no domain runs on its host before
+	// power sync must have noticed (a report, the graceful period and a postponement; from the run's
+	// config). Zero: the ghost-record check is off (a world that cannot tell).
+	GhostBound time.Duration
 }
 
 // VM is a vm_instance row.
@@ -42,6 +46,7 @@ type VM struct {
 	State              vm.State
 	HostID, LastHostID string
 	Removed            bool
+	NetworkIDs         []string // the networks of its NICs (nil: unknown)
 }
 
 // Host is a host row.
@@ -56,6 +61,7 @@ type Host struct {
 type Network struct {
 	ID, Name string
 	State    network.State
+	RouterID string // its virtual router's VM id ("" none, or unknown)
 }
 
 // IP is one address of a network's guest IP pool.
@@ -139,7 +145,19 @@ const (
 	VolumeInUse             = "volume-in-use"
 	NetworkLock             = "network-lock"
 	UnexplainedStartFailure = "unexplained-start-failure"
+	NetworkOutage           = "network-outage"
+	GhostRecord             = "ghost-record"
 )
+
+// Lasting says whether an invariant judges a state that may heal (a running domain without a live
+// record, an address used twice, …) rather than an event that happened (a write under another's lock,
+// a start that failed): only a state has a duration and can still be present at the end of a run.
+func Lasting(name string) bool {
+	return name != NetworkLock && name != UnexplainedStartFailure
+}
+
+// Names lists every invariant, in the order Check runs them (the timed ones last).
+var Names = []string{OrphanDomain, IPConflict, VolumeInUse, NetworkLock, UnexplainedStartFailure, NetworkOutage, GhostRecord}
 
 // StartKinds are the op kinds that start a VM.
 var StartKinds = []string{"deploy", "start", "startNoRetry"}
@@ -159,6 +177,7 @@ func Check(s Snapshot) []Violation {
 	out = append(out, CheckVolumes(s)...)
 	out = append(out, CheckNetworkLocks(s)...)
 	out = append(out, CheckStartFailures(s)...)
+	out = append(out, CheckNetworkOutages(s)...)
 	sortViolations(out)
 	return out
 }

@@ -1,0 +1,180 @@
+package invariant
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/csconform/csconform/model/host"
+	"github.com/csconform/csconform/model/network"
+	"github.com/csconform/csconform/model/vm"
+)
+
+// settledHosts are the hosts that are Up and have had time to report since they came back: what
+// their records say about their domains is to be believed.
+func settledHosts(s Snapshot) map[string]bool {
+	settled := map[string]bool{}
+	for _, h := range s.Hosts {
+		settled[h.ID] = h.Status == host.Up && (h.UpSince.IsZero() || s.Time.Sub(h.UpSince) >= s.ReportGrace)
+	}
+	return settled
+}
+
+// runningOn indexes the running domains by host and name.
+func runningOn(ds []Domain) map[string]map[string]bool {
+	m := map[string]map[string]bool{}
+	for _, d := range ds {
+		if !d.Running {
+			continue
+		}
+		if m[d.HostID] == nil {
+			m[d.HostID] = map[string]bool{}
+		}
+		m[d.HostID][d.Name] = true
+	}
+	return m
+}
+
+// implementedState: a network a running guest can use (isNetworkImplemented; Setup is a
+// non-persistent network's implemented state).
+func implementedState(st network.State) bool {
+	return st == network.Implemented || st == network.Setup
+}
+
+// CheckNetworkOutages: a user VM whose record says Running and whose domain runs on its (settled)
+// host must find each of its networks implemented, with the network's virtual router Running and
+// its domain running. Otherwise the guest runs on a network with no router: no DHCP, DNS, gateway or
+// NAT — the outage users see when a network is shut down, or its router stopped, under a running VM.
+// A router that a fault targeted is not judged (a crashed router is HA's business, not a race).
+func CheckNetworkOutages(s Snapshot) []Violation {
+	settled := settledHosts(s)
+	on := runningOn(s.Domains)
+	nets := map[string]Network{}
+	for _, n := range s.Networks {
+		nets[n.ID] = n
+	}
+	recs := map[string]VM{}
+	for _, v := range s.VMs {
+		if !v.Removed {
+			recs[v.ID] = v
+		}
+	}
+	faulted := map[string]bool{}
+	for _, f := range s.Faults {
+		for _, t := range f.Targets {
+			faulted[t] = true
+		}
+	}
+	routerRunning := func(r VM) bool {
+		for _, names := range on {
+			if names[r.Name] {
+				return true
+			}
+		}
+		return false
+	}
+	var out []Violation
+	vms := slices.Clone(s.VMs)
+	slices.SortStableFunc(vms, func(a, b VM) int { return cmp.Compare(a.ID, b.ID) })
+	for _, v := range vms {
+		if v.Removed || v.Type != "User" || v.State != vm.Running || !settled[v.HostID] || !on[v.HostID][v.Name] {
+			continue
+		}
+		for _, nid := range v.NetworkIDs {
+			n, ok := nets[nid]
+			if !ok {
+				continue
+			}
+			var why string
+			switch r, hasRouter := recs[n.RouterID]; {
+			case !implementedState(n.State):
+				why = fmt.Sprintf("network %s is %s", nid, n.State)
+			case n.RouterID == "" || faulted["vm:"+n.RouterID]:
+				continue
+			case !hasRouter:
+				why = fmt.Sprintf("network %s's router %s has no record", nid, n.RouterID)
+			case r.State != vm.Running:
+				why = fmt.Sprintf("network %s's router %s is %s", nid, r.Name, r.State)
+			case settled[r.HostID] && !routerRunning(r):
+				why = fmt.Sprintf("network %s's router %s runs nowhere (its record says Running on host %s)", nid, r.Name, r.HostID)
+			default:
+				continue
+			}
+			out = append(out, Violation{
+				Invariant: NetworkOutage, Object: "network:" + nid, Time: s.Time,
+				Message: fmt.Sprintf("VM %s (%s) runs on host %s but %s", v.ID, v.Name, v.HostID, why),
+			})
+		}
+	}
+	sortViolations(out)
+	return out
+}
+
+// Tracker checks a sequence of snapshots of one run. Besides Check's invariants it judges the
+// conditions that are violations only when they last: a VM record that says Running while no domain
+// runs on its host (ghost-record), beyond the snapshot's GhostBound.
+type Tracker struct {
+	since map[string]time.Time // condition key → when it was first seen holding, continuously
+}
+
+// NewTracker returns a tracker with no history.
+func NewTracker() *Tracker { return &Tracker{since: map[string]time.Time{}} }
+
+// Check runs every invariant on s, the timed ones against what the earlier snapshots showed.
+func (tr *Tracker) Check(s Snapshot) []Violation {
+	out := Check(s)
+	out = append(out, tr.ghosts(s)...)
+	sortViolations(out)
+	return out
+}
+
+// ghosts: a user VM record that says Running (or Running with no host at all) on a settled host
+// where no domain of its name runs, for longer than GhostBound. Power sync must have seen the
+// domain missing by then and stopped the record; a record that stays Running is a VM the users see
+// as running and that runs nowhere — the start "succeeded" without a guest.
+func (tr *Tracker) ghosts(s Snapshot) []Violation {
+	if s.GhostBound <= 0 {
+		return nil
+	}
+	settled := settledHosts(s)
+	on := runningOn(s.Domains)
+	holding := map[string]bool{}
+	var out []Violation
+	vms := slices.Clone(s.VMs)
+	slices.SortStableFunc(vms, func(a, b VM) int { return cmp.Compare(a.ID, b.ID) })
+	for _, v := range vms {
+		if v.Removed || v.Type != "User" || v.State != vm.Running {
+			continue
+		}
+		var why string
+		switch {
+		case v.HostID == "":
+			why = "its record has no host"
+		case settled[v.HostID] && !on[v.HostID][v.Name]:
+			why = "no domain " + v.Name + " runs on host " + v.HostID
+		default:
+			continue
+		}
+		key := GhostRecord + "|vm:" + v.ID + "|" + v.HostID
+		holding[key] = true
+		first, ok := tr.since[key]
+		if !ok {
+			tr.since[key] = s.Time
+			continue
+		}
+		if d := s.Time.Sub(first); d > s.GhostBound {
+			out = append(out, Violation{
+				Invariant: GhostRecord, Object: "vm:" + v.ID, Time: s.Time,
+				Message: fmt.Sprintf("VM %s (%s) has been Running in its record for %s but %s (power sync must notice within %s)", v.ID, v.Name, d.Round(time.Second), why, s.GhostBound),
+			})
+		}
+	}
+	for k := range tr.since {
+		if strings.HasPrefix(k, GhostRecord+"|") && !holding[k] {
+			delete(tr.since, k)
+		}
+	}
+	return out
+}
