@@ -60,6 +60,9 @@ if [ "$rcf" != 0 ] || [ "$rc4" != 1 ] || [ "$rcc" != 1 ] || [ ! -s "$out/junit.x
   exit 1
 fi
 
+echo "== mutation score (a figure, not an assertion): the catalogue of impl/mutants.go against repro all under fixed and explore --budget 300, seed 1"
+go run -tags mutants ./cmd/csconform mutants run --budget 300 --seeds 1
+
 echo "== libvirt tier: libvirt/QEMU from Debian, the guest built, virtlogd and libvirtd started; the driver on real domains, then the seed scenarios on them (ci/test-libvirt.sh, ci/test-libvirt-conformance.sh)"
 if [ "${CSCONFORM_SKIP_LIBVIRT:-}" = 1 ]; then
   echo "libvirt tier left out (CSCONFORM_SKIP_LIBVIRT=1)"
