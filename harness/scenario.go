@@ -339,6 +339,16 @@ func runScenario(sc *Scenario, profile string, defects impl.Switches, seed uint6
 		}
 		return nil, err
 	}
+	if c.Sched != nil {
+		// the simulator can let the cloud run on alone for as long as liveness needs (a real world
+		// would wait half an hour of real time)
+		if err := c.checkLiveness(); err != nil {
+			if se := stopped(err, lim); se != err {
+				return stop(se)
+			}
+			return nil, err
+		}
+	}
 	res.finish(c)
 	res.NotLinearizable = linear.Illegal(linear.Check(linear.Partitions(c.Rec.Events), 10*time.Second))
 	res.LinearChecked = true

@@ -147,6 +147,9 @@ const (
 	UnexplainedStartFailure = "unexplained-start-failure"
 	NetworkOutage           = "network-outage"
 	GhostRecord             = "ghost-record"
+	// StuckInTransition is judged at the end of a run by the harness (it needs the cloud to run on
+	// alone): a VM, network or job still in a transitional state past the run's liveness bound.
+	StuckInTransition = "stuck-in-transition"
 )
 
 // Lasting says whether an invariant judges a state that may heal (a running domain without a live
@@ -157,7 +160,7 @@ func Lasting(name string) bool {
 }
 
 // Names lists every invariant, in the order Check runs them (the timed ones last).
-var Names = []string{OrphanDomain, IPConflict, VolumeInUse, NetworkLock, UnexplainedStartFailure, NetworkOutage, GhostRecord}
+var Names = []string{OrphanDomain, IPConflict, VolumeInUse, NetworkLock, UnexplainedStartFailure, NetworkOutage, GhostRecord, StuckInTransition}
 
 // StartKinds are the op kinds that start a VM.
 var StartKinds = []string{"deploy", "start", "startNoRetry"}

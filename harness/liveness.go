@@ -1,0 +1,97 @@
+package harness
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/csconform/csconform/impl"
+	"github.com/csconform/csconform/model/history"
+	"github.com/csconform/csconform/model/invariant"
+	"github.com/csconform/csconform/model/job"
+	"github.com/csconform/csconform/model/network"
+	"github.com/csconform/csconform/model/vm"
+)
+
+// LivenessBound is how long an object may stay in a transitional state in a cloud left alone: the
+// longest wait of a command (wait), of a router's boot behind the network's lock
+// (router.ready.timeout + network.lock.timeout) or of a work job (vm.job.timeout), and then power
+// sync's time to settle what is left (GhostBound). With CloudStack's defaults, 35 minutes.
+func LivenessBound(cfg *impl.Config) time.Duration {
+	longest := max(cfg.Seconds("wait"), cfg.Seconds("router.ready.timeout")+cfg.Seconds("network.lock.timeout"), cfg.Millis("vm.job.timeout"))
+	return longest + GhostBound(cfg)
+}
+
+// networkLivenessBound is a network's: one whose implementer died with its server (a restart in the
+// middle of an implementation) stays Implementing until the orphaned-network cleanup finds it older
+// than job.expire.minutes — CloudStack's own answer to the "network stuck in Implementing" reports —
+// and the job GC's next pass after that.
+func networkLivenessBound(cfg *impl.Config) time.Duration {
+	return time.Duration(cfg.Int("job.expire.minutes"))*time.Minute + impl.GCInterval + LivenessBound(cfg)
+}
+
+// transition is something in a transitional state: since when, and for how long it may stay.
+type transition struct {
+	object, what string
+	since        time.Time
+	bound        time.Duration
+}
+
+// inTransition lists what is in a transitional state now: VMs Starting, Stopping or Migrating,
+// networks Implementing, jobs in progress — each with when it got there, as far as the records say.
+func (c *Cluster) inTransition() []transition {
+	var out []transition
+	bound, netBound := LivenessBound(c.Config), networkLivenessBound(c.Config)
+	// Expunging is left out: the reference has no expunge task (expunge.interval) that would retry it,
+	// so it rests there until a client expunges
+	for _, v := range c.DB.VMs(func(v *impl.VMVO) bool {
+		return !v.Removed && (v.State == vm.Starting || v.State == vm.Stopping || v.State == vm.Migrating)
+	}) {
+		out = append(out, transition{impl.VMObject(v.ID), fmt.Sprintf("VM %d (%s) is %s", v.ID, v.Name, v.State), v.UpdateTime, bound})
+	}
+	for _, n := range c.DB.Networks(func(n *impl.NetworkVO) bool { return !n.Removed && n.State == network.Implementing }) {
+		out = append(out, transition{impl.NetworkObject(n.ID), fmt.Sprintf("network %d is Implementing", n.ID), n.ImplementingSince, netBound})
+	}
+	for _, j := range c.DB.Jobs(func(j *impl.JobVO) bool { return j.Status == job.InProgress }) {
+		out = append(out, transition{impl.JobObject(j.ID), fmt.Sprintf("job %d (%s of %s %d) is in progress", j.ID, j.Cmd, j.InstanceType, j.InstanceID), j.Created, bound})
+	}
+	return out
+}
+
+// checkLiveness is the end of a simulated run: the cloud, left alone, runs on until nothing is in a
+// transitional state or each thing in one has had its bound; what is still in transition then is
+// stuck (a network stuck in Implementing is the most common real report of this
+// kind). A run where nothing is in transition at its end pays nothing and its history is unchanged.
+func (c *Cluster) checkLiveness() error {
+	ts := c.inTransition()
+	if len(ts) == 0 {
+		return nil
+	}
+	// run until nothing is in transition, or until the last of them is past its bound
+	var until time.Time
+	for _, t := range ts {
+		if end := t.since.Add(t.bound); end.After(until) {
+			until = end
+		}
+	}
+	quiet := func() bool { return len(c.inTransition()) == 0 }
+	if err := c.w.runUntil(until.Add(time.Second), quiet); err != nil {
+		return err
+	}
+	now := c.Now()
+	for _, t := range c.inTransition() {
+		if t.since.IsZero() || now.Sub(t.since) < t.bound {
+			continue // it got there recently: still within its time
+		}
+		v := invariant.Violation{Invariant: invariant.StuckInTransition, Object: t.object, Time: now,
+			Message: fmt.Sprintf("%s since %s ago, past the %s it may take in a cloud left alone", t.what, now.Sub(t.since).Round(time.Second), t.bound)}
+		key := violationKey(v)
+		if c.seen[key] {
+			continue
+		}
+		c.seen[key] = true
+		c.Rec.Emit(history.Event{Actor: "checker", Kind: history.Violation, Object: v.Object, To: v.Invariant, Detail: v.Message})
+		c.Violations = append(c.Violations, Violation{Violation: v, Trail: c.trail(v), Lasting: true})
+	}
+	sortedViolations(c.Violations)
+	return nil
+}
