@@ -166,3 +166,14 @@ func TestServerControlTokenAndLoopback(t *testing.T) {
 		t.Fatalf("default control address: exit %d, stderr:\n%s", code, def.stderr.String())
 	}
 }
+
+// A server that cannot start generates no token file.
+func TestServerThatCannotStartWritesNoToken(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("TMPDIR", dir)
+	t.Setenv(envControlToken, "")
+	runCLICases(t, []cliCase{{[]string{"server", "--listen", "127.0.0.1:99999", "--control", "127.0.0.1:0"}, 2, "agent listener"}})
+	if left, _ := os.ReadDir(dir); len(left) != 0 {
+		t.Fatalf("left behind: %v", left)
+	}
+}

@@ -265,10 +265,6 @@ func serverCmd(args []string, stdout, stderr io.Writer) int {
 			return fail(err)
 		}
 	}
-	token, tokenWritten, err := controlToken(*tokenFile)
-	if err != nil {
-		return fail(err)
-	}
 	sink, closeSink, err := newLogSink(stderr, *verbose, *historyFile)
 	if err != nil {
 		return fail(err)
@@ -296,6 +292,11 @@ func serverCmd(args []string, stdout, stderr io.Writer) int {
 		if db, err = impl.OpenDB(env, sink, *stateFile); err != nil {
 			return fail(err)
 		}
+	}
+	// last, so that a server that cannot start leaves no generated token file behind
+	token, tokenWritten, err := controlToken(*tokenFile)
+	if err != nil {
+		return fail(err)
 	}
 	srv := impl.NewServer(*id, env, db, cfg, sw, ln)
 	srv.Start()

@@ -168,7 +168,7 @@ type Host struct {
 	ID    string
 	Agent testcontainers.Container
 	HV    testcontainers.Container // simulated domains only
-	truth string                   // http://localhost:PORT of the hypervisor (simulated domains)
+	truth string                   // http://127.0.0.1:PORT of the hypervisor (simulated domains)
 	lv    *libvirt.Host            // the harness's own view of the host's libvirt domains (libvirt)
 }
 
