@@ -29,9 +29,9 @@ import (
 )
 
 const serveUsage = `Usage:
-  csconform server [--listen ADDR] [--control ADDR [--control-token-file FILE]] [--id MSID]
-                   [--profile P|--defects LIST]
-                   [--config KEY=VALUE ...] [--state FILE] [--history FILE] [--verbose]
+  csconform server [--listen ADDR] [--control ADDR] [--control-token-file FILE] [--id MSID]
+                   [--profile P|--defects LIST] [--config KEY=VALUE ...] [--state FILE]
+                   [--history FILE] [--verbose]
                    [--api ADDR [--api-key KEY --secret-key SECRET | --api-keys-file FILE]]
   csconform agent  --host ID --server ADDR [--hypervisor sim|unix:PATH|libvirt[:URI]] [--faults ADDR]
                    [--run ID] [--run-dir DIR] [--guest-dir DIR] [--virt-type kvm|qemu]
