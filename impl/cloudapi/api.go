@@ -252,10 +252,16 @@ func badName(k string) string {
 	return ""
 }
 
-// quoteName quotes a name for an error text, cut to a readable length.
+// quoteName quotes a name for an error text and the log: cut before any '=' or '&' (what follows
+// may be other parameters' values, such as an apiKey) and to a readable length.
 func quoteName(k string) string {
-	if len(k) > 64 {
-		k = k[:64] + "..."
+	cut := len(k) > 40
+	k = k[:min(len(k), 40)]
+	if i := strings.IndexAny(k, "=&"); i >= 0 {
+		k, cut = k[:i], true
+	}
+	if cut {
+		return strconv.Quote(k) + "..."
 	}
 	return strconv.Quote(k)
 }

@@ -2,6 +2,7 @@ package cloudapi
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
@@ -105,5 +106,13 @@ func TestSignedRequestNamesAreUnambiguous(t *testing.T) {
 	log := f.log.String()
 	if !strings.Contains(log, "more than once") || !strings.Contains(log, "may not contain") {
 		t.Fatalf("refusals not logged:\n%s", log)
+	}
+	// a name that swallowed other parameters is shown only up to its first '=' or '&'
+	status, body = rawGet(t, f.url, "command%3DlistZones%26apiKey%3D"+testCreds.APIKey+"=x")
+	if text := body["errorresponse"]["errortext"]; status != 431 || !strings.Contains(fmt.Sprint(text), `"command"...`) {
+		t.Fatalf("%d %v", status, body)
+	}
+	if strings.Contains(f.log.String()+fmt.Sprint(body), testCreds.APIKey) {
+		t.Fatalf("an apiKey inside a refused name is shown:\n%s%v", f.log.String(), body)
 	}
 }
