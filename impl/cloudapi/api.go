@@ -207,7 +207,7 @@ func (h *Handler) admit(form url.Values) (*request, command, *refusal) {
 		case why != "":
 			bad = fmt.Sprintf("Invalid parameter name %s: %s", quoteName(k), why)
 		case spelled[lk] != "":
-			bad = fmt.Sprintf("Parameter %s is given more than once (as %s and %s; parameter names are case-insensitive)", lk, quoteName(spelled[lk]), quoteName(k))
+			bad = fmt.Sprintf("Parameter %s is given more than once (as %s and %s; parameter names are case-insensitive)", quoteName(lk), quoteName(spelled[lk]), quoteName(k))
 		case len(form[k]) > 1:
 			bad = fmt.Sprintf("Parameter %s is given more than once", quoteName(k))
 		}
