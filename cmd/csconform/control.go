@@ -1,14 +1,18 @@
 package main
 
 // The server's control endpoint: a few CloudStack-named commands as JSON over HTTP, parameters in the
-// query string or a form body, e.g.
-//   curl 'http://127.0.0.1:8096/deployVirtualMachine?networkids=1&hostid=h1'
-// It is a driving handle for tests and people, not CloudStack's API (that face comes later).
+// query string or a form body, every request with the server's control token, e.g.
+//   curl -H "Authorization: Bearer $(cat TOKENFILE)" 'http://127.0.0.1:8096/deployVirtualMachine?networkids=1&hostid=h1'
+// It is a driving handle for tests and people, not CloudStack's API (that is --api). It drives
+// everything the server does, so it listens on loopback by default and answers only with the token.
 
 import (
+	"crypto/subtle"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -28,7 +32,8 @@ type controlCmd struct {
 	fn     func(r *http.Request) (any, error)
 }
 
-func newControl(srv *impl.Server, db *impl.DB, cfg *impl.Config) http.Handler {
+// newControl is the control endpoint; every request needs token (requireToken).
+func newControl(srv *impl.Server, db *impl.DB, cfg *impl.Config, token string) http.Handler {
 	c := &control{srv: srv, db: db, cfg: cfg}
 	cmds := map[string]controlCmd{
 		"createNetwork":         {"name [persistent=false] [poolsize=32]", c.createNetwork},
@@ -63,7 +68,81 @@ func newControl(srv *impl.Server, db *impl.DB, cfg *impl.Config) http.Handler {
 		}
 		writeJSON(w, http.StatusOK, list)
 	})
-	return mux
+	return requireToken(token, mux)
+}
+
+// envControlToken names the environment variable that gives the server its control token.
+const envControlToken = "CSCONFORM_CONTROL_TOKEN"
+
+// controlToken resolves the control endpoint's token: $CSCONFORM_CONTROL_TOKEN; else the token in
+// file if it exists; else a generated one, written to file (created 0600, never overwritten) or to a
+// new 0600 file in the temporary directory. written names the file when the token was generated there
+// (the server prints the path, never the token).
+func controlToken(file string) (token, written string, err error) {
+	if t := os.Getenv(envControlToken); t != "" {
+		return t, "", checkToken(t, "$"+envControlToken)
+	}
+	if file != "" {
+		b, err := os.ReadFile(file)
+		if err == nil {
+			t := strings.TrimSpace(string(b))
+			return t, "", checkToken(t, "control token file "+file)
+		}
+		if !errors.Is(err, os.ErrNotExist) {
+			return "", "", fmt.Errorf("control token file: %w", err)
+		}
+	}
+	t := randomKey()
+	var f *os.File
+	if file == "" {
+		f, err = os.CreateTemp("", "csconform-control-*.token") // 0600
+	} else {
+		f, err = os.OpenFile(file, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	}
+	if err != nil {
+		return "", "", fmt.Errorf("control token file: %w", err)
+	}
+	defer f.Close()
+	if _, err := fmt.Fprintln(f, t); err != nil {
+		return "", "", fmt.Errorf("control token file: %w", err)
+	}
+	return t, f.Name(), nil
+}
+
+// checkToken refuses tokens that are easy to guess or cannot travel in a header.
+func checkToken(t, where string) error {
+	if len(t) < 16 {
+		return fmt.Errorf("%s: the control token needs at least 16 characters", where)
+	}
+	for _, c := range []byte(t) {
+		if c <= ' ' || c >= 0x7f {
+			return fmt.Errorf("%s: the control token is printable ASCII without spaces", where)
+		}
+	}
+	return nil
+}
+
+// requireToken answers 401 to any request without "Authorization: Bearer TOKEN". Neither the token
+// nor what was sent instead is ever logged or echoed.
+func requireToken(token string, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		scheme, got, _ := strings.Cut(r.Header.Get("Authorization"), " ")
+		var why string
+		switch {
+		case r.Header.Get("Authorization") == "":
+			why = "no control token: send the header Authorization: Bearer TOKEN (the server's $" + envControlToken +
+				", its --control-token-file, or the file it printed at start)"
+		case !strings.EqualFold(scheme, "Bearer"):
+			why = "the control token goes in the header Authorization: Bearer TOKEN"
+		case subtle.ConstantTimeCompare([]byte(strings.TrimSpace(got)), []byte(token)) != 1:
+			why = "wrong control token"
+		default:
+			next.ServeHTTP(w, r)
+			return
+		}
+		w.Header().Set("WWW-Authenticate", `Bearer realm="csconform control"`)
+		writeJSON(w, http.StatusUnauthorized, map[string]string{"error": why})
+	})
 }
 
 func writeJSON(w http.ResponseWriter, code int, v any) {

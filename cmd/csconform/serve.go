@@ -29,8 +29,9 @@ import (
 )
 
 const serveUsage = `Usage:
-  csconform server [--listen ADDR] [--control ADDR] [--id MSID] [--profile P|--defects LIST]
-                   [--config KEY=VALUE ...] [--state FILE] [--history FILE] [--verbose]
+  csconform server [--listen ADDR] [--control ADDR] [--control-token-file FILE] [--id MSID]
+                   [--profile P|--defects LIST] [--config KEY=VALUE ...] [--state FILE]
+                   [--history FILE] [--verbose]
                    [--api ADDR [--api-key KEY --secret-key SECRET | --api-keys-file FILE]]
   csconform agent  --host ID --server ADDR [--hypervisor sim|unix:PATH|libvirt[:URI]] [--faults ADDR]
                    [--run ID] [--run-dir DIR] [--guest-dir DIR] [--virt-type kvm|qemu]
@@ -38,7 +39,14 @@ const serveUsage = `Usage:
 
 server flags:
   --listen ADDR       where agents connect (default 127.0.0.1:8250)
-  --control ADDR      the control endpoint, JSON over HTTP (default 127.0.0.1:8096); GET / lists it
+  --control ADDR      the control endpoint, JSON over HTTP (default 127.0.0.1:8096, loopback only: it
+                      drives everything the server does); GET / lists it. Every request needs the
+                      header "Authorization: Bearer TOKEN" (else 401), the token being
+                      $CSCONFORM_CONTROL_TOKEN; else the one in --control-token-file; else a
+                      generated one, written to a new 0600 file (--control-token-file, or one in the
+                      temporary directory) whose path is printed. The token is never printed or logged.
+  --control-token-file FILE
+                      where the control token is read from, or written to when generated
   --id MSID           management server id (default ms1)
   --profile P         cloudstack-4.22 or fixed (default cloudstack-4.22)
   --defects LIST      switch on exactly these defects instead (D1,D2a,...; none)
@@ -74,8 +82,9 @@ both:
   --history FILE      append every event as JSON lines to FILE
   --verbose           log DEBUG lines too (default: INFO and up, and every state change)
 
-The server prints "agents listening on ADDR", "control listening on http://ADDR" and, with --api,
-"api listening on http://ADDR/client/api" once ready.
+The server prints "agents listening on ADDR", "control listening on http://ADDR" (after "control
+token in FILE" when it generated the token) and, with --api, "api listening on
+http://ADDR/client/api" once ready.
 SIGINT/SIGTERM: the agent sends a ShutdownCommand and exits; the server stops, writing nothing more
 to its --state FILE (the file is as a kill at that moment would leave it). Exit status 2 on bad
 flags, an unreadable or unwritable --state FILE, or an unreachable management server.
@@ -227,6 +236,7 @@ func serverCmd(args []string, stdout, stderr io.Writer) int {
 	apiKey := fs.String("api-key", "", "")
 	secretKey := fs.String("secret-key", "", "")
 	keysFile := fs.String("api-keys-file", "", "")
+	tokenFile := fs.String("control-token-file", "", "")
 	overrides := configFlags{}
 	fs.Var(overrides, "config", "")
 	if code := parseServe("server", fs, args, stdout, stderr); code >= 0 {
@@ -283,9 +293,14 @@ func serverCmd(args []string, stdout, stderr io.Writer) int {
 			return fail(err)
 		}
 	}
+	// last, so that a server that cannot start leaves no generated token file behind
+	token, tokenWritten, err := controlToken(*tokenFile)
+	if err != nil {
+		return fail(err)
+	}
 	srv := impl.NewServer(*id, env, db, cfg, sw, ln)
 	srv.Start()
-	hs := &http.Server{Handler: newControl(srv, db, cfg), ReadHeaderTimeout: 10 * time.Second}
+	hs := &http.Server{Handler: newControl(srv, db, cfg, token), ReadHeaderTimeout: 10 * time.Second}
 	go hs.Serve(cl)
 	var as *http.Server
 	if al != nil {
@@ -296,6 +311,9 @@ func serverCmd(args []string, stdout, stderr io.Writer) int {
 	}
 
 	fmt.Fprintf(stdout, "agents listening on %s\n", ln.Addr())
+	if tokenWritten != "" {
+		fmt.Fprintf(stdout, "control token in %s\n", tokenWritten)
+	}
 	fmt.Fprintf(stdout, "control listening on http://%s\n", cl.Addr())
 	if al != nil {
 		if credsFile != "" {

@@ -68,9 +68,21 @@ type proc struct {
 	exited chan error
 }
 
+// testControlToken is the control token of every server the tests start (startProc), and what call
+// sends.
+const testControlToken = "test-control-token-5b9e1d"
+
+// startProc starts a csconform process with $CSCONFORM_CONTROL_TOKEN set to testControlToken.
 func startProc(t *testing.T, bin string, args ...string) (*proc, *bufio.Scanner) {
 	t.Helper()
+	return startProcEnv(t, []string{envControlToken + "=" + testControlToken}, bin, args...)
+}
+
+// startProcEnv starts a csconform process with env added to the test's environment.
+func startProcEnv(t *testing.T, env []string, bin string, args ...string) (*proc, *bufio.Scanner) {
+	t.Helper()
 	p := &proc{cmd: exec.Command(bin, args...), exited: make(chan error, 1)}
+	p.cmd.Env = append(os.Environ(), env...)
 	p.cmd.Stderr = &p.stderr
 	out, err := p.cmd.StdoutPipe()
 	if err != nil {
@@ -181,9 +193,21 @@ func poll(t *testing.T, limit time.Duration, what string, cond func() bool) {
 	}
 }
 
+// controlGet sends a control command with token ("" sends no Authorization header).
+func controlGet(base, cmd string, params url.Values, token string) (*http.Response, error) {
+	req, err := http.NewRequest("GET", base+"/"+cmd+"?"+params.Encode(), nil)
+	if err != nil {
+		return nil, err
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	return http.DefaultClient.Do(req)
+}
+
 func call(t *testing.T, base, cmd string, params url.Values, out any) {
 	t.Helper()
-	resp, err := http.Get(base + "/" + cmd + "?" + params.Encode())
+	resp, err := controlGet(base, cmd, params, testControlToken)
 	if err != nil {
 		t.Fatalf("%s: %v", cmd, err)
 	}

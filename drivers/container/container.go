@@ -23,8 +23,10 @@
 //     and csc-<run>-<host>-agent (`csconform agent --hypervisor unix:…`).
 //
 // The management server is csc-<run>-ms (`csconform server`, its control endpoint published),
-// whose database is its --state file in the container's writable layer (serverState): it survives a
+// whose control endpoint answers only with the run's token (Cluster.Control sends it) and whose
+// database is its --state file in the container's writable layer (serverState): it survives a
 // kill and start of the same container, and goes with the container.
+// Every published port is published on the host's 127.0.0.1 only.
 // The faults act on the agent containers. Everything a run creates in Docker (image, network,
 // volume, containers) carries the label org.csconform.run=<run>; Cleanup removes exactly that, and
 // CleanupAll every run's.
@@ -33,11 +35,14 @@ package container
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"os"
 	"os/exec"
@@ -51,6 +56,7 @@ import (
 	"github.com/csconform/csconform/drivers/libvirt"
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/api/types/mount"
+	mnet "github.com/moby/moby/api/types/network"
 	"github.com/moby/moby/client"
 	"github.com/testcontainers/testcontainers-go"
 	tclog "github.com/testcontainers/testcontainers-go/log"
@@ -73,6 +79,13 @@ const (
 	faultsPort  = "8098/tcp"
 	agentPort   = "8250"
 )
+
+// envControlToken is how the server in its container gets the control token (csconform server -h).
+const envControlToken = "CSCONFORM_CONTROL_TOKEN"
+
+// publishedOn is the host address every published port is bound to: the run's endpoints (control,
+// truth, fault hooks) are for the harness on this machine, not for the network.
+var publishedOn = netip.MustParseAddr("127.0.0.1")
 
 // serverState is the management server's database inside its container.
 const serverState = "/var/lib/csconform/db.json"
@@ -145,7 +158,8 @@ type Cluster struct {
 	virtType   string
 
 	mu      sync.Mutex
-	control string // http://localhost:PORT of the server's control endpoint
+	control string // http://127.0.0.1:PORT of the server's control endpoint
+	token   string // the control endpoint's token (never logged)
 	faults  map[string]func(context.Context) error
 }
 
@@ -154,7 +168,7 @@ type Host struct {
 	ID    string
 	Agent testcontainers.Container
 	HV    testcontainers.Container // simulated domains only
-	truth string                   // http://localhost:PORT of the hypervisor (simulated domains)
+	truth string                   // http://127.0.0.1:PORT of the hypervisor (simulated domains)
 	lv    *libvirt.Host            // the harness's own view of the host's libvirt domains (libvirt)
 }
 
@@ -192,7 +206,7 @@ func Start(ctx context.Context, o Options) (c *Cluster, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("docker: %w", err)
 	}
-	c = &Cluster{Run: o.Run, o: o, cli: cli, hosts: map[string]*Host{}, faults: map[string]func(context.Context) error{}}
+	c = &Cluster{Run: o.Run, o: o, cli: cli, hosts: map[string]*Host{}, faults: map[string]func(context.Context) error{}, token: newToken()}
 	defer func() {
 		if err != nil {
 			c.Close()
@@ -215,7 +229,9 @@ func Start(ctx context.Context, o Options) (c *Cluster, err error) {
 	if _, err = cli.VolumeCreate(ctx, client.VolumeCreateOptions{Name: c.vol, Labels: c.labels("volume", "")}); err != nil {
 		return c, fmt.Errorf("volume: %w", err)
 	}
-	args := []string{"server", "--listen", "0.0.0.0:" + agentPort, "--control", "0.0.0.0:8096", "--state", serverState}
+	// The control endpoint listens only on the server's address on the run's network (its alias ms),
+	// where the published port leads: agents need only the agent port.
+	args := []string{"server", "--listen", "0.0.0.0:" + agentPort, "--control", "ms:8096", "--state", serverState}
 	if o.Verbose {
 		args = append(args, "--verbose")
 	}
@@ -232,7 +248,7 @@ func Start(ctx context.Context, o Options) (c *Cluster, err error) {
 	for _, k := range keys {
 		args = append(args, "--config", k+"="+o.Config[k])
 	}
-	c.ms, err = c.run(ctx, "ms", "server", "", args, []string{controlPort}, "control listening")
+	c.ms, err = c.run(ctx, "ms", "server", "", args, map[string]string{envControlToken: c.token}, []string{controlPort}, "control listening")
 	if err != nil {
 		return c, fmt.Errorf("management server: %w", err)
 	}
@@ -371,18 +387,47 @@ func buildStatic(ctx context.Context, out string) error {
 
 func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
 
-// run starts one container of the run on its network, with the run's volume and extra mounts.
-func (c *Cluster) run(ctx context.Context, name, role, host string, args, ports []string, ready string, extra ...mount.Mount) (testcontainers.Container, error) {
+// newToken makes a run's control token.
+func newToken() string {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		panic(err) // crypto/rand does not fail on Linux
+	}
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// portBindings publishes each of ports on publishedOn, on a free port of the host.
+func portBindings(ports []string) (mnet.PortMap, error) {
+	bindings := mnet.PortMap{}
+	for _, p := range ports {
+		pp, err := mnet.ParsePort(p)
+		if err != nil {
+			return nil, err
+		}
+		bindings[pp] = []mnet.PortBinding{{HostIP: publishedOn}} // HostPort "": any free port
+	}
+	return bindings, nil
+}
+
+// run starts one container of the run on its network, with env, the run's volume and extra mounts;
+// its ports are published on publishedOn only.
+func (c *Cluster) run(ctx context.Context, name, role, host string, args []string, env map[string]string, ports []string, ready string, extra ...mount.Mount) (testcontainers.Container, error) {
+	bindings, err := portBindings(ports)
+	if err != nil {
+		return nil, err
+	}
 	req := testcontainers.ContainerRequest{
 		Image:          c.Image,
 		Name:           "csc-" + c.Run + "-" + name,
 		Cmd:            args,
+		Env:            env,
 		ExposedPorts:   ports,
 		Labels:         c.labels(role, host),
 		Networks:       []string{c.net.Name},
 		NetworkAliases: map[string][]string{c.net.Name: {name}},
 		WaitingFor:     wait.ForLog(ready).WithStartupTimeout(30 * time.Second),
 		HostConfigModifier: func(hc *container.HostConfig) {
+			hc.PortBindings = bindings
 			hc.Mounts = append(hc.Mounts, mount.Mount{Type: mount.TypeVolume, Source: c.vol, Target: "/run/csc"})
 			hc.Mounts = append(hc.Mounts, extra...)
 		},
@@ -395,7 +440,7 @@ func (c *Cluster) startHost(ctx context.Context, h string) error {
 		return c.startLibvirtHost(ctx, h)
 	}
 	sock := "/run/csc/" + h + ".sock"
-	hv, err := c.run(ctx, h+"-hv", "hypervisor", h, []string{"hypervisor", "--host", h, "--socket", sock, "--listen", "0.0.0.0:8097"}, []string{truthPort}, "simulated domains")
+	hv, err := c.run(ctx, h+"-hv", "hypervisor", h, []string{"hypervisor", "--host", h, "--socket", sock, "--listen", "0.0.0.0:8097"}, nil, []string{truthPort}, "simulated domains")
 	hst := &Host{ID: h, HV: hv}
 	c.hosts[h] = hst
 	if err != nil {
@@ -405,7 +450,7 @@ func (c *Cluster) startHost(ctx context.Context, h string) error {
 		return err
 	}
 	hst.Agent, err = c.run(ctx, h+"-agent", "agent", h, []string{"agent", "--host", h, "--server", "ms:" + agentPort, "--hypervisor", "unix:" + sock, "--faults", "0.0.0.0:8098"},
-		[]string{faultsPort}, "agent "+h+": management server")
+		nil, []string{faultsPort}, "agent "+h+": management server")
 	return err
 }
 
@@ -425,7 +470,7 @@ func (c *Cluster) startLibvirtHost(ctx context.Context, h string) error {
 	hst.Agent, err = c.run(ctx, h+"-agent", "agent", h, []string{"agent", "--host", h, "--server", "ms:" + agentPort,
 		"--hypervisor", "libvirt", "--run", c.Run, "--run-dir", c.o.BaseDir, "--guest-dir", c.o.GuestDir,
 		"--virt-type", c.virtType, "--router-boot", c.o.RouterBoot.String(), "--faults", "0.0.0.0:8098"},
-		[]string{faultsPort}, "agent "+h+": management server",
+		nil, []string{faultsPort}, "agent "+h+": management server",
 		same(LibvirtSocket, false), same(lv.RunDir(), false), same(c.o.GuestDir, true))
 	return err
 }
@@ -435,7 +480,7 @@ func endpoint(ctx context.Context, ct testcontainers.Container, port string) (st
 	if err != nil {
 		return "", err
 	}
-	return "http://localhost:" + p.Port(), nil
+	return "http://" + publishedOn.String() + ":" + p.Port(), nil
 }
 
 func (c *Cluster) refreshControl(ctx context.Context) error {
@@ -454,20 +499,30 @@ func (c *Cluster) HostIDs() []string { return append([]string(nil), c.o.Hosts...
 
 // ---- the server's control endpoint and the hypervisors' truth
 
-// Control calls a command of the server's control endpoint and decodes its JSON answer into out.
+// Control calls a command of the server's control endpoint, with the run's token, and decodes its
+// JSON answer into out.
 func (c *Cluster) Control(ctx context.Context, cmd string, params url.Values, out any) error {
 	c.mu.Lock()
 	base := c.control
 	c.mu.Unlock()
-	return getJSON(ctx, base+"/"+cmd+"?"+params.Encode(), "GET", out)
+	return doJSON(ctx, base+"/"+cmd+"?"+params.Encode(), "GET", c.token, out)
 }
 
 var httpc = &http.Client{Timeout: 15 * time.Minute}
 
 func getJSON(ctx context.Context, u, method string, out any) error {
+	return doJSON(ctx, u, method, "", out)
+}
+
+// doJSON sends a request (with "Authorization: Bearer token" unless token is "") and decodes the
+// JSON answer into out.
+func doJSON(ctx context.Context, u, method, token string, out any) error {
 	req, err := http.NewRequestWithContext(ctx, method, u, nil)
 	if err != nil {
 		return err
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
 	}
 	resp, err := httpc.Do(req)
 	if err != nil {

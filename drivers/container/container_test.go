@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/testcontainers/testcontainers-go"
 )
 
 var containers = flag.Bool("containers", false, "run the tests that need a Docker daemon")
@@ -79,6 +81,30 @@ func TestFaults(t *testing.T) {
 	}()
 	waitHost(t, ctx, c, "h1", "Up", 30*time.Second)
 	waitHost(t, ctx, c, "h2", "Up", 30*time.Second)
+	// the control endpoint answers only with the run's token, and every port is published on the
+	// host's loopback only
+	if err := getJSON(ctx, c.control+"/listHosts", "GET", nil); err == nil || !strings.Contains(err.Error(), "no control token") {
+		t.Fatalf("control endpoint without the token: %v", err)
+	}
+	if err := doJSON(ctx, c.control+"/listHosts", "GET", "not-the-run-token-at-all", nil); err == nil || !strings.Contains(err.Error(), "wrong control token") {
+		t.Fatalf("control endpoint with a wrong token: %v", err)
+	}
+	for _, ct := range []testcontainers.Container{c.ms, c.hosts["h1"].HV, c.hosts["h1"].Agent} {
+		insp, err := ct.Inspect(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for p, bs := range insp.NetworkSettings.Ports {
+			for _, b := range bs {
+				if b.HostIP.String() != "127.0.0.1" {
+					t.Fatalf("%s: %s published on %s", insp.Name, p, b.HostIP)
+				}
+			}
+		}
+	}
+	if strings.Contains(c.ServerLogs(ctx), c.token) {
+		t.Fatal("the control token is in the server's output")
+	}
 	var nw struct{ ID int64 }
 	if err := c.Control(ctx, "createNetwork", url.Values{"name": {"n1"}}, &nw); err != nil {
 		t.Fatal(err)

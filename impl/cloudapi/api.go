@@ -165,31 +165,105 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, hr *http.Request) {
 		h.writeError(w, "", &apiError{ErrMalformed, 9999, "Malformed request: " + err.Error()})
 		return
 	}
+	req, cmd, ref := h.admit(hr.Form)
+	if ref != nil {
+		if h.opt.Logf != nil {
+			h.opt.Logf("cloudapi: refused %s from %s: %s", ref.command, hr.RemoteAddr, ref.why)
+		}
+		h.writeError(w, ref.respName, ref.err)
+		return
+	}
+	out, aerr := cmd.fn(req)
+	if aerr != nil {
+		h.writeError(w, req.cmd+"response", aerr)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{req.cmd + "response": out})
+}
+
+// refusal is a request that may not run: the error to answer with, the response's name, and for
+// the log the command (as sent) and why.
+type refusal struct {
+	err          *apiError
+	respName     string
+	command, why string
+}
+
+// admit decides whether a parsed request may run: its command and parameters (names lowercased), or
+// why not. The names are checked before the signature, so that the parameters the command runs with
+// are exactly the ones the signed text lists: one name for each name=value pair of that text.
+func (h *Handler) admit(form url.Values) (*request, command, *refusal) {
+	names := make([]string, 0, len(form))
+	for k := range form {
+		names = append(names, k)
+	}
+	sort.Strings(names) // the first bad name is reported, whatever the map's order
 	params := map[string]string{}
-	for k, vs := range hr.Form {
-		if len(vs) > 0 {
-			params[strings.ToLower(k)] = vs[0]
+	spelled := map[string]string{} // lowercased name -> as sent
+	for _, k := range names {
+		lk := strings.ToLower(k)
+		var bad string
+		switch why := badName(k); {
+		case why != "":
+			bad = fmt.Sprintf("Invalid parameter name %s: %s", quoteName(k), why)
+		case spelled[lk] != "":
+			bad = fmt.Sprintf("Parameter %s is given more than once (as %s and %s; parameter names are case-insensitive)", quoteName(lk), quoteName(spelled[lk]), quoteName(k))
+		case len(form[k]) > 1:
+			bad = fmt.Sprintf("Parameter %s is given more than once", quoteName(k))
+		}
+		if bad != "" {
+			return nil, command{}, &refusal{err: &apiError{ErrParam, 9999, bad}, respName: "errorresponse", command: "request", why: bad}
+		}
+		spelled[lk] = k
+		if len(form[k]) > 0 {
+			params[lk] = form[k][0]
 		}
 	}
 	cmdName := strings.ToLower(params["command"])
 	cmd, known := h.cmds[cmdName]
-	if why := h.verify(hr.Form, params, known); why != "" {
-		if h.opt.Logf != nil {
-			h.opt.Logf("cloudapi: refused %s from %s: %s", orNone(params["command"]), hr.RemoteAddr, why)
-		}
+	if why := h.verify(form, params, known); why != "" {
 		respName := "errorresponse"
 		if known {
 			respName = cmdName + "response"
 		}
-		h.writeError(w, respName, &apiError{ErrUnauthorized, 0, "unable to verify user credentials and/or request signature"})
-		return
+		return nil, command{}, &refusal{err: &apiError{ErrUnauthorized, 0, "unable to verify user credentials and/or request signature"},
+			respName: respName, command: orNone(params["command"]), why: why}
 	}
-	out, aerr := cmd.fn(&request{cmd: cmdName, params: params, h: h})
-	if aerr != nil {
-		h.writeError(w, cmdName+"response", aerr)
-		return
+	return &request{cmd: cmdName, params: params, h: h}, cmd, nil
+}
+
+// badName says why a parameter name (decoded) cannot be part of a signed request, "" if it can.
+// CloudStack's names are ASCII words such as networkids or details[0].key.
+func badName(k string) string {
+	if k == "" {
+		return "empty"
 	}
-	writeJSON(w, http.StatusOK, map[string]any{cmdName + "response": out})
+	for i := 0; i < len(k); i++ {
+		switch c := k[i]; {
+		case c == '=' || c == '&':
+			// the signed text is name=value pairs joined by '&' with only the values encoded: such a
+			// name would sign like other parameters than the ones it makes
+			return "a name may not contain '=' or '&'"
+		case c <= ' ' || c >= 0x7f:
+			// and lowercasing or Unicode case folding would make other names sign alike
+			return "a name is printable ASCII"
+		}
+	}
+	return ""
+}
+
+// quoteName quotes a name for an error text and the log: cut before any '=' or '&' (what follows
+// may be other parameters' values, such as an apiKey) and to a readable length.
+func quoteName(k string) string {
+	cut := len(k) > 40
+	k = k[:min(len(k), 40)]
+	if i := strings.IndexAny(k, "=&"); i >= 0 {
+		k, cut = k[:i], true
+	}
+	if cut {
+		return strconv.Quote(k) + "..."
+	}
+	return strconv.Quote(k)
 }
 
 func orNone(s string) string {
@@ -199,7 +273,8 @@ func orNone(s string) string {
 	return s
 }
 
-// verify is ApiServer.verifyRequest: "" if the request may run, else why not (for the log).
+// verify is ApiServer.verifyRequest: "" if the request may run, else why not (for the log). params
+// are the names lowercased, each once (admit refused anything else).
 func (h *Handler) verify(form url.Values, params map[string]string, known bool) string {
 	if !known {
 		return "unknown command"
@@ -208,6 +283,7 @@ func (h *Handler) verify(form url.Values, params map[string]string, known bool) 
 	if sig == "" || key == "" {
 		return "missing signature or apiKey"
 	}
+	// as verifyRequest: signatureVersion 3 says the request expires, and then expires is required
 	if params["signatureversion"] == "3" {
 		exp := params["expires"]
 		if exp == "" {

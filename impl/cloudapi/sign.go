@@ -14,6 +14,10 @@ import (
 // name=URLEncoder.encode(value) with '+' turned into %20, joined by '&', the whole string lowercased,
 // HMAC-SHA1 with the user's secret key, base64.
 //
+// The names are not encoded (neither CloudStack nor cloudstack-go encodes them), so the text is
+// unambiguous only if no name holds '=' or '&': admit refuses such names, and names given twice, before
+// the signature is checked (see TestSignedRequestNamesAreUnambiguous).
+//
 // Two details where clients and the server disagree, both accepted here so that the client is the
 // judge (a signature can only be made with the secret either way):
 //   - order: the server sorts the names as they came (Collections.sort, case-sensitive; cloudstack-go

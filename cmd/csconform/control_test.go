@@ -1,0 +1,179 @@
+package main
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// The control token comes from the environment, else from the file, else it is generated into the
+// file (0600) or a new file in the temporary directory; weak or unprintable tokens are refused.
+func TestControlTokenSources(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("TMPDIR", dir)
+	t.Setenv(envControlToken, "")
+	file := filepath.Join(dir, "ctl.token")
+
+	tok, written, err := controlToken(file)
+	if err != nil || written != file || len(tok) < 32 {
+		t.Fatalf("generated: %q %q %v", tok, written, err)
+	}
+	if st, err := os.Stat(file); err != nil || st.Mode().Perm() != 0o600 {
+		t.Fatalf("token file: %v %v", st, err)
+	}
+	if again, w, err := controlToken(file); err != nil || again != tok || w != "" {
+		t.Fatalf("read back: %q %q %v, want the generated token", again, w, err)
+	}
+	tmp, w, err := controlToken("")
+	if err != nil || tmp == tok || !strings.HasPrefix(w, dir) {
+		t.Fatalf("no file given: %q %q %v", tmp, w, err)
+	}
+	t.Setenv(envControlToken, "from-the-environment-123")
+	if got, w, err := controlToken(file); err != nil || got != "from-the-environment-123" || w != "" {
+		t.Fatalf("environment: %q %q %v", got, w, err)
+	}
+	for _, bad := range []string{"short", "has a space in it, long enough"} {
+		t.Setenv(envControlToken, bad)
+		if _, _, err := controlToken(""); err == nil || strings.Contains(err.Error(), bad) {
+			t.Errorf("token %q: %v (refused, without echoing it)", bad, err)
+		}
+	}
+}
+
+// Every control request needs "Authorization: Bearer TOKEN": none, another scheme or a wrong token
+// get 401 with a message that says what to send and never shows a token.
+func TestControlEndpointNeedsToken(t *testing.T) {
+	const token = "the-right-control-token-42"
+	ts := httptest.NewServer(newControl(nil, nil, nil, token))
+	defer ts.Close()
+	cases := []struct {
+		name, auth string
+		status     int
+		mention    string
+	}{
+		{"no token", "", 401, "no control token"},
+		{"basic auth", "Basic dXNlcjpwYXNz", 401, "Authorization: Bearer"},
+		{"wrong token", "Bearer the-wrong-control-token-4", 401, "wrong control token"},
+		{"token with a suffix", "Bearer " + token + "x", 401, "wrong control token"},
+		{"the token", "Bearer " + token, 200, "/listHosts"},
+		{"the token, scheme in lower case", "bearer " + token, 200, "/listHosts"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			req, _ := http.NewRequest("GET", ts.URL+"/", nil)
+			if c.auth != "" {
+				req.Header.Set("Authorization", c.auth)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != c.status || !strings.Contains(string(b), c.mention) {
+				t.Fatalf("%d %s, want %d mentioning %q", resp.StatusCode, b, c.status, c.mention)
+			}
+			if c.status == 401 && (strings.Contains(string(b), token) || strings.Contains(string(b), "wrong-control-token") || resp.Header.Get("WWW-Authenticate") == "") {
+				t.Fatalf("401 shows a token or lacks WWW-Authenticate: %s %v", b, resp.Header)
+			}
+		})
+	}
+	// every command, not only the listing
+	resp, err := http.Get(ts.URL + "/updateConfiguration?name=ping.interval&value=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 401 {
+		t.Fatalf("updateConfiguration without a token: %d", resp.StatusCode)
+	}
+}
+
+// csconform server with no token given generates one into a 0600 file it names; the endpoint
+// refuses requests without it and serves them with it; the token is in no output. Without --control
+// the endpoint is on loopback (127.0.0.1:8096; if another process holds that port, the refusal names
+// the address it tried).
+func TestServerControlTokenAndLoopback(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds csconform and runs it")
+	}
+	dir := t.TempDir()
+	bin := buildCSConform(t, dir)
+	file := filepath.Join(dir, "control.token")
+	srv, out := startProcEnv(t, []string{envControlToken + "="}, bin, "server", "--listen", "127.0.0.1:0", "--control", "127.0.0.1:0", "--control-token-file", file)
+	addrs, lines := listening(out, "control")
+	base := addrs["control"]
+	if base == "" {
+		t.Fatalf("no control address; stderr:\n%s", srv.stderr.String())
+	}
+	if !strings.Contains(strings.Join(lines, "\n"), "control token in "+file) {
+		t.Fatalf("the server does not say where the token is:\n%s", strings.Join(lines, "\n"))
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	token := strings.TrimSpace(string(b))
+	for _, c := range []struct {
+		token  string
+		status int
+	}{{"", 401}, {"not-the-token-but-long-enough", 401}, {token, 200}} {
+		resp, err := controlGet(base, "listHosts", nil, c.token)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != c.status {
+			t.Fatalf("listHosts with token %v: %d, want %d", c.token != "", resp.StatusCode, c.status)
+		}
+	}
+	var hosts []any
+	resp, _ := controlGet(base, "listHosts", nil, token)
+	json.NewDecoder(resp.Body).Decode(&hosts)
+	resp.Body.Close()
+	srv.cmd.Process.Signal(syscall.SIGTERM)
+	srv.waitExit(t)
+	if strings.Contains(strings.Join(lines, "\n")+srv.stderr.String(), token) {
+		t.Fatal("the control token appears in the server's output")
+	}
+
+	// the default address
+	def, out := startProc(t, bin, "server", "--listen", "127.0.0.1:0")
+	got := make(chan string, 1)
+	go func() {
+		a, _ := listening(out, "control")
+		got <- a["control"]
+	}()
+	select {
+	case a := <-got:
+		if a != "" {
+			if a != "http://127.0.0.1:8096" {
+				t.Fatalf("default control address %s, want http://127.0.0.1:8096", a)
+			}
+			return
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the server said nothing")
+	}
+	if code := def.waitExit(t); code != 2 || !strings.Contains(def.stderr.String(), "127.0.0.1:8096") {
+		t.Fatalf("default control address: exit %d, stderr:\n%s", code, def.stderr.String())
+	}
+}
+
+// A server that cannot start generates no token file.
+func TestServerThatCannotStartWritesNoToken(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("TMPDIR", dir)
+	t.Setenv(envControlToken, "")
+	runCLICases(t, []cliCase{{[]string{"server", "--listen", "127.0.0.1:99999", "--control", "127.0.0.1:0"}, 2, "agent listener"}})
+	if left, _ := os.ReadDir(dir); len(left) != 0 {
+		t.Fatalf("left behind: %v", left)
+	}
+}
