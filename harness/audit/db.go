@@ -158,6 +158,13 @@ func OpenDB(o DBOptions) (*DB, error) {
 	defer cancel()
 	if err := d.db.PingContext(ctx); err != nil {
 		d.db.Close()
+		var me *mysql.MySQLError
+		switch {
+		case errors.As(err, &me) && me.Number == 1045: // access denied: password or user
+			return nil, fmt.Errorf("CloudStack's database %s refused user %s: wrong password, or no such user from this address: %v", d.where(), cfg.User, d.redact(err))
+		case errors.As(err, &me) && me.Number == 1044: // access denied to the database
+			return nil, fmt.Errorf("user %s may not read database %s on %s(%s) (GRANT SELECT ON %s.* TO the user): %v", cfg.User, cfg.DBName, cfg.Net, cfg.Addr, cfg.DBName, d.redact(err))
+		}
 		return nil, fmt.Errorf("cannot reach CloudStack's database %s as %s: %v", d.where(), cfg.User, d.redact(err))
 	}
 	if err := d.checkTables(ctx); err != nil {
@@ -214,8 +221,29 @@ func (d *DB) checkTables(ctx context.Context) error {
 			missing = append(missing, t)
 		}
 	}
-	if len(missing) > 0 {
-		return fmt.Errorf("database %s has no table %s: %w", d.where(), strings.Join(missing, ", "), ErrNotCloudStack)
+	if len(missing) == 0 {
+		return nil
+	}
+	// information_schema lists only the tables the user may read: a table it does not list may be
+	// there, unreadable (error 1142), rather than missing (1146)
+	var denied, absent []string
+	for _, t := range missing {
+		rows, err := d.db.QueryContext(ctx, "SELECT 1 FROM `"+t+"` LIMIT 0")
+		var me *mysql.MySQLError
+		switch {
+		case err == nil:
+			rows.Close()
+		case errors.As(err, &me) && me.Number == 1142:
+			denied = append(denied, t)
+		default:
+			absent = append(absent, t)
+		}
+	}
+	if len(denied) > 0 {
+		return fmt.Errorf("user %s may not read table %s of database %s (GRANT SELECT ON %s.* TO the user)", d.cfg.User, strings.Join(denied, ", "), d.where(), d.cfg.DBName)
+	}
+	if len(absent) > 0 {
+		return fmt.Errorf("database %s has no table %s: %w", d.where(), strings.Join(absent, ", "), ErrNotCloudStack)
 	}
 	return nil
 }
@@ -229,6 +257,9 @@ func (d *DB) Records() (Records, error) {
 		var me *mysql.MySQLError
 		if errors.As(err, &me) && (me.Number == 1054 || me.Number == 1146) { // unknown column, no such table
 			return rec, fmt.Errorf("reading CloudStack's database %s: %v: %w", d.where(), d.redact(err), ErrNotCloudStack)
+		}
+		if errors.As(err, &me) && (me.Number == 1142 || me.Number == 1143) { // SELECT denied on a table, a column
+			return rec, fmt.Errorf("reading CloudStack's database %s: user %s may not read it all (GRANT SELECT ON %s.* TO the user): %v", d.where(), d.cfg.User, d.cfg.DBName, d.redact(err))
 		}
 		return rec, fmt.Errorf("reading CloudStack's database %s: %v", d.where(), d.redact(err))
 	}
