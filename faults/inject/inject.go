@@ -37,26 +37,34 @@ type SSH struct {
 	Timeout time.Duration // connect timeout (default 10 s)
 }
 
-// args are ssh's options and destination for host, the same for Run and Resolve.
-func (s SSH) args(host string) []string {
+// args are ssh's options and destination for host, the same for Run and Resolve; a host or user
+// that ssh could read as anything else is refused.
+func (s SSH) args(host string) ([]string, error) {
 	user := s.User
 	if user == "" {
 		user = "root"
+	}
+	if err := CheckHost(host); err != nil {
+		return nil, err
+	}
+	if err := CheckUser(user); err != nil {
+		return nil, err
 	}
 	t := s.Timeout
 	if t <= 0 {
 		t = 10 * time.Second
 	}
 	args := append([]string{"-o", "BatchMode=yes", "-o", "ConnectTimeout=" + strconv.Itoa(int(t.Seconds()))}, s.Options...)
-	return append(args, user+"@"+host)
+	return append(args, user+"@"+host), nil
 }
 
 // Run is ssh USER@HOST -- ARGV (each word quoted for the remote shell).
 func (s SSH) Run(ctx context.Context, host string, argv []string) (string, error) {
-	if err := CheckHost(host); err != nil {
+	args, err := s.args(host)
+	if err != nil {
 		return "", err
 	}
-	args := append(s.args(host), "--")
+	args = append(args, "--")
 	for _, a := range argv {
 		args = append(args, shellQuote(a))
 	}
@@ -87,10 +95,11 @@ type Resolver interface {
 // Resolve asks ssh itself (ssh -G, with the same options and destination as Run: it prints the
 // configuration it would use and connects nowhere).
 func (s SSH) Resolve(ctx context.Context, host string) (Endpoint, error) {
-	if err := CheckHost(host); err != nil {
+	args, err := s.args(host)
+	if err != nil {
 		return Endpoint{}, err
 	}
-	out, err := exec.CommandContext(ctx, "ssh", append([]string{"-G"}, s.args(host)...)...).CombinedOutput()
+	out, err := exec.CommandContext(ctx, "ssh", append([]string{"-G"}, args...)...).CombinedOutput()
 	if err != nil {
 		return Endpoint{}, fmt.Errorf("ssh -G %s: %v: %s", host, err, trim(firstLine(string(out))))
 	}

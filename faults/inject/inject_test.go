@@ -486,3 +486,24 @@ func TestHealCancelsTheTimer(t *testing.T) {
 		})
 	}
 }
+
+// The ssh executor itself refuses a host or user ssh could read as an option or a user part, however
+// it was given (the external repro's --ssh-user and --ssh-target reach it without inject's checks).
+func TestSSHRefusesOptionsInUserAndHost(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct{ user, host string }{
+		{"-oProxyCommand=touch /tmp/x", "stage-1"},
+		{"root@127.0.0.1", "stage-1"},
+		{"root", "-oProxyCommand=x"},
+		{"root", "stage-1@127.0.0.1"},
+		{"ro ot", "stage-1"},
+	} {
+		s := SSH{User: c.user}
+		if _, err := s.Run(context.Background(), c.host, []string{"true"}); err == nil || !strings.Contains(err.Error(), "bad ") {
+			t.Errorf("Run as %q on %q: %v", c.user, c.host, err)
+		}
+		if _, err := s.Resolve(context.Background(), c.host); err == nil || !strings.Contains(err.Error(), "bad ") {
+			t.Errorf("Resolve as %q on %q: %v", c.user, c.host, err)
+		}
+	}
+}
