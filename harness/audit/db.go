@@ -106,6 +106,28 @@ func secrets(dsn, password string) []string {
 	return out
 }
 
+// parseDSN checks a DSN without connecting; its errors never quote the DSN's text.
+func parseDSN(dsn string) (*mysql.Config, error) {
+	if dsn == "" {
+		return nil, errors.New("no DSN: want USER[:PASSWORD]@tcp(HOST:PORT)/cloud")
+	}
+	const want = "(want USER[:PASSWORD]@tcp(HOST:PORT)/cloud)"
+	cfg, err := mysql.ParseDSN(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("bad DSN (not shown: it may hold a password): %s %s", dsnProblem(dsn, err), want)
+	}
+	switch {
+	case !knownNet(cfg.Net):
+		return nil, fmt.Errorf("bad DSN %s: the network before (ADDRESS) is not tcp or unix %s", RedactDSN(dsn), want)
+	case cfg.User == "":
+		return nil, fmt.Errorf("bad DSN %s: no user %s", RedactDSN(dsn), want)
+	case len(cfg.Params) > 0:
+		// the driver sends unknown parameters to the server as SET NAME=VALUE when it connects
+		return nil, fmt.Errorf("bad DSN %s: a parameter the driver does not know (not shown); it would be sent to the server as SET NAME=VALUE, and the audit sends nothing but SELECTs", RedactDSN(dsn))
+	}
+	return cfg, nil
+}
+
 // ErrNotCloudStack says the database lacks the tables the audit reads.
 var ErrNotCloudStack = errors.New("is this CloudStack's `cloud` database?")
 
@@ -114,22 +136,9 @@ var tables = []string{"host", "vm_instance", "nics", "networks", "volumes", "rou
 
 // OpenDB checks the DSN, connects and checks that the database is CloudStack's. Close it after.
 func OpenDB(o DBOptions) (*DB, error) {
-	if o.DSN == "" {
-		return nil, errors.New("no DSN: want USER[:PASSWORD]@tcp(HOST:PORT)/cloud")
-	}
-	const want = "(want USER[:PASSWORD]@tcp(HOST:PORT)/cloud)"
-	cfg, err := mysql.ParseDSN(o.DSN)
+	cfg, err := parseDSN(o.DSN)
 	if err != nil {
-		return nil, fmt.Errorf("bad DSN (not shown: it may hold a password): %s %s", dsnProblem(o.DSN, err), want)
-	}
-	switch {
-	case !knownNet(cfg.Net):
-		return nil, fmt.Errorf("bad DSN %s: the network before (ADDRESS) is not tcp or unix %s", RedactDSN(o.DSN), want)
-	case cfg.User == "":
-		return nil, fmt.Errorf("bad DSN %s: no user %s", RedactDSN(o.DSN), want)
-	case len(cfg.Params) > 0:
-		// the driver sends unknown parameters to the server as SET NAME=VALUE when it connects
-		return nil, fmt.Errorf("bad DSN %s: a parameter the driver does not know (not shown); it would be sent to the server as SET NAME=VALUE, and the audit sends nothing but SELECTs", RedactDSN(o.DSN))
+		return nil, err
 	}
 	if cfg.DBName == "" {
 		cfg.DBName = "cloud"
