@@ -651,6 +651,18 @@ func (in *Injector) Run(ctx context.Context, p Plan) (err error) {
 	rec(Record{Action: "plan", Target: targets, Result: fmt.Sprintf("%d apply, %d heal steps, duration %s, dry run %v", len(p.Apply), len(p.Heal), p.Duration, !in.Yes)})
 	if !in.Yes {
 		fmt.Fprintf(out, "DRY RUN of %s on %s (nothing is changed; add --yes to apply):\n", p.Kind.Name, targets)
+		if pol.Resolve != nil { // where ssh connects for each host, as the allowlist saw it
+			var seen []string
+			for _, s := range append(append([]Step(nil), p.Apply...), p.Heal...) {
+				if slices.Contains(seen, s.Host) {
+					continue
+				}
+				seen = append(seen, s.Host)
+				if e, err := pol.Resolve(s.Host); err == nil {
+					fmt.Fprintf(out, "  ssh to      %s: %s (ssh -G)\n", s.Host, e)
+				}
+			}
+		}
 		for _, s := range p.Apply {
 			fmt.Fprintln(out, "  would run  ", s)
 			rec(Record{Action: "dry-run", Host: s.Host, Argv: s.Argv, Result: "would run"})

@@ -435,7 +435,8 @@ func TestSSHResolveRefusesAnAliasOutside(t *testing.T) {
 	}
 	in, _, out := newInjector(t, ssh, false)
 	p, _ = Build(Spec{Fault: AgentRestart, Hosts: []string{"stage-kvm2"}, ID: "x"})
-	if err := in.Run(context.Background(), p); err != nil || !strings.Contains(out.String(), "DRY RUN") {
+	if err := in.Run(context.Background(), p); err != nil || !strings.Contains(out.String(), "DRY RUN") ||
+		!strings.Contains(out.String(), "ssh to      stage-kvm2: root@stage-kvm2.lab:22 (ssh -G)" /* --ssh-user wins over the config's User */) {
 		t.Fatalf("an alias inside the allowlist: %v\n%s", err, out)
 	}
 }
