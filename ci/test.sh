@@ -17,6 +17,12 @@ if [ "$(printf '%s\n%s\n' "$need" "$have" | sort -V | head -n1)" != "$need" ]; t
   exit 2
 fi
 
+# inject resolves its targets with the real ssh -G (faults/inject: TestSSHResolveRefusesAnAliasOutside)
+if ! command -v ssh >/dev/null 2>&1; then
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends openssh-client
+fi
+
 echo "== go vet"
 go vet ./...
 echo "== gofmt"
@@ -25,6 +31,18 @@ if [ -n "$bad" ]; then echo "gofmt would change: $bad" >&2; exit 1; fi
 
 echo "== unit, property and conformance tests (simulator driver)"
 go test -count=1 ./...
+
+echo "== audit on MariaDB (a real server: passwords, privileges, READ ONLY; ci/setup-mariadb.sh)"
+t0=$(date +%s)
+eval "$(ci/setup-mariadb.sh)"
+trap 'ci/setup-mariadb.sh stop' EXIT
+out="$(go test -count=1 -v -run 'TestMariaDB' ./harness/audit 2>&1)" || { echo "$out"; exit 1; }
+echo "$out" | grep -E '^(--- |ok)'
+ci/setup-mariadb.sh stop
+trap - EXIT
+if echo "$out" | grep -q -- '--- SKIP'; then echo "the MariaDB tests were skipped" >&2; exit 1; fi
+unset CSCONFORM_MARIADB_DSN CSCONFORM_MARIADB_NOSELECT_DSN CSCONFORM_MARIADB_ADMIN_DSN
+echo "audit on MariaDB: $(( $(date +%s) - t0 )) s (setup, tests and stop)"
 
 echo "== race detector on the code that runs with real goroutines (real-time Env, TCP, server and agent)"
 go test -race -count=1 ./drivers/live ./impl

@@ -53,7 +53,10 @@ func TestAuditDBFlags(t *testing.T) {
 	empty := cloudsqltest.Start(t, "cloud", true)
 	t.Setenv(envDBPassword, "")
 	cases := []cliCase{
-		{[]string{"audit", "--db", "cloud:s3cret@tcp(127.0.0.1:3306", "--host", "h1=x"}, 2, "--db: bad DSN <unparsable DSN>"},
+		{[]string{"audit", "--db", "cloud:s3cret@tcp(127.0.0.1:3306", "--host", "h1=x"}, 2, "--db: bad DSN (not shown: it may hold a password): no /DATABASE after the address"},
+		// issue 16: the driver's message quoted the password ("default addr for network 'user:s3cret' unknown")
+		{[]string{"audit", "--db", "user:s3cret/cloud", "--host", "h1=x"}, 2, "--db: bad DSN (not shown: it may hold a password): no @"},
+		{[]string{"audit", "--db", "cloud:s3cret@tcp(127.0.0.1:3306)/cloud?parseTime=s3cret", "--host", "h1=x"}, 2, "a parameter wants true or false"},
 		{[]string{"audit", "--db", "cloud:s3cret@tcp(127.0.0.1:3306)/cloud?timeout=soon", "--host", "h1=x"}, 2, "bad DSN"},
 		{[]string{"audit", "--db", "cloud:s3cret@tcp(127.0.0.1:1)/cloud", "--host", "h1=x"}, 2, "cannot reach CloudStack's database tcp(127.0.0.1:1)/cloud as cloud"},
 		{[]string{"audit", "--db", other.DSN("cloud", "s3cret", "other"), "--host", "h1=x"}, 2, "is this CloudStack's `cloud` database?"},

@@ -36,7 +36,8 @@ Faults:
 	}
 	b.WriteString(`
 Fault flags:
-  --host H             a target host (its ssh name); repeatable where the fault allows several
+  --host H             a target host: its bare ssh name or address (no user@, port, options or
+                       spaces; the user is --ssh-user); repeatable where the fault allows several
   --vm DOMAIN          the domain (crash-domain: any instance, i-2-5-VM; delay-router-boot: r-N-VM)
   --duration D         how long a time-boxed fault holds (e.g. 90s, 5m)
   --mgmt-port P        cut-link: the management server's agent port (default 8250)
@@ -46,7 +47,9 @@ Fault flags:
 
 Safety: a target is touched only if the allowlist names it, by a name pattern or by a CloudStack tag;
 a domain's host must be allowed too, and so must every step's host (the database host included). A
-target allowed by neither is refused, with the flag that would allow it.
+target allowed by neither is refused, with the flag that would allow it. Over ssh, the host ssh really
+connects to (ssh -G with --ssh-user and --ssh-opt: an alias's HostName) must be allowed as well as the
+name given. Host names match case-insensitively.
   --allow-host PATTERN     hosts that may be touched (shell pattern: stage-kvm*); repeatable. This or
                            --allow-host-tag is required
   --allow-host-tag TAG     hosts whose CloudStack host tags (listHosts hosttags; the host found by its
@@ -67,7 +70,8 @@ target allowed by neither is refused, with the flag that would allow it.
 Healing: a time-boxed fault is undone when --duration is over, at once when a step fails (the failed
 step is healed too, it may have half-happened), and on Ctrl-C or SIGTERM. agent-stop and cut-link also
 leave a dead man's switch on the host (systemd-run --on-active=DURATION+30s, unit csconform-heal-ID)
-that heals it even if csconform is killed or loses the host; cut-link's rules carry the comment
+that heals it even if csconform is killed or loses the host, cancelled (systemctl stop
+csconform-heal-ID.timer) once the host is healed, and kept when its heal failed; cut-link's rules carry the comment
 csconform-inject-ID, so healing removes exactly them. crash-domain and agent-restart have nothing to
 heal. kill -9 of csconform during a delay-router-boot or backdate-network leaves the fault: the log says
 what to undo.
@@ -158,6 +162,9 @@ func injectCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	if fs.NArg() > 0 {
 		return fail("unexpected argument %q", fs.Arg(0))
+	}
+	if err := inject.CheckUser(*sshUser); err != nil {
+		return fail("--ssh-user: %v", err)
 	}
 	if len(allowHosts) == 0 && len(allowHostTags) == 0 {
 		return fail("--allow-host PATTERN (or --allow-host-tag TAG) is required: nothing outside an explicit allowlist is touched")

@@ -12,6 +12,8 @@ import (
 
 func TestInjectCLI(t *testing.T) {
 	log := filepath.Join(t.TempDir(), "inject.log")
+	sshConfig := filepath.Join(t.TempDir(), "ssh_config")
+	os.WriteFile(sshConfig, []byte("Host stage-kvm1\n  HostName 127.0.0.1\n  Port 1\n"), 0o600)
 	runCLICases(t, []cliCase{
 		{[]string{"inject", "--help"}, 0, "dead man's switch"},
 		{[]string{"inject", "cut-link", "--host", "stage-1", "--duration", "1m"}, 2, "--allow-host PATTERN (or --allow-host-tag TAG) is required"},
@@ -21,6 +23,12 @@ func TestInjectCLI(t *testing.T) {
 		{[]string{"inject", "agent-restart", "--host", "stage-1", "--host", "stage-2", "--allow-host", "stage-*", "--audit-log", log, "--yes"}, 2, "blast radius"},
 		// without --yes: the plan, nothing run (ssh to a host that does not exist would fail)
 		{[]string{"inject", "cut-link", "--host", "stage-nonexistent.invalid", "--duration", "1m", "--allow-host", "stage-*", "--audit-log", log, "--id", "t1"}, 0, "would run   stage-nonexistent.invalid: iptables -I OUTPUT -p tcp --dport 8250 -m comment --comment csconform-inject-t1 -j DROP"},
+		// the allowlist bypass of issue 16: a user part in --host made ssh connect to 127.0.0.1
+		{[]string{"inject", "agent-restart", "--host", "stage-kvm1@127.0.0.1", "--allow-host", "stage-kvm*", "--audit-log", log, "--yes"}, 2, `bad host name "stage-kvm1@127.0.0.1"`},
+		{[]string{"inject", "agent-restart", "--host", "-oProxyCommand=id", "--allow-host", "*", "--audit-log", log, "--yes"}, 2, "bad host name"},
+		{[]string{"inject", "agent-restart", "--host", "stage-kvm1", "--ssh-user", "root@127.0.0.1", "--allow-host", "stage-kvm*", "--audit-log", log, "--yes"}, 2, "bad ssh user"},
+		// an alias in ssh's config pointing outside the allowlist (ssh -G says where it leads)
+		{[]string{"inject", "agent-restart", "--host", "stage-kvm1", "--ssh-opt=-F", "--ssh-opt=" + sshConfig, "--allow-host", "stage-kvm*", "--audit-log", log, "--yes"}, 2, "ssh connects to root@127.0.0.1:1 (ssh -G)"},
 		{[]string{"inject", "backdate-network", "--db-host", "stage-db", "--network", "0000-1111", "--by", "25h", "--duration", "10m", "--allow-host", "stage-*", "--allow-network", "0000-*", "--audit-log", log}, 0, "INTERVAL 90000 SECOND"},
 	})
 	b, err := os.ReadFile(log)

@@ -42,10 +42,9 @@ Usage:
   csconform server [flags]                 run the management server over TCP (csconform server -h)
   csconform agent --host ID --server ADDR  run one host's agent over TCP (csconform agent -h)
   csconform hypervisor --host ID --socket P  one host's simulated domains, for agents in containers
-  csconform cleanup [--uri U] [--run ID]   remove every domain and file a libvirt run made (--all)
-  csconform cleanup --containers [--run ID]  remove the containers, networks, volumes and images of
-                                           container runs (all of them, or one run's, and then
-                                           that run's libvirt domains and files too)
+  csconform cleanup [--run ID] [--uri U]   remove what any run left (or one run's): containers,
+                                           networks, volumes, images, domains and run files, and
+                                           say what remains (exit 2 if anything does; cleanup -h)
   csconform audit --api URL --host N=URI   CloudStack's records (its API, or --db DSN: its MySQL)
                                            against the hosts' domains, read-only; exit 1 on damage
                                            (csconform audit -h)

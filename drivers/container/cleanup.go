@@ -19,11 +19,7 @@ func Cleanup(ctx context.Context, run string) ([]string, error) {
 		return nil, fmt.Errorf("docker: %w", err)
 	}
 	defer cli.Close()
-	label := LabelRun
-	if run != "" {
-		label += "=" + run
-	}
-	f := client.Filters{}.Add("label", label)
+	f := runFilter(run)
 	var removed []string
 	var errs []error
 	cs, err := cli.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: f})
@@ -31,10 +27,7 @@ func Cleanup(ctx context.Context, run string) ([]string, error) {
 		return nil, err
 	}
 	for _, ct := range cs.Items {
-		name := ct.ID[:12]
-		if len(ct.Names) > 0 {
-			name = strings.TrimPrefix(ct.Names[0], "/")
-		}
+		name := containerName(ct.ID, ct.Names)
 		if ct.State == "paused" {
 			cli.ContainerUnpause(ctx, ct.ID, client.ContainerUnpauseOptions{})
 		}
@@ -75,10 +68,7 @@ func Cleanup(ctx context.Context, run string) ([]string, error) {
 		errs = append(errs, err)
 	} else {
 		for _, im := range is.Items {
-			name := im.ID
-			if len(im.RepoTags) > 0 {
-				name = im.RepoTags[0]
-			}
+			name := imageName(im.ID, im.RepoTags)
 			if _, err := cli.ImageRemove(ctx, im.ID, client.ImageRemoveOptions{Force: true, PruneChildren: true}); err != nil && !strings.Contains(err.Error(), "No such image") {
 				errs = append(errs, fmt.Errorf("image %s: %w", name, err))
 			} else if err == nil {
@@ -87,4 +77,68 @@ func Cleanup(ctx context.Context, run string) ([]string, error) {
 		}
 	}
 	return removed, errors.Join(errs...)
+}
+
+// Leftovers lists what Cleanup would remove (what is left after it): every container, network,
+// volume and image labelled with run ("" = every run's), named as Cleanup names them.
+func Leftovers(ctx context.Context, run string) ([]string, error) {
+	cli, err := testcontainers.NewDockerClientWithOpts(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("docker: %w", err)
+	}
+	defer cli.Close()
+	f := runFilter(run)
+	var out []string
+	cs, err := cli.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: f})
+	if err != nil {
+		return nil, err
+	}
+	for _, ct := range cs.Items {
+		out = append(out, "container "+containerName(ct.ID, ct.Names)+" ("+string(ct.State)+")")
+	}
+	ns, err := cli.NetworkList(ctx, client.NetworkListOptions{Filters: f})
+	if err != nil {
+		return out, err
+	}
+	for _, n := range ns.Items {
+		out = append(out, "network "+n.Name)
+	}
+	vs, err := cli.VolumeList(ctx, client.VolumeListOptions{Filters: f})
+	if err != nil {
+		return out, err
+	}
+	for _, v := range vs.Items {
+		out = append(out, "volume "+v.Name)
+	}
+	is, err := cli.ImageList(ctx, client.ImageListOptions{All: true, Filters: f})
+	if err != nil {
+		return out, err
+	}
+	for _, im := range is.Items {
+		out = append(out, "image "+imageName(im.ID, im.RepoTags))
+	}
+	return out, nil
+}
+
+// runFilter selects what carries run's label ("" = any run's).
+func runFilter(run string) client.Filters {
+	label := LabelRun
+	if run != "" {
+		label += "=" + run
+	}
+	return client.Filters{}.Add("label", label)
+}
+
+func containerName(id string, names []string) string {
+	if len(names) > 0 {
+		return strings.TrimPrefix(names[0], "/")
+	}
+	return id[:min(12, len(id))]
+}
+
+func imageName(id string, tags []string) string {
+	if len(tags) > 0 {
+		return tags[0]
+	}
+	return id
 }

@@ -1,6 +1,7 @@
 package libvirt
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -17,15 +18,40 @@ import (
 // sockets). With run set, only that run's. Domains and files without the label are never touched,
 // whatever their name. It returns what it removed ("domain NAME", "dir PATH").
 func Cleanup(uri, baseDir, run string) ([]string, error) {
-	if baseDir == "" {
-		baseDir = DefaultBaseDir()
+	removed, err := CleanupDomains(uri, run)
+	if err != nil && removed == nil && !errors.Is(err, errPartial) {
+		return nil, err // libvirtd unreachable: the files of running domains stay too
 	}
+	files, ferr := CleanupFiles(baseDir, run)
+	removed = append(removed, files...)
+	if e := errors.Join(err, ferr); e != nil {
+		return removed, fmt.Errorf("cleanup: %w", e)
+	}
+	return removed, nil
+}
+
+// errPartial marks an error of CleanupDomains after it reached libvirtd.
+var errPartial = errors.New("some domains remain")
+
+// Reachable says whether libvirtd answers at uri (the guest need not be built: cleaning up needs
+// no guest).
+func Reachable(uri string) error {
+	lv, err := connect(uri)
+	if err != nil {
+		return err
+	}
+	return lv.Disconnect()
+}
+
+// CleanupDomains destroys (and undefines) every labelled domain on the libvirtd at uri, only run's
+// if set, and returns them ("domain NAME").
+func CleanupDomains(uri, run string) ([]string, error) {
 	lv, err := connect(uri)
 	if err != nil {
 		return nil, err
 	}
 	defer lv.Disconnect()
-	var removed []string
+	removed := []string{}
 	var errs []string
 	labels, err := Labelled(lv)
 	if err != nil {
@@ -66,15 +92,17 @@ func Cleanup(uri, baseDir, run string) ([]string, error) {
 			time.Sleep(100 * time.Millisecond)
 		}
 	}
-	// Run directories: only those carrying the label file.
-	dirs, _ := filepath.Glob(filepath.Join(baseDir, "*", runLabelFile))
-	slices.Sort(dirs)
-	for _, lf := range dirs {
-		dir := filepath.Dir(lf)
-		b, _ := os.ReadFile(lf)
-		if run != "" && strings.TrimSpace(string(b)) != run {
-			continue
-		}
+	if len(errs) > 0 {
+		return removed, fmt.Errorf("%w: %s", errPartial, strings.Join(errs, "; "))
+	}
+	return removed, nil
+}
+
+// CleanupFiles removes the run directories under baseDir ("" for DefaultBaseDir) that carry the
+// .csconform-run label (only run's if set), and returns them ("dir PATH").
+func CleanupFiles(baseDir, run string) ([]string, error) {
+	var removed, errs []string
+	for _, dir := range runDirs(baseDir, run) {
 		if err := os.RemoveAll(dir); err != nil {
 			errs = append(errs, err.Error())
 			continue
@@ -82,9 +110,62 @@ func Cleanup(uri, baseDir, run string) ([]string, error) {
 		removed = append(removed, "dir "+dir)
 	}
 	if len(errs) > 0 {
-		return removed, fmt.Errorf("cleanup: %s", strings.Join(errs, "; "))
+		return removed, errors.New(strings.Join(errs, "; "))
 	}
 	return removed, nil
+}
+
+// runDirs are the labelled run directories under baseDir (run's only, if set).
+func runDirs(baseDir, run string) []string {
+	if baseDir == "" {
+		baseDir = DefaultBaseDir()
+	}
+	labels, _ := filepath.Glob(filepath.Join(baseDir, "*", runLabelFile))
+	slices.Sort(labels)
+	var out []string
+	for _, lf := range labels {
+		b, _ := os.ReadFile(lf)
+		if run != "" && strings.TrimSpace(string(b)) != run {
+			continue
+		}
+		out = append(out, filepath.Dir(lf))
+	}
+	return out
+}
+
+// LeftoverDomains lists the labelled domains on the libvirtd at uri (run's only, if set):
+// "domain NAME (running|defined)".
+func LeftoverDomains(uri, run string) ([]string, error) {
+	lv, err := connect(uri)
+	if err != nil {
+		return nil, err
+	}
+	defer lv.Disconnect()
+	labels, err := Labelled(lv)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, ld := range labels {
+		if run != "" && ld.Label.Run != run {
+			continue
+		}
+		state := "defined"
+		if a, _ := lv.DomainIsActive(ld.Domain); a == 1 {
+			state = "running"
+		}
+		out = append(out, "domain "+ld.Domain.Name+" ("+state+", run "+ld.Label.Run+")")
+	}
+	return out, nil
+}
+
+// LeftoverFiles lists the labelled run directories under baseDir (run's only, if set): "dir PATH".
+func LeftoverFiles(baseDir, run string) []string {
+	var out []string
+	for _, d := range runDirs(baseDir, run) {
+		out = append(out, "dir "+d)
+	}
+	return out
 }
 
 // LabelledDomain is a domain carrying the csconform label.

@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path"
@@ -36,23 +37,120 @@ type SSH struct {
 	Timeout time.Duration // connect timeout (default 10 s)
 }
 
-// Run is ssh USER@HOST -- ARGV (each word quoted for the remote shell).
-func (s SSH) Run(ctx context.Context, host string, argv []string) (string, error) {
+// args are ssh's options and destination for host, the same for Run and Resolve; a host or user
+// that ssh could read as anything else is refused.
+func (s SSH) args(host string) ([]string, error) {
 	user := s.User
 	if user == "" {
 		user = "root"
+	}
+	if err := CheckHost(host); err != nil {
+		return nil, err
+	}
+	if err := CheckUser(user); err != nil {
+		return nil, err
 	}
 	t := s.Timeout
 	if t <= 0 {
 		t = 10 * time.Second
 	}
 	args := append([]string{"-o", "BatchMode=yes", "-o", "ConnectTimeout=" + strconv.Itoa(int(t.Seconds()))}, s.Options...)
-	args = append(args, user+"@"+host, "--")
+	return append(args, user+"@"+host), nil
+}
+
+// Run is ssh USER@HOST -- ARGV (each word quoted for the remote shell).
+func (s SSH) Run(ctx context.Context, host string, argv []string) (string, error) {
+	args, err := s.args(host)
+	if err != nil {
+		return "", err
+	}
+	args = append(args, "--")
 	for _, a := range argv {
 		args = append(args, shellQuote(a))
 	}
 	out, err := exec.CommandContext(ctx, "ssh", args...).CombinedOutput()
 	return string(out), err
+}
+
+// Endpoint is where ssh connects for a host name: its configuration applied (ssh -G).
+type Endpoint struct {
+	HostName, User, Port string
+	ProxyJump            string // "" when none
+}
+
+func (e Endpoint) String() string {
+	s := e.User + "@" + e.HostName + ":" + e.Port
+	if e.ProxyJump != "" {
+		s += " via " + e.ProxyJump
+	}
+	return s
+}
+
+// Resolver says where an executor really connects for a host name (an alias in ssh's config can
+// point anywhere): the allowlist is matched against that too.
+type Resolver interface {
+	Resolve(ctx context.Context, host string) (Endpoint, error)
+}
+
+// Resolve asks ssh itself (ssh -G, with the same options and destination as Run: it prints the
+// configuration it would use and connects nowhere).
+func (s SSH) Resolve(ctx context.Context, host string) (Endpoint, error) {
+	args, err := s.args(host)
+	if err != nil {
+		return Endpoint{}, err
+	}
+	out, err := exec.CommandContext(ctx, "ssh", append([]string{"-G"}, args...)...).CombinedOutput()
+	if err != nil {
+		return Endpoint{}, fmt.Errorf("ssh -G %s: %v: %s", host, err, trim(firstLine(string(out))))
+	}
+	var e Endpoint
+	for _, l := range strings.Split(string(out), "\n") {
+		k, v, _ := strings.Cut(strings.TrimSpace(l), " ")
+		switch strings.ToLower(k) {
+		case "hostname":
+			e.HostName = v
+		case "user":
+			e.User = v
+		case "port":
+			e.Port = v
+		case "proxyjump":
+			if v != "none" {
+				e.ProxyJump = v
+			}
+		}
+	}
+	return e, nil
+}
+
+func firstLine(s string) string {
+	l, _, _ := strings.Cut(strings.TrimSpace(s), "\n")
+	return l
+}
+
+// hostPattern is a host name or IPv4 address: no user part (@), no leading -, no whitespace, no
+// port, nothing ssh would read as an option or a URI.
+var hostPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]*$`)
+
+// CheckHost refuses anything but a bare host name or address (IPv6 addresses too).
+func CheckHost(h string) error {
+	if hostPattern.MatchString(h) {
+		return nil
+	}
+	if ip, err := netip.ParseAddr(h); err == nil && ip.Is6() && ip.Zone() == "" {
+		return nil
+	}
+	return fmt.Errorf("bad host name %q: want a bare host name or address (no user@, options, port or spaces; the ssh user is --ssh-user)", h)
+}
+
+// userPattern is an ssh user name (given on its own: --ssh-user).
+var userPattern = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.-]*$`)
+
+// CheckUser refuses an ssh user that is not a plain login name.
+func CheckUser(u string) error {
+	if userPattern.MatchString(u) {
+		return nil
+	}
+	return fmt.Errorf("bad ssh user %q: want a plain login name (letters, digits, _ . -)", u)
 }
 
 // Local runs commands on this machine, whatever the host is called (a one-machine staging setup).
@@ -145,10 +243,13 @@ func (s Step) String() string { return s.Host + ": " + strings.Join(s.Argv, " ")
 
 // Plan is what a fault does: the apply steps, and the heal steps that undo them (run in order).
 type Plan struct {
-	Kind     Kind
-	Targets  []string // "host:H", "vm:H/D", "network:U"
-	Apply    []Step
-	Heal     []Step
+	Kind    Kind
+	Targets []string // "host:H", "vm:H/D", "network:U"
+	Apply   []Step
+	Heal    []Step
+	// Disarm cancels a host's dead man's switch once its heal steps all ran: left armed, the timer
+	// would heal again later (start the agent an operator has since stopped, say).
+	Disarm   []Step
 	Duration time.Duration
 	ID       string
 }
@@ -173,8 +274,8 @@ func Build(s Spec) (Plan, error) {
 		return p, errors.New("no host: give --host")
 	}
 	for _, h := range s.Hosts {
-		if !safe.MatchString(h) {
-			return p, fmt.Errorf("bad host name %q", h)
+		if err := CheckHost(h); err != nil {
+			return p, err
 		}
 	}
 	if k.Lasts && s.Duration <= 0 {
@@ -212,6 +313,7 @@ func Build(s Spec) (Plan, error) {
 				Step{h, []string{"systemd-run", "--unit", "csconform-heal-" + s.ID, "--on-active=" + seconds + "s", "systemctl", "start", "cloudstack-agent"}},
 				Step{h, []string{"systemctl", "stop", "cloudstack-agent"}})
 			p.Heal = append(p.Heal, Step{h, []string{"systemctl", "start", "cloudstack-agent"}})
+			p.Disarm = append(p.Disarm, disarm(h, s.ID))
 		}
 	case AgentRestart:
 		for _, h := range s.Hosts {
@@ -237,6 +339,7 @@ func Build(s Spec) (Plan, error) {
 				p.Apply = append(p.Apply, Step{h, append([]string{"iptables", "-I"}, r...)})
 				p.Heal = append(p.Heal, Step{h, append([]string{"iptables", "-D"}, r...)})
 			}
+			p.Disarm = append(p.Disarm, disarm(h, s.ID))
 		}
 	case BackdateNetwork:
 		if len(s.Hosts) != 1 || !safeUUID.MatchString(s.Network) || s.By <= 0 {
@@ -254,6 +357,15 @@ func Build(s Spec) (Plan, error) {
 	}
 	return p, nil
 }
+
+// disarm stops the timer systemd-run made (unit csconform-heal-ID: its .timer); the transient
+// service goes with it.
+func disarm(h, id string) Step {
+	return Step{h, []string{"systemctl", "stop", "csconform-heal-" + id + ".timer"}}
+}
+
+// timerGone is what systemctl says of a unit that is not there (the timer fired, or never started).
+const timerGone = "not loaded"
 
 var safeUUID = regexp.MustCompile(`^[0-9a-fA-F-]{8,64}$`)
 
@@ -275,6 +387,10 @@ type Policy struct {
 	AllowHostTags []string // host tags that allow a host
 	Tags          TagSource
 	MaxTargets    int // blast radius (default 1)
+	// Resolve, if set, says where a host name really leads (ssh -G): the host is allowed only if
+	// both the name given and the host ssh connects to are. Injector.Run sets it from an Exec that
+	// is a Resolver.
+	Resolve func(host string) (Endpoint, error)
 }
 
 // Tag is a CloudStack resource tag.
@@ -346,9 +462,31 @@ func (pol Policy) Check(p Plan) error {
 	return nil
 }
 
-// hostWhy is "" if the host is allowed, else why not and which flag would allow it.
+// hostWhy is "" if the host is allowed, else why not and which flag would allow it: the name
+// given must be allowed, and so must the host ssh connects to for it (an alias can point anywhere).
 func (pol Policy) hostWhy(h string) string {
-	if match(pol.AllowHosts, h) {
+	if why := pol.nameWhy(h); why != "" || pol.Resolve == nil {
+		return why
+	}
+	e, err := pol.Resolve(h)
+	if err != nil {
+		return fmt.Sprintf("cannot tell what ssh connects to for %s (%v)", h, err)
+	}
+	if e.HostName == "" {
+		return fmt.Sprintf("cannot tell what ssh connects to for %s (ssh -G gives no hostname)", h)
+	}
+	if strings.EqualFold(e.HostName, h) {
+		return ""
+	}
+	if why := pol.nameWhy(e.HostName); why != "" {
+		return fmt.Sprintf("ssh connects to %s (ssh -G): %s", e, why)
+	}
+	return ""
+}
+
+// nameWhy is hostWhy for one name, without resolving it.
+func (pol Policy) nameWhy(h string) string {
+	if matchHost(pol.AllowHosts, h) {
 		return ""
 	}
 	why := fmt.Sprintf("host %s matches no --allow-host pattern", h)
@@ -404,6 +542,16 @@ func (pol Policy) vmWhy(d string) string {
 	return why + " and none of its tags (" + strings.Join(have, ", ") + ") is an --allow-tag" + hint + " or --allow-tag " + have[0]
 }
 
+// matchHost is match for host names, which are case-insensitive (and ssh -G lowercases them).
+func matchHost(patterns []string, h string) bool {
+	for _, p := range patterns {
+		if ok, err := path.Match(strings.ToLower(p), strings.ToLower(h)); err == nil && ok {
+			return true
+		}
+	}
+	return false
+}
+
 func match(patterns []string, s string) bool {
 	for _, p := range patterns {
 		if ok, err := path.Match(p, s); err == nil && ok {
@@ -418,7 +566,7 @@ type Record struct {
 	Time   time.Time `json:"time"`
 	ID     string    `json:"id"`
 	Fault  string    `json:"fault"`
-	Action string    `json:"action"` // plan, refuse, dry-run, apply, heal, done
+	Action string    `json:"action"` // plan, refuse, dry-run, apply, heal, disarm, done
 	Target string    `json:"target,omitempty"`
 	Host   string    `json:"host,omitempty"`
 	Argv   []string  `json:"argv,omitempty"`
@@ -491,7 +639,11 @@ func (in *Injector) Run(ctx context.Context, p Plan) (err error) {
 		}
 	}
 	targets := strings.Join(p.Targets, ",")
-	if e := in.Policy.Check(p); e != nil {
+	pol := in.Policy
+	if r, ok := in.Exec.(Resolver); ok && pol.Resolve == nil {
+		pol.Resolve = func(h string) (Endpoint, error) { return r.Resolve(ctx, h) }
+	}
+	if e := pol.Check(p); e != nil {
 		rec(Record{Action: "refuse", Target: targets, Result: e.Error()})
 		fmt.Fprintln(out, e)
 		return e
@@ -499,6 +651,18 @@ func (in *Injector) Run(ctx context.Context, p Plan) (err error) {
 	rec(Record{Action: "plan", Target: targets, Result: fmt.Sprintf("%d apply, %d heal steps, duration %s, dry run %v", len(p.Apply), len(p.Heal), p.Duration, !in.Yes)})
 	if !in.Yes {
 		fmt.Fprintf(out, "DRY RUN of %s on %s (nothing is changed; add --yes to apply):\n", p.Kind.Name, targets)
+		if pol.Resolve != nil { // where ssh connects for each host, as the allowlist saw it
+			var seen []string
+			for _, s := range append(append([]Step(nil), p.Apply...), p.Heal...) {
+				if slices.Contains(seen, s.Host) {
+					continue
+				}
+				seen = append(seen, s.Host)
+				if e, err := pol.Resolve(s.Host); err == nil {
+					fmt.Fprintf(out, "  ssh to      %s: %s (ssh -G)\n", s.Host, e)
+				}
+			}
+		}
 		for _, s := range p.Apply {
 			fmt.Fprintln(out, "  would run  ", s)
 			rec(Record{Action: "dry-run", Host: s.Host, Argv: s.Argv, Result: "would run"})
@@ -509,6 +673,10 @@ func (in *Injector) Run(ctx context.Context, p Plan) (err error) {
 		for _, s := range p.Heal {
 			fmt.Fprintln(out, "  then heal  ", s)
 			rec(Record{Action: "dry-run", Host: s.Host, Argv: s.Argv, Result: "would run to heal"})
+		}
+		for _, s := range p.Disarm {
+			fmt.Fprintln(out, "  then cancel", s)
+			rec(Record{Action: "dry-run", Host: s.Host, Argv: s.Argv, Result: "would run once healed"})
 		}
 		return nil
 	}
@@ -521,15 +689,35 @@ func (in *Injector) Run(ctx context.Context, p Plan) (err error) {
 		hc, cancel := context.WithTimeout(context.Background(), cmpOr(in.HealTimeout, time.Minute))
 		defer cancel()
 		var errs []error
+		failed := map[string]bool{} // hosts with a heal step that failed
 		for _, s := range p.Heal {
 			o, e := in.Exec.Run(hc, s.Host, s.Argv)
 			r := Record{Action: "heal", Host: s.Host, Argv: s.Argv, Result: "ok (" + why + ")", Output: trim(o)}
 			if e != nil {
 				r.Result = "error: " + e.Error()
 				errs = append(errs, fmt.Errorf("heal %s: %w", s, e))
+				failed[s.Host] = true
 			}
 			rec(r)
 			fmt.Fprintf(out, "healed (%s) %s: %s\n", why, s, r.Result)
+		}
+		// a host not fully healed keeps its timer: it is the last resort
+		for _, s := range p.Disarm {
+			if failed[s.Host] {
+				fmt.Fprintf(out, "kept %s armed: the heal failed\n", s)
+				continue
+			}
+			o, e := in.Exec.Run(hc, s.Host, s.Argv)
+			r := Record{Action: "disarm", Host: s.Host, Argv: s.Argv, Result: "ok", Output: trim(o)}
+			switch {
+			case e != nil && strings.Contains(o, timerGone):
+				r.Result = "ok (already gone)"
+			case e != nil:
+				r.Result = "error: " + e.Error()
+				errs = append(errs, fmt.Errorf("cancelling the heal timer (%s): %w; it will heal again when it fires", s, e))
+			}
+			rec(r)
+			fmt.Fprintf(out, "cancelled heal timer %s: %s\n", s, r.Result)
 		}
 		return errors.Join(errs...)
 	}

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -19,7 +20,22 @@ type fakeExec struct {
 	mu    sync.Mutex
 	calls []string
 	fail  string
-	ran   chan struct{} // gets one value per call, if set
+	// failOut is the output of the failing command (default "boom")
+	failOut string
+	ran     chan struct{} // gets one value per call, if set
+	// resolve is what ssh -G would say of a host (none: the host itself, as root on port 22)
+	resolve    map[string]Endpoint
+	resolveErr error
+}
+
+func (f *fakeExec) Resolve(_ context.Context, host string) (Endpoint, error) {
+	if f.resolveErr != nil {
+		return Endpoint{}, f.resolveErr
+	}
+	if e, ok := f.resolve[host]; ok {
+		return e, nil
+	}
+	return Endpoint{HostName: strings.ToLower(host), User: "root", Port: "22"}, nil
 }
 
 func (f *fakeExec) Run(_ context.Context, host string, argv []string) (string, error) {
@@ -34,6 +50,9 @@ func (f *fakeExec) Run(_ context.Context, host string, argv []string) (string, e
 		}
 	}
 	if f.fail != "" && strings.Contains(c, f.fail) {
+		if f.failOut != "" {
+			return f.failOut, errors.New("exit status 1")
+		}
 		return "boom", errors.New("exit status 1")
 	}
 	return "", nil
@@ -150,7 +169,7 @@ func TestDryRunExecutesNothing(t *testing.T) {
 				t.Fatalf("the dry run does not show what it would do:\n%s", out)
 			}
 			rs := readLog(t, log)
-			if len(rs) != 1+len(p.Apply)+len(p.Heal) || rs[0].Action != "plan" || rs[1].Action != "dry-run" {
+			if len(rs) != 1+len(p.Apply)+len(p.Heal)+len(p.Disarm) || rs[0].Action != "plan" || rs[1].Action != "dry-run" {
 				t.Fatalf("log: %s", actions(rs))
 			}
 		})
@@ -197,7 +216,7 @@ func TestRefusals(t *testing.T) {
 	in.Policy.MaxTargets = 2
 	in.After = func(time.Duration) <-chan time.Time { c := make(chan time.Time, 1); c <- time.Now(); return c }
 	p, _ := Build(Spec{Fault: AgentStop, Hosts: []string{"stage-1", "stage-2"}, Duration: time.Minute})
-	if err := in.Run(context.Background(), p); err != nil || len(ex.got()) != 6 {
+	if err := in.Run(context.Background(), p); err != nil || len(ex.got()) != 8 { // with each host's timer cancelled
 		t.Fatalf("two allowed hosts: %v %v", err, ex.got())
 	}
 }
@@ -219,10 +238,11 @@ func TestHealAfterDuration(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := ex.got()
-	if waited != 90*time.Second || len(got) != 5 || !strings.Contains(got[3], "iptables -D OUTPUT") || !strings.Contains(got[4], "iptables -D INPUT") {
+	if waited != 90*time.Second || len(got) != 6 || !strings.Contains(got[3], "iptables -D OUTPUT") || !strings.Contains(got[4], "iptables -D INPUT") ||
+		got[5] != "stage-1: systemctl stop csconform-heal-x.timer" {
 		t.Fatalf("waited %s, ran %v", waited, got)
 	}
-	if a := actions(readLog(t, log)); a != "plan,apply,apply,apply,heal,heal,done" {
+	if a := actions(readLog(t, log)); a != "plan,apply,apply,apply,heal,heal,disarm,done" {
 		t.Fatalf("log: %s", a)
 	}
 }
@@ -238,11 +258,11 @@ func TestHealOnError(t *testing.T) {
 		t.Fatalf("error: %v", err)
 	}
 	got := ex.got()
-	if len(got) != 5 || !strings.Contains(got[3], "-D OUTPUT") || !strings.Contains(got[4], "-D INPUT") {
+	if len(got) != 6 || !strings.Contains(got[3], "-D OUTPUT") || !strings.Contains(got[4], "-D INPUT") || !strings.Contains(got[5], ".timer") {
 		t.Fatalf("ran %v", got)
 	}
 	rs := readLog(t, log)
-	if a := actions(rs); a != "plan,apply,apply,apply,heal,heal,done" || !strings.HasPrefix(rs[3].Result, "error:") || rs[3].Output != "boom" {
+	if a := actions(rs); a != "plan,apply,apply,apply,heal,heal,disarm,done" || !strings.HasPrefix(rs[3].Result, "error:") || rs[3].Output != "boom" {
 		t.Fatalf("log: %s %+v", a, rs)
 	}
 }
@@ -268,11 +288,11 @@ func TestHealOnCancel(t *testing.T) {
 		t.Fatal("a cancel did not end the fault")
 	}
 	got := ex.got()
-	if len(got) != 3 || got[2] != "stage-1: systemctl start cloudstack-agent" {
+	if len(got) != 4 || got[2] != "stage-1: systemctl start cloudstack-agent" || got[3] != "stage-1: systemctl stop csconform-heal-x.timer" {
 		t.Fatalf("ran %v", got)
 	}
 	rs := readLog(t, log)
-	if a := actions(rs); a != "plan,apply,apply,heal,done" || !strings.Contains(rs[3].Result, "cancelled") {
+	if a := actions(rs); a != "plan,apply,apply,heal,disarm,done" || !strings.Contains(rs[3].Result, "cancelled") {
 		t.Fatalf("log: %s", a)
 	}
 }
@@ -305,6 +325,186 @@ func TestShellQuote(t *testing.T) {
 	for in, want := range map[string]string{"iptables": "iptables", "a b": "'a b'", "it's": `'it'\''s'`, "": "''", `$(x)`: `'$(x)'`} {
 		if got := shellQuote(in); got != want {
 			t.Errorf("shellQuote(%q) = %s, want %s", in, got, want)
+		}
+	}
+}
+
+// A target is a bare host name or address: a user part, an ssh option or whitespace in it would
+// make ssh connect somewhere (or as someone) the allowlist never saw.
+func TestBuildRefusesHostTricks(t *testing.T) {
+	t.Parallel()
+	for _, h := range []string{
+		"stage-kvm1@127.0.0.1", // ssh connects to 127.0.0.1 as user stage-kvm1
+		"root@stage-kvm1",
+		"@stage-kvm1",
+		"-oProxyCommand=touch /tmp/x",
+		"-p2222",
+		"-",
+		"stage-kvm1 -p 22",
+		"stage-kvm1\t",
+		" stage-kvm1",
+		"stage-kvm1\n127.0.0.1",
+		"stage-kvm1:22",
+		"ssh://stage-kvm1",
+		"stage-kvm1/x",
+		"stage-kvm1$(id)",
+		"",
+	} {
+		if _, err := Build(Spec{Fault: AgentRestart, Hosts: []string{h}}); err == nil || !strings.Contains(err.Error(), "bad host") {
+			t.Errorf("Build accepted host %q: %v", h, err)
+		}
+	}
+	for _, h := range []string{"stage-kvm1", "stage-kvm1.example.org", "10.0.0.5", "::1", "fe80::1", "kvm_2"} {
+		if _, err := Build(Spec{Fault: AgentRestart, Hosts: []string{h}}); err != nil {
+			t.Errorf("Build refused host %q: %v", h, err)
+		}
+	}
+}
+
+// The allowlist is matched against what ssh connects to (ssh -G) as well as the name given: an
+// alias (a HostName in ssh's config) outside the allowlist is refused before anything runs.
+func TestAllowlistMatchesWhatSSHConnectsTo(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name, host string
+		to         Endpoint
+		resolveErr error
+		want       string // "" allowed
+	}{
+		{"same name", "stage-kvm1", Endpoint{HostName: "stage-kvm1", User: "root", Port: "22"}, nil, ""},
+		{"alias inside the allowlist", "stage-kvm1", Endpoint{HostName: "stage-kvm1.lab", User: "root", Port: "22"}, nil, ""},
+		{"alias outside", "stage-kvm1", Endpoint{HostName: "127.0.0.1", User: "root", Port: "22"}, nil,
+			"ssh connects to root@127.0.0.1:22 (ssh -G): host 127.0.0.1 matches no --allow-host pattern"},
+		{"case differs (ssh lowercases)", "STAGE-kvm1", Endpoint{HostName: "stage-kvm1", User: "root", Port: "22"}, nil, ""},
+		{"ssh -G fails", "stage-kvm1", Endpoint{}, errors.New("bad configuration option"), "cannot tell what ssh connects to"},
+		{"no hostname in ssh -G", "stage-kvm1", Endpoint{User: "root"}, nil, "cannot tell what ssh connects to"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			ex := &fakeExec{resolve: map[string]Endpoint{c.host: c.to}, resolveErr: c.resolveErr}
+			in, log, _ := newInjector(t, ex, true)
+			p, err := Build(Spec{Fault: AgentRestart, Hosts: []string{c.host}, ID: "x"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = in.Run(context.Background(), p)
+			if c.want == "" {
+				if err != nil || len(ex.got()) != 1 {
+					t.Fatalf("refused: %v (ran %v)", err, ex.got())
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("error %v, want %q", err, c.want)
+			}
+			if len(ex.got()) != 0 {
+				t.Fatalf("ran %v", ex.got())
+			}
+			if a := actions(readLog(t, log)); a != "refuse" {
+				t.Fatalf("log: %s", a)
+			}
+		})
+	}
+}
+
+// The same with the real ssh -G and an ssh config: stage-kvm1 is an alias of 127.0.0.1, outside
+// the allowlist, and is refused (without the check ssh would connect to 127.0.0.1); stage-kvm2 is
+// an alias of stage-kvm2.lab, inside it (a dry run: nothing connects).
+func TestSSHResolveRefusesAnAliasOutside(t *testing.T) {
+	if _, err := exec.LookPath("ssh"); err != nil {
+		t.Skip("no ssh client (apt-get install openssh-client; ci/test.sh installs it)")
+	}
+	t.Parallel()
+	cfg := filepath.Join(t.TempDir(), "ssh_config")
+	if err := os.WriteFile(cfg, []byte("Host stage-kvm1\n  HostName 127.0.0.1\n  Port 1\n\nHost stage-kvm2\n  HostName stage-kvm2.lab\n  User ops\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ssh := SSH{User: "root", Options: []string{"-F", cfg}, Timeout: time.Second}
+	ep, err := ssh.Resolve(context.Background(), "stage-kvm1")
+	if err != nil || ep.HostName != "127.0.0.1" || ep.Port != "1" || ep.User != "root" {
+		t.Fatalf("ssh -G: %+v %v", ep, err)
+	}
+	in, _, _ := newInjector(t, ssh, true)
+	p, err := Build(Spec{Fault: AgentRestart, Hosts: []string{"stage-kvm1"}, ID: "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = in.Run(context.Background(), p)
+	if err == nil || !strings.HasPrefix(err.Error(), "refused") || !strings.Contains(err.Error(), "127.0.0.1") {
+		t.Fatalf("an alias of 127.0.0.1 was not refused: %v", err)
+	}
+	in, _, out := newInjector(t, ssh, false)
+	p, _ = Build(Spec{Fault: AgentRestart, Hosts: []string{"stage-kvm2"}, ID: "x"})
+	if err := in.Run(context.Background(), p); err != nil || !strings.Contains(out.String(), "DRY RUN") ||
+		!strings.Contains(out.String(), "ssh to      stage-kvm2: root@stage-kvm2.lab:22 (ssh -G)" /* --ssh-user wins over the config's User */) {
+		t.Fatalf("an alias inside the allowlist: %v\n%s", err, out)
+	}
+}
+
+// After a heal, the host's dead man's switch (the csconform-heal-ID timer) is cancelled: left armed
+// it would start the agent (or delete rules) again later. Already gone is fine; a failed heal leaves
+// it armed, as the last resort.
+func TestHealCancelsTheTimer(t *testing.T) {
+	t.Parallel()
+	now := func(time.Duration) <-chan time.Time { c := make(chan time.Time, 1); c <- time.Now(); return c }
+	cases := []struct {
+		name      string
+		spec      Spec
+		fail, out string
+		wantLast  string
+		wantErr   string
+	}{
+		{name: "agent-stop", spec: Spec{Fault: AgentStop, Hosts: []string{"stage-1"}, Duration: time.Minute, ID: "x"},
+			wantLast: "stage-1: systemctl stop csconform-heal-x.timer"},
+		{name: "cut-link", spec: Spec{Fault: CutLink, Hosts: []string{"stage-1"}, Duration: time.Minute, ID: "x"},
+			wantLast: "stage-1: systemctl stop csconform-heal-x.timer"},
+		{name: "timer already fired and gone", spec: Spec{Fault: AgentStop, Hosts: []string{"stage-1"}, Duration: time.Minute, ID: "x"},
+			fail: "stop csconform-heal-x.timer", out: "Failed to stop csconform-heal-x.timer: Unit csconform-heal-x.timer not loaded.",
+			wantLast: "stage-1: systemctl stop csconform-heal-x.timer"},
+		{name: "timer cannot be stopped", spec: Spec{Fault: AgentStop, Hosts: []string{"stage-1"}, Duration: time.Minute, ID: "x"},
+			fail: "stop csconform-heal-x.timer", out: "Access denied",
+			wantLast: "stage-1: systemctl stop csconform-heal-x.timer", wantErr: "csconform-heal-x.timer"},
+		{name: "heal failed: the timer stays", spec: Spec{Fault: AgentStop, Hosts: []string{"stage-1"}, Duration: time.Minute, ID: "x"},
+			fail: "systemctl start", wantLast: "stage-1: systemctl start cloudstack-agent", wantErr: "heal"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			ex := &fakeExec{fail: c.fail, failOut: c.out}
+			in, _, _ := newInjector(t, ex, true)
+			in.After = now
+			p, err := Build(c.spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = in.Run(context.Background(), p)
+			if (c.wantErr == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), c.wantErr)) {
+				t.Fatalf("error %v, want %q", err, c.wantErr)
+			}
+			got := ex.got()
+			if got[len(got)-1] != c.wantLast {
+				t.Fatalf("ran %v, want last %q", got, c.wantLast)
+			}
+		})
+	}
+}
+
+// The ssh executor itself refuses a host or user ssh could read as an option or a user part, however
+// it was given (the external repro's --ssh-user and --ssh-target reach it without inject's checks).
+func TestSSHRefusesOptionsInUserAndHost(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct{ user, host string }{
+		{"-oProxyCommand=touch /tmp/x", "stage-1"},
+		{"root@127.0.0.1", "stage-1"},
+		{"root", "-oProxyCommand=x"},
+		{"root", "stage-1@127.0.0.1"},
+		{"ro ot", "stage-1"},
+	} {
+		s := SSH{User: c.user}
+		if _, err := s.Run(context.Background(), c.host, []string{"true"}); err == nil || !strings.Contains(err.Error(), "bad ") {
+			t.Errorf("Run as %q on %q: %v", c.user, c.host, err)
+		}
+		if _, err := s.Resolve(context.Background(), c.host); err == nil || !strings.Contains(err.Error(), "bad ") {
+			t.Errorf("Resolve as %q on %q: %v", c.user, c.host, err)
 		}
 	}
 }

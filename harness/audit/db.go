@@ -32,7 +32,7 @@ type DB struct {
 	cfg     *mysql.Config
 	zone    string
 	timeout time.Duration
-	secret  string
+	secrets []string // never shown in an error
 }
 
 // String never shows the password.
@@ -41,18 +41,91 @@ func (o DBOptions) String() string { return "db{" + RedactDSN(o.DSN) + "}" }
 // GoString never shows it either.
 func (o DBOptions) GoString() string { return o.String() }
 
-// RedactDSN is the DSN with its password replaced by "***" (or the text "<unparsable DSN>": a DSN
-// the driver cannot parse may hold the password anywhere).
+// RedactDSN is the DSN with its password replaced by "***" and its parameters by "?…" (or the text
+// "<unparsable DSN>": a DSN the driver cannot parse may hold the password anywhere). It is built
+// from the parsed parts, never from the text given.
 func RedactDSN(dsn string) string {
 	cfg, err := mysql.ParseDSN(dsn)
 	if err != nil {
 		return "<unparsable DSN>"
 	}
+	s := cfg.User
 	if cfg.Passwd != "" {
-		cfg.Passwd = "***"
+		s += ":***"
 	}
-	s := cfg.FormatDSN()
-	return strings.Replace(s, ":%2A%2A%2A@", ":***@", 1)
+	net := cfg.Net
+	if !knownNet(net) {
+		net = "?" // a typo there may be the password
+	}
+	s += "@" + net + "(" + cfg.Addr + ")/" + cfg.DBName
+	if strings.Contains(dsn, "?") {
+		s += "?…"
+	}
+	return s
+}
+
+// knownNet: the networks a DSN may name.
+func knownNet(n string) bool { return n == "tcp" || n == "tcp4" || n == "tcp6" || n == "unix" }
+
+// dsnProblem says what is wrong with a DSN the driver refuses, in words of our own: the driver's
+// messages quote the part they could not parse ("default addr for network 'user:PASSWORD'
+// unknown", "invalid bool value: …"), which may be the password.
+func dsnProblem(dsn string, err error) string {
+	m := err.Error()
+	switch {
+	case !strings.Contains(dsn, "@"):
+		return "no @ (a DSN without one is read as NETWORK(ADDRESS)/DATABASE)"
+	case strings.Contains(m, "missing the slash"):
+		return "no /DATABASE after the address"
+	case strings.Contains(m, "address not terminated"):
+		return "the address has no closing )"
+	case strings.HasPrefix(m, "default addr for network"):
+		return "no NETWORK(ADDRESS) after the last @"
+	case strings.Contains(m, "escape"):
+		return "a parameter or the database name is not escaped properly"
+	case strings.Contains(m, "bool value"):
+		return "a parameter wants true or false"
+	case strings.Contains(m, "duration"):
+		return "a parameter wants a duration such as 30s"
+	case strings.Contains(m, "dbname"):
+		return "the database name is not escaped properly"
+	}
+	return "a parameter the driver refuses (its message is not shown: it may quote the password)"
+}
+
+// secrets are the texts an error must not show: the password, and every parameter value of the
+// DSN (a password put in the wrong place).
+func secrets(dsn, password string) []string {
+	out := []string{password}
+	if _, q, ok := strings.Cut(dsn, "?"); ok {
+		for _, kv := range strings.Split(q, "&") {
+			_, v, _ := strings.Cut(kv, "=")
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// parseDSN checks a DSN without connecting; its errors never quote the DSN's text.
+func parseDSN(dsn string) (*mysql.Config, error) {
+	if dsn == "" {
+		return nil, errors.New("no DSN: want USER[:PASSWORD]@tcp(HOST:PORT)/cloud")
+	}
+	const want = "(want USER[:PASSWORD]@tcp(HOST:PORT)/cloud)"
+	cfg, err := mysql.ParseDSN(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("bad DSN (not shown: it may hold a password): %s %s", dsnProblem(dsn, err), want)
+	}
+	switch {
+	case !knownNet(cfg.Net):
+		return nil, fmt.Errorf("bad DSN %s: the network before (ADDRESS) is not tcp or unix %s", RedactDSN(dsn), want)
+	case cfg.User == "":
+		return nil, fmt.Errorf("bad DSN %s: no user %s", RedactDSN(dsn), want)
+	case len(cfg.Params) > 0:
+		// the driver sends unknown parameters to the server as SET NAME=VALUE when it connects
+		return nil, fmt.Errorf("bad DSN %s: a parameter the driver does not know (not shown); it would be sent to the server as SET NAME=VALUE, and the audit sends nothing but SELECTs", RedactDSN(dsn))
+	}
+	return cfg, nil
 }
 
 // ErrNotCloudStack says the database lacks the tables the audit reads.
@@ -63,16 +136,9 @@ var tables = []string{"host", "vm_instance", "nics", "networks", "volumes", "rou
 
 // OpenDB checks the DSN, connects and checks that the database is CloudStack's. Close it after.
 func OpenDB(o DBOptions) (*DB, error) {
-	if o.DSN == "" {
-		return nil, errors.New("no DSN: want USER[:PASSWORD]@tcp(HOST:PORT)/cloud")
-	}
-	cfg, err := mysql.ParseDSN(o.DSN)
+	cfg, err := parseDSN(o.DSN)
 	if err != nil {
-		// the driver's message names the part it could not parse, never the password; ours neither
-		return nil, fmt.Errorf("bad DSN %s: %v (want USER[:PASSWORD]@tcp(HOST:PORT)/cloud)", RedactDSN(o.DSN), redact(err, o.DSN, ""))
-	}
-	if cfg.User == "" {
-		return nil, fmt.Errorf("bad DSN %s: no user (want USER[:PASSWORD]@tcp(HOST:PORT)/cloud)", RedactDSN(o.DSN))
+		return nil, err
 	}
 	if cfg.DBName == "" {
 		cfg.DBName = "cloud"
@@ -90,16 +156,24 @@ func OpenDB(o DBOptions) (*DB, error) {
 		cfg.ReadTimeout = o.Timeout
 	}
 	cfg.ParseTime = false // datetimes are only tested for NULL
+	hide := secrets(o.DSN, cfg.Passwd)
 	conn, err := mysql.NewConnector(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("bad DSN %s: %v", RedactDSN(o.DSN), redact(err, o.DSN, cfg.Passwd))
+		return nil, fmt.Errorf("bad DSN %s: %v", RedactDSN(o.DSN), redact(err, hide))
 	}
-	d := &DB{db: sql.OpenDB(conn), cfg: cfg, zone: o.Zone, timeout: o.Timeout, secret: cfg.Passwd}
+	d := &DB{db: sql.OpenDB(conn), cfg: cfg, zone: o.Zone, timeout: o.Timeout, secrets: hide}
 	d.db.SetMaxOpenConns(1)
 	ctx, cancel := context.WithTimeout(context.Background(), o.Timeout)
 	defer cancel()
 	if err := d.db.PingContext(ctx); err != nil {
 		d.db.Close()
+		var me *mysql.MySQLError
+		switch {
+		case errors.As(err, &me) && me.Number == 1045: // access denied: password or user
+			return nil, fmt.Errorf("CloudStack's database %s refused user %s: wrong password, or no such user from this address: %v", d.where(), cfg.User, d.redact(err))
+		case errors.As(err, &me) && me.Number == 1044: // access denied to the database
+			return nil, fmt.Errorf("user %s may not read database %s on %s(%s) (GRANT SELECT ON %s.* TO the user): %v", cfg.User, cfg.DBName, cfg.Net, cfg.Addr, cfg.DBName, d.redact(err))
+		}
 		return nil, fmt.Errorf("cannot reach CloudStack's database %s as %s: %v", d.where(), cfg.User, d.redact(err))
 	}
 	if err := d.checkTables(ctx); err != nil {
@@ -114,17 +188,18 @@ func (d *DB) Close() error { return d.db.Close() }
 
 func (d *DB) where() string { return d.cfg.Net + "(" + d.cfg.Addr + ")/" + d.cfg.DBName }
 
-func (d *DB) redact(err error) error { return redact(err, "", d.secret) }
+func (d *DB) redact(err error) error { return redact(err, d.secrets) }
 
-// redact takes a DSN and a password out of an error's text.
-func redact(err error, dsn, password string) error {
+// redact takes secrets (a password, a DSN's parameter values) out of an error's text, and keeps it
+// on one line.
+func redact(err error, secrets []string) error {
 	s := err.Error()
-	if dsn != "" {
-		s = strings.ReplaceAll(s, dsn, RedactDSN(dsn))
+	for _, x := range secrets {
+		if x != "" {
+			s = strings.ReplaceAll(s, x, "***")
+		}
 	}
-	if password != "" {
-		s = strings.ReplaceAll(s, password, "***")
-	}
+	s = strings.ReplaceAll(s, "\n", " ")
 	if s == err.Error() {
 		return err
 	}
@@ -155,8 +230,29 @@ func (d *DB) checkTables(ctx context.Context) error {
 			missing = append(missing, t)
 		}
 	}
-	if len(missing) > 0 {
-		return fmt.Errorf("database %s has no table %s: %w", d.where(), strings.Join(missing, ", "), ErrNotCloudStack)
+	if len(missing) == 0 {
+		return nil
+	}
+	// information_schema lists only the tables the user may read: a table it does not list may be
+	// there, unreadable (error 1142), rather than missing (1146)
+	var denied, absent []string
+	for _, t := range missing {
+		rows, err := d.db.QueryContext(ctx, "SELECT 1 FROM `"+t+"` LIMIT 0")
+		var me *mysql.MySQLError
+		switch {
+		case err == nil:
+			rows.Close()
+		case errors.As(err, &me) && me.Number == 1142:
+			denied = append(denied, t)
+		default:
+			absent = append(absent, t)
+		}
+	}
+	if len(denied) > 0 {
+		return fmt.Errorf("user %s may not read table %s of database %s (GRANT SELECT ON %s.* TO the user)", d.cfg.User, strings.Join(denied, ", "), d.where(), d.cfg.DBName)
+	}
+	if len(absent) > 0 {
+		return fmt.Errorf("database %s has no table %s: %w", d.where(), strings.Join(absent, ", "), ErrNotCloudStack)
 	}
 	return nil
 }
@@ -170,6 +266,9 @@ func (d *DB) Records() (Records, error) {
 		var me *mysql.MySQLError
 		if errors.As(err, &me) && (me.Number == 1054 || me.Number == 1146) { // unknown column, no such table
 			return rec, fmt.Errorf("reading CloudStack's database %s: %v: %w", d.where(), d.redact(err), ErrNotCloudStack)
+		}
+		if errors.As(err, &me) && (me.Number == 1142 || me.Number == 1143) { // SELECT denied on a table, a column
+			return rec, fmt.Errorf("reading CloudStack's database %s: user %s may not read it all (GRANT SELECT ON %s.* TO the user): %v", d.where(), d.cfg.User, d.cfg.DBName, d.redact(err))
 		}
 		return rec, fmt.Errorf("reading CloudStack's database %s: %v", d.where(), d.redact(err))
 	}

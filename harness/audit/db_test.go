@@ -3,9 +3,11 @@ package audit_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/csconform/csconform/harness/audit"
 	"github.com/csconform/csconform/harness/audit/cloudsqltest"
@@ -205,5 +207,65 @@ func TestOpenDBErrors(t *testing.T) {
 		if got := (audit.DBOptions{DSN: dsn}).String(); strings.Contains(got, "s3cret") {
 			t.Errorf("DBOptions.String shows the password: %s", got)
 		}
+	}
+}
+
+// A password is never shown, whatever shape the DSN has: the driver's own messages echo the part
+// they could not parse ("default addr for network 'user:Secret' unknown"), and a parameter's value.
+func TestDSNSecretNeverShown(t *testing.T) {
+	t.Parallel()
+	const secret = "Zq7Secr3tXv"
+	cases := []struct{ name, dsn, env string }{
+		{"no @: the password read as a network (issue 16)", "user:" + secret + "/cloud", ""},
+		{"no @, no slash", "user:" + secret, ""},
+		{"@ and nothing after", "user:" + secret + "@", ""},
+		{"@ then a database", "user:" + secret + "@/cloud?timeout=x", ""},
+		{"address without a network", "user:" + secret + "@127.0.0.1:3306/cloud", ""},
+		{"URL form", "mysql://user:" + secret + "@127.0.0.1:3306/cloud", ""},
+		{"URL form with a network", "mysql://user:" + secret + "@tcp(127.0.0.1:1)/cloud", ""},
+		{"address not terminated", "user:" + secret + "@tcp(127.0.0.1:3306/cloud", ""},
+		{"no slash", "user:" + secret + "@tcp(127.0.0.1:3306)", ""},
+		{"unknown network", "user:" + secret + "@foo(127.0.0.1:3306)/cloud", ""},
+		{"the secret as a network", "user@" + secret + "(127.0.0.1:3306)/cloud", ""},
+		{"the secret in a duration", "user:" + secret + "@tcp(127.0.0.1:3306)/cloud?timeout=" + secret, ""},
+		{"the secret in a bool", "user:" + secret + "@tcp(127.0.0.1:3306)/cloud?parseTime=" + secret, ""},
+		{"the secret as a TLS config", "user:" + secret + "@tcp(127.0.0.1:3306)/cloud?tls=" + secret, ""},
+		{"the secret as a location", "user:" + secret + "@tcp(127.0.0.1:3306)/cloud?loc=" + secret, ""},
+		{"the secret as a collation", "user:" + secret + "@tcp(127.0.0.1:3306)/cloud?collation=" + secret, ""},
+		{"the secret as a number", "user:" + secret + "@tcp(127.0.0.1:3306)/cloud?maxAllowedPacket=" + secret, ""},
+		{"the secret as a server pub key", "user:" + secret + "@tcp(127.0.0.1:3306)/cloud?serverPubKey=" + secret, ""},
+		{"a password parameter (sent as SET by the driver)", "user@tcp(127.0.0.1:1)/cloud?password=" + secret, ""},
+		{"a parameter named like the secret", "user@tcp(127.0.0.1:1)/cloud?" + secret + "=1", ""},
+		{"a bad escape", "user:" + secret + "@tcp(127.0.0.1:3306)/cloud?x=%zz", ""},
+		{"a bad escape in the database name", "user:" + secret + "@tcp(127.0.0.1:3306)/cl%zzoud", ""},
+		{"no user", ":" + secret + "@tcp(127.0.0.1:3306)/cloud", ""},
+		{"two @", "user:" + secret + "@@tcp(127.0.0.1:1)/cloud", ""},
+		{"special characters", "user:" + secret + ":/@(x)?&=@tcp(127.0.0.1:1)/cloud", ""},
+		{"spaces", "  user:" + secret + " @ tcp(127.0.0.1:1)/cloud ", ""},
+		{"a newline", "user:" + secret + "\n@tcp(127.0.0.1:1)/cloud", ""},
+		{"unreachable", "user:" + secret + "@tcp(127.0.0.1:1)/cloud", ""},
+		{"unix socket that is not there", "user:" + secret + "@unix(/nonexistent/mysql.sock)/cloud", ""},
+		{"the password from the environment, a bad DSN", "user/cloud", secret},
+		{"the password from the environment, unreachable", "user@tcp(127.0.0.1:1)/cloud", secret},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			o := audit.DBOptions{DSN: c.dsn, Password: c.env, Timeout: 2 * time.Second}
+			db, err := audit.OpenDB(o)
+			if err == nil {
+				db.Close()
+				t.Fatalf("OpenDB accepted %s", audit.RedactDSN(c.dsn))
+			}
+			shown := err.Error() + "\n" + audit.RedactDSN(c.dsn) + "\n" + fmt.Sprintf("%v %+v %#v %s", o, o, o, o)
+			for _, part := range []string{secret, "Secr3t"} {
+				if strings.Contains(shown, part) {
+					t.Fatalf("the password is shown:\n%s", shown)
+				}
+			}
+			if strings.Count(err.Error(), "\n") > 0 {
+				t.Fatalf("not one line: %q", err)
+			}
+		})
 	}
 }

@@ -5,6 +5,8 @@ package cloudsqltest
 
 import (
 	"database/sql"
+	_ "embed"
+	"strings"
 	"testing"
 
 	sqle "github.com/dolthub/go-mysql-server"
@@ -15,38 +17,31 @@ import (
 	"github.com/sirupsen/logrus"
 )
 
-// Schema is the subset of CloudStack's schema (setup/db/create-schema.sql and the schema-*.sql
-// upgrades that add uuid columns and router_network_ref) that the audit reads.
-var Schema = []string{
-	"CREATE TABLE `data_center` (\n" +
-		"  `id` bigint unsigned NOT NULL AUTO_INCREMENT, `uuid` varchar(40), `name` varchar(255),\n" +
-		"  `removed` datetime, PRIMARY KEY (`id`)) ENGINE=InnoDB DEFAULT CHARSET=utf8",
-	"CREATE TABLE `host` (\n" +
-		"  `id` bigint unsigned NOT NULL AUTO_INCREMENT, `uuid` varchar(40), `name` varchar(255) NOT NULL,\n" +
-		"  `status` varchar(32) NOT NULL, `type` varchar(32) NOT NULL, `private_ip_address` char(40) NOT NULL,\n" +
-		"  `data_center_id` bigint unsigned NOT NULL, `removed` datetime, PRIMARY KEY (`id`)) ENGINE=InnoDB DEFAULT CHARSET=utf8",
-	"CREATE TABLE `vm_instance` (\n" +
-		"  `id` bigint unsigned NOT NULL, `uuid` varchar(40), `name` varchar(255) NOT NULL,\n" +
-		"  `instance_name` varchar(255) NOT NULL, `state` varchar(32) NOT NULL, `data_center_id` bigint unsigned NOT NULL,\n" +
-		"  `host_id` bigint unsigned, `last_host_id` bigint unsigned, `removed` datetime, `type` varchar(32) NOT NULL,\n" +
-		"  `vm_type` varchar(32) NOT NULL, PRIMARY KEY (`id`)) ENGINE=InnoDB DEFAULT CHARSET=utf8",
-	"CREATE TABLE `networks` (\n" +
-		"  `id` bigint unsigned NOT NULL AUTO_INCREMENT, `uuid` varchar(40), `name` varchar(255),\n" +
-		"  `gateway` varchar(15), `cidr` varchar(18), `data_center_id` bigint unsigned NOT NULL,\n" +
-		"  `state` varchar(32) NOT NULL, `created` datetime NOT NULL, `removed` datetime, PRIMARY KEY (`id`)) ENGINE=InnoDB DEFAULT CHARSET=utf8",
-	"CREATE TABLE `nics` (\n" +
-		"  `id` bigint unsigned NOT NULL AUTO_INCREMENT, `uuid` varchar(40), `instance_id` bigint unsigned,\n" +
-		"  `mac_address` varchar(17), `ip4_address` char(40), `network_id` bigint unsigned NOT NULL,\n" +
-		"  `state` varchar(32) NOT NULL, `device_id` int(10), `vm_type` varchar(32), `removed` datetime,\n" +
-		"  PRIMARY KEY (`id`)) ENGINE=InnoDB DEFAULT CHARSET=utf8",
-	"CREATE TABLE `router_network_ref` (\n" +
-		"  `id` bigint unsigned NOT NULL AUTO_INCREMENT, `router_id` bigint unsigned NOT NULL,\n" +
-		"  `network_id` bigint unsigned NOT NULL, `guest_type` char(32), PRIMARY KEY (`id`)) ENGINE=InnoDB DEFAULT CHARSET=utf8",
-	"CREATE TABLE `volumes` (\n" +
-		"  `id` bigint unsigned NOT NULL AUTO_INCREMENT, `uuid` varchar(40), `instance_id` bigint unsigned NULL,\n" +
-		"  `name` varchar(255), `path` varchar(255), `data_center_id` bigint unsigned NOT NULL,\n" +
-		"  `volume_type` varchar(64) NOT NULL, `state` varchar(32), `removed` datetime,\n" +
-		"  PRIMARY KEY (`id`)) ENGINE=InnoDB DEFAULT CHARSET=utf8",
+// Schema is the subset of CloudStack's schema that the audit reads (schema.sql, which
+// ci/setup-mariadb.sh loads into a real MariaDB too), one CREATE TABLE a statement.
+var Schema = splitSQL(schemaSQL)
+
+//go:embed schema.sql
+var schemaSQL string
+
+// splitSQL splits a file of statements, each ending with ";" at the end of a line; -- comment lines
+// are left out.
+func splitSQL(text string) []string {
+	var out []string
+	var cur []string
+	for _, l := range strings.Split(text, "\n") {
+		if strings.HasPrefix(strings.TrimSpace(l), "--") || (len(cur) == 0 && strings.TrimSpace(l) == "") {
+			continue
+		}
+		if strings.HasSuffix(strings.TrimSpace(l), ";") {
+			cur = append(cur, strings.TrimSuffix(strings.TrimRight(l, " \t"), ";"))
+			out = append(out, strings.Join(cur, "\n"))
+			cur = nil
+			continue
+		}
+		cur = append(cur, l)
+	}
+	return out
 }
 
 // Server is a running in-memory MySQL server.
