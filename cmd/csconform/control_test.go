@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/csconform/csconform/impl"
 )
 
 // The control token comes from the environment, else from the file, else it is generated into the
@@ -175,5 +177,34 @@ func TestServerThatCannotStartWritesNoToken(t *testing.T) {
 	runCLICases(t, []cliCase{{[]string{"server", "--listen", "127.0.0.1:99999", "--control", "127.0.0.1:0"}, 2, "agent listener"}})
 	if left, _ := os.ReadDir(dir); len(left) != 0 {
 		t.Fatalf("left behind: %v", left)
+	}
+}
+
+// The running server refuses, through its control endpoint, a configuration value that would make a
+// periodic task spin (issue 16: updateConfiguration?name=ping.interval&value=0 was accepted), with the
+// key and its range, and keeps the value it had.
+func TestControlRefusesConfigOutOfRange(t *testing.T) {
+	const token = "control-config-token"
+	cfg, err := impl.NewConfig(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(newControl(nil, nil, cfg, token))
+	defer ts.Close()
+	for _, v := range []string{"0", "-1", "NaN", "1e300"} {
+		req, _ := http.NewRequest("GET", ts.URL+"/updateConfiguration?name=ping.interval&value="+v, nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(body), "ping.interval accepts 1..86400") {
+			t.Errorf("value %s: %d %s", v, resp.StatusCode, body)
+		}
+	}
+	if got := cfg.Get("ping.interval"); got != "60" {
+		t.Errorf("ping.interval is now %s", got)
 	}
 }
