@@ -216,12 +216,9 @@ func reproExternalCmd(f *extFlags, set map[string]bool, name string, asJSON bool
 		r.WriteText(stdout, r.Started)
 		fmt.Fprintln(stdout, summary([]*harness.Result{r}))
 	}
-	switch {
-	case len(r.Leftovers) > 0:
+	if len(r.Leftovers) > 0 {
 		fmt.Fprintf(stderr, "csconform repro: the cleanup left %d thing(s) of run %s behind (listed above): remove them by hand\n", len(r.Leftovers), r.Run)
 		return 2
-	case len(r.Violations) > 0 || len(r.NotLinearizable) > 0:
-		return 1
 	}
-	return 0
+	return verdictExit(len(r.Violations) > 0 || len(r.NotLinearizable) > 0, len(r.Undecided) > 0)
 }
