@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Sets up what the tests need and runs every test tier. Run as root on a fresh Debian machine.
 # Tiers today: unit and property tests (rapid explorations included), the conformance suite on the
-# simulator driver, go vet and gofmt, smoke runs of repro, explore and check, and the container tier.
+# simulator driver, every fuzz target for a short time (CSCONFORM_FUZZTIME), go vet and gofmt, smoke
+# runs of repro, explore and check, and the container tier.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="/usr/local/go/bin:$PATH"
@@ -25,6 +26,9 @@ if [ -n "$bad" ]; then echo "gofmt would change: $bad" >&2; exit 1; fi
 
 echo "== unit, property and conformance tests (simulator driver)"
 go test -count=1 ./...
+
+echo "== fuzz: every fuzz target in the module, ${CSCONFORM_FUZZTIME:-10s} each (ci/fuzz.sh)"
+ci/fuzz.sh
 
 echo "== race detector on the code that runs with real goroutines (real-time Env, TCP, server and agent)"
 go test -race -count=1 ./drivers/live ./impl

@@ -188,7 +188,8 @@ type Validator struct {
 
 // Check says why e cannot follow the events checked before it (nil if it can). It checks what the
 // checkers rely on, so that a malformed history is refused instead of read as something it is not:
-// a known kind, a sequence number above the previous one (it is the checkers' clock), a call's op
+// a known kind, a sequence number above the previous one (it is the checkers' clock), one object (no
+// comma) where the kind is about one, a call's op
 // used once and a return closing an open call with "ok" or "failed", a lock "held" or "released", an
 // address change on an "ip:" object, an observation of a "vm:" object (one of VMObservations) or an
 // "ip:" object (the users, comma-separated, none empty).
@@ -204,6 +205,14 @@ func (v *Validator) Check(e Event) error {
 	}
 	if e.Seq <= v.last {
 		return fmt.Errorf("seq %d after seq %d: sequence numbers must increase", e.Seq, v.last)
+	}
+	// a fault names its targets comma-separated, and an address observation its users: a comma in
+	// the one object an event of these kinds is about would make it two
+	switch e.Kind {
+	case Call, Return, State, Power, IP, Lock, Observe:
+		if strings.Contains(e.Object, ",") {
+			return fmt.Errorf("an event of kind %s is about one object, not %q", e.Kind, e.Object)
+		}
 	}
 	switch e.Kind {
 	case Call:

@@ -31,6 +31,7 @@ func TestReadRefusesWhatTheCheckersCannotTrust(t *testing.T) {
 		{"a return neither ok nor failed", call + "\n" + `{"seq":2,"kind":"return","op":1,"to":"maybe"}`, `ok or failed, not "maybe"`},
 		{"a lock neither held nor released", `{"seq":1,"kind":"lock","object":"networks1","to":"stolen"}`, `held or released, not "stolen"`},
 		{"an address change on a VM (issue 16)", `{"seq":1,"actor":"ms","kind":"ip","object":"vm:1","from":"free","to":"vm:1"}`, `x.jsonl:1: not a history event: an ip event is about an address (ip:A), not "vm:1"`},
+		{"an observation of two VMs at once", `{"seq":1,"kind":"observe","object":"vm:1,vm:2","to":"on/live"}`, `x.jsonl:1: not a history event: an event of kind observe is about one object, not "vm:1,vm:2"`},
 		{"an observation of a network", `{"seq":1,"kind":"observe","object":"network:1","to":"on/live"}`, `an observation is of a VM (vm:N) or an address (ip:A), not "network:1"`},
 		{"a VM observation in no known form", `{"seq":1,"kind":"observe","object":"vm:1","to":"running"}`, `not "running"`},
 		{"an address observation with an empty user", `{"seq":1,"kind":"observe","object":"ip:10.0.0.1","to":"vm:1,"}`, `none empty, not "vm:1,"`},
