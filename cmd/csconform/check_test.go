@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -92,5 +93,27 @@ func TestUndecidedIsNeverLinearizable(t *testing.T) {
 		if got := verdictExit(c.found, c.undecided); got != c.want {
 			t.Errorf("verdictExit(%v, %v) = %d, want %d", c.found, c.undecided, got, c.want)
 		}
+	}
+}
+
+// TestRestartedServerHistoryReads: a server restarted on the same --history file numbers on, so the
+// file stays one csconform check reads (it numbered from 1 again, which check refuses).
+func TestRestartedServerHistoryReads(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "server.jsonl")
+	for range 2 {
+		s, closeSink, err := newLogSink(io.Discard, false, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Emit(history.Event{Kind: history.Log, Actor: "ms", Detail: "started"})
+		s.Emit(history.Event{Kind: history.Lock, Actor: "w1", Object: "networks1", To: "held"})
+		closeSink()
+	}
+	es, err := history.ReadFile(p, history.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(es) != 4 || es[3].Seq != 4 {
+		t.Fatalf("read %+v", es)
 	}
 }

@@ -269,3 +269,40 @@ func (v *Validator) Check(e Event) error {
 	}
 	return nil
 }
+
+// LastSeq is the sequence number of the last event in the history file at path (0 if there is no
+// such file, or it is empty), for a writer that appends to it: a restarted server numbering from 1
+// again would make the file one Read refuses (its numbers going back). It reads the file's tail only
+// (a line's cap).
+func LastSeq(path string) (int64, error) {
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return 0, nil
+	} else if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return 0, err
+	}
+	off := max(0, st.Size()-DefaultMaxLine-2)
+	tail := make([]byte, st.Size()-off)
+	if _, err := f.ReadAt(tail, off); err != nil && err != io.EOF {
+		return 0, err
+	}
+	tail = bytes.TrimSpace(tail)
+	if len(tail) == 0 {
+		return 0, nil
+	}
+	// the last line that is an event: a writer killed mid-line leaves a cut one after it (which Read
+	// then names)
+	lines := bytes.Split(tail, []byte("\n"))
+	for i := len(lines) - 1; i >= 0; i-- {
+		var e Event
+		if json.Unmarshal(lines[i], &e) == nil && e.Seq > 0 {
+			return e.Seq, nil
+		}
+	}
+	return 0, fmt.Errorf("%s: no history event in its last %d bytes, so its numbering cannot go on", path, len(tail))
+}

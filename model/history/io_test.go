@@ -3,6 +3,7 @@ package history
 import (
 	"bytes"
 	"io"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -192,4 +193,30 @@ func FuzzRead(f *testing.F) {
 			t.Fatalf("read back\n%+v\nwant\n%+v", again, events)
 		}
 	})
+}
+
+func TestLastSeq(t *testing.T) {
+	dir := t.TempDir()
+	p := dir + "/h.jsonl"
+	if n, err := LastSeq(p); n != 0 || err != nil {
+		t.Fatalf("no file: %d, %v", n, err)
+	}
+	if err := WriteFile(p, []Event{{Seq: 1, Kind: Log}, {Seq: 7, Kind: Log, Detail: "x"}}); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := LastSeq(p); n != 7 || err != nil {
+		t.Fatalf("got %d, %v, want 7", n, err)
+	}
+	if err := os.WriteFile(p, []byte("{\"seq\":1,\"kind\":\"log\"}\n{\"seq\":2,\"ki"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := LastSeq(p); n != 1 || err != nil {
+		t.Fatalf("a cut last line: %d, %v, want 1", n, err)
+	}
+	if err := os.WriteFile(p, []byte("garbage\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LastSeq(p); err == nil || !strings.Contains(err.Error(), "no history event in its last 7 bytes") {
+		t.Fatalf("no event: %v", err)
+	}
 }
