@@ -261,7 +261,12 @@ type Result struct {
 func Check(parts []Partition, timeout time.Duration) []Result {
 	out := make([]Result, 0, len(parts))
 	for _, p := range parts {
-		m := Models[p.Model]
+		m, ok := Models[p.Model]
+		if !ok {
+			// a partition made by hand with no model: nothing decides it
+			out = append(out, Result{Object: p.Object, Model: p.Model, Ops: len(p.Ops), Verdict: "unknown", Explain: []string{"  no model " + p.Model}})
+			continue
+		}
 		res, info := porcupine.CheckOperationsVerbose(m, p.Ops, timeout)
 		r := Result{Object: p.Object, Model: p.Model, Ops: len(p.Ops), info: info, ops: p.Ops}
 		switch res {

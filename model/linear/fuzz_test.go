@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/anishathalye/porcupine"
 	"github.com/csconform/csconform/model/history"
 )
 
@@ -41,6 +42,13 @@ func lenient(data []byte) []history.Event {
 		}
 	}
 	return out
+}
+
+func TestCheckWithoutModelIsUndecided(t *testing.T) {
+	rs := Check([]Partition{{Object: "disk:1", Model: "disk", Ops: []porcupine.Operation{{}}}}, 0)
+	if len(Undecided(rs)) != 1 {
+		t.Fatalf("%+v", rs)
+	}
 }
 
 func TestMalformedHistoriesAreCheckedWithoutPanic(t *testing.T) {
