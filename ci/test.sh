@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Sets up what the tests need and runs every test tier. Run as root on a fresh Debian machine.
 # Tiers today: unit and property tests (rapid explorations included), the conformance suite on the
-# simulator driver, go vet and gofmt, smoke runs of repro, explore and check, and the container tier.
+# simulator driver, every fuzz target for a short time (CSCONFORM_FUZZTIME), go vet and gofmt, smoke
+# runs of repro, explore and check, and the container tier.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="/usr/local/go/bin:$PATH"
@@ -43,6 +44,9 @@ trap - EXIT
 if echo "$out" | grep -q -- '--- SKIP'; then echo "the MariaDB tests were skipped" >&2; exit 1; fi
 unset CSCONFORM_MARIADB_DSN CSCONFORM_MARIADB_NOSELECT_DSN CSCONFORM_MARIADB_ADMIN_DSN
 echo "audit on MariaDB: $(( $(date +%s) - t0 )) s (setup, tests and stop)"
+
+echo "== fuzz: every fuzz target in the module, ${CSCONFORM_FUZZTIME:-10s} each (ci/fuzz.sh)"
+ci/fuzz.sh
 
 echo "== race detector on the code that runs with real goroutines (real-time Env, TCP, server and agent)"
 go test -race -count=1 ./drivers/live ./impl

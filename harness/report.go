@@ -164,6 +164,9 @@ func (r *Result) WriteText(w io.Writer, epoch time.Time) {
 			fmt.Fprintf(w, "      %s\n", e)
 		}
 	}
+	for _, l := range r.Undecided {
+		fmt.Fprintf(w, "   UNDECIDED %s (%d operations): the linearizability checker timed out\n", l.Object, l.Ops)
+	}
 	for _, l := range r.Leftovers {
 		fmt.Fprintf(w, "   LEFT BEHIND (cleanup failed): %s\n", l)
 	}

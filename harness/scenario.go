@@ -16,6 +16,7 @@ import (
 	"github.com/csconform/csconform/drivers/sim"
 	"github.com/csconform/csconform/faults"
 	"github.com/csconform/csconform/impl"
+	"github.com/csconform/csconform/model/history"
 	"github.com/csconform/csconform/model/invariant"
 	"github.com/csconform/csconform/model/linear"
 	"github.com/csconform/csconform/model/network"
@@ -237,6 +238,8 @@ type Result struct {
 	// NotLinearizable are the objects whose history no sequential order explains (the second
 	// detector, model/linear).
 	NotLinearizable []linear.Result `json:"notLinearizable,omitempty"`
+	// Undecided are the objects the checker ran out of time on: not known to be linearizable.
+	Undecided []linear.Result `json:"undecided,omitempty"`
 	// LinearChecked says whether the run's history could be checked for linearizability (a world
 	// whose server runs out of reach, in a container, records no history of its own).
 	LinearChecked bool          `json:"linearizabilityChecked"`
@@ -350,7 +353,7 @@ func runScenario(sc *Scenario, profile string, defects impl.Switches, seed uint6
 		}
 	}
 	res.finish(c)
-	res.NotLinearizable = linear.Illegal(linear.Check(linear.Partitions(c.Rec.Events), 10*time.Second))
+	res.checkLinear(c.Rec.Events)
 	res.LinearChecked = true
 	res.VirtualEnd = c.Now().Sub(start)
 	res.Steps = c.w.steps()
@@ -372,6 +375,13 @@ func stopped(err error, lim Limits) error {
 		return &StoppedError{Reason: "interrupted: the run stopped between two scheduler steps", Interrupted: true}
 	}
 	return err
+}
+
+// checkLinear runs the linearizability checker on a run's history: what it cannot decide in time is
+// Undecided, never taken for linearizable.
+func (res *Result) checkLinear(events []history.Event) {
+	rs := linear.Check(linear.Partitions(events), 10*time.Second)
+	res.NotLinearizable, res.Undecided = linear.Illegal(rs), linear.Undecided(rs)
 }
 
 func profileMatches(profile string, d impl.Switches) bool {

@@ -33,14 +33,14 @@ expect:
 		t.Fatal(err)
 	}
 	runCLICases(t, []cliCase{
-		{[]string{"repro", f, "--profile", "fixed"}, exitUnmet, "UNEXPECTED: 1 scenario(s) did not meet their expectations"},
-		{[]string{"repro", f, "--profile", "cloudstack-4.22"}, exitUnmet, "UNEXPECTED"},
+		{[]string{"repro", f, "--profile", "fixed"}, exitExpectation, "UNEXPECTED: 1 scenario(s) did not meet their expectations"},
+		{[]string{"repro", f, "--profile", "cloudstack-4.22"}, exitExpectation, "UNEXPECTED"},
 		// a custom set of switches has no expectations to meet
 		{[]string{"repro", f, "--defects", "D3"}, 1, "orphan-domain"},
 	})
 	var out, errb bytes.Buffer
-	if code := run([]string{"repro", f, "--profile", "fixed", "--json"}, &out, &errb); code != exitUnmet {
-		t.Fatalf("--json: exit %d, want %d\n%s", code, exitUnmet, errb.String())
+	if code := run([]string{"repro", f, "--profile", "fixed", "--json"}, &out, &errb); code != exitExpectation {
+		t.Fatalf("--json: exit %d, want %d\n%s", code, exitExpectation, errb.String())
 	}
 	var rs []harness.Result
 	if err := json.Unmarshal(out.Bytes(), &rs); err != nil || len(rs) != 1 || !rs[0].Expected || len(rs[0].Mismatches) == 0 {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,6 +10,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -117,7 +117,13 @@ func exploreCmd(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintln(stderr, line)
 		}
 	}
-	o := explore.Options{Profile: *profile, Defects: sw, Detectors: det, Driver: *driver, Domains: *domains, Ctx: ctx, Seen: func(*explore.Outcome) { done++; progress() }}
+	o := explore.Options{Profile: *profile, Defects: sw, Detectors: det, Driver: *driver, Domains: *domains, Ctx: ctx, Seen: func(out *explore.Outcome) {
+		done++
+		if det.Linear && len(out.Undecided) > 0 {
+			sum.Undecided++ // never counted as linearizable
+		}
+		progress()
+	}}
 	shrink := time.Duration(0)
 	if *driver == "container" {
 		shrink = 5 * time.Minute // a case takes a minute or two of real time
@@ -159,10 +165,7 @@ func exploreCmd(args []string, stdout, stderr io.Writer) int {
 		}
 		fmt.Fprintf(stdout, "reports in %s\n", *out)
 	}
-	if sum.Found {
-		return 1
-	}
-	return 0
+	return verdictExit(sum.Found, sum.Undecided > 0)
 }
 
 func isTerminal(w io.Writer) bool {
@@ -174,39 +177,23 @@ func isTerminal(w io.Writer) bool {
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
 
-// readHistory reads a history file (JSON lines), naming the line of the first bad one.
-func readHistory(path string) ([]history.Event, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	var events []history.Event
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<26)
-	for n := 1; sc.Scan(); n++ {
-		line := strings.TrimSpace(sc.Text())
-		if line == "" {
-			continue
+// parseBytes reads a size: a number of bytes, or one with a KiB, MiB or GiB suffix.
+func parseBytes(s string) (int64, error) {
+	mult := int64(1)
+	for _, u := range []struct {
+		suffix string
+		mult   int64
+	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}} {
+		if n, ok := strings.CutSuffix(s, u.suffix); ok {
+			s, mult = n, u.mult
+			break
 		}
-		var e history.Event
-		dec := json.NewDecoder(strings.NewReader(line))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&e); err != nil {
-			return nil, fmt.Errorf("%s:%d: not a history event: %v", path, n, err)
-		}
-		if e.Kind == "" || e.Seq == 0 {
-			return nil, fmt.Errorf("%s:%d: not a history event: no seq or kind", path, n)
-		}
-		events = append(events, e)
 	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("%s: %v", path, err)
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n < 1 || n > (1<<62)/mult {
+		return 0, fmt.Errorf("want a size such as 1048576, 512MiB or 2GiB")
 	}
-	if len(events) == 0 {
-		return nil, fmt.Errorf("%s: no events", path)
-	}
-	return events, nil
+	return n * mult, nil
 }
 
 func checkCmd(args []string, stdout, stderr io.Writer) int {
@@ -214,18 +201,33 @@ func checkCmd(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	out := fs.String("out", "", "")
 	asJSON := fs.Bool("json", false, "")
+	timeout := fs.Duration("timeout", 30*time.Second, "")
+	maxInput := fs.String("max-input", "1GiB", "")
+	maxLine := fs.String("max-line", "1MiB", "")
 	fs.Usage = func() { fmt.Fprint(stderr, usage) }
 	if err := fs.Parse(args); err != nil {
-		return 2
+		return exitBadInput
 	}
+	fail := func(err error) int { fmt.Fprintln(stderr, "csconform check:", err); return exitBadInput }
 	if fs.NArg() != 1 {
-		fmt.Fprintln(stderr, "csconform check: name one history file (JSON lines, as written by repro --history or explore --out)")
-		return 2
+		return fail(fmt.Errorf("name one history file (JSON lines, as written by repro --history or explore --out)"))
 	}
-	events, err := readHistory(fs.Arg(0))
+	if *timeout < 0 {
+		return fail(fmt.Errorf("--timeout must not be negative (0: no limit)"))
+	}
+	var lim history.Limits
+	var err error
+	if lim.MaxTotal, err = parseBytes(*maxInput); err != nil {
+		return fail(fmt.Errorf("--max-input: %v", err))
+	}
+	line, err := parseBytes(*maxLine)
+	if err != nil || line > 1<<30 {
+		return fail(fmt.Errorf("--max-line: want a size up to 1GiB such as 65536 or 4MiB"))
+	}
+	lim.MaxLine = int(line)
+	events, err := history.ReadFile(fs.Arg(0), lim)
 	if err != nil {
-		fmt.Fprintln(stderr, "csconform check:", err)
-		return 2
+		return fail(err)
 	}
 	var violations []history.Event
 	for _, e := range events {
@@ -233,12 +235,12 @@ func checkCmd(args []string, stdout, stderr io.Writer) int {
 			violations = append(violations, e)
 		}
 	}
-	results := linear.Check(linear.Partitions(events), 30*time.Second)
-	bad := linear.Illegal(results)
+	results := linear.Check(linear.Partitions(events), *timeout)
+	bad, undecided := linear.Illegal(results), linear.Undecided(results)
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
-		_ = enc.Encode(map[string]any{"events": len(events), "partitions": results, "violations": violations})
+		_ = enc.Encode(map[string]any{"events": len(events), "partitions": results, "violations": violations, "undecided": len(undecided)})
 	} else {
 		fmt.Fprintf(stdout, "%d events, %d partitions checked\n", len(events), len(results))
 		for _, v := range violations {
@@ -247,32 +249,32 @@ func checkCmd(args []string, stdout, stderr io.Writer) int {
 		for _, r := range bad {
 			fmt.Fprintf(stdout, "NOT LINEARIZABLE %s (%d operations):\n%s\n", r.Object, r.Ops, strings.Join(r.Explain, "\n"))
 		}
-		for _, r := range results {
-			if r.Verdict == "unknown" {
-				fmt.Fprintf(stdout, "UNDECIDED %s: the checker timed out\n", r.Object)
-			}
+		for _, r := range undecided {
+			fmt.Fprintf(stdout, "UNDECIDED %s (%d operations): the checker timed out\n", r.Object, r.Ops)
 		}
-		if len(violations) == 0 && len(bad) == 0 {
+		// undecided is neither linearizable nor not: it gets its own line, never "linearizable"
+		if len(undecided) > 0 {
+			fmt.Fprintf(stdout, "%d partitions undecided: no answer within %s each (--timeout raises it)\n", len(undecided), *timeout)
+		}
+		switch {
+		case len(violations) > 0 || len(bad) > 0:
+		case len(undecided) > 0:
+			fmt.Fprintln(stdout, "no violation recorded; the partitions decided are linearizable")
+		default:
 			fmt.Fprintln(stdout, "no violation recorded; every partition is linearizable")
 		}
 	}
 	if *out != "" {
 		if err := os.MkdirAll(*out, 0o755); err != nil {
-			fmt.Fprintln(stderr, "csconform check:", err)
-			return 2
+			return fail(err)
 		}
 		for _, r := range bad {
-			name := r.FileName()
-			if err := r.Visualize(*out + "/" + name); err != nil {
-				fmt.Fprintln(stderr, "csconform check:", err)
-				return 2
+			if err := r.Visualize(filepath.Join(*out, r.FileName())); err != nil {
+				return fail(err)
 			}
 		}
 	}
-	if len(violations) > 0 || len(bad) > 0 {
-		return 1
-	}
-	return 0
+	return verdictExit(len(violations) > 0 || len(bad) > 0, len(undecided) > 0)
 }
 
 // benchCmd prints how fast each defect is found (each switched on alone), how fast the simulator runs

@@ -11,7 +11,7 @@ func TestExploreAndCheck(t *testing.T) {
 	dir := t.TempDir()
 	out := filepath.Join(dir, "out")
 	garbage := filepath.Join(dir, "garbage.jsonl")
-	os.WriteFile(garbage, []byte(`{"seq":1,"kind":"call"}`+"\nnot json\n"), 0o644)
+	os.WriteFile(garbage, []byte(`{"seq":1,"kind":"call","op":1}`+"\nnot json\n"), 0o644)
 	cases := []cliCase{
 		{[]string{"explore", "--shard", "3/2"}, 2, "--shard wants i/n"},
 		{[]string{"explore", "--detectors", "eyes"}, 2, "--detectors wants"},

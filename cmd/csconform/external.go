@@ -217,8 +217,7 @@ func reproExternalCmd(f *extFlags, set map[string]bool, name string, asJSON bool
 		r.WriteText(stdout, r.Started)
 		fmt.Fprintln(stdout, summary([]*harness.Result{r}))
 	}
-	switch {
-	case len(r.Leftovers) > 0:
+	if len(r.Leftovers) > 0 {
 		fmt.Fprintf(stderr, "csconform repro: the cleanup left %d thing(s) of run %s behind (listed above): remove them by hand\n", len(r.Leftovers), r.Run)
 		return 2
 	}

@@ -20,8 +20,8 @@ import (
 	"github.com/csconform/csconform/drivers/sim"
 	"github.com/csconform/csconform/faults"
 	"github.com/csconform/csconform/harness"
-	"github.com/csconform/csconform/harness/explore"
 	"github.com/csconform/csconform/impl"
+	"github.com/csconform/csconform/model/history"
 )
 
 const usage = `csconform finds orchestration races in CloudStack-style management servers.
@@ -35,7 +35,8 @@ Usage:
   csconform faults                         list the faults a scenario can inject
   csconform config                         list the configuration keys and their defaults
   csconform explore [flags]                random programs with faults until a detector flags one
-  csconform check FILE                     re-check a saved history (JSON lines); exit 1 on a finding
+  csconform check FILE [flags]             re-check a saved history (JSON lines); exit 1 on a finding,
+                                           3 if some object is undecided (see check flags)
   csconform bench [flags]                  time to find each defect, simulator and checker speed
   csconform mutants [run]                  the mutation catalogue; run (in a -tags mutants build)
                                            scores the detectors and exploration against it
@@ -102,13 +103,24 @@ explore flags:
                    counterexample.yaml and one porcupine HTML per failing partition
   --quiet          no progress bar
 
+check flags:
+  --timeout D      how long the linearizability checker may take per object (default 30s; 0: no
+                   limit); an object it cannot decide in time is UNDECIDED (exit 3 if nothing else
+                   is found)
+  --max-input N    read at most N bytes (default 1GiB; KiB, MiB, GiB suffixes)
+  --max-line N     refuse a line longer than N bytes (default 1MiB)
+  --json           print the verdicts as JSON
+  --out DIR        one porcupine HTML per partition that is not linearizable
+
 bench flags:
   --seeds N        seeds per defect (default 20)
   --budget N       cases per seed at most (default 100)
   --detectors D    both (default), invariants or linear
 
-Exit status: 0 no violation, 1 a violation was found, 2 bad input or a run stopped at a bound,
-4 an outcome that differs from the scenario's expectations, 130 interrupted.
+Exit status: 0 nothing found and every expectation met, 1 a violation was found, 2 bad input or
+a run stopped at a bound, 3 could not decide (the linearizability checker timed out on some object,
+and nothing else was found), 4 an outcome that differs from the scenario's expectations, 130
+interrupted.
 `
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
@@ -167,9 +179,6 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fmt.Fprintf(stderr, "csconform: unknown command %q\n\n%s", args[0], usage)
 	return 2
 }
-
-// exitUnmet is the status of a run whose outcome differs from its scenario's expectations.
-const exitUnmet = 4
 
 // exitInterrupted is the status of a run stopped by Ctrl-C or SIGTERM (128 + SIGINT, as a shell has it).
 const exitInterrupted = 130
@@ -346,18 +355,18 @@ func repro(args []string, stdout, stderr io.Writer) int {
 }
 
 // reproStatus is repro's exit status: an expectation not met (4) wins over a violation (1), so a
-// profile whose expected violations stop showing fails the run instead of passing as "found".
+// profile whose expected violations stop showing fails the run instead of passing as "found"; a
+// violation wins over an undecided object (3).
 func reproStatus(rs []*harness.Result) int {
-	status := 0
+	found, undecided := false, false
 	for _, r := range rs {
 		if r.Expected && len(r.Mismatches) > 0 {
-			return exitUnmet
+			return exitExpectation
 		}
-		if len(r.Violations) > 0 || len(r.NotLinearizable) > 0 {
-			status = 1
-		}
+		found = found || len(r.Violations) > 0 || len(r.NotLinearizable) > 0
+		undecided = undecided || len(r.Undecided) > 0
 	}
-	return status
+	return verdictExit(found, undecided)
 }
 
 func summary(rs []*harness.Result) string {
@@ -395,24 +404,38 @@ func findings(rs []*harness.Result) string {
 			names = append(names, r.Scenario+": not linearizable: "+l.Object)
 		}
 	}
+	// an object the checker could not decide is named as such, never counted as linearizable
+	var undecided []string
+	for _, r := range rs {
+		for _, l := range r.Undecided {
+			undecided = append(undecided, r.Scenario+": "+l.Object)
+		}
+	}
+	und := ""
+	if len(undecided) > 0 {
+		und = fmt.Sprintf("\n%d object(s) undecided (the linearizability checker timed out): not known to be linearizable:\n  %s", len(undecided), strings.Join(undecided, "\n  "))
+	}
 	if n == 0 {
 		lin := ", every object's history linearizable"
+		if len(undecided) > 0 {
+			lin = ", every object's history decided linearizable"
+		}
 		for _, r := range rs {
 			if !r.LinearChecked {
 				lin = " (linearizability not checked: the world records no server history)"
 			}
 		}
-		return fmt.Sprintf("%d scenario(s), no invariant violated%s", len(rs), lin)
+		return fmt.Sprintf("%d scenario(s), no invariant violated%s%s", len(rs), lin, und)
 	}
-	return fmt.Sprintf("%d scenario(s), %d with findings (%d in all):\n  %s", len(rs), bad, n, strings.Join(names, "\n  "))
+	return fmt.Sprintf("%d scenario(s), %d with findings (%d in all):\n  %s%s", len(rs), bad, n, strings.Join(names, "\n  "), und)
 }
 
 func writeHistory(path string, r *harness.Result) error {
 	switch {
 	case r.Cluster != nil:
-		return explore.WriteHistory(path, r.Cluster.Rec.Events)
+		return history.WriteFile(path, r.Cluster.Rec.Events)
 	case r.Rec != nil:
-		return explore.WriteHistory(path, r.Rec.Events)
+		return history.WriteFile(path, r.Rec.Events)
 	}
 	return errors.New("no history recorded")
 }

@@ -195,6 +195,12 @@ func newLogSink(stderr io.Writer, verbose bool, historyFile string) (*logSink, f
 	if historyFile == "" {
 		return s, func() {}, nil
 	}
+	// appending to a history (a restarted server): its numbers go on, as csconform check needs
+	last, err := history.LastSeq(historyFile)
+	if err != nil {
+		return nil, nil, err
+	}
+	s.seq = last
 	f, err := os.OpenFile(historyFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, nil, err

@@ -57,6 +57,8 @@ type Outcome struct {
 	Actions int // how many actions the program was drawn as (its steps may be more)
 	Result  *harness.Result
 	Illegal []linear.Result // the partitions no sequential order explains
+	// Undecided are the partitions the checker ran out of time on: not known to be linearizable.
+	Undecided []linear.Result
 }
 
 // Failed says whether the detectors flag the run.
@@ -79,7 +81,7 @@ func Run(sc *harness.Scenario, o Options) (*Outcome, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Outcome{Program: sc, Result: res, Illegal: res.NotLinearizable}, nil
+	return &Outcome{Program: sc, Result: res, Illegal: res.NotLinearizable, Undecided: res.Undecided}, nil
 }
 
 // Property is the rapid property: a random program runs without a finding.

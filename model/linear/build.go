@@ -60,19 +60,27 @@ type call struct {
 // Partitions turns a history into one porcupine history per object. Times are the events' sequence
 // numbers: the recorder's order is the order things happened in, which virtual time (where many events
 // share an instant) is not.
+//
+// It takes any events without panicking (history.Read refuses malformed ones before they get here):
+// an object's model follows from its name alone (vm:, network:, ip:), so an event whose kind does not
+// fit its object's model (an address change on a VM) is left out instead of reaching a model that
+// cannot read it; open sections are keyed by object and thread as a pair, so no name can make one
+// object's section another's; and an event numbered before an earlier one counts as happening when
+// it is read, so that no operation returns before it is called.
 func Partitions(events []history.Event) []Partition {
-	b := builder{parts: map[string]*Partition{}, calls: map[int]*call{}, sections: map[string]int{}, clients: map[string]map[string]int{}}
-	end := int64(len(events)) + 1
-	if n := len(events); n > 0 {
-		end = events[n-1].Seq + 1
-	}
+	b := builder{parts: map[string]*Partition{}, calls: map[int]*call{}, sections: map[section]int{}, clients: map[string]map[string]int{}}
 	for _, e := range events {
+		if e.Seq <= b.now {
+			e.Seq = b.now + 1
+		}
+		b.now = e.Seq
 		b.event(e)
 	}
+	end := b.now + 1
 	// operations that never returned are indeterminate: they may take effect any time after the call
 	for _, id := range slices.Sorted(maps.Keys(b.calls)) {
 		c := b.calls[id]
-		if k := VMKind(c.name); k != "" && strings.HasPrefix(c.object, "vm:") {
+		if k := VMKind(c.name); k != "" && modelOf(c.object) == "vm" {
 			b.vmOp(c.object, c.actor, k, c.name, Unknown, c.seq, end, nil)
 		}
 	}
@@ -93,16 +101,35 @@ func Partitions(events []history.Event) []Partition {
 	return out
 }
 
+// modelOf is the model of an object by its name ("" if none checks it).
+func modelOf(object string) string {
+	for _, m := range []string{"vm", "network", "ip"} {
+		if strings.HasPrefix(object, m+":") {
+			return m
+		}
+	}
+	return ""
+}
+
 const open = -1
+
+// section names a thread's open critical section on a network.
+type section struct{ object, actor string }
 
 type builder struct {
 	parts    map[string]*Partition
 	calls    map[int]*call
-	sections map[string]int // "network:N|actor" -> index of the open critical section's op
+	sections map[section]int // index of the open critical section's op in its object's partition
 	clients  map[string]map[string]int
+	now      int64 // the last event's time
 }
 
+// add adds an operation to object's partition, or drops it if model is not the object's (see
+// Partitions).
 func (b *builder) add(object, model, actor string, in, out any, call, ret int64, meta any) int {
+	if modelOf(object) != model {
+		return -1
+	}
 	p := b.parts[object]
 	if p == nil {
 		p = &Partition{Object: object, Model: model}
@@ -143,7 +170,7 @@ func (b *builder) event(e history.Event) {
 		}
 		delete(b.calls, e.Op)
 		k := VMKind(c.name)
-		if k == "" || !strings.HasPrefix(e.Object, "vm:") {
+		if k == "" || modelOf(e.Object) != "vm" {
 			return
 		}
 		out := OK
@@ -166,9 +193,6 @@ func (b *builder) event(e history.Event) {
 			return
 		}
 		for _, obj := range strings.Split(e.Object, ",") {
-			if !strings.HasPrefix(obj, "vm:") {
-				continue
-			}
 			// The domain goes down some time after the fault (a guest's poweroff takes a while), so
 			// the operation stays open: it may take effect any time after it began.
 			if e.From == "" {
@@ -176,11 +200,11 @@ func (b *builder) event(e history.Event) {
 			}
 		}
 	case history.Observe:
-		switch {
-		case strings.HasPrefix(e.Object, "vm:"):
+		switch modelOf(e.Object) {
+		case "vm":
 			s := VMState{On: strings.HasPrefix(e.To, "on/"), Dead: strings.HasSuffix(e.To, "/dead")}
 			b.add(e.Object, "vm", "observer", VMInput{Kind: VMObserve, Seen: s}, OK, e.Seq, e.Seq, e.Detail)
-		case strings.HasPrefix(e.Object, "ip:"):
+		case "ip":
 			var users []string
 			if e.To != "" {
 				users = strings.Split(e.To, ",")
@@ -194,21 +218,21 @@ func (b *builder) event(e history.Event) {
 		if !ok {
 			return
 		}
-		key := "network:" + id + "|" + e.Actor
+		key := section{"network:" + id, e.Actor}
 		if e.To == "held" {
 			if _, re := b.sections[key]; !re {
-				b.sections[key] = b.add("network:"+id, "network", e.Actor, NetInput{Actor: e.Actor, Locked: true}, nil, e.Seq, open, "lock held")
+				b.sections[key] = b.add(key.object, "network", e.Actor, NetInput{Actor: e.Actor, Locked: true}, nil, e.Seq, open, "lock held")
 			}
 		} else if i, held := b.sections[key]; held {
-			b.parts["network:"+id].Ops[i].Return = e.Seq
+			b.parts[key.object].Ops[i].Return = e.Seq
 			delete(b.sections, key)
 		}
 	case history.State:
-		if !strings.HasPrefix(e.Object, "network:") {
+		if modelOf(e.Object) != "network" {
 			return
 		}
 		w := Transition{From: e.From, To: e.To}
-		if i, held := b.sections[e.Object+"|"+e.Actor]; held && e.LockHolder == e.Actor {
+		if i, held := b.sections[section{e.Object, e.Actor}]; held && e.LockHolder == e.Actor {
 			op := &b.parts[e.Object].Ops[i]
 			in := op.Input.(NetInput)
 			in.Writes = append(slices.Clip(in.Writes), w)
@@ -237,7 +261,12 @@ type Result struct {
 func Check(parts []Partition, timeout time.Duration) []Result {
 	out := make([]Result, 0, len(parts))
 	for _, p := range parts {
-		m := Models[p.Model]
+		m, ok := Models[p.Model]
+		if !ok {
+			// a partition made by hand with no model: nothing decides it
+			out = append(out, Result{Object: p.Object, Model: p.Model, Ops: len(p.Ops), Verdict: "unknown", Explain: []string{"  no model " + p.Model}})
+			continue
+		}
 		res, info := porcupine.CheckOperationsVerbose(m, p.Ops, timeout)
 		r := Result{Object: p.Object, Model: p.Model, Ops: len(p.Ops), info: info, ops: p.Ops}
 		switch res {
@@ -259,6 +288,18 @@ func Illegal(rs []Result) []Result {
 	var out []Result
 	for _, r := range rs {
 		if r.Verdict == "illegal" {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// Undecided is the results the checker could not decide within its time: neither linearizable nor
+// not, and never to be reported as either.
+func Undecided(rs []Result) []Result {
+	var out []Result
+	for _, r := range rs {
+		if r.Verdict == "unknown" {
 			out = append(out, r)
 		}
 	}

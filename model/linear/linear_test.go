@@ -56,17 +56,21 @@ func ipW(from, to string) history.Event {
 	return history.Event{Kind: history.IP, Actor: "ms", Object: "ip:10.1.1.10", From: from, To: to}
 }
 
-func TestModels(t *testing.T) {
+type modelCase struct {
+	name    string
+	events  []history.Event
+	illegal string // the object that must fail, "" for none
+}
+
+// modelCases are small histories, each legal or illegal in one object (TestModels; seeds of
+// FuzzPartitions).
+func modelCases() []modelCase {
 	const v = "vm:2"
 	deployed := []history.Event{callE(1, "c1", "network:1", "deploy web1"), obsVM(v, false, false), obsVM(v, true, false), ret(1, "c1", v, "ok"), obsVM(v, true, false)}
 	with := func(es ...history.Event) []history.Event {
 		return h(append(append([]history.Event(nil), deployed...), es...)...)
 	}
-	cases := []struct {
-		name    string
-		events  []history.Event
-		illegal string // the object that must fail, "" for none
-	}{
+	return []modelCase{
 		{"destroy returned ok but the domain runs on with a dead record (D3)",
 			with(callE(2, "c2", v, "destroyExpunge web1"), obsVM(v, false, false), ret(2, "c2", v, "ok"), obsVM(v, true, true)), v},
 		{"destroy returned ok and the domain is gone",
@@ -103,7 +107,10 @@ func TestModels(t *testing.T) {
 		{"an address handed on after its domain stopped",
 			h(ipW("free", "vm:2"), obsIP("ip:10.1.1.10", "vm:2"), obsIP("ip:10.1.1.10", ""), ipW("vm:2", "free"), ipW("free", "vm:5"), obsIP("ip:10.1.1.10", "vm:5")), ""},
 	}
-	for _, c := range cases {
+}
+
+func TestModels(t *testing.T) {
+	for _, c := range modelCases() {
 		t.Run(c.name, func(t *testing.T) {
 			rs := Check(Partitions(c.events), 0)
 			bad := Illegal(rs)

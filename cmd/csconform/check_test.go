@@ -1,0 +1,119 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/csconform/csconform/harness"
+	"github.com/csconform/csconform/model/history"
+	"github.com/csconform/csconform/model/linear"
+)
+
+// hardHistory is a network whose n threads hold its lock at once, each writing A→A, and one more
+// writing B→C: no order explains it, and porcupine tries the 2^n orders of the others first, so it
+// cannot decide it in a few milliseconds.
+func hardHistory(n int) []history.Event {
+	var es []history.Event
+	add := func(e history.Event) { e.Seq = int64(len(es) + 1); es = append(es, e) }
+	add(history.Event{Kind: history.State, Actor: "api", Object: "network:1", To: "A"})
+	write := func(actor, from, to string) {
+		add(history.Event{Kind: history.Lock, Actor: actor, Object: "networks1", To: "held"})
+		add(history.Event{Kind: history.State, Actor: actor, Object: "network:1", From: from, To: to, LockHolder: actor})
+	}
+	for i := range n {
+		write(fmt.Sprintf("w%d", i), "A", "A")
+	}
+	write("x", "B", "C")
+	for i := range n {
+		add(history.Event{Kind: history.Lock, Actor: fmt.Sprintf("w%d", i), Object: "networks1", From: "held", To: "released"})
+	}
+	add(history.Event{Kind: history.Lock, Actor: "x", Object: "networks1", From: "held", To: "released"})
+	return es
+}
+
+func TestCheck(t *testing.T) {
+	dir := t.TempDir()
+	file := func(name, content string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	hard := filepath.Join(dir, "hard.jsonl")
+	if err := history.WriteFile(hard, hardHistory(24)); err != nil {
+		t.Fatal(err)
+	}
+	hardViolation := filepath.Join(dir, "hard-violation.jsonl")
+	es := hardHistory(24)
+	es = append(es, history.Event{Seq: int64(len(es) + 1), Kind: history.Violation, Actor: "checker", Object: "network:1", To: "network-lock", Detail: "x"})
+	if err := history.WriteFile(hardViolation, es); err != nil {
+		t.Fatal(err)
+	}
+	// issue 16's reproducers: both panicked
+	lockPipe := file("lock-pipe.jsonl", `{"seq":1,"actor":"c","kind":"lock","object":"networks1|b","to":"held"}
+{"seq":2,"actor":"b|c","kind":"state","object":"network:1","to":"Allocated","lockHolder":"b|c"}
+`)
+	ipOnVM := file("ip-on-vm.jsonl", `{"seq":1,"actor":"ms","kind":"ip","object":"vm:1","from":"free","to":"vm:1"}
+{"seq":2,"actor":"observer","kind":"observe","object":"vm:1","to":"on/live"}
+`)
+	ok := `{"seq":1,"kind":"log","detail":"hello"}` + "\n"
+	long := file("long.jsonl", ok+`{"seq":2,"kind":"log","detail":"`+strings.Repeat("x", 300)+`"}`+"\n")
+	runCLICases(t, []cliCase{
+		{[]string{"check", lockPipe}, exitOK, "every partition is linearizable"},
+		{[]string{"check", ipOnVM}, exitBadInput, "ip-on-vm.jsonl:1: not a history event: an ip event is about an address (ip:A), not \"vm:1\""},
+		{[]string{"check", "--timeout", "50ms", hard}, exitUndecided, "1 partitions undecided: no answer within 50ms each"},
+		{[]string{"check", "--timeout", "50ms", "--json", hard}, exitUndecided, `"verdict": "unknown"`},
+		{[]string{"check", "--timeout", "50ms", hardViolation}, exitFound, "INVARIANT network-lock"},
+		{[]string{"check", "--timeout", "-1s", hard}, exitBadInput, "--timeout must not be negative"},
+		{[]string{"check", "--max-line", "100", long}, exitBadInput, "long.jsonl:2: line longer than the cap of 100 bytes"},
+		{[]string{"check", "--max-input", "200", long}, exitBadInput, "long.jsonl: longer than the cap of 200 bytes"},
+		{[]string{"check", "--max-input", "1KiB", long}, exitOK, "2 events"},
+		{[]string{"check", "--max-input", "lots", long}, exitBadInput, "--max-input: want a size"},
+		{[]string{"check", "/dev/zero"}, exitBadInput, "/dev/zero:1: line longer than the cap of 1048576 bytes"},
+	})
+}
+
+// TestUndecidedIsNeverLinearizable: repro's summary names an undecided object and never says every
+// history is linearizable.
+func TestUndecidedIsNeverLinearizable(t *testing.T) {
+	r := &harness.Result{Scenario: "s", LinearChecked: true, Undecided: []linear.Result{{Object: "vm:1", Verdict: "unknown"}}}
+	s := summary([]*harness.Result{r})
+	if strings.Contains(s, "every object's history linearizable") || !strings.Contains(s, "1 object(s) undecided") || !strings.Contains(s, "s: vm:1") {
+		t.Fatalf("summary:\n%s", s)
+	}
+	for _, c := range []struct {
+		found, undecided bool
+		want             int
+	}{{false, false, exitOK}, {true, false, exitFound}, {false, true, exitUndecided}, {true, true, exitFound}} {
+		if got := verdictExit(c.found, c.undecided); got != c.want {
+			t.Errorf("verdictExit(%v, %v) = %d, want %d", c.found, c.undecided, got, c.want)
+		}
+	}
+}
+
+// TestRestartedServerHistoryReads: a server restarted on the same --history file numbers on, so the
+// file stays one csconform check reads (it numbered from 1 again, which check refuses).
+func TestRestartedServerHistoryReads(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "server.jsonl")
+	for range 2 {
+		s, closeSink, err := newLogSink(io.Discard, false, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Emit(history.Event{Kind: history.Log, Actor: "ms", Detail: "started"})
+		s.Emit(history.Event{Kind: history.Lock, Actor: "w1", Object: "networks1", To: "held"})
+		closeSink()
+	}
+	es, err := history.ReadFile(p, history.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(es) != 4 || es[3].Seq != 4 {
+		t.Fatalf("read %+v", es)
+	}
+}
