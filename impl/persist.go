@@ -18,6 +18,10 @@ import (
 	"slices"
 
 	"github.com/csconform/csconform/model/history"
+	"github.com/csconform/csconform/model/host"
+	"github.com/csconform/csconform/model/job"
+	"github.com/csconform/csconform/model/network"
+	"github.com/csconform/csconform/model/vm"
 )
 
 const dbFileVersion = 1
@@ -58,7 +62,8 @@ func (db *DB) encode() ([]byte, error) {
 	return json.MarshalIndent(f, "", " ")
 }
 
-// decode replaces the tables with a state file's.
+// decode replaces the tables with a state file's, and refuses a file the server could not run on
+// (see check): a null row, an id out of range, a row pointing at one that does not exist.
 func (db *DB) decode(b []byte) error {
 	var f dbFile
 	if err := json.Unmarshal(b, &f); err != nil {
@@ -68,31 +73,142 @@ func (db *DB) decode(b []byte) error {
 		return fmt.Errorf("version %d, this build reads version %d", f.Version, dbFileVersion)
 	}
 	db.nextID = f.NextID
-	for _, v := range f.VMs {
-		db.vms[v.ID] = v
+	if err := putRows("VMs", db.vms, f.VMs, func(v *VMVO) int64 { return v.ID }); err != nil {
+		return err
 	}
-	for _, n := range f.Networks {
-		db.networks[n.ID] = n
+	if err := putRows("Networks", db.networks, f.Networks, func(n *NetworkVO) int64 { return n.ID }); err != nil {
+		return err
 	}
-	for _, n := range f.Nics {
-		db.nics[n.ID] = n
+	if err := putRows("Nics", db.nics, f.Nics, func(n *NicVO) int64 { return n.ID }); err != nil {
+		return err
+	}
+	if err := putRows("Volumes", db.volumes, f.Volumes, func(v *VolumeVO) int64 { return v.ID }); err != nil {
+		return err
+	}
+	if err := putRows("Jobs", db.jobs, f.Jobs, func(j *JobVO) int64 { return j.ID }); err != nil {
+		return err
+	}
+	if err := putRows("Hosts", db.hosts, f.Hosts, func(h *HostVO) string { return h.ID }); err != nil {
+		return err
+	}
+	if err := putRows("Locks", db.locks, f.Locks, func(l *LockVO) string { return l.Key }); err != nil {
+		return err
 	}
 	for id, ips := range f.IPs {
 		db.ips[id] = ips
 	}
-	for _, v := range f.Volumes {
-		db.volumes[v.ID] = v
-	}
-	for _, h := range f.Hosts {
-		db.hosts[h.ID] = h
-	}
-	for _, j := range f.Jobs {
-		db.jobs[j.ID] = j
-	}
-	for _, l := range f.Locks {
-		db.locks[l.Key] = l
+	return db.check()
+}
+
+// putRows adds a table's rows to m, refusing a null row, an empty or non-positive key and a key seen
+// twice (the second row would silently replace the first).
+func putRows[K int64 | string, V any](name string, m map[K]*V, rows []*V, key func(*V) K) error {
+	for i, r := range rows {
+		if r == nil {
+			return fmt.Errorf("%s[%d] is null", name, i)
+		}
+		k := key(r)
+		var zero K
+		if k <= zero {
+			return fmt.Errorf("%s[%d] has key %v: keys are positive ids or non-empty names", name, i, k)
+		}
+		if _, dup := m[k]; dup {
+			return fmt.Errorf("%s[%d]: a second row with key %v", name, i, k)
+		}
+		m[k] = r
 	}
 	return nil
+}
+
+// check refuses loaded tables the server could not run on: ids the next insert would reuse (NextID
+// below an existing id silently replaces that row at the next deploy), states no state machine knows,
+// and rows pointing at rows that do not exist where the server follows the pointer (a NIC's VM and
+// network, a VM's networks, a network's router, a volume's VM, a pool's network, a job's VM or
+// network). A pool address held by a NIC that is gone is kept: the reference tolerates it, and a
+// defect can leave it so.
+func (db *DB) check() error {
+	// one sequence numbers the VMs, networks, NICs, volumes and jobs (DB.id)
+	maxID := max(maxKey(db.vms), maxKey(db.networks), maxKey(db.nics), maxKey(db.volumes), maxKey(db.jobs))
+	if db.nextID < maxID {
+		return fmt.Errorf("NextID %d is below the highest id in use (%d): the next insert would replace a row", db.nextID, maxID)
+	}
+	for _, id := range slices.Sorted(maps.Keys(db.vms)) {
+		v := db.vms[id]
+		if !slices.Contains(vm.States(), v.State) {
+			return fmt.Errorf("VM %d: unknown state %q", id, v.State)
+		}
+		if !slices.Contains(vm.PowerStates(), v.PowerState) {
+			return fmt.Errorf("VM %d: unknown power state %q", id, v.PowerState)
+		}
+		for _, n := range v.NetworkIDs {
+			if db.networks[n] == nil {
+				return fmt.Errorf("VM %d is on network %d, which does not exist", id, n)
+			}
+		}
+	}
+	for _, id := range slices.Sorted(maps.Keys(db.networks)) {
+		n := db.networks[id]
+		if !slices.Contains(network.States(), n.State) {
+			return fmt.Errorf("network %d: unknown state %q", id, n.State)
+		}
+		if n.RouterID != 0 && db.vms[n.RouterID] == nil {
+			return fmt.Errorf("network %d has router %d, which does not exist", id, n.RouterID)
+		}
+	}
+	for _, id := range slices.Sorted(maps.Keys(db.nics)) {
+		n := db.nics[id]
+		if db.vms[n.VMID] == nil {
+			return fmt.Errorf("NIC %d belongs to VM %d, which does not exist", id, n.VMID)
+		}
+		if db.networks[n.NetworkID] == nil {
+			return fmt.Errorf("NIC %d is on network %d, which does not exist", id, n.NetworkID)
+		}
+	}
+	for _, id := range slices.Sorted(maps.Keys(db.ips)) {
+		if db.networks[id] == nil {
+			return fmt.Errorf("IPs: a pool for network %d, which does not exist", id)
+		}
+		for i, ip := range db.ips[id] {
+			if ip == nil {
+				return fmt.Errorf("IPs[%d][%d] is null", id, i)
+			}
+			if ip.NicID < 0 {
+				return fmt.Errorf("IPs[%d][%d]: NIC id %d", id, i, ip.NicID)
+			}
+		}
+	}
+	for _, id := range slices.Sorted(maps.Keys(db.volumes)) {
+		if v := db.volumes[id]; db.vms[v.VMID] == nil {
+			return fmt.Errorf("volume %d belongs to VM %d, which does not exist", id, v.VMID)
+		}
+	}
+	for _, id := range slices.Sorted(maps.Keys(db.hosts)) {
+		// "" is a row HostTransit created whose first event the state machine refused
+		if h := db.hosts[id]; h.Status != "" && !slices.Contains(host.Statuses(), h.Status) {
+			return fmt.Errorf("host %s: unknown status %q", id, h.Status)
+		}
+	}
+	for _, id := range slices.Sorted(maps.Keys(db.jobs)) {
+		j := db.jobs[id]
+		if !slices.Contains(job.Statuses(), j.Status) {
+			return fmt.Errorf("job %d: unknown status %q", id, j.Status)
+		}
+		switch {
+		case j.InstanceType == "VirtualMachine" && db.vms[j.InstanceID] == nil:
+			return fmt.Errorf("job %d is on VM %d, which does not exist", id, j.InstanceID)
+		case j.InstanceType == "Network" && db.networks[j.InstanceID] == nil:
+			return fmt.Errorf("job %d is on network %d, which does not exist", id, j.InstanceID)
+		}
+	}
+	return nil
+}
+
+func maxKey[V any](m map[int64]V) int64 {
+	var out int64
+	for k := range m {
+		out = max(out, k)
+	}
+	return out
 }
 
 // OpenDB returns the database kept in the state file path: loaded from it when it exists, else empty,
