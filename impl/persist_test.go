@@ -237,9 +237,9 @@ func TestOpenDBRefusesBrokenTables(t *testing.T) {
 	populate(t, db)
 	good := encoded(t, db)
 	cases := []struct {
-		name  string
+		name   string
 		break_ func(f map[string]any)
-		want  string
+		want   string
 	}{
 		{"null VM", func(f map[string]any) { f["VMs"].([]any)[1] = nil }, "VMs[1] is null"},
 		{"null network", func(f map[string]any) { f["Networks"].([]any)[0] = nil }, "Networks[0] is null"},
