@@ -299,3 +299,14 @@ func TestOpenDBRefusesBrokenTables(t *testing.T) {
 		})
 	}
 }
+
+// Detach does not wait for the lock: a stopping server behind a queue of writers (each fsyncing)
+// detaches at once. If Detach took the lock, this test would deadlock.
+func TestDetachDoesNotWaitForTheLock(t *testing.T) {
+	db, err := OpenDB(newClock(), nil, filepath.Join(t.TempDir(), "state.json"))
+	require.NoError(t, err)
+	db.mu.Lock() // a writer in the middle of its commit
+	db.Detach()
+	db.mu.Unlock()
+	require.True(t, db.detached.Load())
+}
