@@ -24,6 +24,7 @@ package impl
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -34,7 +35,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 
 	"github.com/csconform/csconform/model/history"
 	"github.com/csconform/csconform/model/host"
@@ -319,16 +319,7 @@ func (db *DB) touchKey(table byte, key string) {
 func (db *DB) record() dbRecord {
 	r := dbRecord{NextID: db.nextID}
 	refs := slices.SortedFunc(maps.Keys(db.disk.dirty), func(a, b rowRef) int {
-		if a.table != b.table {
-			return int(a.table) - int(b.table)
-		}
-		if a.id != b.id {
-			if a.id < b.id {
-				return -1
-			}
-			return 1
-		}
-		return strings.Compare(a.key, b.key)
+		return cmp.Or(cmp.Compare(a.table, b.table), cmp.Compare(a.id, b.id), cmp.Compare(a.key, b.key))
 	})
 	for _, ref := range refs {
 		switch ref.table {
@@ -444,7 +435,7 @@ func (db *DB) load(snap, log []byte) (res loadResult, err error) {
 	}
 	if log != nil {
 		if err := db.replay(log, &res); err != nil {
-			return res, fmt.Errorf("log: %w", err)
+			return res, logError{err}
 		}
 	}
 	return res, db.check()
@@ -507,6 +498,11 @@ func (db *DB) replay(log []byte, res *loadResult) error {
 	return nil
 }
 
+// logError is an error in the log (rather than in the snapshot).
+type logError struct{ err error }
+
+func (e logError) Error() string { return "log: " + e.err.Error() }
+
 // readIfExists reads a file; nil, nil when there is none.
 func readIfExists(path string) ([]byte, error) {
 	b, err := os.ReadFile(path)
@@ -531,12 +527,12 @@ func readDB(env Env, sink history.Sink, path string) (*DB, loadResult, error) {
 		return nil, loadResult{}, fmt.Errorf("database %s: %w", path+".log", err)
 	}
 	res, err := db.load(snap, log)
-	if err != nil {
-		name := path
-		if strings.HasPrefix(err.Error(), "log: ") {
-			name, err = path+".log", errors.Unwrap(err)
-		}
-		return nil, res, fmt.Errorf("database %s: %w", name, err)
+	var le logError
+	switch {
+	case errors.As(err, &le):
+		return nil, res, fmt.Errorf("database %s: %w", path+".log", le.err)
+	case err != nil:
+		return nil, res, fmt.Errorf("database %s: %w", path, err)
 	}
 	return db, res, nil
 }
