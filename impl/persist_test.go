@@ -2,6 +2,7 @@ package impl
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,6 +14,8 @@ import (
 	"github.com/csconform/csconform/model/job"
 	"github.com/csconform/csconform/model/network"
 	"github.com/csconform/csconform/model/vm"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // clock is an Env whose time moves a second at each look: enough for the store, which only reads time.
@@ -60,6 +63,14 @@ func populate(t *testing.T, db *DB) {
 	}
 	gone := db.CreateVM("api", "old", "User", nil)
 	db.RemoveVM("ms1", gone.ID)
+}
+
+// onDisk is what a process started now would load from path (read only, unlike OpenDB).
+func onDisk(t *testing.T, path string) []byte {
+	t.Helper()
+	db, _, err := readDB(newClock(), nil, path)
+	require.NoError(t, err)
+	return encoded(t, db)
 }
 
 func encoded(t *testing.T, db *DB) []byte {
@@ -165,11 +176,7 @@ func TestEveryCommitIsDurable(t *testing.T) {
 	}
 	check := func(what string) {
 		t.Helper()
-		b, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !bytes.Equal(b, encoded(t, db)) {
+		if !bytes.Equal(onDisk(t, path), encoded(t, db)) {
 			t.Fatalf("after %s the state file lags the database", what)
 		}
 	}
@@ -186,16 +193,22 @@ func TestEveryCommitIsDurable(t *testing.T) {
 	j := db.CreateJob("api", "StartVM", "VirtualMachine", v.ID, "ms1")
 	check("CreateJob")
 
-	before, _ := os.ReadFile(path)
+	files := func() []byte {
+		a, _ := os.ReadFile(path)
+		b, _ := os.ReadFile(path + ".log")
+		return append(a, b...)
+	}
+	before := files()
 	db.Detach()
 	db.CompleteJob("ms1", j.ID, job.Failed, 530, "interrupted")
 	db.CreateVM("api", "b", "User", nil)
-	after, _ := os.ReadFile(path)
-	if !bytes.Equal(before, after) {
+	if !bytes.Equal(before, files()) {
 		t.Fatal("writes after Detach reached the state file")
 	}
-	if _, err := os.Stat(path + ".tmp"); err == nil {
-		t.Fatal("a temporary file was left beside the state file")
+	for _, tmp := range []string{path + ".tmp", path + ".log.tmp"} {
+		if _, err := os.Stat(tmp); err == nil {
+			t.Fatal("a temporary file was left beside the state file")
+		}
 	}
 }
 
@@ -220,4 +233,80 @@ func TestOpenDBErrors(t *testing.T) {
 	if _, err := OpenDB(newClock(), nil, filepath.Join(dir, "garbage", "sub", "x")); err == nil {
 		t.Fatal("a state file under a regular file was accepted")
 	}
+}
+
+// A state file the server could not run on is refused with an error naming the file and the row, never
+// loaded (a null row used to panic; a NextID below an existing id made the next deploy replace a row; a
+// negative one named a VM i-2--4-VM).
+func TestOpenDBRefusesBrokenTables(t *testing.T) {
+	src := filepath.Join(t.TempDir(), "good.json")
+	db, err := OpenDB(newClock(), nil, src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	populate(t, db)
+	good := encoded(t, db)
+	cases := []struct {
+		name   string
+		break_ func(f map[string]any)
+		want   string
+	}{
+		{"null VM", func(f map[string]any) { f["VMs"].([]any)[1] = nil }, "VMs[1] is null"},
+		{"null network", func(f map[string]any) { f["Networks"].([]any)[0] = nil }, "Networks[0] is null"},
+		{"null NIC", func(f map[string]any) { f["Nics"].([]any)[0] = nil }, "Nics[0] is null"},
+		{"null volume", func(f map[string]any) { f["Volumes"].([]any)[0] = nil }, "Volumes[0] is null"},
+		{"null host", func(f map[string]any) { f["Hosts"].([]any)[0] = nil }, "Hosts[0] is null"},
+		{"null job", func(f map[string]any) { f["Jobs"].([]any)[0] = nil }, "Jobs[0] is null"},
+		{"null lock", func(f map[string]any) { f["Locks"].([]any)[0] = nil }, "Locks[0] is null"},
+		{"null address", func(f map[string]any) { f["IPs"].(map[string]any)["1"].([]any)[2] = nil }, "IPs[1][2] is null"},
+		{"NextID below an id", func(f map[string]any) { f["NextID"] = 3 }, "NextID 3 is below the highest id in use"},
+		{"negative NextID", func(f map[string]any) { f["NextID"] = -4 }, "NextID -4"},
+		{"negative NextID, no rows", func(f map[string]any) {
+			for _, k := range []string{"VMs", "Networks", "Nics", "Volumes", "Jobs", "Hosts", "Locks"} {
+				f[k] = []any{}
+			}
+			f["IPs"] = map[string]any{}
+			f["NextID"] = -4
+		}, "NextID -4"},
+		{"id 0", func(f map[string]any) { f["Volumes"].([]any)[0].(map[string]any)["ID"] = 0 }, "Volumes[0] has key 0"},
+		{"empty host id", func(f map[string]any) { f["Hosts"].([]any)[0].(map[string]any)["ID"] = "" }, "Hosts[0] has key"},
+		{"duplicate id", func(f map[string]any) { vs := f["VMs"].([]any); f["VMs"] = append(vs, vs[0]) }, "a second row with key 2"},
+		{"NIC on a missing network", func(f map[string]any) { f["Nics"].([]any)[0].(map[string]any)["NetworkID"] = 77 }, "NIC 4 is on network 77, which does not exist"},
+		{"NIC of a missing VM", func(f map[string]any) { f["Nics"].([]any)[0].(map[string]any)["VMID"] = 77 }, "NIC 4 belongs to VM 77"},
+		{"VM on a missing network", func(f map[string]any) { f["VMs"].([]any)[1].(map[string]any)["NetworkIDs"] = []any{1, 9} }, "VM 3 is on network 9"},
+		{"router missing", func(f map[string]any) { f["Networks"].([]any)[0].(map[string]any)["RouterID"] = 50 }, "router 50"},
+		{"volume of a missing VM", func(f map[string]any) { f["Volumes"].([]any)[0].(map[string]any)["VMID"] = 50 }, "VM 50"},
+		{"pool of a missing network", func(f map[string]any) { f["IPs"].(map[string]any)["8"] = []any{} }, "pool for network 8"},
+		{"job on a missing VM", func(f map[string]any) { f["Jobs"].([]any)[0].(map[string]any)["InstanceID"] = 50 }, "job 6 is on VM 50"},
+		{"unknown VM state", func(f map[string]any) { f["VMs"].([]any)[0].(map[string]any)["State"] = "Flying" }, `unknown state "Flying"`},
+		{"unknown job status", func(f map[string]any) { f["Jobs"].([]any)[0].(map[string]any)["Status"] = "" }, `job 6: unknown status ""`},
+	}
+	dir := t.TempDir()
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var f map[string]any
+			require.NoError(t, json.Unmarshal(good, &f))
+			c.break_(f)
+			b, err := json.Marshal(f)
+			require.NoError(t, err)
+			p := filepath.Join(dir, strings.ReplaceAll(c.name, " ", "-")+".json")
+			require.NoError(t, os.WriteFile(p, b, 0o600))
+			_, err = OpenDB(newClock(), nil, p)
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), p)
+			assert.Contains(t, err.Error(), c.want)
+			assert.NotContains(t, err.Error(), "\n")
+		})
+	}
+}
+
+// Detach does not wait for the lock: a stopping server behind a queue of writers (each fsyncing)
+// detaches at once. If Detach took the lock, this test would deadlock.
+func TestDetachDoesNotWaitForTheLock(t *testing.T) {
+	db, err := OpenDB(newClock(), nil, filepath.Join(t.TempDir(), "state.json"))
+	require.NoError(t, err)
+	db.mu.Lock() // a writer in the middle of its commit
+	db.Detach()
+	db.mu.Unlock()
+	require.True(t, db.detached.Load())
 }

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/csconform/csconform/model/history"
@@ -37,8 +38,8 @@ type DB struct {
 	locks    map[string]*LockVO
 	nextID   int64
 
-	path    string // the state file ("" = memory only); see persist.go
-	written []byte // what the state file holds
+	disk     *disk       // the state file (nil = memory only); see persist.go
+	detached atomic.Bool // a stopping server: commits no longer reach the disk
 }
 
 // VMVO is a vm_instance row.
@@ -192,6 +193,7 @@ func (db *DB) CreateVM(actor, name, typ string, networks []int64) *VMVO {
 	}
 	v.Name = name
 	db.vms[v.ID] = v
+	db.touch(tVM, v.ID)
 	db.emit(history.Event{Actor: actor, Kind: history.State, Object: VMObject(v.ID), To: string(vm.Stopped), Detail: "created " + name})
 	c := *v
 	return &c
@@ -273,6 +275,7 @@ func (db *DB) UpdateVMState(actor string, old *VMVO, ev vm.Event, newState vm.St
 	row.HostID = newHost
 	row.UpdateCount++
 	row.UpdateTime = db.env.Now()
+	db.touch(tVM, row.ID)
 	*old = *row
 	old.NetworkIDs = append([]int64(nil), row.NetworkIDs...)
 	db.emit(history.Event{Actor: actor, Kind: history.State, Object: VMObject(row.ID), From: string(from), To: string(newState),
@@ -286,6 +289,7 @@ func (db *DB) RemoveVM(actor string, id int64) {
 	defer db.commit()
 	if v, ok := db.vms[id]; ok {
 		v.Removed = true
+		db.touch(tVM, id)
 		db.emit(history.Event{Actor: actor, Kind: history.State, Object: VMObject(id), From: string(v.State), To: "Expunged", Detail: v.Name + " removed"})
 	}
 }
@@ -315,6 +319,7 @@ func (db *DB) UpdatePowerState(actor string, id int64, ps vm.PowerState, hostID 
 	}
 	from := v.PowerState
 	v.PowerState, v.PowerHost, v.PowerStateUpdateTime, v.PowerStateUpdateCount = ps, hostID, db.env.Now(), count
+	db.touch(tVM, id)
 	if from != ps {
 		db.emit(history.Event{Actor: actor, Kind: history.Power, Object: VMObject(id), From: string(from), To: string(ps), Detail: v.Name + " on " + hostID})
 	}
@@ -330,6 +335,7 @@ func (db *DB) SetPowerState(actor string, id int64, ps vm.PowerState) {
 		v.PowerState = ps
 		v.PowerStateUpdateTime = db.env.Now()
 		v.PowerStateUpdateCount = 1
+		db.touch(tVM, id)
 	}
 }
 
@@ -340,6 +346,7 @@ func (db *DB) ResetVMPowerStateTracking(id int64) {
 	if v, ok := db.vms[id]; ok {
 		v.PowerStateUpdateCount = 0
 		v.PowerStateUpdateTime = db.env.Now()
+		db.touch(tVM, id)
 	}
 }
 
@@ -351,6 +358,7 @@ func (db *DB) ResetHostPowerStateTracking(hostID string) {
 		if v := db.vms[id]; v.PowerHost == hostID {
 			v.PowerStateUpdateCount = 0
 			v.PowerStateUpdateTime = db.env.Now()
+			db.touch(tVM, id)
 		}
 	}
 }
@@ -367,6 +375,8 @@ func (db *DB) CreateNetwork(actor, name string, persistent bool, poolSize int) *
 		db.ips[n.ID] = append(db.ips[n.ID], &IPVO{Address: fmt.Sprintf("%s.%d", n.CIDR, 10+i)})
 	}
 	db.networks[n.ID] = n
+	db.touch(tNetwork, n.ID)
+	db.touch(tIPs, n.ID)
 	db.emit(history.Event{Actor: actor, Kind: history.State, Object: NetworkObject(n.ID), To: string(network.Allocated),
 		Detail: fmt.Sprintf("created %s %s.0/24 persistent=%v", name, n.CIDR, persistent)})
 	c := *n
@@ -388,9 +398,10 @@ func (db *DB) Network(id int64) *NetworkVO {
 // RemoveNetwork marks a network's row removed (the last step of destroyNetwork).
 func (db *DB) RemoveNetwork(actor string, id int64) {
 	db.lock()
-	defer db.mu.Unlock()
+	defer db.commit()
 	if n, ok := db.networks[id]; ok {
 		n.Removed = true
+		db.touch(tNetwork, id)
 		// a log line, not a state write: the row is gone, its state stays as destroyNetwork left it
 		db.emit(history.Event{Actor: actor, Kind: history.Log, Level: "DEBUG", Object: NetworkObject(id), Detail: "Removed network " + n.Name})
 	}
@@ -418,6 +429,7 @@ func (db *DB) UpdateNetworkState(actor string, n *NetworkVO, to network.State, w
 		row.ImplementingSince = db.env.Now()
 	}
 	row.State = to
+	db.touch(tNetwork, n.ID)
 	n.State = to
 	n.ImplementingSince = row.ImplementingSince
 	holder := ""
@@ -437,6 +449,7 @@ func (db *DB) SetNetworkCreated(id int64, t time.Time) error {
 		return fmt.Errorf("network %d does not exist", id)
 	}
 	n.Created = t
+	db.touch(tNetwork, id)
 	return nil
 }
 
@@ -445,6 +458,7 @@ func (db *DB) SetNetworkRouter(id, routerID int64) {
 	db.lock()
 	defer db.commit()
 	db.networks[id].RouterID = routerID
+	db.touch(tNetwork, id)
 }
 
 // ChangeActiveNicsBy is changeActiveNicsBy plus setCheckForGc.
@@ -454,6 +468,7 @@ func (db *DB) ChangeActiveNicsBy(id int64, d int) {
 	n := db.networks[id]
 	n.NicsCount += d
 	n.CheckForGC = true
+	db.touch(tNetwork, id)
 }
 
 // ClearCheckForGC is clearCheckForGc.
@@ -461,6 +476,7 @@ func (db *DB) ClearCheckForGC(id int64) {
 	db.lock()
 	defer db.commit()
 	db.networks[id].CheckForGC = false
+	db.touch(tNetwork, id)
 }
 
 // ---- nics and the IP pool
@@ -472,6 +488,7 @@ func (db *DB) CreateNic(vmID, networkID int64) *NicVO {
 	n := &NicVO{ID: db.id(), VMID: vmID, NetworkID: networkID, State: "Allocated"}
 	n.MAC = fmt.Sprintf("02:00:%02x:%02x:%02x:%02x", byte(networkID>>8), byte(networkID), byte(n.ID>>8), byte(n.ID))
 	db.nics[n.ID] = n
+	db.touch(tNic, n.ID)
 	c := *n
 	return &c
 }
@@ -489,6 +506,7 @@ func (db *DB) SetNicState(id int64, state string) {
 	defer db.commit()
 	if n, ok := db.nics[id]; ok {
 		n.State = state
+		db.touch(tNic, id)
 	}
 }
 
@@ -507,6 +525,8 @@ func (db *DB) ReserveIP(actor string, nicID int64) string {
 		if ip.NicID == 0 {
 			ip.NicID = nicID
 			nic.IP = ip.Address
+			db.touch(tIPs, nic.NetworkID)
+			db.touch(tNic, nicID)
 			db.emit(history.Event{Actor: actor, Kind: history.IP, Object: "ip:" + ip.Address, From: "free", To: VMObject(nic.VMID)})
 			return ip.Address
 		}
@@ -522,6 +542,8 @@ func (db *DB) ReleaseIP(actor string, nicID int64) {
 	if !ok {
 		return
 	}
+	db.touch(tIPs, nic.NetworkID)
+	db.touch(tNic, nicID)
 	for _, ip := range db.ips[nic.NetworkID] {
 		if ip.NicID == nicID {
 			ip.NicID = 0
@@ -536,6 +558,7 @@ func (db *DB) RemoveNic(id int64) {
 	db.lock()
 	defer db.commit()
 	delete(db.nics, id)
+	db.touch(tNic, id)
 }
 
 // IPPool lists a network's pool with the holder VM id (0 = free).
@@ -570,6 +593,7 @@ func (db *DB) CreateVolume(actor string, vmID int64) *VolumeVO {
 	v := &VolumeVO{ID: db.id(), VMID: vmID, State: "Allocated"}
 	v.Path = fmt.Sprintf("/primary/ROOT-%d-%d.qcow2", vmID, v.ID)
 	db.volumes[v.ID] = v
+	db.touch(tVolume, v.ID)
 	db.emit(history.Event{Actor: actor, Kind: history.State, Object: fmt.Sprintf("volume:%d", v.ID), To: "Allocated", Detail: v.Path})
 	c := *v
 	return &c
@@ -592,6 +616,7 @@ func (db *DB) SetVolumeState(actor string, id int64, state string) {
 	}
 	db.emit(history.Event{Actor: actor, Kind: history.State, Object: fmt.Sprintf("volume:%d", id), From: v.State, To: state, Detail: v.Path})
 	v.State = state
+	db.touch(tVolume, id)
 	if state == "Expunged" {
 		v.Removed = true
 	}
@@ -627,6 +652,7 @@ func (db *DB) HostTransit(actor, id string, ev host.Event, msID string) (host.St
 		h = &HostVO{ID: id}
 		db.hosts[id] = h
 	}
+	db.touchKey(tHost, id)
 	to, ok := host.Next(h.Status, ev)
 	if !ok {
 		return h.Status, false
@@ -651,6 +677,7 @@ func (db *DB) SetLastPinged(id string, t time.Time) {
 	defer db.commit()
 	if h, ok := db.hosts[id]; ok {
 		h.LastPinged = t
+		db.touchKey(tHost, id)
 	}
 }
 
@@ -662,6 +689,7 @@ func (db *DB) CreateJob(actor, cmd, instanceType string, instanceID int64, msID 
 	defer db.commit()
 	j := &JobVO{ID: db.id(), Cmd: cmd, InstanceType: instanceType, InstanceID: instanceID, Status: job.InProgress, MSID: msID, Created: db.env.Now()}
 	db.jobs[j.ID] = j
+	db.touch(tJob, j.ID)
 	db.emit(history.Event{Actor: actor, Kind: history.State, Object: JobObject(j.ID), To: string(job.InProgress),
 		Detail: fmt.Sprintf("%s %s:%d", cmd, instanceType, instanceID)})
 	c := *j
@@ -677,6 +705,7 @@ func (db *DB) CompleteJob(actor string, id int64, st job.Status, code int, resul
 		return
 	}
 	j.Status, j.ResultCode, j.Result = st, code, result
+	db.touch(tJob, id)
 	db.emit(history.Event{Actor: actor, Kind: history.State, Object: JobObject(id), From: string(job.InProgress), To: string(st), Detail: result})
 }
 
@@ -712,11 +741,13 @@ func (db *DB) TryLock(key, msID, thread string) bool {
 	if ok {
 		if l.MSID == msID && l.Thread == thread {
 			l.Waiters++
+			db.touchKey(tLock, key)
 			return true
 		}
 		return false
 	}
 	db.locks[key] = &LockVO{Key: key, MSID: msID, Thread: thread, Waiters: 1, Since: db.env.Now()}
+	db.touchKey(tLock, key)
 	db.emit(history.Event{Actor: thread, Kind: history.Lock, Object: key, To: "held"})
 	return true
 }
@@ -730,6 +761,7 @@ func (db *DB) Unlock(key, msID, thread string) {
 		return
 	}
 	l.Waiters--
+	db.touchKey(tLock, key)
 	if l.Waiters <= 0 {
 		delete(db.locks, key)
 		db.emit(history.Event{Actor: thread, Kind: history.Lock, Object: key, From: "held", To: "released"})
@@ -765,6 +797,7 @@ func (db *DB) CleanupLocksForServer(msID string) {
 	for k, l := range db.locks {
 		if l.MSID == msID {
 			delete(db.locks, k)
+			db.touchKey(tLock, k)
 		}
 	}
 }
