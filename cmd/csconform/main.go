@@ -34,6 +34,10 @@ Usage:
   csconform config                         list the configuration keys and their defaults
   csconform explore [flags]                random programs with faults until a detector flags one
   csconform check FILE                     re-check a saved history (JSON lines); exit 1 on a finding
+  csconform logcheck FILE|DIR|- ...        judge CloudStack management-server.log files (rotated, .gz,
+                                           several servers) with the log-decidable invariants and
+                                           the porcupine models; exit 3 when nothing is decidable
+                                           (csconform logcheck -h)
   csconform bench [flags]                  time to find each defect, simulator and checker speed
   csconform server [flags]                 run the management server over TCP (csconform server -h)
   csconform agent --host ID --server ADDR  run one host's agent over TCP (csconform agent -h)
@@ -104,7 +108,8 @@ bench flags:
   --budget N       cases per seed at most (default 100)
   --detectors D    both (default), invariants or linear
 
-Exit status: 0 no violation, 1 a violation was found, 2 bad input.
+Exit status: 0 no violation, 1 a violation was found, 2 bad input, 3 nothing could be decided
+(logcheck).
 `
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
@@ -157,6 +162,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return auditCmd(args[1:], stdout, stderr)
 	case "inject":
 		return injectCmd(args[1:], stdout, stderr)
+	case "logcheck":
+		return logcheckCmd(args[1:], os.Stdin, stdout, stderr)
 	}
 	fmt.Fprintf(stderr, "csconform: unknown command %q\n\n%s", args[0], usage)
 	return 2

@@ -1,0 +1,398 @@
+package logcheck
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/csconform/csconform/model/history"
+	"github.com/csconform/csconform/model/linear"
+)
+
+// Check names.
+const (
+	CheckNetworkLock     = "network-lock"             // a network written by a thread while another held its lock (D1)
+	CheckReleasedRunning = "released-while-running"   // resources released, then the host reports the domain on (D2, D3)
+	CheckStuck           = "stuck-in-transition"      // an object left in a transitional state
+	CheckMissing         = "missing-never-reconciled" // a VM reported missing that never settled
+	CheckLinearNetwork   = "linearizable-network"     // porcupine, the network model
+	CheckLinearIP        = "linearizable-ip"          // porcupine, the guest-IP model
+)
+
+// Checks lists every check with the fact kinds it needs (all of them, or any of the alternatives
+// in one entry separated by "|") and what it means.
+var Checks = []struct {
+	Name  string
+	Needs []string
+	Doc   string
+}{
+	{CheckNetworkLock, []string{KLock, KNetTransition}, "a network's state written by one thread while another holds its lock"},
+	{CheckReleasedRunning, []string{KRelease + "|" + KIP, KPowerUpdate + "|" + KUnknownDomain}, "a VM's resources released while a later power report shows its domain on"},
+	{CheckStuck, []string{KVMTransition + "|" + KNetTransition}, "a VM or network left in a transitional state longer than --stuck"},
+	{CheckMissing, []string{KMissing, KVMTransition}, "a Running VM reported missing and never reconciled within --stuck"},
+	{CheckLinearNetwork, []string{KLock, KNetTransition}, "porcupine: every network's lock sections and writes chain"},
+	{CheckLinearIP, []string{KIP}, "porcupine: every guest IP's holders chain"},
+}
+
+// Ref is one log line: where and what.
+type Ref struct {
+	Origin string    `json:"origin"`
+	Time   time.Time `json:"time"`
+	Text   string    `json:"text"`
+}
+
+// Finding is one violation with its evidence.
+type Finding struct {
+	Check    string    `json:"check"`
+	Object   string    `json:"object"`
+	Time     time.Time `json:"time"`
+	Message  string    `json:"message"`
+	Evidence []Ref     `json:"evidence"`
+	Timeline []Ref     `json:"timeline,omitempty"`
+}
+
+// Coverage is, per check, whether the log carried the lines it needs.
+type Coverage struct {
+	Check     string   `json:"check"`
+	Decidable bool     `json:"decidable"`
+	Missing   []string `json:"missing,omitempty"` // fact kinds the log did not carry
+	Findings  int      `json:"findings"`
+	Doc       string   `json:"doc"`
+	Note      string   `json:"note,omitempty"`
+}
+
+// Options tune the checker.
+type Options struct {
+	Since, Until time.Time
+	// Stuck is how long an object may stay in a transitional state, or a missing VM unreconciled,
+	// before the end of the log, for a finding (default 30 min).
+	Stuck time.Duration
+	// LinearCap bounds the events kept for the porcupine models (they need whole per-object
+	// histories); beyond it the linearizability checks are reported undecided (default 2,000,000).
+	LinearCap int
+	// LinearTimeout bounds each partition's check (default 10 s).
+	LinearTimeout time.Duration
+	// Timeline is how many lines around a finding are kept per object (default 12).
+	Timeline int
+}
+
+type objState struct {
+	state    string
+	since    time.Time
+	ref      Ref
+	released *Ref      // VM: resources released, not started since
+	missing  *Ref      // VM: reported missing while Running, not reconciled since
+	expunged *Ref      // VM: record gone
+	ring     []Ref     // recent lines about the object
+	reported time.Time // last time a finding about it was made (one per check and object)
+}
+
+type lockHold struct {
+	actor string
+	ref   Ref
+}
+
+// Checker judges facts as they stream by.
+type Checker struct {
+	opt      Options
+	objs     map[string]*objState
+	locks    map[string]lockHold // network key -> holder
+	counts   map[string]int64
+	found    map[string]bool // check|object already reported
+	Findings []Finding
+	linear   []history.Event
+	linOver  bool
+	seq      int64
+	first    time.Time
+	last     time.Time
+}
+
+// NewChecker returns a checker.
+func NewChecker(o Options) *Checker {
+	if o.Stuck == 0 {
+		o.Stuck = 30 * time.Minute
+	}
+	if o.LinearCap == 0 {
+		o.LinearCap = 2_000_000
+	}
+	if o.LinearTimeout == 0 {
+		o.LinearTimeout = 10 * time.Second
+	}
+	if o.Timeline == 0 {
+		o.Timeline = 12
+	}
+	return &Checker{opt: o, objs: map[string]*objState{}, locks: map[string]lockHold{}, counts: map[string]int64{}, found: map[string]bool{}}
+}
+
+func (c *Checker) obj(k string) *objState {
+	o := c.objs[k]
+	if o == nil {
+		o = &objState{}
+		c.objs[k] = o
+	}
+	return o
+}
+
+func (c *Checker) remember(k string, r Ref) {
+	if k == "" {
+		return
+	}
+	o := c.obj(k)
+	if len(o.ring) >= c.opt.Timeline {
+		copy(o.ring, o.ring[1:])
+		o.ring = o.ring[:len(o.ring)-1]
+	}
+	o.ring = append(o.ring, r)
+}
+
+func (c *Checker) find(check, object string, t time.Time, msg string, evidence ...Ref) {
+	key := check + "|" + object
+	if c.found[key] {
+		return
+	}
+	c.found[key] = true
+	var tl []Ref
+	if o := c.objs[object]; o != nil {
+		tl = slices.Clone(o.ring)
+	}
+	c.Findings = append(c.Findings, Finding{Check: check, Object: object, Time: t, Message: msg, Evidence: evidence, Timeline: tl})
+}
+
+// Add judges one entry's facts.
+func (c *Checker) Add(e *Entry, facts []Fact) {
+	if c.first.IsZero() && e.HasTime {
+		c.first = e.Time
+	}
+	if e.HasTime {
+		c.last = e.Time
+	}
+	r := Ref{Origin: e.Origin(), Time: e.Time, Text: e.Raw}
+	for i := range facts {
+		f := &facts[i]
+		c.counts[f.Kind]++
+		c.remember(f.Object, r)
+		if strings.HasPrefix(f.Object, "networks") {
+			c.remember("network:"+strings.TrimPrefix(f.Object, "networks"), r)
+		}
+		c.fact(f, r)
+	}
+}
+
+func (c *Checker) fact(f *Fact, r Ref) {
+	switch f.Kind {
+	case KLock:
+		if f.Kind2Lock() {
+			n := "network:" + strings.TrimPrefix(f.Object, "networks")
+			if f.To == "held" {
+				if h, ok := c.locks[n]; !ok || h.actor != f.Actor {
+					c.locks[n] = lockHold{actor: f.Actor, ref: r}
+				} else {
+					return // re-entrant: the same thread logs its own acquisition twice
+				}
+			} else {
+				if h, ok := c.locks[n]; ok && h.actor == f.Actor {
+					delete(c.locks, n)
+				} else {
+					return
+				}
+			}
+			c.lin(f.Event)
+		}
+	case KMSStart:
+		// a restarted server's threads are gone with the locks they held in it
+		for n, h := range c.locks {
+			if serverOf(h.actor) == serverOf(f.Actor) {
+				delete(c.locks, n)
+			}
+		}
+		c.lin(history.Event{Kind: history.Fault, To: "ms-restart"})
+	case KNetTransition:
+		o := c.obj(f.Object)
+		if o.state == "" {
+			// a log starts in the middle of a network's life (or its creation is not logged): its
+			// first write chains from what that write says it was
+			c.lin(history.Event{Kind: history.State, Object: f.Object, Actor: "(before the log)", To: f.From})
+		}
+		o.state, o.since, o.ref = f.To, f.Time, r
+		h, held := c.locks[f.Object]
+		ev := f.Event
+		if held {
+			ev.LockHolder = h.actor
+		}
+		if held && h.actor != f.Actor {
+			how := "through the state machine"
+			if f.Direct {
+				how = "directly, around the state machine"
+			}
+			c.find(CheckNetworkLock, f.Object, f.Time,
+				fmt.Sprintf("%s wrote %s %s -> %s %s while %s held its lock (taken at %s)", f.Actor, f.Object, f.From, f.To, how, h.actor, h.ref.Origin),
+				h.ref, r)
+		}
+		c.lin(ev)
+	case KVMTransition:
+		o := c.obj(f.Object)
+		o.state, o.since, o.ref = f.To, f.Time, r
+		switch f.To {
+		case "Starting", "Migrating":
+			o.released, o.expunged = nil, nil
+		case "Expunged":
+			rr := r
+			o.expunged = &rr
+		}
+		if o.missing != nil && f.From == "Running" && f.To != "Running" {
+			o.missing = nil
+		}
+	case KHostTransition, KVolTransition, KOtherState:
+		o := c.obj(f.Object)
+		o.state, o.since, o.ref = f.To, f.Time, r
+	case KRelease:
+		if f.Object != "" {
+			rr := r
+			c.obj(f.Object).released = &rr
+		}
+	case KIP:
+		if o := c.obj(f.Object); o.state == "" {
+			o.state = "seen"
+			if f.From != "free" { // the log starts while the address is held
+				c.lin(history.Event{Kind: history.IP, Object: f.Object, Actor: "(before the log)", From: "free", To: f.From})
+			}
+		}
+		if strings.HasPrefix(f.From, "vm:") && f.To == "free" {
+			rr := r
+			c.obj(f.From).released = &rr
+			c.remember(f.From, r)
+		}
+		c.lin(f.Event)
+	case KMissing:
+		o := c.obj(f.Object)
+		if o.state == "Running" && o.missing == nil {
+			rr := r
+			o.missing = &rr
+		}
+	case KPowerUpdate, KUnknownDomain:
+		o := c.obj(f.Object)
+		if f.To != "PowerOn" {
+			return
+		}
+		o.missing = nil
+		if o.released != nil {
+			what := "its resources were released"
+			if o.expunged != nil {
+				what = "it was expunged"
+			}
+			c.find(CheckReleasedRunning, f.Object, f.Time,
+				fmt.Sprintf("%s: %s at %s, then a power report shows its domain on (%s)", f.Object, what, o.released.Origin, r.Origin),
+				*o.released, r)
+		}
+	}
+}
+
+// Kind2Lock says whether a lock fact is an acquisition or release (not an "unable to acquire").
+func (f *Fact) Kind2Lock() bool { return f.Event.Kind == history.Lock }
+
+func serverOf(actor string) string {
+	if i := strings.IndexByte(actor, '/'); i >= 0 {
+		return actor[:i]
+	}
+	return ""
+}
+
+func (c *Checker) lin(e history.Event) {
+	if c.linOver {
+		return
+	}
+	if len(c.linear) >= c.opt.LinearCap {
+		c.linOver, c.linear = true, nil
+		return
+	}
+	c.seq++
+	e.Seq = c.seq
+	c.linear = append(c.linear, e)
+}
+
+var transitional = map[string]map[string]bool{
+	"vm":      {"Starting": true, "Stopping": true, "Migrating": true, "Expunging": true},
+	"network": {"Implementing": true, "Shutdown": true},
+}
+
+// Finish runs the end-of-log checks and the porcupine models, and returns the coverage.
+func (c *Checker) Finish() []Coverage {
+	for _, k := range slices.Sorted(mapKeys(c.objs)) {
+		o := c.objs[k]
+		kind, _, _ := strings.Cut(k, ":")
+		if transitional[kind][o.state] && c.last.Sub(o.since) > c.opt.Stuck {
+			c.find(CheckStuck, k, o.since, fmt.Sprintf("%s entered %s at %s and is still there %s later, at the end of the log", k, o.state, o.ref.Origin, c.last.Sub(o.since).Round(time.Second)), o.ref)
+		}
+		if o.missing != nil && c.last.Sub(o.missing.Time) > c.opt.Stuck && o.state == "Running" {
+			c.find(CheckMissing, k, o.missing.Time, fmt.Sprintf("%s was reported missing at %s while Running and was neither stopped nor reported on again in the %s that followed", k, o.missing.Origin, c.last.Sub(o.missing.Time).Round(time.Second)), *o.missing)
+		}
+	}
+	linNote := ""
+	if c.linOver {
+		linNote = fmt.Sprintf("more than %d lock, network and IP events: too long a history for the porcupine models", c.opt.LinearCap)
+	} else {
+		for _, res := range linear.Check(linear.Partitions(c.linear), c.opt.LinearTimeout) {
+			check := CheckLinearNetwork
+			if res.Model == "ip" {
+				check = CheckLinearIP
+			}
+			switch res.Verdict {
+			case "illegal":
+				var ev []Ref
+				if o := c.objs[res.Object]; o != nil {
+					ev = slices.Clone(o.ring)
+				}
+				c.find(check, res.Object, c.last, "no sequential order explains this history: "+strings.Join(res.Explain, "; "), ev...)
+			case "unknown":
+				linNote = "some partitions timed out (undecided): " + res.Object
+			}
+		}
+	}
+	var out []Coverage
+	for _, ch := range Checks {
+		cv := Coverage{Check: ch.Name, Doc: ch.Doc, Decidable: true}
+		for _, need := range ch.Needs {
+			ok := false
+			for _, alt := range strings.Split(need, "|") {
+				if c.counts[alt] > 0 {
+					ok = true
+				}
+			}
+			if !ok {
+				cv.Decidable = false
+				cv.Missing = append(cv.Missing, need)
+			}
+		}
+		if (ch.Name == CheckLinearNetwork || ch.Name == CheckLinearIP) && linNote != "" {
+			cv.Note = linNote
+			if c.linOver {
+				cv.Decidable = false
+			}
+		}
+		if ch.Name == CheckStuck || ch.Name == CheckMissing {
+			cv.Note = fmt.Sprintf("objects judged only if the log runs on %s after they entered the state", c.opt.Stuck)
+		}
+		for _, f := range c.Findings {
+			if f.Check == ch.Name {
+				cv.Findings++
+			}
+		}
+		out = append(out, cv)
+	}
+	slices.SortStableFunc(c.Findings, func(a, b Finding) int { return a.Time.Compare(b.Time) })
+	return out
+}
+
+// Counts is how many facts of each kind the log carried.
+func (c *Checker) Counts() map[string]int64 { return c.counts }
+
+func mapKeys[V any](m map[string]V) func(func(string) bool) {
+	return func(yield func(string) bool) {
+		for k := range m {
+			if !yield(k) {
+				return
+			}
+		}
+	}
+}
