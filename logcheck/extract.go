@@ -125,6 +125,9 @@ func (x *Extractor) Extract(e *Entry, actor string) (facts []Fact, known bool, m
 		}
 		add(KUnknownDomain, history.Power, key, "", powerWord(m), m)
 		facts[len(facts)-1].Name = n
+	case strings.HasPrefix(m, "Detected missing VM but power state is outdated"):
+		k, _ := vm()
+		add(KPowerOutcome, history.Log, k, "", "", m)
 	case strings.HasPrefix(m, "Detected missing VM"):
 		k, n := vm()
 		if k == "" {

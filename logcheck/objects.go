@@ -20,13 +20,21 @@ func digits(s string) string {
 // jsonField reads "key":value or key: "value" (both renderings) from s, "" if absent; values may be
 // quoted or bare, and "null".
 func jsonField(s, key string) string {
-	for _, pat := range []string{`"` + key + `":`, `"` + key + `": `, key + `: `, key + `=`} {
-		i := strings.Index(s, pat)
-		if i < 0 {
-			continue
+	for _, pat := range []string{`"` + key + `":`, `"` + key + `": `, key + `: `, key + `=`, key + `:`} {
+		i := -1
+		for off := 0; off < len(s); {
+			j := strings.Index(s[off:], pat)
+			if j < 0 {
+				break
+			}
+			// a key must not be the tail of a longer key ("vmId" vs "id")
+			if k := off + j; pat[0] == '"' || k == 0 || !isWordByte(s[k-1]) {
+				i = k
+				break
+			}
+			off += j + len(pat)
 		}
-		// a key must not be the tail of a longer key ("vmId" vs "id")
-		if i > 0 && isWordByte(s[i-1]) && pat[0] != '"' {
+		if i < 0 {
 			continue
 		}
 		v := strings.TrimLeft(s[i+len(pat):], " ")
@@ -154,7 +162,7 @@ func hostRef(s string) string {
 			return "host:" + n
 		}
 	}
-	for _, pat := range []string{"host id: ", "host: ", "Host: ", "host id=", "via: ", "Host ", "host "} {
+	for _, pat := range []string{"host is still up: ", "host id: ", "host: ", "Host: ", "host id=", "via: ", "Host ", "host "} {
 		if i := strings.Index(s, pat); i >= 0 {
 			v := s[i+len(pat):]
 			j := strings.IndexAny(v, " ,.()[]")
