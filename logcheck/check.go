@@ -68,9 +68,10 @@ type Options struct {
 	// Stuck is how long an object may stay in a transitional state, or a missing VM unreconciled,
 	// before the end of the log, for a finding (default 30 min).
 	Stuck time.Duration
-	// LinearCap bounds the events kept for the porcupine models (they need whole per-object
-	// histories); beyond it the linearizability checks are reported undecided (default 2,000,000).
-	LinearCap int
+	// LinearChunk is how many events an object's porcupine history gathers before it is checked
+	// at its next quiescent point (no lock held on it) and restarted from the state it reached:
+	// memory stays bounded by the open objects, not by the log's length (default 256).
+	LinearChunk int
 	// LinearTimeout bounds each partition's check (default 10 s).
 	LinearTimeout time.Duration
 	// Timeline is how many lines around a finding are kept per object (default 12).
@@ -101,8 +102,8 @@ type Checker struct {
 	counts   map[string]int64
 	found    map[string]bool // check|object already reported
 	Findings []Finding
-	linear   []history.Event
-	linOver  bool
+	linear   map[string][]history.Event // per object: its porcupine history since the last check
+	linNote  string
 	seq      int64
 	first    time.Time
 	last     time.Time
@@ -113,8 +114,8 @@ func NewChecker(o Options) *Checker {
 	if o.Stuck == 0 {
 		o.Stuck = 30 * time.Minute
 	}
-	if o.LinearCap == 0 {
-		o.LinearCap = 2_000_000
+	if o.LinearChunk == 0 {
+		o.LinearChunk = 256
 	}
 	if o.LinearTimeout == 0 {
 		o.LinearTimeout = 10 * time.Second
@@ -122,7 +123,8 @@ func NewChecker(o Options) *Checker {
 	if o.Timeline == 0 {
 		o.Timeline = 12
 	}
-	return &Checker{opt: o, objs: map[string]*objState{}, locks: map[string]lockHold{}, counts: map[string]int64{}, found: map[string]bool{}}
+	return &Checker{opt: o, objs: map[string]*objState{}, locks: map[string]lockHold{}, counts: map[string]int64{}, found: map[string]bool{},
+		linear: map[string][]history.Event{}}
 }
 
 func (c *Checker) obj(k string) *objState {
@@ -209,6 +211,9 @@ func (c *Checker) fact(f *Fact, r Ref) {
 		c.lin(history.Event{Kind: history.Fault, To: "ms-restart"})
 	case KNetTransition:
 		o := c.obj(f.Object)
+		if f.Detail == orphanWrite && o.state == f.To {
+			return // the cleanup's own transition line already said it (a log that has both)
+		}
 		if o.state == "" {
 			// a log starts in the middle of a network's life (or its creation is not logged): its
 			// first write chains from what that write says it was
@@ -298,17 +303,78 @@ func serverOf(actor string) string {
 	return ""
 }
 
+// linObject is the porcupine partition an event belongs to.
+func linObject(e history.Event) string {
+	if id, ok := strings.CutPrefix(e.Object, "networks"); ok {
+		return "network:" + id
+	}
+	return e.Object
+}
+
 func (c *Checker) lin(e history.Event) {
-	if c.linOver {
-		return
-	}
-	if len(c.linear) >= c.opt.LinearCap {
-		c.linOver, c.linear = true, nil
-		return
-	}
 	c.seq++
 	e.Seq = c.seq
-	c.linear = append(c.linear, e)
+	if e.Kind == history.Fault { // a server restart ends every open lock section
+		for k := range c.linear {
+			if strings.HasPrefix(k, "network:") {
+				c.linear[k] = append(c.linear[k], e)
+			}
+		}
+		return
+	}
+	k := linObject(e)
+	c.linear[k] = append(c.linear[k], e)
+	if len(c.linear[k]) >= c.opt.LinearChunk {
+		c.linFlush(k, false)
+	}
+}
+
+// linFlush checks an object's gathered history if it is quiescent (or at the end), then restarts
+// it from the state it reached: with no lock section open, every operation so far precedes every
+// later one, so the object's history splits there.
+func (c *Checker) linFlush(k string, end bool) {
+	if _, held := c.locks[k]; held && !end {
+		return
+	}
+	evs := c.linear[k]
+	if len(evs) == 0 {
+		return
+	}
+	for _, res := range linear.Check(linear.Partitions(evs), c.opt.LinearTimeout) {
+		check := CheckLinearNetwork
+		if res.Model == "ip" {
+			check = CheckLinearIP
+		}
+		switch res.Verdict {
+		case "illegal":
+			var ev []Ref
+			if o := c.objs[res.Object]; o != nil {
+				ev = slices.Clone(o.ring)
+			}
+			c.find(check, res.Object, c.last, "no sequential order explains this history: "+strings.Join(res.Explain, "; "), ev...)
+		case "unknown":
+			c.linNote = "a partition timed out (undecided): " + res.Object
+		}
+	}
+	// restart from the last state written
+	last := ""
+	for i := len(evs) - 1; i >= 0; i-- {
+		if evs[i].Kind == history.State || evs[i].Kind == history.IP {
+			last = evs[i].To
+			break
+		}
+	}
+	c.linear[k] = c.linear[k][:0]
+	if last != "" && !end {
+		c.seq++
+		kind, from := history.State, ""
+		if strings.HasPrefix(k, "ip:") {
+			kind, from = history.IP, "free"
+		}
+		if from != last {
+			c.linear[k] = append(c.linear[k], history.Event{Seq: c.seq, Kind: kind, Object: k, Actor: "(checked before)", From: from, To: last})
+		}
+	}
 }
 
 var transitional = map[string]map[string]bool{
@@ -328,27 +394,10 @@ func (c *Checker) Finish() []Coverage {
 			c.find(CheckMissing, k, o.missing.Time, fmt.Sprintf("%s was reported missing at %s while Running and was neither stopped nor reported on again in the %s that followed", k, o.missing.Origin, c.last.Sub(o.missing.Time).Round(time.Second)), *o.missing)
 		}
 	}
-	linNote := ""
-	if c.linOver {
-		linNote = fmt.Sprintf("more than %d lock, network and IP events: too long a history for the porcupine models", c.opt.LinearCap)
-	} else {
-		for _, res := range linear.Check(linear.Partitions(c.linear), c.opt.LinearTimeout) {
-			check := CheckLinearNetwork
-			if res.Model == "ip" {
-				check = CheckLinearIP
-			}
-			switch res.Verdict {
-			case "illegal":
-				var ev []Ref
-				if o := c.objs[res.Object]; o != nil {
-					ev = slices.Clone(o.ring)
-				}
-				c.find(check, res.Object, c.last, "no sequential order explains this history: "+strings.Join(res.Explain, "; "), ev...)
-			case "unknown":
-				linNote = "some partitions timed out (undecided): " + res.Object
-			}
-		}
+	for _, k := range slices.Sorted(mapKeys(c.linear)) {
+		c.linFlush(k, true)
 	}
+	linNote := c.linNote
 	var out []Coverage
 	for _, ch := range Checks {
 		cv := Coverage{Check: ch.Name, Doc: ch.Doc, Decidable: true}
@@ -366,9 +415,6 @@ func (c *Checker) Finish() []Coverage {
 		}
 		if (ch.Name == CheckLinearNetwork || ch.Name == CheckLinearIP) && linNote != "" {
 			cv.Note = linNote
-			if c.linOver {
-				cv.Decidable = false
-			}
 		}
 		if ch.Name == CheckStuck || ch.Name == CheckMissing {
 			cv.Note = fmt.Sprintf("objects judged only if the log runs on %s after they entered the state", c.opt.Stuck)

@@ -31,6 +31,9 @@ const (
 	KMSStart        = "ms-start"           // a management server started
 )
 
+// orphanWrite marks the write a "Successfully transitioned orphaned network" line stands for.
+const orphanWrite = "orphaned network cleanup"
+
 // Fact is one thing a log entry says, as a history event with the kind it came from.
 type Fact struct {
 	Kind string
@@ -91,7 +94,7 @@ func (x *Extractor) Extract(e *Entry, actor string) (facts []Fact, known bool, m
 			return nil, true, "orphan cleanup line names no network"
 		}
 		add(KOrphan, history.Log, n, "", "", m)
-		add(KNetTransition, history.State, n, "Implementing", "Shutdown", "orphaned network cleanup")
+		add(KNetTransition, history.State, n, "Implementing", "Shutdown", orphanWrite)
 	case strings.HasPrefix(m, "Found orphaned network"):
 		add(KOrphan, history.Log, networkRef(m), "", "", m)
 	case strings.HasPrefix(m, "Stopped unmanaged instance"):
@@ -235,9 +238,9 @@ func powerWord(m string) string {
 // transition parses both eras of state-transition lines (log-formats.md, "State transitions").
 func (x *Extractor) transition(e *Entry, actor, m string) (Fact, string) {
 	var subject, from, to, event, newHost string
-	if i := strings.Index(m, " state transited from ["); i >= 0 {
+	if i := strings.Index(m, "state transited from ["); i >= 0 {
 		subject = m[:i]
-		r := m[i+len(" state transited from ["):]
+		r := m[i+len("state transited from ["):]
 		from = between("["+r, "[", "]")
 		to = between(r, "to [", "]")
 		event = between(r, "with event [", "]")
@@ -246,11 +249,14 @@ func (x *Extractor) transition(e *Entry, actor, m string) (Fact, string) {
 		}
 	} else {
 		i := strings.Index(m, "state transitted from :")
+		if i < 0 {
+			return Fact{}, "transition line of no known form"
+		}
 		subject = m[:i]
 		r := m[i+len("state transitted from :"):]
 		j := strings.Index(r, " to ")
 		k := strings.Index(r, " with event: ")
-		if j < 0 || k < j {
+		if j < 0 || k < j+4 {
 			return Fact{}, "old-style transition line without 'to' or 'with event'"
 		}
 		from, to = r[:j], r[j+4:k]
@@ -309,8 +315,8 @@ func (x *Extractor) command(e *Entry, actor, m string, base history.Event) []Fac
 	ev.Kind = history.Log
 	f := Fact{Kind: KCommand, Event: ev}
 	seq := ""
-	if strings.HasPrefix(m, "Seq ") {
-		seq = strings.TrimSuffix(strings.Fields(m)[1], ":")
+	if f := strings.Fields(m); len(f) > 1 && f[0] == "Seq" {
+		seq = strings.TrimSuffix(f[1], ":")
 	}
 	switch {
 	case strings.Contains(m, "Timed out") || strings.Contains(m, "timed out"):
