@@ -42,6 +42,24 @@ type Ref struct {
 	Text   string    `json:"text"`
 }
 
+// lref is a line kept by the checker: the entry itself, its Ref made only for a report.
+type lref struct{ e *Entry }
+
+func (l lref) ref() Ref {
+	if l.e == nil {
+		return Ref{}
+	}
+	return Ref{Origin: l.e.Origin(), Time: l.e.Time, Text: l.e.Raw}
+}
+
+func refs(ls []lref) []Ref {
+	out := make([]Ref, 0, len(ls))
+	for _, l := range ls {
+		out = append(out, l.ref())
+	}
+	return out
+}
+
 // Finding is one violation with its evidence.
 type Finding struct {
 	Check    string    `json:"check"`
@@ -81,17 +99,22 @@ type Options struct {
 type objState struct {
 	state    string
 	since    time.Time
-	ref      Ref
-	released *Ref      // VM: resources released, not started since
-	missing  *Ref      // VM: reported missing while Running, not reconciled since
-	expunged *Ref      // VM: record gone
-	ring     []Ref     // recent lines about the object
-	reported time.Time // last time a finding about it was made (one per check and object)
+	ref      lref
+	released *Entry // VM: resources released, not started since
+	missing  *Entry // VM: reported missing while Running, not reconciled since
+	expunged *Entry // VM: record gone
+	ring     []lref // recent lines about the object, a circular buffer from next
+	next     int
+}
+
+// timeline is the ring in order.
+func (o *objState) timeline() []lref {
+	return append(slices.Clone(o.ring[o.next:]), o.ring[:o.next]...)
 }
 
 type lockHold struct {
 	actor string
-	ref   Ref
+	ref   lref
 }
 
 // Checker judges facts as they stream by.
@@ -136,19 +159,20 @@ func (c *Checker) obj(k string) *objState {
 	return o
 }
 
-func (c *Checker) remember(k string, r Ref) {
+func (c *Checker) remember(k string, r lref) {
 	if k == "" {
 		return
 	}
 	o := c.obj(k)
-	if len(o.ring) >= c.opt.Timeline {
-		copy(o.ring, o.ring[1:])
-		o.ring = o.ring[:len(o.ring)-1]
+	if len(o.ring) < c.opt.Timeline {
+		o.ring = append(o.ring, r)
+		return
 	}
-	o.ring = append(o.ring, r)
+	o.ring[o.next] = r
+	o.next = (o.next + 1) % len(o.ring)
 }
 
-func (c *Checker) find(check, object string, t time.Time, msg string, evidence ...Ref) {
+func (c *Checker) find(check, object string, t time.Time, msg string, evidence ...lref) {
 	key := check + "|" + object
 	if c.found[key] {
 		return
@@ -156,9 +180,9 @@ func (c *Checker) find(check, object string, t time.Time, msg string, evidence .
 	c.found[key] = true
 	var tl []Ref
 	if o := c.objs[object]; o != nil {
-		tl = slices.Clone(o.ring)
+		tl = refs(o.timeline())
 	}
-	c.Findings = append(c.Findings, Finding{Check: check, Object: object, Time: t, Message: msg, Evidence: evidence, Timeline: tl})
+	c.Findings = append(c.Findings, Finding{Check: check, Object: object, Time: t, Message: msg, Evidence: refs(evidence), Timeline: tl})
 }
 
 // Add judges one entry's facts.
@@ -169,19 +193,20 @@ func (c *Checker) Add(e *Entry, facts []Fact) {
 	if e.HasTime {
 		c.last = e.Time
 	}
-	r := Ref{Origin: e.Origin(), Time: e.Time, Text: e.Raw}
+	r := lref{e}
 	for i := range facts {
 		f := &facts[i]
 		c.counts[f.Kind]++
-		c.remember(f.Object, r)
-		if strings.HasPrefix(f.Object, "networks") {
+		if f.Kind == KLock && f.Event.Kind == history.Lock {
 			c.remember("network:"+strings.TrimPrefix(f.Object, "networks"), r)
+		} else {
+			c.remember(f.Object, r)
 		}
 		c.fact(f, r)
 	}
 }
 
-func (c *Checker) fact(f *Fact, r Ref) {
+func (c *Checker) fact(f *Fact, r lref) {
 	switch f.Kind {
 	case KLock:
 		if f.Kind2Lock() {
@@ -231,7 +256,7 @@ func (c *Checker) fact(f *Fact, r Ref) {
 				how = "directly, around the state machine"
 			}
 			c.find(CheckNetworkLock, f.Object, f.Time,
-				fmt.Sprintf("%s wrote %s %s -> %s %s while %s held its lock (taken at %s)", f.Actor, f.Object, f.From, f.To, how, h.actor, h.ref.Origin),
+				fmt.Sprintf("%s wrote %s %s -> %s %s while %s held its lock (taken at %s)", f.Actor, f.Object, f.From, f.To, how, h.actor, h.ref.e.Origin()),
 				h.ref, r)
 		}
 		c.lin(ev)
@@ -242,19 +267,25 @@ func (c *Checker) fact(f *Fact, r Ref) {
 		case "Starting", "Migrating":
 			o.released, o.expunged = nil, nil
 		case "Expunged":
-			rr := r
-			o.expunged = &rr
+			o.expunged = r.e
+			// an expunged VM is kept (its domain may still be reported) but with a short timeline
+			if n := len(o.ring); n > 4 {
+				o.ring, o.next = o.timeline()[n-4:], 0
+			}
 		}
 		if o.missing != nil && f.From == "Running" && f.To != "Running" {
 			o.missing = nil
+		}
+	case KJob:
+		if f.To != "" {
+			delete(c.objs, f.Object) // a finished job is no open object: memory stays bounded
 		}
 	case KHostTransition, KVolTransition, KOtherState:
 		o := c.obj(f.Object)
 		o.state, o.since, o.ref = f.To, f.Time, r
 	case KRelease:
 		if f.Object != "" {
-			rr := r
-			c.obj(f.Object).released = &rr
+			c.obj(f.Object).released = r.e
 		}
 	case KIP:
 		if o := c.obj(f.Object); o.state == "" {
@@ -264,16 +295,14 @@ func (c *Checker) fact(f *Fact, r Ref) {
 			}
 		}
 		if strings.HasPrefix(f.From, "vm:") && f.To == "free" {
-			rr := r
-			c.obj(f.From).released = &rr
+			c.obj(f.From).released = r.e
 			c.remember(f.From, r)
 		}
 		c.lin(f.Event)
 	case KMissing:
 		o := c.obj(f.Object)
 		if o.state == "Running" && o.missing == nil {
-			rr := r
-			o.missing = &rr
+			o.missing = r.e
 		}
 	case KPowerUpdate, KUnknownDomain:
 		o := c.obj(f.Object)
@@ -287,8 +316,8 @@ func (c *Checker) fact(f *Fact, r Ref) {
 				what = "it was expunged"
 			}
 			c.find(CheckReleasedRunning, f.Object, f.Time,
-				fmt.Sprintf("%s: %s at %s, then a power report shows its domain on (%s)", f.Object, what, o.released.Origin, r.Origin),
-				*o.released, r)
+				fmt.Sprintf("%s: %s at %s, then a power report shows its domain on (%s)", f.Object, what, o.released.Origin(), r.e.Origin()),
+				lref{o.released}, r)
 		}
 	}
 }
@@ -347,9 +376,9 @@ func (c *Checker) linFlush(k string, end bool) {
 		}
 		switch res.Verdict {
 		case "illegal":
-			var ev []Ref
+			var ev []lref
 			if o := c.objs[res.Object]; o != nil {
-				ev = slices.Clone(o.ring)
+				ev = o.timeline()
 			}
 			c.find(check, res.Object, c.last, "no sequential order explains this history: "+strings.Join(res.Explain, "; "), ev...)
 		case "unknown":
@@ -388,10 +417,10 @@ func (c *Checker) Finish() []Coverage {
 		o := c.objs[k]
 		kind, _, _ := strings.Cut(k, ":")
 		if transitional[kind][o.state] && c.last.Sub(o.since) > c.opt.Stuck {
-			c.find(CheckStuck, k, o.since, fmt.Sprintf("%s entered %s at %s and is still there %s later, at the end of the log", k, o.state, o.ref.Origin, c.last.Sub(o.since).Round(time.Second)), o.ref)
+			c.find(CheckStuck, k, o.since, fmt.Sprintf("%s entered %s at %s and is still there %s later, at the end of the log", k, o.state, o.ref.e.Origin(), c.last.Sub(o.since).Round(time.Second)), o.ref)
 		}
 		if o.missing != nil && c.last.Sub(o.missing.Time) > c.opt.Stuck && o.state == "Running" {
-			c.find(CheckMissing, k, o.missing.Time, fmt.Sprintf("%s was reported missing at %s while Running and was neither stopped nor reported on again in the %s that followed", k, o.missing.Origin, c.last.Sub(o.missing.Time).Round(time.Second)), *o.missing)
+			c.find(CheckMissing, k, o.missing.Time, fmt.Sprintf("%s was reported missing at %s while Running and was neither stopped nor reported on again in the %s that followed", k, o.missing.Origin(), c.last.Sub(o.missing.Time).Round(time.Second)), lref{o.missing})
 		}
 	}
 	for _, k := range slices.Sorted(mapKeys(c.linear)) {

@@ -283,11 +283,12 @@ func (x *Extractor) transition(e *Entry, actor, m string) (Fact, string) {
 		}
 		x.lastVM[actor] = k
 		f.Object, f.Name = k, n
-		if newHost != "" && newHost != "null" {
-			f.Host = hostRef("Host " + newHost)
-			if strings.HasPrefix(newHost, "Host {") {
-				f.Host = hostRef(newHost)
-			}
+		switch {
+		case newHost == "" || newHost == "null":
+		case strings.HasPrefix(newHost, `Host {"id":`):
+			f.Host = "host:" + jsonField(newHost, "id")
+		default:
+			f.Host = "host:" + strings.TrimSpace(newHost)
 		}
 	case strings.HasPrefix(sub, "Network") || strings.HasPrefix(sub, "Ntwk"):
 		f.Kind = KNetTransition

@@ -112,6 +112,17 @@ func vmRef(s string) (key, name string) {
 	}
 	if i := strings.Index(s, "VM instance {"); i >= 0 { // both JSON renderings
 		body := s[i+len("VM instance "):]
+		if r, ok := strings.CutPrefix(body, `{"id":`); ok { // 4.19+: the id first, the fast path
+			if id := digits(r); id != "" {
+				if j := strings.Index(r, `"instanceName":"`); j >= 0 {
+					name = r[j+len(`"instanceName":"`):]
+					if k := strings.IndexByte(name, '"'); k >= 0 {
+						name = name[:k]
+					}
+				}
+				return "vm:" + id, name
+			}
+		}
 		if j := strings.IndexByte(body, '}'); j > 0 {
 			body = body[:j+1]
 		}

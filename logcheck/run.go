@@ -64,28 +64,58 @@ func Run(files []string, stdin io.Reader, o Options) (*Report, error) {
 			s.Close()
 		}
 	}()
-	servers := map[string]bool{}
 	for _, f := range files {
 		s, err := OpenSource(f, stdin)
 		if err != nil {
 			return nil, err
 		}
 		srcs = append(srcs, s)
+	}
+	rep, err := RunSources(srcs, o)
+	if rep != nil {
+		rep.Files = files
+	}
+	return rep, err
+}
+
+// RunReader judges one plain-text stream (benchmarks, tests).
+func RunReader(name string, r io.Reader, o Options) (*Report, error) {
+	return RunSources([]*Source{{Name: name, Server: ".", r: NewReader(name, r)}}, o)
+}
+
+// RunSources judges opened sources, merged by time.
+func RunSources(srcs []*Source, o Options) (*Report, error) {
+	servers := map[string]bool{}
+	var files []string
+	for _, s := range srcs {
 		servers[s.Server] = true
+		files = append(files, s.Name)
 	}
 	m := NewMerger(srcs)
 	x := NewExtractor()
 	c := NewChecker(o)
 	rep := &Report{Files: files}
 	qualify := len(servers) > 1
+	// Reading and parsing run on their own goroutine, a few batches ahead of the checks (two
+	// cores: about twice the speed; memory: the batches in flight).
+	batches := make(chan batch, 4)
+	done := make(chan struct{})
+	defer close(done)
+	go readAhead(m, batches, done)
+	var cur batch
 	for {
-		e, src, err := m.Next()
-		if err == io.EOF {
-			break
+		if len(cur.es) == 0 {
+			if cur.err != nil {
+				if cur.err == io.EOF {
+					break
+				}
+				return nil, cur.err
+			}
+			cur = <-batches
+			continue
 		}
-		if err != nil {
-			return nil, err
-		}
+		e, src := cur.es[0], cur.srcs[0]
+		cur.es, cur.srcs = cur.es[1:], cur.srcs[1:]
 		if !o.Since.IsZero() && e.Time.Before(o.Since) || !o.Until.IsZero() && e.Time.After(o.Until) {
 			continue
 		}
@@ -243,4 +273,37 @@ func (r *Report) JUnit() []byte {
 	}
 	out, _ := xml.MarshalIndent(s, "", "  ")
 	return append([]byte(xml.Header), append(out, '\n')...)
+}
+
+// batch is entries read ahead; err (io.EOF at the end) comes after its entries.
+type batch struct {
+	es   []*Entry
+	srcs []*Source
+	err  error
+}
+
+const batchSize = 512
+
+func readAhead(m *Merger, out chan<- batch, done <-chan struct{}) {
+	b := batch{}
+	for {
+		e, src, err := m.Next()
+		if err != nil {
+			b.err = err
+			select {
+			case out <- b:
+			case <-done:
+			}
+			return
+		}
+		b.es, b.srcs = append(b.es, e), append(b.srcs, src)
+		if len(b.es) == batchSize {
+			select {
+			case out <- b:
+			case <-done:
+				return
+			}
+			b = batch{es: make([]*Entry, 0, batchSize), srcs: make([]*Source, 0, batchSize)}
+		}
+	}
 }
