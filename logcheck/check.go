@@ -12,12 +12,13 @@ import (
 
 // Check names.
 const (
-	CheckNetworkLock     = "network-lock"             // a network written by a thread while another held its lock (D1)
-	CheckReleasedRunning = "released-while-running"   // resources released, then the host reports the domain on (D2, D3)
-	CheckStuck           = "stuck-in-transition"      // an object left in a transitional state
-	CheckMissing         = "missing-never-reconciled" // a VM reported missing that never settled
-	CheckLinearNetwork   = "linearizable-network"     // porcupine, the network model
-	CheckLinearIP        = "linearizable-ip"          // porcupine, the guest-IP model
+	CheckNetworkLock     = "network-lock"                      // a network written by a thread while another held its lock (D1)
+	CheckReleasedRunning = "released-while-running"            // resources released, then the host reports the domain on (D2, D3)
+	CheckStuck           = "stuck-in-transition"               // an object left in a transitional state
+	CheckMissing         = "missing-never-reconciled"          // a VM reported missing that never settled
+	CheckNetworkDown     = "network-shutdown-under-running-vm" // a network shut down while a VM on it runs
+	CheckLinearNetwork   = "linearizable-network"              // porcupine, the network model
+	CheckLinearIP        = "linearizable-ip"                   // porcupine, the guest-IP model
 )
 
 // Checks lists every check with the fact kinds it needs (all of them, or any of the alternatives
@@ -31,6 +32,7 @@ var Checks = []struct {
 	{CheckReleasedRunning, []string{KRelease + "|" + KIP, KPowerUpdate + "|" + KUnknownDomain}, "a VM's resources released while a later power report shows its domain on"},
 	{CheckStuck, []string{KVMTransition + "|" + KNetTransition}, "a VM or network left in a transitional state longer than --stuck"},
 	{CheckMissing, []string{KMissing, KVMTransition}, "a Running VM reported missing and never reconciled within --stuck"},
+	{CheckNetworkDown, []string{KNetTransition, KIP, KVMTransition}, "a network shut down while a Running VM holds an address in it"},
 	{CheckLinearNetwork, []string{KLock, KNetTransition}, "porcupine: every network's lock sections and writes chain"},
 	{CheckLinearIP, []string{KIP}, "porcupine: every guest IP's holders chain"},
 }
@@ -100,10 +102,11 @@ type objState struct {
 	state    string
 	since    time.Time
 	ref      lref
-	released *Entry // VM: resources released, not started since
-	missing  *Entry // VM: reported missing while Running, not reconciled since
-	expunged *Entry // VM: record gone
-	ring     []lref // recent lines about the object, a circular buffer from next
+	nets     map[string]*Entry // VM: networks it holds an address in, and the line that allocated it
+	released *Entry            // VM: resources released, not started since
+	missing  *Entry            // VM: reported missing while Running, not reconciled since
+	expunged *Entry            // VM: record gone
+	ring     []lref            // recent lines about the object, a circular buffer from next
 	next     int
 }
 
@@ -185,14 +188,22 @@ func (c *Checker) find(check, object string, t time.Time, msg string, evidence .
 	c.Findings = append(c.Findings, Finding{Check: check, Object: object, Time: t, Message: msg, Evidence: refs(evidence), Timeline: tl})
 }
 
-// Add judges one entry's facts.
-func (c *Checker) Add(e *Entry, facts []Fact) {
-	if c.first.IsZero() && e.HasTime {
+// Saw notes an entry's time, whatever it says: the end-of-log checks count from the last line.
+func (c *Checker) Saw(e *Entry) {
+	if !e.HasTime {
+		return
+	}
+	if c.first.IsZero() {
 		c.first = e.Time
 	}
-	if e.HasTime {
+	if e.Time.After(c.last) {
 		c.last = e.Time
 	}
+}
+
+// Add judges one entry's facts.
+func (c *Checker) Add(e *Entry, facts []Fact) {
+	c.Saw(e)
 	r := lref{e}
 	for i := range facts {
 		f := &facts[i]
@@ -250,6 +261,16 @@ func (c *Checker) fact(f *Fact, r lref) {
 		if held {
 			ev.LockHolder = h.actor
 		}
+		if f.To == "Shutdown" {
+			for _, vk := range slices.Sorted(mapKeys(c.objs)) {
+				v := c.objs[vk]
+				if alloc := v.nets[f.Object]; alloc != nil && v.state == "Running" && strings.HasPrefix(vk, "vm:") {
+					c.find(CheckNetworkDown, f.Object, f.Time,
+						fmt.Sprintf("%s wrote %s %s -> Shutdown while %s, Running, holds an address in it (allocated at %s)", f.Actor, f.Object, f.From, vk, alloc.Origin()),
+						lref{alloc}, v.ref, r)
+				}
+			}
+		}
 		if held && h.actor != f.Actor {
 			how := "through the state machine"
 			if f.Direct {
@@ -295,8 +316,17 @@ func (c *Checker) fact(f *Fact, r lref) {
 			}
 		}
 		if strings.HasPrefix(f.From, "vm:") && f.To == "free" {
-			c.obj(f.From).released = r.e
+			v := c.obj(f.From)
+			v.released = r.e
+			delete(v.nets, f.Network)
 			c.remember(f.From, r)
+		}
+		if strings.HasPrefix(f.To, "vm:") && f.Network != "" {
+			v := c.obj(f.To)
+			if v.nets == nil {
+				v.nets = map[string]*Entry{}
+			}
+			v.nets[f.Network] = r.e
 		}
 		c.lin(f.Event)
 	case KMissing:

@@ -38,8 +38,9 @@ const orphanWrite = "orphaned network cleanup"
 type Fact struct {
 	Kind string
 	history.Event
-	Host string // the host a report or transition names
-	Name string // the instance name, when the line gives one
+	Host    string // the host a report or transition names
+	Name    string // the instance name, when the line gives one
+	Network string // the network an IP line names
 }
 
 // Extractor turns entries into facts. It remembers, per thread, the last VM named (the old
@@ -177,6 +178,7 @@ func (x *Extractor) Extract(e *Entry, actor string) (facts []Fact, known bool, m
 			return nil, true, "IP line without address or holders"
 		}
 		add(KIP, history.IP, "ip:"+a[3], f, t, m)
+		facts[len(facts)-1].Network = networkRef(between(m, " of ", " changed"))
 	case strings.HasPrefix(m, "The nic ") && strings.Contains(m, "was released") ||
 		strings.Contains(m, "Proceeding to release resource held") || strings.HasPrefix(m, "Successfully cleaned up resources for the VM") ||
 		strings.HasPrefix(m, "Cleaning Network for Instance") || strings.HasPrefix(m, "Releasing ip address") ||

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"net/netip"
 	"strings"
 
 	"github.com/csconform/csconform/model/history"
@@ -27,10 +28,28 @@ const (
 func WriteLog(w io.Writer, events []history.Event, style Style) error {
 	bw := bufio.NewWriter(w)
 	names := map[string]string{} // vm:N -> instance name
+	var cidrs []netCIDR          // the guest networks' address ranges, for the IP lines
 	for _, e := range events {
 		if e.Kind == history.State && strings.HasPrefix(e.Object, "vm:") {
 			if n, ok := strings.CutPrefix(e.Detail, "created "); ok {
 				names[e.Object] = n
+			}
+		}
+		if e.Kind == history.State && strings.HasPrefix(e.Object, "network:") && e.From == "" {
+			// "created net1 10.1.1.0/24 persistent=false"
+			if f := strings.Fields(e.Detail); len(f) > 2 {
+				if p, err := netip.ParsePrefix(f[2]); err == nil {
+					cidrs = append(cidrs, netCIDR{e.Object, p})
+				}
+			}
+		}
+		if e.Kind == history.IP {
+			if a, err := netip.ParseAddr(strings.TrimPrefix(e.Object, "ip:")); err == nil {
+				for _, c := range cidrs {
+					if c.p.Contains(a) {
+						e.Detail = c.net
+					}
+				}
 			}
 		}
 		logger, msg, frames := render(e, style, names)
@@ -75,6 +94,11 @@ func writeLine(bw *bufio.Writer, e history.Event, style Style, logger, msg strin
 		}
 	}
 	return nil
+}
+
+type netCIDR struct {
+	net string
+	p   netip.Prefix
 }
 
 func vmName(obj string, names map[string]string) string {
@@ -202,7 +226,11 @@ func render(e history.Event, style Style, names map[string]string) (logger, msg 
 		}
 		return "o.a.c.e.o.NetworkOrchestrator", fmt.Sprintf("Lock is %s for network id %s (lock table)", verb, id), nil
 	case history.IP:
-		return "o.a.c.e.o.NetworkOrchestrator", fmt.Sprintf("Guest IP address %s changed from [%s] to [%s]", strings.TrimPrefix(obj, "ip:"), e.From, e.To), nil
+		of := ""
+		if strings.HasPrefix(e.Detail, "network:") {
+			of = " of " + netRender(e.Detail, style)
+		}
+		return "o.a.c.e.o.NetworkOrchestrator", fmt.Sprintf("Guest IP address %s%s changed from [%s] to [%s]", strings.TrimPrefix(obj, "ip:"), of, e.From, e.To), nil
 	case history.Power:
 		n, host, _ := strings.Cut(e.Detail, " on ")
 		if n != "" {

@@ -34,6 +34,7 @@ var inProcess = []struct {
 	{logcheck.CheckLinearNetwork, []string{"linear:network"}, true, true},
 	{logcheck.CheckReleasedRunning, []string{invariant.OrphanDomain, invariant.IPConflict, invariant.VolumeInUse}, false, false},
 	{logcheck.CheckLinearIP, []string{"linear:ip"}, false, true},
+	{logcheck.CheckNetworkDown, nil, false, true},
 	{logcheck.CheckStuck, nil, false, true},
 	{logcheck.CheckMissing, nil, false, true},
 }
@@ -174,10 +175,10 @@ func mapKeys(m map[string]bool) func(func(string) bool) {
 func (m *matrix) print(t *testing.T, title string) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s: %d runs (%d fixed)\n", title, m.runs, m.fixed)
-	fmt.Fprintf(&b, "%-26s %-55s %8s %8s %9s %11s  %s\n", "CHECK", "IN-PROCESS", "AGREED+", "AGREED-", "LOG-ONLY", "INPROC-ONLY", "MUST AGREE")
+	fmt.Fprintf(&b, "%-34s %-42s %8s %8s %9s %11s  %s\n", "CHECK", "IN-PROCESS", "AGREED+", "AGREED-", "LOG-ONLY", "INPROC-ONLY", "MUST AGREE")
 	for _, r := range inProcess {
 		c := m.rows[r.check]
-		fmt.Fprintf(&b, "%-26s %-55s %8d %8d %9d %11d  %v\n", r.check, strings.Join(orNone(r.detectors), ","), c.agreedFound, c.agreedClean, c.logOnly, c.inOnly, r.mustAgree)
+		fmt.Fprintf(&b, "%-34s %-42s %8d %8d %9d %11d  %v\n", r.check, strings.Join(orNone(r.detectors), ","), c.agreedFound, c.agreedClean, c.logOnly, c.inOnly, r.mustAgree)
 	}
 	t.Log("\n" + b.String())
 	fmt.Print(b.String()) // CI prints the matrix

@@ -128,6 +128,7 @@ func RunSources(srcs []*Source, o Options) (*Report, error) {
 		} else if qualify {
 			thread = src.Server + "/" + thread
 		}
+		c.Saw(e)
 		facts, known, bad := x.Extract(e, thread)
 		if bad != "" {
 			rep.Stats.Malformed++
