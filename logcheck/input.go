@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 )
 
@@ -189,6 +188,7 @@ func (m *Merger) Totals() Stats {
 		t.Entries += st.Entries
 		t.Orphans += st.Orphans
 		t.Continued += st.Continued
+		t.Unparsable += st.Unparsable
 	}
 	return t
 }
@@ -211,6 +211,3 @@ func (h *srcHeap) Pop() any {
 	*h = old[:len(old)-1]
 	return x
 }
-
-// sortedNames is used by tests and the CLI to show skipped files in a stable order.
-func sortedNames(xs []string) []string { return slices.Sorted(slices.Values(xs)) }

@@ -106,7 +106,12 @@ func (r *Reader) Next() (*Entry, error) {
 		r.Stats.Lines++
 		r.Stats.Bytes += int64(len(line)) + 1
 		if bytes.IndexByte(line, 0) >= 0 {
-			r.err = &InputError{File: r.name, Line: r.lineNo, Msg: "binary data (NUL byte): not a text log"}
+			if r.Stats.Entries == 0 {
+				r.err = &InputError{File: r.name, Line: r.lineNo, Msg: "binary data (NUL byte): not a text log"}
+				continue
+			}
+			// a log copied while written, or a crash, leaves NUL padding: skip it, counted
+			r.Stats.Unparsable++
 			continue
 		}
 		e, ok := r.header(line)

@@ -293,3 +293,16 @@ func TestMergeByTime(t *testing.T) {
 		t.Errorf("message %q does not name the server", rep.Findings[0].Message)
 	}
 }
+
+// TestNULPaddingAfterEntries: NUL bytes after real entries (a log copied while written) are skipped
+// and counted; before any entry they make the file bad input.
+func TestNULPaddingAfterEntries(t *testing.T) {
+	good := "2025-03-01 10:00:00,000 INFO  [a] (b:c) one\n"
+	rep, err := RunReader("t.log", strings.NewReader(good+"\x00\x00\x00\x00\n"+good), Options{})
+	if err != nil || rep.Stats.Unparsable != 1 || rep.Stats.Entries != 2 {
+		t.Fatalf("err %v, stats %+v", err, rep)
+	}
+	if _, err := RunReader("t.log", strings.NewReader("\x00\x00\n"+good), Options{}); err == nil || !strings.Contains(err.Error(), "t.log:1: binary data") {
+		t.Errorf("err %v", err)
+	}
+}

@@ -44,9 +44,9 @@ type cell struct{ agreedFound, agreedClean, logOnly, inOnly int }
 type matrix struct {
 	rows      map[string]*cell
 	decidable map[string]int // runs whose log could decide the check
-	runs  int
-	fixed int
-	bad   []string
+	runs      int
+	fixed     int
+	bad       []string
 }
 
 func newMatrix() *matrix {

@@ -151,7 +151,7 @@ func RunSources(srcs []*Source, o Options) (*Report, error) {
 	rep.Counts = c.Counts()
 	rep.First, rep.Last = c.first, c.last
 	t := m.Totals()
-	rep.Stats.Lines, rep.Stats.Bytes, rep.Stats.Entries, rep.Stats.Orphans, rep.Stats.Continued = t.Lines, t.Bytes, t.Entries, t.Orphans, t.Continued
+	rep.Stats.Lines, rep.Stats.Bytes, rep.Stats.Entries, rep.Stats.Orphans, rep.Stats.Continued, rep.Stats.Unparsable = t.Lines, t.Bytes, t.Entries, t.Orphans, t.Continued, t.Unparsable
 	return rep, nil
 }
 
@@ -163,8 +163,8 @@ func IsInputError(err error) bool {
 
 // Text writes the report for a person.
 func (r *Report) Text(w io.Writer) {
-	fmt.Fprintf(w, "logcheck: %d file(s), %d lines, %d entries (%d unknown, %d malformed, %d continuation lines)",
-		len(r.Files), r.Stats.Lines, r.Stats.Entries, r.Stats.Unknown, r.Stats.Malformed, r.Stats.Continued)
+	fmt.Fprintf(w, "logcheck: %d file(s), %d lines, %d entries (%d unknown, %d malformed, %d continuation lines, %d skipped as binary)",
+		len(r.Files), r.Stats.Lines, r.Stats.Entries, r.Stats.Unknown, r.Stats.Malformed, r.Stats.Continued, r.Stats.Unparsable)
 	if !r.First.IsZero() {
 		fmt.Fprintf(w, ", %s to %s", r.First.Format("2006-01-02 15:04:05"), r.Last.Format("2006-01-02 15:04:05"))
 	}
