@@ -102,11 +102,10 @@ type objState struct {
 	state    string
 	since    time.Time
 	ref      lref
-	nets     map[string]*Entry // VM: networks it holds an address in, and the line that allocated it
-	released *Entry            // VM: resources released, not started since
-	missing  *Entry            // VM: reported missing while Running, not reconciled since
-	expunged *Entry            // VM: record gone
-	ring     []lref            // recent lines about the object, a circular buffer from next
+	released *Entry // VM: resources released, not started since
+	missing  *Entry // VM: reported missing while Running, not reconciled since
+	expunged *Entry // VM: record gone
+	ring     []lref // recent lines about the object, a circular buffer from next
 	next     int
 }
 
@@ -124,7 +123,8 @@ type lockHold struct {
 type Checker struct {
 	opt      Options
 	objs     map[string]*objState
-	locks    map[string]lockHold // network key -> holder
+	locks    map[string]lockHold          // network key -> holder
+	netVMs   map[string]map[string]*Entry // network -> VMs holding an address in it -> the allocation
 	counts   map[string]int64
 	found    map[string]bool // check|object already reported
 	Findings []Finding
@@ -150,7 +150,7 @@ func NewChecker(o Options) *Checker {
 		o.Timeline = 12
 	}
 	return &Checker{opt: o, objs: map[string]*objState{}, locks: map[string]lockHold{}, counts: map[string]int64{}, found: map[string]bool{},
-		linear: map[string][]history.Event{}}
+		linear: map[string][]history.Event{}, netVMs: map[string]map[string]*Entry{}}
 }
 
 func (c *Checker) obj(k string) *objState {
@@ -262,9 +262,10 @@ func (c *Checker) fact(f *Fact, r lref) {
 			ev.LockHolder = h.actor
 		}
 		if f.To == "Shutdown" {
-			for _, vk := range slices.Sorted(mapKeys(c.objs)) {
-				v := c.objs[vk]
-				if alloc := v.nets[f.Object]; alloc != nil && v.state == "Running" && strings.HasPrefix(vk, "vm:") {
+			on := c.netVMs[f.Object]
+			for _, vk := range slices.Sorted(mapKeys(on)) {
+				v, alloc := c.obj(vk), on[vk]
+				if v.state == "Running" {
 					c.find(CheckNetworkDown, f.Object, f.Time,
 						fmt.Sprintf("%s wrote %s %s -> Shutdown while %s, Running, holds an address in it (allocated at %s)", f.Actor, f.Object, f.From, vk, alloc.Origin()),
 						lref{alloc}, v.ref, r)
@@ -316,17 +317,17 @@ func (c *Checker) fact(f *Fact, r lref) {
 			}
 		}
 		if strings.HasPrefix(f.From, "vm:") && f.To == "free" {
-			v := c.obj(f.From)
-			v.released = r.e
-			delete(v.nets, f.Network)
+			c.obj(f.From).released = r.e
+			if on := c.netVMs[f.Network]; on != nil {
+				delete(on, f.From)
+			}
 			c.remember(f.From, r)
 		}
 		if strings.HasPrefix(f.To, "vm:") && f.Network != "" {
-			v := c.obj(f.To)
-			if v.nets == nil {
-				v.nets = map[string]*Entry{}
+			if c.netVMs[f.Network] == nil {
+				c.netVMs[f.Network] = map[string]*Entry{}
 			}
-			v.nets[f.Network] = r.e
+			c.netVMs[f.Network][f.To] = r.e
 		}
 		c.lin(f.Event)
 	case KMissing:
