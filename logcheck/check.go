@@ -96,6 +96,9 @@ type Options struct {
 	LinearTimeout time.Duration
 	// Timeline is how many lines around a finding are kept per object (default 12).
 	Timeline int
+	// Events, if set, receives every extracted event as it streams by (csconform logcheck --events
+	// writes them as a model/history JSON-lines file), with the line it came from.
+	Events func(e history.Event, origin string)
 }
 
 type objState struct {
@@ -131,6 +134,7 @@ type Checker struct {
 	linear   map[string][]history.Event // per object: its porcupine history since the last check
 	linNote  string
 	seq      int64
+	evSeq    int64
 	first    time.Time
 	last     time.Time
 }
@@ -208,6 +212,12 @@ func (c *Checker) Add(e *Entry, facts []Fact) {
 	for i := range facts {
 		f := &facts[i]
 		c.counts[f.Kind]++
+		if c.opt.Events != nil {
+			c.evSeq++
+			ev := f.Event
+			ev.Seq = c.evSeq
+			c.opt.Events(ev, e.Origin())
+		}
 		if f.Kind == KLock && f.Event.Kind == history.Lock {
 			c.remember("network:"+strings.TrimPrefix(f.Object, "networks"), r)
 		} else {

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bufio"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -9,6 +11,7 @@ import (
 	"time"
 
 	"github.com/csconform/csconform/logcheck"
+	"github.com/csconform/csconform/model/history"
 )
 
 const logcheckUsage = `Usage: csconform logcheck FILE|DIR|- ... [flags]
@@ -23,6 +26,8 @@ Flags:
   --json                 print the report as JSON
   --out DIR              write report.txt, report.json and junit.xml into DIR
   --junit FILE           write a JUnit report (one case per check) to FILE
+  --events FILE          write the extracted events as a model/history JSON-lines file (each
+                         event's detail ends with the file:line it came from)
 
 Exit status: 0 nothing found, 1 a finding, 2 bad input, 3 nothing could be decided (the log carries
 none of the lines the checks need: DEBUG level is needed).
@@ -37,6 +42,7 @@ func logcheckCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	asJSON := fs.Bool("json", false, "")
 	out := fs.String("out", "", "")
 	junit := fs.String("junit", "", "")
+	events := fs.String("events", "", "")
 	// flags may follow the files: parse them in turns
 	var files []string
 	rest := args
@@ -75,6 +81,25 @@ func logcheckCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			return 2
 		}
 		*x.dst = t
+	}
+	if *events != "" {
+		f, err := os.Create(*events)
+		if err != nil {
+			fmt.Fprintf(stderr, "csconform logcheck: %v\n", err)
+			return 2
+		}
+		defer f.Close()
+		bw := bufio.NewWriter(f)
+		defer bw.Flush()
+		enc := json.NewEncoder(bw)
+		o.Events = func(e history.Event, origin string) {
+			if e.Detail == "" {
+				e.Detail = origin
+			} else {
+				e.Detail += " (" + origin + ")"
+			}
+			enc.Encode(e)
+		}
 	}
 	paths, skipped, err := logcheck.Expand(files)
 	if err != nil {

@@ -151,6 +151,16 @@ func TestLogcheckJSONAndReports(t *testing.T) {
 	if !strings.Contains(string(b), `<failure message="network:5`) || !strings.Contains(string(b), "<skipped") {
 		t.Errorf("junit: %s", b)
 	}
+	// --events: the extracted history, one JSON event a line, with origins
+	evFile := filepath.Join(dir, "events.jsonl")
+	out.Reset()
+	if code := logcheckCmd([]string{race, "--events", evFile}, nil, &out, &errb); code != 1 {
+		t.Fatalf("--events: exit %d: %s", code, errb.String())
+	}
+	evs, _ := os.ReadFile(evFile)
+	if lines := strings.Split(strings.TrimSpace(string(evs)), "\n"); len(lines) < 3 || !strings.Contains(lines[0], `"kind":"lock"`) || !strings.Contains(lines[0], "race.log:1") {
+		t.Errorf("events:\n%s", evs)
+	}
 	// --until before the race: nothing found
 	out.Reset()
 	if code := logcheckCmd([]string{race, "--until", "2025-03-01 10:00:00"}, nil, &out, &errb); code != 0 && code != 3 {
