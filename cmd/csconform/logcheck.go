@@ -29,6 +29,11 @@ Flags:
   --events FILE          write the extracted events as a model/history JSON-lines file (each
                          event's detail ends with the file:line it came from)
 
+  csconform logcheck --render HISTORY [--style 4.22|4.5]
+                         write the management-server.log of a saved reference history
+                         (csconform repro NAME --history HISTORY) to stdout, in the 4.22 or the
+                         4.5 layout and wording, for logcheck to read
+
 Exit status: 0 nothing found, 1 a finding, 2 bad input, 3 nothing could be decided (the log carries
 none of the lines the checks need: DEBUG level is needed).
 `
@@ -43,6 +48,8 @@ func logcheckCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	out := fs.String("out", "", "")
 	junit := fs.String("junit", "", "")
 	events := fs.String("events", "", "")
+	render := fs.String("render", "", "")
+	style := fs.String("style", "4.22", "")
 	// flags may follow the files: parse them in turns
 	var files []string
 	rest := args
@@ -61,6 +68,9 @@ func logcheckCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 		files = append(files, rest[0])
 		rest = rest[1:]
+	}
+	if *render != "" {
+		return renderLog(*render, *style, stdout, stderr)
 	}
 	if len(files) == 0 {
 		fmt.Fprint(stderr, "csconform logcheck: no log given\n\n"+logcheckUsage)
@@ -169,4 +179,27 @@ func writeLogcheckReports(dir string, rep *logcheck.Report) error {
 		return err
 	}
 	return os.WriteFile(filepath.Join(dir, "junit.xml"), rep.JUnit(), 0o644)
+}
+
+// renderLog writes a saved reference history as the management-server.log it stands for.
+func renderLog(path, style string, stdout, stderr io.Writer) int {
+	st := logcheck.Style422
+	switch style {
+	case "4.22":
+	case "4.5":
+		st = logcheck.Style45
+	default:
+		fmt.Fprintf(stderr, "csconform logcheck: unknown --style %q (4.22 or 4.5)\n", style)
+		return 2
+	}
+	evs, err := readHistory(path)
+	if err != nil {
+		fmt.Fprintf(stderr, "csconform logcheck: %v\n", err)
+		return 2
+	}
+	if err := logcheck.WriteLog(stdout, evs, st); err != nil {
+		fmt.Fprintf(stderr, "csconform logcheck: %v\n", err)
+		return 2
+	}
+	return 0
 }

@@ -167,3 +167,28 @@ func TestLogcheckJSONAndReports(t *testing.T) {
 		t.Errorf("--until: exit %d\n%s", code, out.String())
 	}
 }
+
+// TestLogcheckRender: a reference run's history, written as a log in either style, judged by
+// logcheck: seed-000-ab's D1 race is found as network-lock in both.
+func TestLogcheckRender(t *testing.T) {
+	dir := t.TempDir()
+	h := filepath.Join(dir, "h.jsonl")
+	var out, errb bytes.Buffer
+	if code := run([]string{"repro", "seed-000-ab", "--history", h}, &out, &errb); code != 1 {
+		t.Fatalf("repro: exit %d: %s", code, errb.String())
+	}
+	for _, style := range []string{"4.22", "4.5"} {
+		out.Reset()
+		if code := logcheckCmd([]string{"--render", h, "--style", style}, nil, &out, &errb); code != 0 {
+			t.Fatalf("render: exit %d: %s", code, errb.String())
+		}
+		log := writeFile(t, dir, "management-server-"+style+".log", out.Bytes())
+		out.Reset()
+		if code := logcheckCmd([]string{log}, nil, &out, &errb); code != 1 || !strings.Contains(out.String(), "network-lock on network:") {
+			t.Errorf("style %s: exit %d\n%s", style, code, out.String())
+		}
+	}
+	if code := logcheckCmd([]string{"--render", h, "--style", "3.0"}, nil, &out, &errb); code != 2 {
+		t.Errorf("bad style: exit %d", code)
+	}
+}
