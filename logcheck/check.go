@@ -317,7 +317,9 @@ func (c *Checker) fact(f *Fact, r lref) {
 		o.state, o.since, o.ref = f.To, f.Time, r
 	case KRelease:
 		if f.Object != "" {
-			c.obj(f.Object).released = r.e
+			if o := c.obj(f.Object); o.released == nil {
+				o.released = r.e // the first release since the VM last started is the evidence
+			}
 		}
 	case KIP:
 		if o := c.obj(f.Object); o.state == "" {
@@ -327,7 +329,9 @@ func (c *Checker) fact(f *Fact, r lref) {
 			}
 		}
 		if strings.HasPrefix(f.From, "vm:") && f.To == "free" {
-			c.obj(f.From).released = r.e
+			if o := c.obj(f.From); o.released == nil {
+				o.released = r.e
+			}
 			if on := c.netVMs[f.Network]; on != nil {
 				delete(on, f.From)
 			}
