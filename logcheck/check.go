@@ -388,7 +388,7 @@ func linObject(e history.Event) string {
 func (c *Checker) lin(e history.Event) {
 	c.seq++
 	e.Seq = c.seq
-	e.Detail = "" // the line's text would keep the whole line alive; the models need none of it
+	e.Detail = ""                // the line's text would keep the whole line alive; the models need none of it
 	if e.Kind == history.Fault { // a server restart ends every open lock section
 		for k := range c.linear {
 			if strings.HasPrefix(k, "network:") {
