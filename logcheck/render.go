@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"io"
 	"net/netip"
+	"regexp"
 	"strings"
+	"time"
 
 	"github.com/csconform/csconform/model/history"
 )
@@ -165,7 +167,7 @@ func render(e history.Event, style Style, names map[string]string) (logger, msg 
 			frames = []string{"com.cloud.utils.exception.CloudRuntimeException.<init>(CloudRuntimeException.java:40)",
 				"org.apache.cloudstack.engine.orchestration.NetworkOrchestrator.implementNetwork(NetworkOrchestrator.java:1540)"}
 		}
-		return logger, e.Detail, frames
+		return logger, reword(e, style, names), frames
 	case history.State:
 		kind, _, _ := strings.Cut(obj, ":")
 		switch kind {
@@ -259,4 +261,57 @@ func lastWord(s string) string {
 		return ""
 	}
 	return f[len(f)-1]
+}
+
+var (
+	reReport  = regexp.MustCompile(`^Process VM state report\. host: (\S+), number of records in report: (\d+), force: \w+$`)
+	reMissing = regexp.MustCompile(`^Detected missing VM\. host: (\S+), vm id: (\d+)\((\S+)\), power state: (\w+), last state update: (\d\d:\d\d:\d\d\.\d+)$`)
+	reGrace   = regexp.MustCompile(`^vm id: (\d+) - time since last state update\((\d+) ms\) (has passed graceful period|has not passed graceful period yet)$`)
+	reNoJobs  = regexp.MustCompile(`^(VM \S+ is at \w+ and we received a )PowerReportMissing( report while there is no pending jobs on it)$`)
+	reInvest  = regexp.MustCompile(`^Investigating why host (\S+) has disconnected with event (\w+)$`)
+)
+
+// reword gives the reference's power-sync and host lines the wording of the style's CloudStack
+// (log-formats.md, "Power-state sync wording by era"); the reference's history keeps its own words,
+// so no run's history changes. Other lines are the reference's as they are.
+func reword(e history.Event, style Style, names map[string]string) string {
+	d := e.Detail
+	if m := reReport.FindStringSubmatch(d); m != nil {
+		if style == Style45 {
+			return fmt.Sprintf("Process VM state report. host: %s, number of records in report: %s", m[1], m[2])
+		}
+		return fmt.Sprintf("Process VM state report. %s, number of records in report: %s.", hostRender(m[1], style), m[2])
+	}
+	if m := reMissing.FindStringSubmatch(d); m != nil {
+		last := e.Time
+		if t, err := time.Parse("15:04:05.000", m[5]); err == nil {
+			y, mo, dd := e.Time.Date()
+			last = time.Date(y, mo, dd, t.Hour(), t.Minute(), t.Second(), t.Nanosecond(), time.UTC)
+			if last.After(e.Time) {
+				last = last.AddDate(0, 0, -1)
+			}
+		}
+		if style == Style45 {
+			return fmt.Sprintf("Detected missing VM. host: %s, vm id: %s, power state: %s, last state update: %d", m[1], m[2], m[4], last.UnixMilli())
+		}
+		return fmt.Sprintf("Detected missing VM. %s, %s, power state: %s, last state update: %s", hostRender(m[1], style),
+			vmRender("vm:"+m[2], names, "", style), m[4], last.Format("2006-01-02T15:04:05-0700"))
+	}
+	if m := reGrace.FindStringSubmatch(d); m != nil {
+		if style == Style45 {
+			return fmt.Sprintf("vm id: %s - time since last state update(%sms) %s", m[1], m[2], m[3])
+		}
+		end := m[3]
+		if end == "has passed graceful period" {
+			end += "."
+		}
+		return fmt.Sprintf("%s - time since last state update(%s ms) %s", vmRender("vm:"+m[1], names, "", style), m[2], end)
+	}
+	if m := reNoJobs.FindStringSubmatch(d); m != nil && style == Style45 {
+		return m[1] + "power-off" + m[2]
+	}
+	if m := reInvest.FindStringSubmatch(d); m != nil && style == Style422 {
+		return fmt.Sprintf("Investigating why host %s has disconnected with event %s", hostRender(m[1], style), m[2])
+	}
+	return d
 }
