@@ -218,9 +218,12 @@ func (c *Checker) Add(e *Entry, facts []Fact) {
 			ev.Seq = c.evSeq
 			c.opt.Events(ev, e.Origin())
 		}
-		if f.Kind == KLock && f.Event.Kind == history.Lock {
+		switch {
+		case f.Kind == KLock && f.Event.Kind == history.Lock:
 			c.remember("network:"+strings.TrimPrefix(f.Object, "networks"), r)
-		} else {
+		case f.Kind == KJob:
+			// no check needs a job's timeline, and a log has as many jobs as it is long
+		default:
 			c.remember(f.Object, r)
 		}
 		c.fact(f, r)
@@ -307,10 +310,6 @@ func (c *Checker) fact(f *Fact, r lref) {
 		}
 		if o.missing != nil && f.From == "Running" && f.To != "Running" {
 			o.missing = nil
-		}
-	case KJob:
-		if f.To != "" {
-			delete(c.objs, f.Object) // a finished job is no open object: memory stays bounded
 		}
 	case KHostTransition, KVolTransition, KOtherState:
 		o := c.obj(f.Object)

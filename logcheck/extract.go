@@ -46,15 +46,41 @@ type Fact struct {
 // Extractor turns entries into facts. It remembers, per thread, the last VM named (the old
 // transition line does not name its VM) — state bounded by the number of threads.
 type Extractor struct {
-	lastVM map[string]string
+	lastVM  map[string]string
+	lastJob map[string]string // thread -> the work job its context last named
 }
 
 // NewExtractor returns an extractor.
-func NewExtractor() *Extractor { return &Extractor{lastVM: map[string]string{}} }
+func NewExtractor() *Extractor {
+	return &Extractor{lastVM: map[string]string{}, lastJob: map[string]string{}}
+}
+
+// workJob notes, once per thread and pair, that a thread runs the work job M of API job N (its
+// context says job-N/job-M): the job facts the log carries on every line of a work job.
+func (x *Extractor) workJob(e *Entry, actor string) (Fact, bool) {
+	i := strings.Index(e.Context, "job-")
+	if i < 0 {
+		return Fact{}, false
+	}
+	api, work := jobRef(e.Context[i:])
+	if work == "" || x.lastJob[actor] == work {
+		return Fact{}, false
+	}
+	x.lastJob[actor] = work
+	return Fact{Kind: KJob, Event: history.Event{Time: e.Time, Actor: actor, Level: e.Level, Kind: history.State,
+		Object: "job:" + work, To: "IN_PROGRESS", Detail: "work job of job-" + api + " on " + actor}}, true
+}
 
 // Extract returns the facts of e; malformed is set when e looks like a known kind but does not
 // parse (reported with its file:line), and known says whether any kind matched.
 func (x *Extractor) Extract(e *Entry, actor string) (facts []Fact, known bool, malformed string) {
+	if f, ok := x.workJob(e, actor); ok {
+		defer func() {
+			if malformed == "" {
+				facts, known = append(facts, f), true
+			}
+		}()
+	}
 	m := e.Msg
 	base := history.Event{Time: e.Time, Actor: actor, Level: e.Level}
 	add := func(kind, hkind, obj, from, to, detail string) {

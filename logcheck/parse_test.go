@@ -238,6 +238,27 @@ func TestFacts(t *testing.T) {
 	}
 }
 
+// TestWorkJobContext: a thread's context naming job-N/job-M gives the work job once per thread.
+func TestWorkJobContext(t *testing.T) {
+	text := "2025-03-01 10:00:00,000 DEBUG [c.c.v.VirtualMachineManagerImpl] (Work-Job-Executor-4:[ctx-1, job-40/job-41, ctx-2]) (logid:1) VM start attempt #1\n" +
+		"2025-03-01 10:00:01,000 DEBUG [c.c.v.VirtualMachineManagerImpl] (Work-Job-Executor-4:[ctx-1, job-40/job-41, ctx-2]) (logid:1) still the same job\n" +
+		"2016-03-01 10:00:02,000 DEBUG [c.c.v.VirtualMachineManagerImpl] (Work-Job-Executor-73:ctx-f0 job-31342/job-31343 ctx-74) next\n"
+	x := NewExtractor()
+	var got []string
+	for _, e := range entries(t, text) {
+		fs, _, _ := x.Extract(e, e.Thread)
+		for _, f := range fs {
+			if f.Kind == KJob {
+				got = append(got, f.Object+" "+f.Detail)
+			}
+		}
+	}
+	want := []string{"job:41 work job of job-40 on Work-Job-Executor-4", "job:31343 work job of job-31342 on Work-Job-Executor-73"}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}
+
 func TestMalformedAndUnknownAreCounted(t *testing.T) {
 	dir := t.TempDir()
 	p := filepath.Join(dir, "management-server.log")

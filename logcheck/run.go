@@ -123,9 +123,10 @@ func RunSources(srcs []*Source, o Options) (*Report, error) {
 		if thread == "" {
 			thread = "unknown"
 		}
-		if e.Host != "" && qualify {
+		switch {
+		case e.Host != "": // a host-name prefix names the server, even within one file
 			thread = e.Host + "/" + thread
-		} else if qualify {
+		case qualify:
 			thread = src.Server + "/" + thread
 		}
 		c.Saw(e)
