@@ -153,6 +153,9 @@ func (m *matrix) compare(t *testing.T, name, profile string, r *harness.Result, 
 				}
 			default:
 				c.inOnly++
+				if !row.mustAgree && row.check == logcheck.CheckReleasedRunning {
+					t.Logf("%s (%s): %s: in process only (%v)", name, profile, row.check, r.Violations)
+				}
 				if row.mustAgree {
 					m.bad = append(m.bad, fmt.Sprintf("%s (%s): %s on %s found in process only", name, profile, row.check, k))
 				}
