@@ -233,7 +233,7 @@ func (c *Checker) Add(e *Entry, facts []Fact) {
 func (c *Checker) fact(f *Fact, r lref) {
 	switch f.Kind {
 	case KLock:
-		if f.Kind2Lock() {
+		if f.Event.Kind == history.Lock { // not an "Unable to acquire lock" line
 			n := "network:" + strings.TrimPrefix(f.Object, "networks")
 			if f.To == "held" {
 				if h, ok := c.locks[n]; !ok || h.actor != f.Actor {
@@ -365,9 +365,6 @@ func (c *Checker) fact(f *Fact, r lref) {
 		}
 	}
 }
-
-// Kind2Lock says whether a lock fact is an acquisition or release (not an "unable to acquire").
-func (f *Fact) Kind2Lock() bool { return f.Event.Kind == history.Lock }
 
 func serverOf(actor string) string {
 	if i := strings.IndexByte(actor, '/'); i >= 0 {

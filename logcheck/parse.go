@@ -356,7 +356,8 @@ var months = map[string]time.Month{"Jan": 1, "Feb": 2, "Mar": 3, "Apr": 4, "May"
 // journald parses `Dec 22 12:42:29 host java[21477]: WARN  [logger] message` (agent logs copied from
 // the journal: no year, the last year seen is used).
 func (r *Reader) journald(line []byte) (*Entry, bool) {
-	if len(line) < 16 || line[3] != ' ' || line[9] != ':' && line[6] != ' ' {
+	// "Dec 22 12:42:29 " or "Dec  2 12:42:29 "
+	if len(line) < 16 || line[3] != ' ' || line[6] != ' ' || line[9] != ':' || line[12] != ':' {
 		return nil, false
 	}
 	mo, ok := months[string(line[:3])]

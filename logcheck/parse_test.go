@@ -327,3 +327,11 @@ func TestNULPaddingAfterEntries(t *testing.T) {
 		t.Errorf("err %v", err)
 	}
 }
+
+// TestJournaldPaddedDay: journald pads a one-digit day with a space.
+func TestJournaldPaddedDay(t *testing.T) {
+	es := entries(t, "Dec  2 01:02:03 kvm7 java[1]: INFO  [kvm.resource.LibvirtComputingResource] (main:null) up\n")
+	if len(es) != 1 || es[0].Host != "kvm7" || es[0].Time.Day() != 2 || es[0].Msg != "up" {
+		t.Fatalf("%+v", es)
+	}
+}
