@@ -2,7 +2,8 @@
 # Sets up what the tests need and runs every test tier. Run as root on a fresh Debian machine.
 # Tiers today: unit and property tests (rapid explorations included), the conformance suite on the
 # simulator driver, every fuzz target for a short time (CSCONFORM_FUZZTIME), go vet and gofmt, smoke
-# runs of repro, explore and check, and the container tier.
+# runs of repro, explore and check, logcheck (parse tests, round trip, benchmark figures), the
+# mutation score, and the container tier.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="/usr/local/go/bin:$PATH"
@@ -81,6 +82,12 @@ if [ "$rcf" != 0 ] || [ "$rc4" != 1 ] || [ "$rcc" != 1 ] || [ ! -s "$out/junit.x
   cat /tmp/csconform-explore-fixed.txt >&2
   exit 1
 fi
+
+echo "== logcheck: parse tests, bad input, the round trip (reference logs vs in-process detectors) and the benchmark figures"
+go test -count=1 ./logcheck ./cmd/csconform -run 'TestSkeleton|TestJournaldAndMultiline|TestObjectRenderings|TestFacts|TestMalformed|TestMergeByTime|FuzzParse|TestLogcheck'
+LOGCHECK_CASES=200 go test -count=1 -v ./logcheck -run 'TestRoundTrip' | grep -v '^=== \|^    \|^        '
+# figures printed, never asserted against a time (the machine is shared)
+LOGCHECK_BENCH_MB=64 go test -count=1 ./logcheck -run '^$' -bench 'BenchmarkLogcheck' -benchtime 1x | grep '^Benchmark'
 
 echo "== mutation score (a figure, not an assertion): the catalogue of impl/mutants.go against repro all under fixed and explore --budget 300, seed 1"
 go run -tags mutants ./cmd/csconform mutants run --budget 300 --seeds 1

@@ -37,6 +37,10 @@ Usage:
   csconform explore [flags]                random programs with faults until a detector flags one
   csconform check FILE [flags]             re-check a saved history (JSON lines); exit 1 on a finding,
                                            3 if some object is undecided (see check flags)
+  csconform logcheck FILE|DIR|- ...        judge CloudStack management-server.log files (rotated, .gz,
+                                           several servers) with the log-decidable invariants and
+                                           the porcupine models; exit 3 when nothing is decidable
+                                           (csconform logcheck -h)
   csconform bench [flags]                  time to find each defect, simulator and checker speed
   csconform mutants [run]                  the mutation catalogue; run (in a -tags mutants build)
                                            scores the detectors and exploration against it
@@ -119,7 +123,7 @@ bench flags:
 
 Exit status: 0 nothing found and every expectation met, 1 a violation was found, 2 bad input or
 a run stopped at a bound, 3 could not decide (the linearizability checker timed out on some object,
-and nothing else was found), 4 an outcome that differs from the scenario's expectations, 130
+and nothing else was found; logcheck: nothing decidable), 4 an outcome that differs from the scenario's expectations, 130
 interrupted.
 `
 
@@ -175,6 +179,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return injectCmd(args[1:], stdout, stderr)
 	case "mutants":
 		return mutantsCmd(args[1:], stdout, stderr)
+	case "logcheck":
+		return logcheckCmd(args[1:], os.Stdin, stdout, stderr)
 	}
 	fmt.Fprintf(stderr, "csconform: unknown command %q\n\n%s", args[0], usage)
 	return 2

@@ -1,0 +1,515 @@
+package logcheck
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/csconform/csconform/model/history"
+	"github.com/csconform/csconform/model/linear"
+)
+
+// Check names.
+const (
+	CheckNetworkLock     = "network-lock"                      // a network written by a thread while another held its lock (D1)
+	CheckReleasedRunning = "released-while-running"            // resources released, then the host reports the domain on (D2, D3)
+	CheckStuck           = "stuck-in-transition"               // an object left in a transitional state
+	CheckMissing         = "missing-never-reconciled"          // a VM reported missing that never settled
+	CheckNetworkDown     = "network-shutdown-under-running-vm" // a network shut down while a VM on it runs
+	CheckLinearNetwork   = "linearizable-network"              // porcupine, the network model
+	CheckLinearIP        = "linearizable-ip"                   // porcupine, the guest-IP model
+)
+
+// Checks lists every check with the fact kinds it needs (all of them, or any of the alternatives
+// in one entry separated by "|") and what it means.
+var Checks = []struct {
+	Name  string
+	Needs []string
+	Doc   string
+}{
+	{CheckNetworkLock, []string{KLock, KNetTransition}, "a network's state written by one thread while another holds its lock"},
+	{CheckReleasedRunning, []string{KRelease + "|" + KIP, KPowerUpdate + "|" + KUnknownDomain}, "a VM's resources released while a later power report shows its domain on"},
+	{CheckStuck, []string{KVMTransition + "|" + KNetTransition}, "a VM or network left in a transitional state longer than --stuck"},
+	{CheckMissing, []string{KMissing, KVMTransition}, "a Running VM reported missing and never reconciled within --stuck"},
+	{CheckNetworkDown, []string{KNetTransition, KIP, KVMTransition}, "a network shut down while a Running VM holds an address in it"},
+	{CheckLinearNetwork, []string{KLock, KNetTransition}, "porcupine: every network's lock sections and writes chain"},
+	{CheckLinearIP, []string{KIP}, "porcupine: every guest IP's holders chain"},
+}
+
+// Ref is one log line: where and what.
+type Ref struct {
+	Origin string    `json:"origin"`
+	Time   time.Time `json:"time"`
+	Text   string    `json:"text"`
+}
+
+// lref is a line kept by the checker: the entry itself, its Ref made only for a report.
+type lref struct{ e *Entry }
+
+func (l lref) ref() Ref {
+	if l.e == nil {
+		return Ref{}
+	}
+	return Ref{Origin: l.e.Origin(), Time: l.e.Time, Text: l.e.Raw}
+}
+
+func refs(ls []lref) []Ref {
+	out := make([]Ref, 0, len(ls))
+	for _, l := range ls {
+		out = append(out, l.ref())
+	}
+	return out
+}
+
+// Finding is one violation with its evidence.
+type Finding struct {
+	Check    string    `json:"check"`
+	Object   string    `json:"object"`
+	Time     time.Time `json:"time"`
+	Message  string    `json:"message"`
+	Evidence []Ref     `json:"evidence"`
+	Timeline []Ref     `json:"timeline,omitempty"`
+}
+
+// Coverage is, per check, whether the log carried the lines it needs.
+type Coverage struct {
+	Check     string   `json:"check"`
+	Decidable bool     `json:"decidable"`
+	Missing   []string `json:"missing,omitempty"` // fact kinds the log did not carry
+	Findings  int      `json:"findings"`
+	Doc       string   `json:"doc"`
+	Note      string   `json:"note,omitempty"`
+}
+
+// Options tune the checker.
+type Options struct {
+	Since, Until time.Time
+	// Stuck is how long an object may stay in a transitional state, or a missing VM unreconciled,
+	// before the end of the log, for a finding (default 30 min).
+	Stuck time.Duration
+	// LinearChunk is how many events an object's porcupine history gathers before it is checked
+	// at its next quiescent point (no lock held on it) and restarted from the state it reached:
+	// memory stays bounded by the open objects, not by the log's length (default 256).
+	LinearChunk int
+	// LinearTimeout bounds each partition's check (default 10 s).
+	LinearTimeout time.Duration
+	// Timeline is how many lines around a finding are kept per object (default 12).
+	Timeline int
+	// Events, if set, receives every extracted event as it streams by (csconform logcheck --events
+	// writes them as a model/history JSON-lines file), with the line it came from.
+	Events func(e history.Event, origin string)
+}
+
+type objState struct {
+	state    string
+	since    time.Time
+	ref      lref
+	released *Entry // VM: resources released, not started since
+	missing  *Entry // VM: reported missing while Running, not reconciled since
+	expunged *Entry // VM: record gone
+	ring     []lref // recent lines about the object, a circular buffer from next
+	next     int
+}
+
+// timeline is the ring in order.
+func (o *objState) timeline() []lref {
+	return append(slices.Clone(o.ring[o.next:]), o.ring[:o.next]...)
+}
+
+type lockHold struct {
+	actor string
+	ref   lref
+}
+
+// Checker judges facts as they stream by.
+type Checker struct {
+	opt      Options
+	objs     map[string]*objState
+	locks    map[string]lockHold          // network key -> holder
+	netVMs   map[string]map[string]*Entry // network -> VMs holding an address in it -> the allocation
+	counts   map[string]int64
+	found    map[string]bool // check|object already reported
+	Findings []Finding
+	linear   map[string][]history.Event // per object: its porcupine history since the last check
+	linNote  string
+	seq      int64
+	evSeq    int64
+	first    time.Time
+	last     time.Time
+}
+
+// NewChecker returns a checker.
+func NewChecker(o Options) *Checker {
+	if o.Stuck == 0 {
+		o.Stuck = 30 * time.Minute
+	}
+	if o.LinearChunk == 0 {
+		o.LinearChunk = 256
+	}
+	if o.LinearTimeout == 0 {
+		o.LinearTimeout = 10 * time.Second
+	}
+	if o.Timeline == 0 {
+		o.Timeline = 12
+	}
+	return &Checker{opt: o, objs: map[string]*objState{}, locks: map[string]lockHold{}, counts: map[string]int64{}, found: map[string]bool{},
+		linear: map[string][]history.Event{}, netVMs: map[string]map[string]*Entry{}}
+}
+
+func (c *Checker) obj(k string) *objState {
+	o := c.objs[k]
+	if o == nil {
+		o = &objState{}
+		c.objs[k] = o
+	}
+	return o
+}
+
+func (c *Checker) remember(k string, r lref) {
+	if k == "" {
+		return
+	}
+	o := c.obj(k)
+	if len(o.ring) < c.opt.Timeline {
+		o.ring = append(o.ring, r)
+		return
+	}
+	o.ring[o.next] = r
+	o.next = (o.next + 1) % len(o.ring)
+}
+
+func (c *Checker) find(check, object string, t time.Time, msg string, evidence ...lref) {
+	key := check + "|" + object
+	if c.found[key] {
+		return
+	}
+	c.found[key] = true
+	var tl []Ref
+	if o := c.objs[object]; o != nil {
+		tl = refs(o.timeline())
+	}
+	c.Findings = append(c.Findings, Finding{Check: check, Object: object, Time: t, Message: msg, Evidence: refs(evidence), Timeline: tl})
+}
+
+// Saw notes an entry's time, whatever it says: the end-of-log checks count from the last line.
+func (c *Checker) Saw(e *Entry) {
+	if !e.HasTime {
+		return
+	}
+	if c.first.IsZero() {
+		c.first = e.Time
+	}
+	if e.Time.After(c.last) {
+		c.last = e.Time
+	}
+}
+
+// Add judges one entry's facts.
+func (c *Checker) Add(e *Entry, facts []Fact) {
+	c.Saw(e)
+	r := lref{e}
+	for i := range facts {
+		f := &facts[i]
+		c.counts[f.Kind]++
+		if c.opt.Events != nil {
+			c.evSeq++
+			ev := f.Event
+			ev.Seq = c.evSeq
+			c.opt.Events(ev, e.Origin())
+		}
+		switch {
+		case f.Kind == KLock && f.Event.Kind == history.Lock:
+			c.remember("network:"+strings.TrimPrefix(f.Object, "networks"), r)
+		case f.Kind == KJob:
+			// no check needs a job's timeline, and a log has as many jobs as it is long
+		default:
+			c.remember(f.Object, r)
+		}
+		c.fact(f, r)
+	}
+}
+
+func (c *Checker) fact(f *Fact, r lref) {
+	switch f.Kind {
+	case KLock:
+		if f.Event.Kind == history.Lock { // not an "Unable to acquire lock" line
+			n := "network:" + strings.TrimPrefix(f.Object, "networks")
+			if f.To == "held" {
+				if h, ok := c.locks[n]; !ok || h.actor != f.Actor {
+					c.locks[n] = lockHold{actor: f.Actor, ref: r}
+				} else {
+					return // re-entrant: the same thread logs its own acquisition twice
+				}
+			} else {
+				if h, ok := c.locks[n]; ok && h.actor == f.Actor {
+					delete(c.locks, n)
+				} else {
+					return
+				}
+			}
+			c.lin(f.Event)
+		}
+	case KMSStart:
+		// a restarted server's threads are gone with the locks they held in it
+		for n, h := range c.locks {
+			if serverOf(h.actor) == serverOf(f.Actor) {
+				delete(c.locks, n)
+			}
+		}
+		c.lin(history.Event{Kind: history.Fault, To: "ms-restart"})
+	case KNetTransition:
+		o := c.obj(f.Object)
+		if f.Detail == orphanWrite && o.state == f.To {
+			return // the cleanup's own transition line already said it (a log that has both)
+		}
+		if o.state == "" {
+			// a log starts in the middle of a network's life (or its creation is not logged): its
+			// first write chains from what that write says it was
+			c.lin(history.Event{Kind: history.State, Object: f.Object, Actor: "(before the log)", To: f.From})
+		}
+		o.state, o.since, o.ref = f.To, f.Time, r
+		h, held := c.locks[f.Object]
+		ev := f.Event
+		if held {
+			ev.LockHolder = h.actor
+		}
+		if f.To == "Shutdown" {
+			on := c.netVMs[f.Object]
+			for _, vk := range slices.Sorted(mapKeys(on)) {
+				v, alloc := c.obj(vk), on[vk]
+				if v.state == "Running" {
+					c.find(CheckNetworkDown, f.Object, f.Time,
+						fmt.Sprintf("%s wrote %s %s -> Shutdown while %s, Running, holds an address in it (allocated at %s)", f.Actor, f.Object, f.From, vk, alloc.Origin()),
+						lref{alloc}, v.ref, r)
+				}
+			}
+		}
+		if held && h.actor != f.Actor {
+			how := "through the state machine"
+			if f.Direct {
+				how = "directly, around the state machine"
+			}
+			c.find(CheckNetworkLock, f.Object, f.Time,
+				fmt.Sprintf("%s wrote %s %s -> %s %s while %s held its lock (taken at %s)", f.Actor, f.Object, f.From, f.To, how, h.actor, h.ref.e.Origin()),
+				h.ref, r)
+		}
+		c.lin(ev)
+	case KVMTransition:
+		o := c.obj(f.Object)
+		o.state, o.since, o.ref = f.To, f.Time, r
+		switch f.To {
+		case "Starting", "Migrating":
+			o.released, o.expunged = nil, nil
+		case "Expunged":
+			o.expunged = r.e
+			// an expunged VM is kept (its domain may still be reported) but with a short timeline
+			if n := len(o.ring); n > 4 {
+				o.ring, o.next = o.timeline()[n-4:], 0
+			}
+		}
+		if o.missing != nil && f.From == "Running" && f.To != "Running" {
+			o.missing = nil
+		}
+	case KHostTransition, KVolTransition, KOtherState:
+		o := c.obj(f.Object)
+		o.state, o.since, o.ref = f.To, f.Time, r
+	case KRelease:
+		if f.Object != "" {
+			if o := c.obj(f.Object); o.released == nil {
+				o.released = r.e // the first release since the VM last started is the evidence
+			}
+		}
+	case KIP:
+		if o := c.obj(f.Object); o.state == "" {
+			o.state = "seen"
+			if f.From != "free" { // the log starts while the address is held
+				c.lin(history.Event{Kind: history.IP, Object: f.Object, Actor: "(before the log)", From: "free", To: f.From})
+			}
+		}
+		if strings.HasPrefix(f.From, "vm:") && f.To == "free" {
+			if o := c.obj(f.From); o.released == nil {
+				o.released = r.e
+			}
+			if on := c.netVMs[f.Network]; on != nil {
+				delete(on, f.From)
+			}
+			c.remember(f.From, r)
+		}
+		if strings.HasPrefix(f.To, "vm:") && f.Network != "" {
+			if c.netVMs[f.Network] == nil {
+				c.netVMs[f.Network] = map[string]*Entry{}
+			}
+			c.netVMs[f.Network][f.To] = r.e
+		}
+		c.lin(f.Event)
+	case KMissing:
+		o := c.obj(f.Object)
+		if o.state == "Running" && o.missing == nil {
+			o.missing = r.e
+		}
+	case KPowerUpdate, KUnknownDomain:
+		o := c.obj(f.Object)
+		if f.To != "PowerOn" {
+			return
+		}
+		o.missing = nil
+		if o.released != nil {
+			what := "its resources were released"
+			if o.expunged != nil {
+				what = "it was expunged"
+			}
+			c.find(CheckReleasedRunning, f.Object, f.Time,
+				fmt.Sprintf("%s: %s at %s, then a power report shows its domain on (%s)", f.Object, what, o.released.Origin(), r.e.Origin()),
+				lref{o.released}, r)
+		}
+	}
+}
+
+func serverOf(actor string) string {
+	if i := strings.IndexByte(actor, '/'); i >= 0 {
+		return actor[:i]
+	}
+	return ""
+}
+
+// linObject is the porcupine partition an event belongs to.
+func linObject(e history.Event) string {
+	if id, ok := strings.CutPrefix(e.Object, "networks"); ok {
+		return "network:" + id
+	}
+	return e.Object
+}
+
+func (c *Checker) lin(e history.Event) {
+	c.seq++
+	e.Seq = c.seq
+	e.Detail = ""                // the line's text would keep the whole line alive; the models need none of it
+	if e.Kind == history.Fault { // a server restart ends every open lock section
+		for k := range c.linear {
+			if strings.HasPrefix(k, "network:") {
+				c.linear[k] = append(c.linear[k], e)
+			}
+		}
+		return
+	}
+	k := linObject(e)
+	c.linear[k] = append(c.linear[k], e)
+	if len(c.linear[k]) >= c.opt.LinearChunk {
+		c.linFlush(k, false)
+	}
+}
+
+// linFlush checks an object's gathered history if it is quiescent (or at the end), then restarts
+// it from the state it reached: with no lock section open, every operation so far precedes every
+// later one, so the object's history splits there.
+func (c *Checker) linFlush(k string, end bool) {
+	if _, held := c.locks[k]; held && !end {
+		return
+	}
+	evs := c.linear[k]
+	if len(evs) == 0 {
+		return
+	}
+	for _, res := range linear.Check(linear.Partitions(evs), c.opt.LinearTimeout) {
+		check := CheckLinearNetwork
+		if res.Model == "ip" {
+			check = CheckLinearIP
+		}
+		switch res.Verdict {
+		case "illegal":
+			var ev []lref
+			if o := c.objs[res.Object]; o != nil {
+				ev = o.timeline()
+			}
+			c.find(check, res.Object, c.last, "no sequential order explains this history: "+strings.Join(res.Explain, "; "), ev...)
+		case "unknown":
+			c.linNote = "a partition timed out (undecided): " + res.Object
+		}
+	}
+	// restart from the last state written
+	last := ""
+	for i := len(evs) - 1; i >= 0; i-- {
+		if evs[i].Kind == history.State || evs[i].Kind == history.IP {
+			last = evs[i].To
+			break
+		}
+	}
+	c.linear[k] = c.linear[k][:0]
+	if last != "" && !end {
+		c.seq++
+		kind, from := history.State, ""
+		if strings.HasPrefix(k, "ip:") {
+			kind, from = history.IP, "free"
+		}
+		if from != last {
+			c.linear[k] = append(c.linear[k], history.Event{Seq: c.seq, Kind: kind, Object: k, Actor: "(checked before)", From: from, To: last})
+		}
+	}
+}
+
+var transitional = map[string]map[string]bool{
+	"vm":      {"Starting": true, "Stopping": true, "Migrating": true, "Expunging": true},
+	"network": {"Implementing": true, "Shutdown": true},
+}
+
+// Finish runs the end-of-log checks and the porcupine models, and returns the coverage.
+func (c *Checker) Finish() []Coverage {
+	for _, k := range slices.Sorted(mapKeys(c.objs)) {
+		o := c.objs[k]
+		kind, _, _ := strings.Cut(k, ":")
+		if transitional[kind][o.state] && c.last.Sub(o.since) > c.opt.Stuck {
+			c.find(CheckStuck, k, o.since, fmt.Sprintf("%s entered %s at %s and is still there %s later, at the end of the log", k, o.state, o.ref.e.Origin(), c.last.Sub(o.since).Round(time.Second)), o.ref)
+		}
+		if o.missing != nil && c.last.Sub(o.missing.Time) > c.opt.Stuck && o.state == "Running" {
+			c.find(CheckMissing, k, o.missing.Time, fmt.Sprintf("%s was reported missing at %s while Running and was neither stopped nor reported on again in the %s that followed", k, o.missing.Origin(), c.last.Sub(o.missing.Time).Round(time.Second)), lref{o.missing})
+		}
+	}
+	for _, k := range slices.Sorted(mapKeys(c.linear)) {
+		c.linFlush(k, true)
+	}
+	linNote := c.linNote
+	var out []Coverage
+	for _, ch := range Checks {
+		cv := Coverage{Check: ch.Name, Doc: ch.Doc, Decidable: true}
+		for _, need := range ch.Needs {
+			ok := false
+			for _, alt := range strings.Split(need, "|") {
+				if c.counts[alt] > 0 {
+					ok = true
+				}
+			}
+			if !ok {
+				cv.Decidable = false
+				cv.Missing = append(cv.Missing, need)
+			}
+		}
+		if (ch.Name == CheckLinearNetwork || ch.Name == CheckLinearIP) && linNote != "" {
+			cv.Note = linNote
+		}
+		if ch.Name == CheckStuck || ch.Name == CheckMissing {
+			cv.Note = fmt.Sprintf("objects judged only if the log runs on %s after they entered the state", c.opt.Stuck)
+		}
+		for _, f := range c.Findings {
+			if f.Check == ch.Name {
+				cv.Findings++
+			}
+		}
+		out = append(out, cv)
+	}
+	slices.SortStableFunc(c.Findings, func(a, b Finding) int { return a.Time.Compare(b.Time) })
+	return out
+}
+
+// Counts is how many facts of each kind the log carried.
+func (c *Checker) Counts() map[string]int64 { return c.counts }
+
+func mapKeys[V any](m map[string]V) func(func(string) bool) {
+	return func(yield func(string) bool) {
+		for k := range m {
+			if !yield(k) {
+				return
+			}
+		}
+	}
+}

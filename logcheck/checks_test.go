@@ -1,0 +1,144 @@
+package logcheck
+
+import (
+	"slices"
+	"strings"
+	"testing"
+)
+
+// l writes a 4.22-style line at second s of a day.
+func l(s int, thread, msg string) string {
+	h, m, sec := s/3600, s/60%60, s%60
+	return "2025-03-01 " + two(h) + ":" + two(m) + ":" + two(sec) + ",000 DEBUG [c.c.x.Y] (" + thread + ":[ctx-1]) (logid:1) " + msg + "\n"
+}
+
+func two(n int) string { return string([]byte{byte('0' + n/10), byte('0' + n%10)}) }
+
+const vm5 = `VM instance {"id":5,"instanceName":"i-2-5-VM","type":"User","uuid":"u5"}`
+const net3 = `Network {"id": 3, "name": "t3", "uuid": "n3", "networkofferingid": 1}`
+
+func vmTr(s int, th, from, to string) string {
+	return l(s, th, vm5+" state transited from ["+from+"] to ["+to+"] with event [E]. VM's original host: null, new host: null, host before state transition: null")
+}
+
+// TestChecks: each check on a short log that breaks it, and on one that does not.
+func TestChecks(t *testing.T) {
+	cases := []struct {
+		name string
+		log  string
+		want []string // checks with findings
+	}{
+		{"network written under another thread's lock",
+			l(0, "W-1", "Lock is acquired for network id 3 as a part of network implement") +
+				l(1, "W-1", net3+" state transited from [Allocated] to [Implementing] with event [ImplementNetwork]") +
+				l(2, "GC-1", net3+" state transited from [Implementing] to [Shutdown] with event [OperationFailed]") +
+				l(3, "W-1", net3+" state transited from [Shutdown] to [Implemented] with event [OperationSucceeded]") +
+				l(4, "W-1", "Lock is released for network id 3 as a part of network implement"),
+			[]string{CheckNetworkLock, CheckLinearNetwork}},
+		{"network writes by the lock holder only",
+			l(0, "W-1", "Lock is acquired for network id 3 as a part of network implement") +
+				l(1, "W-1", net3+" state transited from [Allocated] to [Implementing] with event [ImplementNetwork]") +
+				l(3, "W-1", net3+" state transited from [Implementing] to [Implemented] with event [OperationSucceeded]") +
+				l(4, "W-1", "Lock is released for network id 3 as a part of network implement") +
+				l(5, "GC-1", net3+" state transited from [Implemented] to [Shutdown] with event [DestroyNetwork]"),
+			nil},
+		{"resources released, then the domain reported on",
+			vmTr(0, "W-1", "Running", "Stopping") +
+				l(1, "W-1", "The nic 3 on i-2-5-VM was released according to GuestNetworkGuru, now updating record.") +
+				vmTr(2, "W-1", "Stopping", "Stopped") +
+				l(60, "AgentManager-Handler-1", `VM state report is updated. Host {"id":1}, `+vm5+`, power state: PowerOn.`),
+			[]string{CheckReleasedRunning}},
+		{"released, started again, reported on",
+			l(1, "W-1", "Guest IP address 10.1.1.10 changed from [vm:5] to [free]") +
+				vmTr(2, "W-2", "Stopped", "Starting") +
+				l(60, "AgentManager-Handler-1", `VM state report is updated. Host {"id":1}, `+vm5+`, power state: PowerOn.`),
+			nil},
+		{"expunged VM's domain reported by name",
+			l(1, "W-1", "Cleaning Network for Instance: i-2-5-VM") +
+				vmTr(2, "W-1", "Expunging", "Expunged") +
+				l(60, "AgentManager-Handler-1", "Unable to find matched VM in CloudStack DB. name: i-2-5-VM powerstate: PowerOn"),
+			[]string{CheckReleasedRunning}},
+		{"network shut down under a running VM",
+			l(0, "W-1", "Guest IP address 10.1.3.10 of "+net3+" changed from [free] to [vm:5]") +
+				vmTr(1, "W-1", "Starting", "Running") +
+				l(9, "GC-1", net3+" state transited from [Implemented] to [Shutdown] with event [DestroyNetwork]"),
+			[]string{CheckNetworkDown}},
+		{"network shut down after its VM stopped",
+			l(0, "W-1", "Guest IP address 10.1.3.10 of "+net3+" changed from [free] to [vm:5]") +
+				vmTr(1, "W-1", "Starting", "Running") +
+				vmTr(2, "W-1", "Running", "Stopping") +
+				l(3, "W-1", "Guest IP address 10.1.3.10 of "+net3+" changed from [vm:5] to [free]") +
+				vmTr(4, "W-1", "Stopping", "Stopped") +
+				l(9, "GC-1", net3+" state transited from [Implemented] to [Shutdown] with event [DestroyNetwork]"),
+			nil},
+		{"VM stuck in Starting for two hours",
+			vmTr(0, "W-1", "Stopped", "Starting") + l(7200, "main", "Ping from Routing host 1"),
+			[]string{CheckStuck}},
+		{"VM in Starting for ten minutes: not stuck",
+			vmTr(0, "W-1", "Stopped", "Starting") + l(600, "main", "Ping from Routing host 1"),
+			nil},
+		{"missing VM never reconciled",
+			vmTr(0, "W-1", "Starting", "Running") +
+				l(10, "AgentManager-Handler-1", "Detected missing VM. host: 1, vm id: 5, power state: PowerReportMissing, last state update: 2025-03-01T00:00:00+0000") +
+				l(7200, "main", "Ping from Routing host 1"),
+			[]string{CheckMissing}},
+		{"missing VM stopped by the sync",
+			vmTr(0, "W-1", "Starting", "Running") +
+				l(10, "AgentManager-Handler-1", "Detected missing VM. host: 1, vm id: 5, power state: PowerReportMissing, last state update: 2025-03-01T00:00:00+0000") +
+				vmTr(70, "AgentManager-Handler-1", "Running", "Stopped") +
+				l(7200, "main", "Ping from Routing host 1"),
+			nil},
+		{"IP handed out twice",
+			l(0, "W-1", "Guest IP address 10.1.1.10 changed from [free] to [vm:5]") +
+				l(1, "W-2", "Guest IP address 10.1.1.10 changed from [free] to [vm:6]"),
+			[]string{CheckLinearIP}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			rep, err := RunReader("t.log", strings.NewReader(c.log), Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, f := range rep.Findings {
+				if !slices.Contains(got, f.Check) {
+					got = append(got, f.Check)
+				}
+				if len(f.Evidence) == 0 || !strings.HasPrefix(f.Evidence[0].Origin, "t.log:") {
+					t.Errorf("%s: evidence %+v", f.Check, f.Evidence)
+				}
+			}
+			slices.Sort(got)
+			want := slices.Sorted(slices.Values(c.want))
+			if !slices.Equal(got, want) {
+				t.Errorf("findings %v, want %v\n%+v", got, want, rep.Findings)
+			}
+		})
+	}
+}
+
+// TestCoverageNeverSaysNoViolationWhenUndecidable: a log without lock lines cannot decide
+// network-lock; the report says so instead of "no violation".
+func TestCoverageNeverSaysNoViolationWhenUndecidable(t *testing.T) {
+	log := vmTr(0, "W-1", "Stopped", "Starting") + vmTr(1, "W-1", "Starting", "Running")
+	rep, err := RunReader("t.log", strings.NewReader(log), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	rep.Text(&b)
+	for _, c := range rep.Coverage {
+		if c.Check == CheckNetworkLock && c.Decidable {
+			t.Errorf("network-lock decidable without lock lines")
+		}
+		if c.Check == CheckStuck && !c.Decidable {
+			t.Errorf("stuck-in-transition undecidable with transitions")
+		}
+	}
+	if !strings.Contains(b.String(), "network-lock") || !strings.Contains(b.String(), "NOT DECIDABLE: the log has no network-lock") {
+		t.Errorf("report:\n%s", b.String())
+	}
+	if rep.ExitCode() != ExitOK {
+		t.Errorf("exit %d", rep.ExitCode())
+	}
+}

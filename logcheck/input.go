@@ -1,0 +1,213 @@
+package logcheck
+
+import (
+	"bufio"
+	"compress/gzip"
+	"container/heap"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// Source is one input stream: a file (plain or gzip), or standard input.
+type Source struct {
+	Name   string // as given, for file:line
+	Server string // which management server wrote it: its directory, or a host-name prefix
+	r      *Reader
+	closer io.Closer
+	cur    *Entry
+	idx    int
+}
+
+// Expand turns the arguments into the files to read: a directory gives the log files in it (names
+// containing ".log", rotated and gzipped ones included), sorted; skipped lists what it left out.
+func Expand(args []string) (files, skipped []string, err error) {
+	for _, a := range args {
+		if a == "-" {
+			files = append(files, a)
+			continue
+		}
+		st, err := os.Stat(a)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s: %v", a, pathErr(err))
+		}
+		if !st.IsDir() {
+			files = append(files, a)
+			continue
+		}
+		ents, err := os.ReadDir(a)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s: %v", a, pathErr(err))
+		}
+		n := 0
+		for _, d := range ents {
+			p := filepath.Join(a, d.Name())
+			if d.IsDir() || !d.Type().IsRegular() {
+				continue
+			}
+			if !strings.Contains(d.Name(), ".log") {
+				skipped = append(skipped, p)
+				continue
+			}
+			files = append(files, p)
+			n++
+		}
+		if n == 0 {
+			return nil, nil, fmt.Errorf("%s: no log files in the directory (names with .log: management-server.log, management-server.log.2025-02-24.gz)", a)
+		}
+	}
+	if len(files) == 0 {
+		return nil, nil, fmt.Errorf("no input")
+	}
+	return files, skipped, nil
+}
+
+func pathErr(err error) string {
+	if pe, ok := err.(*os.PathError); ok {
+		return pe.Err.Error()
+	}
+	return err.Error()
+}
+
+// OpenSource opens a file ("-": stdin), unpacking gzip by its magic number. An empty file is bad
+// input: a log the operator meant to give us is not empty.
+func OpenSource(name string, stdin io.Reader) (*Source, error) {
+	var rc io.Reader
+	var closer io.Closer
+	if name == "-" {
+		rc = stdin
+	} else {
+		f, err := os.Open(name)
+		if err != nil {
+			return nil, &InputError{File: name, Msg: pathErr(err)}
+		}
+		rc, closer = f, f
+	}
+	br := bufio.NewReaderSize(rc, 64<<10)
+	head, err := br.Peek(2)
+	if len(head) == 0 {
+		if closer != nil {
+			closer.Close()
+		}
+		if err != nil && err != io.EOF {
+			return nil, &InputError{File: name, Msg: err.Error()}
+		}
+		return nil, &InputError{File: name, Msg: "empty file"}
+	}
+	var r io.Reader = br
+	if len(head) == 2 && head[0] == 0x1f && head[1] == 0x8b {
+		zr, err := gzip.NewReader(br)
+		if err != nil {
+			if closer != nil {
+				closer.Close()
+			}
+			return nil, &InputError{File: name, Msg: "bad gzip data: " + err.Error()}
+		}
+		zr.Multistream(true)
+		r = zr
+	}
+	server := "stdin"
+	if name != "-" {
+		server = filepath.Dir(name)
+	}
+	return &Source{Name: name, Server: server, r: NewReader(name, r), closer: closer}, nil
+}
+
+// Close closes the file.
+func (s *Source) Close() {
+	if s.closer != nil {
+		s.closer.Close()
+	}
+}
+
+// Stats is what the source's reader counted.
+func (s *Source) Stats() Stats { return s.r.Stats }
+
+// Merger merges several sources' entries by time (several servers' logs interleave only by time;
+// rotated files of one server fall into order the same way). One pending entry per source.
+type Merger struct {
+	h       srcHeap
+	all     []*Source
+	started bool
+}
+
+// NewMerger merges srcs; ties keep the argument order.
+func NewMerger(srcs []*Source) *Merger {
+	for i, s := range srcs {
+		s.idx = i
+	}
+	return &Merger{all: srcs}
+}
+
+// Next returns the earliest pending entry, io.EOF when all are done, or the first source's error.
+func (m *Merger) Next() (*Entry, *Source, error) {
+	if !m.started {
+		m.started = true
+		for _, s := range m.all {
+			e, err := s.r.Next()
+			if err == io.EOF {
+				if s.r.Stats.Entries == 0 {
+					return nil, nil, &InputError{File: s.Name, Msg: fmt.Sprintf("no log entries in %d line(s): not a management-server.log", s.r.Stats.Lines)}
+				}
+				continue
+			}
+			if err != nil {
+				return nil, nil, err
+			}
+			s.cur = e
+			heap.Push(&m.h, s)
+		}
+	}
+	if len(m.h) == 0 {
+		return nil, nil, io.EOF
+	}
+	s := m.h[0]
+	e := s.cur
+	n, err := s.r.Next()
+	switch {
+	case err == io.EOF:
+		heap.Pop(&m.h)
+	case err != nil:
+		return nil, nil, err
+	default:
+		s.cur = n
+		heap.Fix(&m.h, 0)
+	}
+	return e, s, nil
+}
+
+// Totals sums the sources' counts.
+func (m *Merger) Totals() Stats {
+	var t Stats
+	for _, s := range m.all {
+		st := s.r.Stats
+		t.Lines += st.Lines
+		t.Bytes += st.Bytes
+		t.Entries += st.Entries
+		t.Orphans += st.Orphans
+		t.Continued += st.Continued
+		t.Unparsable += st.Unparsable
+	}
+	return t
+}
+
+type srcHeap []*Source
+
+func (h srcHeap) Len() int { return len(h) }
+func (h srcHeap) Less(i, j int) bool {
+	a, b := h[i].cur, h[j].cur
+	if !a.Time.Equal(b.Time) {
+		return a.Time.Before(b.Time)
+	}
+	return h[i].idx < h[j].idx
+}
+func (h srcHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *srcHeap) Push(x any)   { *h = append(*h, x.(*Source)) }
+func (h *srcHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}
