@@ -108,13 +108,23 @@ type objState struct {
 	released *Entry // VM: resources released, not started since
 	missing  *Entry // VM: reported missing while Running, not reconciled since
 	expunged *Entry // VM: record gone
-	ring     []lref // recent lines about the object, a circular buffer from next
-	next     int
+	// onAfter is a power report that showed the domain on after its resources were released. It is
+	// a finding unless a later report finds the VM missing: then it was a stale report, collected
+	// before the release and processed after it (a domain the release did not leave running).
+	onAfter *pendingFinding
+	ring    []lref // recent lines about the object, a circular buffer from next
+	next    int
 }
 
 // timeline is the ring in order.
 func (o *objState) timeline() []lref {
 	return append(slices.Clone(o.ring[o.next:]), o.ring[:o.next]...)
+}
+
+type pendingFinding struct {
+	t        time.Time
+	msg      string
+	evidence []lref
 }
 
 type lockHold struct {
@@ -348,6 +358,7 @@ func (c *Checker) fact(f *Fact, r lref) {
 		if o.state == "Running" && o.missing == nil {
 			o.missing = r.e
 		}
+		o.onAfter = nil // the domain was not there after all: that power-on report was stale
 	case KPowerUpdate, KUnknownDomain:
 		o := c.obj(f.Object)
 		if f.To != "PowerOn" {
@@ -359,9 +370,14 @@ func (c *Checker) fact(f *Fact, r lref) {
 			if o.expunged != nil {
 				what = "it was expunged"
 			}
-			c.find(CheckReleasedRunning, f.Object, f.Time,
-				fmt.Sprintf("%s: %s at %s, then a power report shows its domain on (%s)", f.Object, what, o.released.Origin(), r.e.Origin()),
-				lref{o.released}, r)
+			p := &pendingFinding{f.Time, fmt.Sprintf("%s: %s at %s, then a power report shows its domain on (%s)", f.Object, what, o.released.Origin(), r.e.Origin()),
+				[]lref{{o.released}, r}}
+			if o.onAfter == nil {
+				o.onAfter = p // one report may be stale: judged at the next report or the end of the log
+				return
+			}
+			c.find(CheckReleasedRunning, f.Object, o.onAfter.t, o.onAfter.msg, o.onAfter.evidence...)
+			o.onAfter = nil
 		}
 	}
 }
@@ -457,6 +473,9 @@ var transitional = map[string]map[string]bool{
 func (c *Checker) Finish() []Coverage {
 	for _, k := range slices.Sorted(mapKeys(c.objs)) {
 		o := c.objs[k]
+		if o.onAfter != nil {
+			c.find(CheckReleasedRunning, k, o.onAfter.t, o.onAfter.msg, o.onAfter.evidence...)
+		}
 		kind, _, _ := strings.Cut(k, ":")
 		if transitional[kind][o.state] && c.last.Sub(o.since) > c.opt.Stuck {
 			c.find(CheckStuck, k, o.since, fmt.Sprintf("%s entered %s at %s and is still there %s later, at the end of the log", k, o.state, o.ref.e.Origin(), c.last.Sub(o.since).Round(time.Second)), o.ref)
