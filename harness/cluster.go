@@ -214,15 +214,8 @@ func (c *Cluster) checkNow() {
 	added := false
 	present := map[string]bool{}
 	for _, v := range c.w.confirm(c.tracker.Check(snap)) {
-		key := violationKey(v)
-		present[key] = true
-		if c.seen[key] {
-			continue
-		}
-		c.seen[key] = true
-		c.Rec.Emit(history.Event{Actor: "checker", Kind: history.Violation, Object: v.Object, To: v.Invariant, Detail: v.Message})
-		c.Violations = append(c.Violations, Violation{Violation: v, Trail: c.trail(v), Lasting: invariant.Lasting(v.Invariant)})
-		added = true
+		present[violationKey(v)] = true
+		added = c.report(v) || added
 	}
 	// damage that heals and damage that stays: when each lasting violation was last found gone
 	for i := range c.Violations {
@@ -238,6 +231,19 @@ func (c *Cluster) checkNow() {
 	if added {
 		sortedViolations(c.Violations)
 	}
+}
+
+// report records a violation the first time its key is seen (one report per object and kind), in
+// the history and in Violations with its trail; it says whether it was new.
+func (c *Cluster) report(v invariant.Violation) bool {
+	key := violationKey(v)
+	if c.seen[key] {
+		return false
+	}
+	c.seen[key] = true
+	c.Rec.Emit(history.Event{Actor: "checker", Kind: history.Violation, Object: v.Object, To: v.Invariant, Detail: v.Message})
+	c.Violations = append(c.Violations, Violation{Violation: v, Trail: c.trail(v), Lasting: invariant.Lasting(v.Invariant)})
+	return true
 }
 
 // Quiesce runs until nothing but periodic work is left for d, then checks once more.

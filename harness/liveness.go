@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/csconform/csconform/impl"
-	"github.com/csconform/csconform/model/history"
 	"github.com/csconform/csconform/model/invariant"
 	"github.com/csconform/csconform/model/job"
 	"github.com/csconform/csconform/model/network"
@@ -84,13 +83,7 @@ func (c *Cluster) checkLiveness() error {
 		}
 		v := invariant.Violation{Invariant: invariant.StuckInTransition, Object: t.object, Time: now,
 			Message: fmt.Sprintf("%s since %s ago, past the %s it may take in a cloud left alone", t.what, now.Sub(t.since).Round(time.Second), t.bound)}
-		key := violationKey(v)
-		if c.seen[key] {
-			continue
-		}
-		c.seen[key] = true
-		c.Rec.Emit(history.Event{Actor: "checker", Kind: history.Violation, Object: v.Object, To: v.Invariant, Detail: v.Message})
-		c.Violations = append(c.Violations, Violation{Violation: v, Trail: c.trail(v), Lasting: true})
+		c.report(v)
 	}
 	sortedViolations(c.Violations)
 	return nil
