@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -414,17 +413,7 @@ func TestParameterErrors(t *testing.T) {
 // raw sends a hand-made request and returns the status and the decoded body.
 func raw(t *testing.T, u string, p url.Values) (int, map[string]map[string]any) {
 	t.Helper()
-	resp, err := http.Get(u + "?" + p.Encode())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	var m map[string]map[string]any
-	if err := json.Unmarshal(b, &m); err != nil {
-		t.Fatalf("not JSON: %s", b)
-	}
-	return resp.StatusCode, m
+	return rawGet(t, u, p.Encode())
 }
 
 func signed(cmd string, secret string, extra ...string) url.Values {
