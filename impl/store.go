@@ -212,18 +212,22 @@ func (db *DB) VM(id int64) *VMVO {
 	return &c
 }
 
-// VMByName finds a live (not removed) VM by instance name.
+// VMByName finds a live (not removed) VM by instance name: the one with the lowest id, whatever the
+// map's order. One pass without sorting every id: power sync asks for each domain of each report.
 func (db *DB) VMByName(name string) *VMVO {
 	db.lock()
 	defer db.mu.Unlock()
-	for _, id := range slices.Sorted(maps.Keys(db.vms)) {
-		v := db.vms[id]
-		if v.Name == name && !v.Removed {
-			c := *v
-			return &c
+	var found *VMVO
+	for _, v := range db.vms {
+		if v.Name == name && !v.Removed && (found == nil || v.ID < found.ID) {
+			found = v
 		}
 	}
-	return nil
+	if found == nil {
+		return nil
+	}
+	c := *found
+	return &c
 }
 
 // rows copies the rows of a table that match f (nil: all), in id order: never map order, so every
@@ -802,16 +806,19 @@ func (db *DB) CleanupLocksForServer(msID string) {
 	}
 }
 
-// VMByNameAny finds the newest VM row with an instance name, removed or not.
+// VMByNameAny finds the newest (highest id) VM row with an instance name, removed or not.
 func (db *DB) VMByNameAny(name string) *VMVO {
 	db.lock()
 	defer db.mu.Unlock()
 	var found *VMVO
-	for _, id := range slices.Sorted(maps.Keys(db.vms)) {
-		if v := db.vms[id]; v.Name == name {
-			c := *v
-			found = &c
+	for _, v := range db.vms {
+		if v.Name == name && (found == nil || v.ID > found.ID) {
+			found = v
 		}
 	}
-	return found
+	if found == nil {
+		return nil
+	}
+	c := *found
+	return &c
 }
