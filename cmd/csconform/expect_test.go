@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/csconform/csconform/harness"
@@ -45,5 +46,14 @@ expect:
 	var rs []harness.Result
 	if err := json.Unmarshal(out.Bytes(), &rs); err != nil || len(rs) != 1 || !rs[0].Expected || len(rs[0].Mismatches) == 0 {
 		t.Fatalf("JSON does not carry the unmet expectation: %v\n%s", err, out.String())
+	}
+}
+
+// csconform version says which build it is: the module version and Go's, and the revision when the
+// binary was built from a checkout.
+func TestVersion(t *testing.T) {
+	var out, errb bytes.Buffer
+	if code := run([]string{"version"}, &out, &errb); code != exitOK || !strings.HasPrefix(out.String(), "csconform ") || !strings.Contains(out.String(), "go1.") {
+		t.Fatalf("exit %d: %q %q", code, out.String(), errb.String())
 	}
 }

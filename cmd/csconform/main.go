@@ -42,6 +42,7 @@ Usage:
                                            the porcupine models; exit 3 when nothing is decidable
                                            (csconform logcheck -h)
   csconform bench [flags]                  time to find each defect, simulator and checker speed
+  csconform version                        the module version and VCS revision of this binary
   csconform mutants [run]                  the mutation catalogue; run (in a -tags mutants build)
                                            scores the detectors and exploration against it
   csconform server [flags]                 run the management server over TCP (csconform server -h)
@@ -179,6 +180,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return injectCmd(args[1:], stdout, stderr)
 	case "mutants":
 		return mutantsCmd(args[1:], stdout, stderr)
+	case "version":
+		return versionCmd(stdout)
 	case "logcheck":
 		return logcheckCmd(args[1:], os.Stdin, stdout, stderr)
 	}

@@ -1,0 +1,33 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"runtime/debug"
+)
+
+// versionCmd prints the module version and the VCS revision the binary was built from, as the
+// build info records them ("(devel)" and no revision for a binary built outside a checkout).
+func versionCmd(stdout io.Writer) int {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		fmt.Fprintln(stdout, "csconform (no build information)")
+		return exitOK
+	}
+	settings := map[string]string{}
+	for _, s := range bi.Settings {
+		settings[s.Key] = s.Value
+	}
+	line := fmt.Sprintf("csconform %s %s", bi.Main.Version, bi.GoVersion)
+	if rev := settings["vcs.revision"]; rev != "" {
+		line += " revision " + rev
+		if settings["vcs.modified"] == "true" {
+			line += " (modified)"
+		}
+		if t := settings["vcs.time"]; t != "" {
+			line += " of " + t
+		}
+	}
+	fmt.Fprintln(stdout, line)
+	return exitOK
+}
