@@ -40,6 +40,31 @@ func Builtin() ([]*harness.Scenario, error) {
 	return out, nil
 }
 
+// Source returns a built-in scenario's file as written (a user's starting point for their own).
+func Source(name string) ([]byte, error) {
+	entries, err := fs.ReadDir(builtin, "scenarios")
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, e := range entries {
+		data, err := builtin.ReadFile(path.Join("scenarios", e.Name()))
+		if err != nil {
+			return nil, err
+		}
+		sc, err := harness.ParseScenario(data, e.Name())
+		if err != nil {
+			return nil, err
+		}
+		if sc.Name == name {
+			return data, nil
+		}
+		names = append(names, sc.Name)
+	}
+	sort.Strings(names)
+	return nil, fmt.Errorf("unknown scenario %q (built in: %s)", name, strings.Join(names, ", "))
+}
+
 // MaxScenarioBytes caps a scenario file: the built-in ones are a few KiB, and a path such as
 // /dev/zero must not be read for ever.
 const MaxScenarioBytes = 4 << 20

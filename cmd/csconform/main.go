@@ -27,7 +27,8 @@ import (
 const usage = `csconform finds orchestration races in CloudStack-style management servers.
 
 Usage:
-  csconform scenarios                      list the built-in scenarios
+  csconform scenarios [--json]             list the built-in scenarios
+  csconform scenarios show NAME            print a built-in scenario's file (a start for your own)
   csconform repro NAME|FILE|all [flags]    run scenarios and check the invariants
   csconform repro NAME|FILE --api URL --host N=URI ...
                                            the same against a real CloudStack (see below)
@@ -137,8 +138,34 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	switch args[0] {
 	case "scenarios":
-		return listScenarios(stdout, stderr)
+		return listScenarios(args[1:], stdout, stderr)
 	case "profiles":
+		asJSON, ok := listFlags("profiles", args[1:], stderr, "csconform profiles [--json]")
+		if !ok {
+			return exitBadInput
+		}
+		if asJSON {
+			type profile struct {
+				Name    string   `json:"name"`
+				Defects []string `json:"defectsOn"`
+			}
+			type defect struct {
+				Name    string `json:"name"`
+				Summary string `json:"summary"`
+			}
+			var out struct {
+				Profiles []profile `json:"profiles"`
+				Defects  []defect  `json:"defects"`
+			}
+			for _, p := range impl.ProfileNames() {
+				s, _ := impl.Profile(p)
+				out.Profiles = append(out.Profiles, profile{p, orNone(s.On())})
+			}
+			for _, d := range impl.Defects {
+				out.Defects = append(out.Defects, defect{d.Name, d.Summary})
+			}
+			return writeListJSON(stdout, stderr, out)
+		}
 		for _, p := range impl.ProfileNames() {
 			s, _ := impl.Profile(p)
 			fmt.Fprintf(stdout, "%-16s defects on: %s\n", p, strings.Join(orNone(s.On()), ","))
@@ -149,11 +176,46 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		return 0
 	case "faults":
+		asJSON, ok := listFlags("faults", args[1:], stderr, "csconform faults [--json]")
+		if !ok {
+			return exitBadInput
+		}
+		if asJSON {
+			type kind struct {
+				Name       string   `json:"name"`
+				Needs      []string `json:"needs"`
+				Disruptive bool     `json:"disruptive"`
+				Doc        string   `json:"doc"`
+			}
+			var out []kind
+			for _, k := range faults.Kinds {
+				out = append(out, kind{k.Name, orNone(k.Needs), k.Disruptive, k.Doc})
+			}
+			return writeListJSON(stdout, stderr, out)
+		}
 		for _, k := range faults.Kinds {
 			fmt.Fprintf(stdout, "%-17s needs %-18s %s\n", k.Name, strings.Join(orNone(k.Needs), ","), k.Doc)
 		}
 		return 0
 	case "config":
+		asJSON, ok := listFlags("config", args[1:], stderr, "csconform config [--json]")
+		if !ok {
+			return exitBadInput
+		}
+		if asJSON {
+			type key struct {
+				Name        string `json:"name"`
+				Default     string `json:"default"`
+				Unit        string `json:"unit,omitempty"`
+				Range       string `json:"range"`
+				Description string `json:"description"`
+			}
+			var keys []key
+			for _, k := range impl.ConfigKeys {
+				keys = append(keys, key{k.Name, k.Default, k.Unit, k.Range(), k.Description})
+			}
+			return writeListJSON(stdout, stderr, keys)
+		}
 		for _, k := range impl.ConfigKeys {
 			fmt.Fprintf(stdout, "%-24s %-7s %-16s %-22s %s\n", k.Name, k.Default, k.Unit, k.Range(), k.Description)
 		}
@@ -225,11 +287,36 @@ func orNone(x []string) []string {
 	return x
 }
 
-func listScenarios(stdout, stderr io.Writer) int {
+func listScenarios(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 2 && args[0] == "show" {
+		src, err := conformance.Source(args[1])
+		if err != nil {
+			fmt.Fprintln(stderr, "csconform scenarios:", err)
+			return exitBadInput
+		}
+		stdout.Write(src)
+		return exitOK
+	}
+	asJSON, ok := listFlags("scenarios", args, stderr, "csconform scenarios [--json] | scenarios show NAME")
+	if !ok {
+		return exitBadInput
+	}
 	all, err := conformance.Builtin()
 	if err != nil {
 		fmt.Fprintln(stderr, "csconform:", err)
-		return 2
+		return exitBadInput
+	}
+	if asJSON {
+		type row struct {
+			Name   string `json:"name"`
+			Report string `json:"report,omitempty"`
+			Title  string `json:"title"`
+		}
+		var rows []row
+		for _, s := range all {
+			rows = append(rows, row{s.Name, s.Report, s.Title})
+		}
+		return writeListJSON(stdout, stderr, rows)
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tREPORT\tTITLE")
@@ -237,7 +324,29 @@ func listScenarios(stdout, stderr io.Writer) int {
 		fmt.Fprintf(tw, "%s\t%s\t%s\n", s.Name, s.Report, s.Title)
 	}
 	tw.Flush()
-	return 0
+	return exitOK
+}
+
+// listFlags reads the flags of a list command: --json only; anything else is bad input.
+func listFlags(cmd string, args []string, stderr io.Writer, usage string) (asJSON, ok bool) {
+	for _, a := range args {
+		if a != "--json" && a != "-json" {
+			fmt.Fprintf(stderr, "csconform %s: unexpected %q (usage: %s)\n", cmd, a, usage)
+			return false, false
+		}
+		asJSON = true
+	}
+	return asJSON, true
+}
+
+func writeListJSON(stdout, stderr io.Writer, v any) int {
+	enc := json.NewEncoder(stdout)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
+		fmt.Fprintln(stderr, "csconform:", err)
+		return exitBadInput
+	}
+	return exitOK
 }
 
 func repro(args []string, stdout, stderr io.Writer) int {
