@@ -242,11 +242,7 @@ func uniq(xs []string) []string {
 // Otherwise the orchestrator has forgotten a running guest (D2, D3).
 func CheckOrphanDomains(s Snapshot) []Violation {
 	byName := recordsByName(s.VMs)
-	// settled: the host is Up and has had time to report; before that its domains are not yet known
-	settled := map[string]bool{}
-	for _, h := range s.Hosts {
-		settled[h.ID] = h.Status == host.Up && (h.UpSince.IsZero() || s.Time.Sub(h.UpSince) >= s.ReportGrace)
-	}
+	settled := settledHosts(s) // before a host has had time to report, its domains are not yet known
 	var out []Violation
 	for _, d := range runningDomains(s.Domains) {
 		var live, removed []VM
