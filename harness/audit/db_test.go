@@ -132,19 +132,7 @@ func TestAuditFromDB(t *testing.T) {
 			srv := cloudsqltest.Start(t, "cloud", true)
 			srv.Exec(t, zone...)
 			srv.Exec(t, c.plant...)
-			db, err := audit.OpenDB(audit.DBOptions{DSN: srv.DSN("cloud", "", ""), Zone: c.zone})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer db.Close()
-			rep, err := audit.Run(context.Background(), audit.Config{Records: db.Records, Hosts: domains()})
-			if err != nil {
-				t.Fatal(err)
-			}
-			var got []string
-			for _, f := range rep.Findings {
-				got = append(got, f.Check+" "+f.Object)
-			}
+			rep, got := auditDB(t, audit.DBOptions{DSN: srv.DSN("cloud", "", ""), Zone: c.zone})
 			if strings.Join(got, "\n") != strings.Join(c.want, "\n") {
 				var b strings.Builder
 				rep.WriteTable(&b)
@@ -268,4 +256,24 @@ func TestDSNSecretNeverShown(t *testing.T) {
 			}
 		})
 	}
+}
+
+// auditDB audits the database opts names against domains() and returns the report with its findings
+// as "check object" lines.
+func auditDB(t *testing.T, opts audit.DBOptions) (*audit.Report, []string) {
+	t.Helper()
+	db, err := audit.OpenDB(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	rep, err := audit.Run(context.Background(), audit.Config{Records: db.Records, Hosts: domains()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, f := range rep.Findings {
+		got = append(got, f.Check+" "+f.Object)
+	}
+	return rep, got
 }

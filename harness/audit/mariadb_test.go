@@ -71,19 +71,7 @@ func TestMariaDBAudit(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			reader, _ := mariadb(t, c.plant...)
-			db, err := audit.OpenDB(audit.DBOptions{DSN: reader, Timeout: 10 * time.Second})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer db.Close()
-			rep, err := audit.Run(context.Background(), audit.Config{Records: db.Records, Hosts: domains()})
-			if err != nil {
-				t.Fatal(err)
-			}
-			var got []string
-			for _, f := range rep.Findings {
-				got = append(got, f.Check+" "+f.Object)
-			}
+			rep, got := auditDB(t, audit.DBOptions{DSN: reader, Timeout: 10 * time.Second})
 			if strings.Join(got, "\n") != strings.Join(c.want, "\n") || len(rep.Errors) > 0 || rep.Domains != 3 {
 				t.Fatalf("findings %q, want %q; report %+v", got, c.want, rep)
 			}
