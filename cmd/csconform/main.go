@@ -12,13 +12,11 @@ import (
 	"os"
 	"slices"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/csconform/csconform/conformance"
 	"github.com/csconform/csconform/drivers/container"
 	"github.com/csconform/csconform/drivers/sim"
-	"github.com/csconform/csconform/faults"
 	"github.com/csconform/csconform/harness"
 	"github.com/csconform/csconform/impl"
 	"github.com/csconform/csconform/model/history"
@@ -140,86 +138,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case "scenarios":
 		return listScenarios(args[1:], stdout, stderr)
 	case "profiles":
-		asJSON, ok := listFlags("profiles", args[1:], stderr, "csconform profiles [--json]")
-		if !ok {
-			return exitBadInput
-		}
-		if asJSON {
-			type profile struct {
-				Name    string   `json:"name"`
-				Defects []string `json:"defectsOn"`
-			}
-			type defect struct {
-				Name    string `json:"name"`
-				Summary string `json:"summary"`
-			}
-			var out struct {
-				Profiles []profile `json:"profiles"`
-				Defects  []defect  `json:"defects"`
-			}
-			for _, p := range impl.ProfileNames() {
-				s, _ := impl.Profile(p)
-				out.Profiles = append(out.Profiles, profile{p, orNone(s.On())})
-			}
-			for _, d := range impl.Defects {
-				out.Defects = append(out.Defects, defect{d.Name, d.Summary})
-			}
-			return writeListJSON(stdout, stderr, out)
-		}
-		for _, p := range impl.ProfileNames() {
-			s, _ := impl.Profile(p)
-			fmt.Fprintf(stdout, "%-16s defects on: %s\n", p, strings.Join(orNone(s.On()), ","))
-		}
-		fmt.Fprintln(stdout)
-		for _, d := range impl.Defects {
-			fmt.Fprintf(stdout, "%-4s %s\n", d.Name, d.Summary)
-		}
-		return 0
+		return listProfiles(args[1:], stdout, stderr)
 	case "faults":
-		asJSON, ok := listFlags("faults", args[1:], stderr, "csconform faults [--json]")
-		if !ok {
-			return exitBadInput
-		}
-		if asJSON {
-			type kind struct {
-				Name       string   `json:"name"`
-				Needs      []string `json:"needs"`
-				Disruptive bool     `json:"disruptive"`
-				Doc        string   `json:"doc"`
-			}
-			var out []kind
-			for _, k := range faults.Kinds {
-				out = append(out, kind{k.Name, orNone(k.Needs), k.Disruptive, k.Doc})
-			}
-			return writeListJSON(stdout, stderr, out)
-		}
-		for _, k := range faults.Kinds {
-			fmt.Fprintf(stdout, "%-17s needs %-18s %s\n", k.Name, strings.Join(orNone(k.Needs), ","), k.Doc)
-		}
-		return 0
+		return listFaults(args[1:], stdout, stderr)
 	case "config":
-		asJSON, ok := listFlags("config", args[1:], stderr, "csconform config [--json]")
-		if !ok {
-			return exitBadInput
-		}
-		if asJSON {
-			type key struct {
-				Name        string `json:"name"`
-				Default     string `json:"default"`
-				Unit        string `json:"unit,omitempty"`
-				Range       string `json:"range"`
-				Description string `json:"description"`
-			}
-			var keys []key
-			for _, k := range impl.ConfigKeys {
-				keys = append(keys, key{k.Name, k.Default, k.Unit, k.Range(), k.Description})
-			}
-			return writeListJSON(stdout, stderr, keys)
-		}
-		for _, k := range impl.ConfigKeys {
-			fmt.Fprintf(stdout, "%-24s %-7s %-16s %-22s %s\n", k.Name, k.Default, k.Unit, k.Range(), k.Description)
-		}
-		return 0
+		return listConfig(args[1:], stdout, stderr)
 	case "repro":
 		return repro(args[1:], stdout, stderr)
 	case "explore":
@@ -285,68 +208,6 @@ func orNone(x []string) []string {
 		return []string{"none"}
 	}
 	return x
-}
-
-func listScenarios(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 2 && args[0] == "show" {
-		src, err := conformance.Source(args[1])
-		if err != nil {
-			fmt.Fprintln(stderr, "csconform scenarios:", err)
-			return exitBadInput
-		}
-		stdout.Write(src)
-		return exitOK
-	}
-	asJSON, ok := listFlags("scenarios", args, stderr, "csconform scenarios [--json] | scenarios show NAME")
-	if !ok {
-		return exitBadInput
-	}
-	all, err := conformance.Builtin()
-	if err != nil {
-		fmt.Fprintln(stderr, "csconform:", err)
-		return exitBadInput
-	}
-	if asJSON {
-		type row struct {
-			Name   string `json:"name"`
-			Report string `json:"report,omitempty"`
-			Title  string `json:"title"`
-		}
-		var rows []row
-		for _, s := range all {
-			rows = append(rows, row{s.Name, s.Report, s.Title})
-		}
-		return writeListJSON(stdout, stderr, rows)
-	}
-	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tREPORT\tTITLE")
-	for _, s := range all {
-		fmt.Fprintf(tw, "%s\t%s\t%s\n", s.Name, s.Report, s.Title)
-	}
-	tw.Flush()
-	return exitOK
-}
-
-// listFlags reads the flags of a list command: --json only; anything else is bad input.
-func listFlags(cmd string, args []string, stderr io.Writer, usage string) (asJSON, ok bool) {
-	for _, a := range args {
-		if a != "--json" && a != "-json" {
-			fmt.Fprintf(stderr, "csconform %s: unexpected %q (usage: %s)\n", cmd, a, usage)
-			return false, false
-		}
-		asJSON = true
-	}
-	return asJSON, true
-}
-
-func writeListJSON(stdout, stderr io.Writer, v any) int {
-	enc := json.NewEncoder(stdout)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(v); err != nil {
-		fmt.Fprintln(stderr, "csconform:", err)
-		return exitBadInput
-	}
-	return exitOK
 }
 
 func repro(args []string, stdout, stderr io.Writer) int {

@@ -1,0 +1,146 @@
+package main
+
+// The list commands: scenarios, profiles, faults and config, as text or --json.
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/csconform/csconform/conformance"
+	"github.com/csconform/csconform/faults"
+	"github.com/csconform/csconform/impl"
+)
+
+// list runs a list command: --json prints rows() as JSON, no argument prints text; anything else is
+// bad input, answered with usage.
+func list(cmd, usage string, args []string, stdout, stderr io.Writer, rows func() any, text func(io.Writer)) int {
+	asJSON := false
+	for _, a := range args {
+		if a != "--json" && a != "-json" {
+			fmt.Fprintf(stderr, "csconform %s: unexpected %q (usage: %s)\n", cmd, a, usage)
+			return exitBadInput
+		}
+		asJSON = true
+	}
+	if !asJSON {
+		text(stdout)
+		return exitOK
+	}
+	enc := json.NewEncoder(stdout)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(rows()); err != nil {
+		fmt.Fprintln(stderr, "csconform:", err)
+		return exitBadInput
+	}
+	return exitOK
+}
+
+func listScenarios(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 2 && args[0] == "show" {
+		src, err := conformance.Source(args[1])
+		if err != nil {
+			fmt.Fprintln(stderr, "csconform scenarios:", err)
+			return exitBadInput
+		}
+		stdout.Write(src)
+		return exitOK
+	}
+	all, err := conformance.Builtin()
+	if err != nil {
+		fmt.Fprintln(stderr, "csconform:", err)
+		return exitBadInput
+	}
+	type row struct {
+		Name   string `json:"name"`
+		Report string `json:"report,omitempty"`
+		Title  string `json:"title"`
+	}
+	return list("scenarios", "csconform scenarios [--json] | scenarios show NAME", args, stdout, stderr, func() any {
+		var rows []row
+		for _, s := range all {
+			rows = append(rows, row{s.Name, s.Report, s.Title})
+		}
+		return rows
+	}, func(w io.Writer) {
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "NAME\tREPORT\tTITLE")
+		for _, s := range all {
+			fmt.Fprintf(tw, "%s\t%s\t%s\n", s.Name, s.Report, s.Title)
+		}
+		tw.Flush()
+	})
+}
+
+func listProfiles(args []string, stdout, stderr io.Writer) int {
+	type profile struct {
+		Name    string   `json:"name"`
+		Defects []string `json:"defectsOn"`
+	}
+	type defect struct {
+		Name    string `json:"name"`
+		Summary string `json:"summary"`
+	}
+	var profiles []profile
+	for _, p := range impl.ProfileNames() {
+		s, _ := impl.Profile(p)
+		profiles = append(profiles, profile{p, orNone(s.On())})
+	}
+	return list("profiles", "csconform profiles [--json]", args, stdout, stderr, func() any {
+		out := struct {
+			Profiles []profile `json:"profiles"`
+			Defects  []defect  `json:"defects"`
+		}{Profiles: profiles}
+		for _, d := range impl.Defects {
+			out.Defects = append(out.Defects, defect{d.Name, d.Summary})
+		}
+		return out
+	}, func(w io.Writer) {
+		for _, p := range profiles {
+			fmt.Fprintf(w, "%-16s defects on: %s\n", p.Name, strings.Join(p.Defects, ","))
+		}
+		fmt.Fprintln(w)
+		for _, d := range impl.Defects {
+			fmt.Fprintf(w, "%-4s %s\n", d.Name, d.Summary)
+		}
+	})
+}
+
+func listFaults(args []string, stdout, stderr io.Writer) int {
+	type kind struct {
+		Name       string   `json:"name"`
+		Needs      []string `json:"needs"`
+		Disruptive bool     `json:"disruptive"`
+		Doc        string   `json:"doc"`
+	}
+	var kinds []kind
+	for _, k := range faults.Kinds {
+		kinds = append(kinds, kind{k.Name, orNone(k.Needs), k.Disruptive, k.Doc})
+	}
+	return list("faults", "csconform faults [--json]", args, stdout, stderr, func() any { return kinds }, func(w io.Writer) {
+		for _, k := range kinds {
+			fmt.Fprintf(w, "%-17s needs %-18s %s\n", k.Name, strings.Join(k.Needs, ","), k.Doc)
+		}
+	})
+}
+
+func listConfig(args []string, stdout, stderr io.Writer) int {
+	type key struct {
+		Name        string `json:"name"`
+		Default     string `json:"default"`
+		Unit        string `json:"unit,omitempty"`
+		Range       string `json:"range"`
+		Description string `json:"description"`
+	}
+	var keys []key
+	for _, k := range impl.ConfigKeys {
+		keys = append(keys, key{k.Name, k.Default, k.Unit, k.Range(), k.Description})
+	}
+	return list("config", "csconform config [--json]", args, stdout, stderr, func() any { return keys }, func(w io.Writer) {
+		for _, k := range keys {
+			fmt.Fprintf(w, "%-24s %-7s %-16s %-22s %s\n", k.Name, k.Default, k.Unit, k.Range, k.Description)
+		}
+	})
+}
