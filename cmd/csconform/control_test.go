@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -192,9 +193,7 @@ func TestControlRefusesConfigOutOfRange(t *testing.T) {
 	ts := httptest.NewServer(newControl(nil, nil, cfg, token))
 	defer ts.Close()
 	for _, v := range []string{"0", "-1", "NaN", "1e300"} {
-		req, _ := http.NewRequest("GET", ts.URL+"/updateConfiguration?name=ping.interval&value="+v, nil)
-		req.Header.Set("Authorization", "Bearer "+token)
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := controlGet(ts.URL, "updateConfiguration", url.Values{"name": {"ping.interval"}, "value": {v}}, token)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -2,6 +2,7 @@ package explore
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -39,7 +40,7 @@ func MutationScore(o MutationOptions, seen func(MutantResult)) ([]MutantResult, 
 	}
 	var out []MutantResult
 	for _, m := range impl.Mutants {
-		if len(o.Only) > 0 && !contains(o.Only, m.ID) {
+		if len(o.Only) > 0 && !slices.Contains(o.Only, m.ID) {
 			continue
 		}
 		if err := impl.SetMutant(m.ID); err != nil {
@@ -58,15 +59,6 @@ func MutationScore(o MutationOptions, seen func(MutantResult)) ([]MutantResult, 
 		}
 	}
 	return out, nil
-}
-
-func contains(ms []impl.Mutant, m impl.Mutant) bool {
-	for _, x := range ms {
-		if x == m {
-			return true
-		}
-	}
-	return false
 }
 
 func killMutant(o MutationOptions, fixed impl.Switches) (string, string, error) {
