@@ -81,7 +81,7 @@ type ExternalInject struct {
 	// Targets maps CloudStack's host names to the names inject runs commands on (ssh); default the
 	// same. DBHost is the database host (backdate).
 	Targets  map[string]string
-	MgmtPort int // cut-link: the agent port (default 8250)
+	MgmtPort int // disconnect: the agent port (default 8250)
 }
 
 // ExternalPrefix is what the names of a run's networks and VMs start with.
@@ -94,15 +94,15 @@ type externalFault struct {
 }
 
 var externalFaults = map[string]externalFault{
-	"agent-restart":    {inject: inject.AgentStop},
-	"disconnect":       {inject: inject.CutLink},
-	"crash":            {inject: inject.CrashDomain},
-	"agent-kill":       {why: "a kill -9 of the agent: csconform inject stops agents with systemctl only (use agent-restart)"},
+	"agent-restart":    {inject: inject.AgentRestart},
+	"agent-kill":       {inject: inject.AgentKill},
+	"disconnect":       {inject: inject.Disconnect},
+	"crash":            {inject: inject.Crash},
 	"guest-shutdown":   {why: "a guest powering itself off needs the guest's console: csconform inject cannot"},
 	"stale-report":     {why: "delaying the agent's next out-of-band report needs the agent's internals"},
-	"slow-router-boot": {why: "the routers' boot time is the hypervisor's internals (inject's delay-router-boot suspends one router by hand)"},
+	"slow-router-boot": {why: "the routers' boot time is the hypervisor's internals (csconform inject slow-router-boot suspends one router by hand)"},
 	"ms-restart":       {why: "restarting the management server with its database kept needs the server's host: csconform inject cannot"},
-	"backdate":         {why: "backdating a network writes CloudStack's database: run csconform inject backdate-network by hand"},
+	"backdate":         {why: "backdating a network writes CloudStack's database: run csconform inject backdate by hand"},
 }
 
 // Preflight says what stands in the way of running sc externally with these options, step by step:
@@ -632,7 +632,7 @@ func (w *extWorld) fault(st Step) error {
 	var targets []string
 	kind, _ := faults.Lookup(st.Fault)
 	switch st.Fault {
-	case "agent-restart":
+	case "agent-restart", "agent-kill":
 		h := w.eo.hostName(st.Host)
 		spec.Hosts, spec.Duration = []string{in.target(h)}, cmp.Or(st.Duration, 10*time.Second)
 		targets = []string{"host:" + h}

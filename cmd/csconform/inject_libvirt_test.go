@@ -17,7 +17,7 @@ import (
 	"github.com/csconform/csconform/harness/audit"
 )
 
-// csconform inject crash-domain --local --yes against the local libvirtd: a labelled throwaway domain
+// csconform inject crash --local --yes against the local libvirtd: a labelled throwaway domain
 // (no disk, no kernel: QEMU idles in the firmware) is SIGKILLed through its pid file and is gone.
 // A dry run first leaves it running. Around it, the audit reads the real libvirtd: with no record of
 // i-2-1-VM (planted: its VM expunged) the running domain is an orphan; once crashed, nothing is found. go test -tags libvirt ./cmd/csconform -run TestInjectCrashesALocalDomain
@@ -60,7 +60,7 @@ func TestInjectCrashesALocalDomain(t *testing.T) {
 		t.Fatalf("audit before the crash: %v", f)
 	}
 	log := filepath.Join(t.TempDir(), "inject.log")
-	args := []string{"inject", "crash-domain", "--host", "h1", "--vm", name, "--allow-host", "h1", "--allow-vm", "csc-injtest*", "--local", "--audit-log", log}
+	args := []string{"inject", "crash", "--host", "h1", "--vm", name, "--allow-host", "h1", "--allow-vm", "csc-injtest*", "--local", "--audit-log", log}
 	runCLICases(t, []cliCase{{args, 0, "DRY RUN"}})
 	if a, err := lv.DomainIsActive(d); err != nil || a != 1 {
 		t.Fatalf("a dry run stopped the domain: %v %d", err, a)

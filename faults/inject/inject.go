@@ -171,48 +171,63 @@ func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
-// Fault kinds.
+// Fault kinds. They carry the names `csconform faults` gives the scenario faults, so a fault means
+// the same thing in a scenario, an external run and a staging injection.
 const (
-	CrashDomain     = "crash-domain"
-	AgentStop       = "agent-stop"
-	AgentRestart    = "agent-restart"
-	CutLink         = "cut-link"
-	DelayRouterBoot = "delay-router-boot"
-	BackdateNetwork = "backdate-network"
+	Crash          = "crash"
+	AgentRestart   = "agent-restart"
+	AgentKill      = "agent-kill"
+	Disconnect     = "disconnect"
+	SlowRouterBoot = "slow-router-boot"
+	Backdate       = "backdate"
 )
 
 // Kind documents one fault.
 type Kind struct {
 	Name      string
-	Targets   string // what it acts on
-	Lasts     bool   // time-boxed, healed after --duration
+	Targets   string        // what it acts on
+	Lasts     bool          // time-boxed, healed after --duration
+	Default   time.Duration // the duration when none is given (0: --duration is required)
 	Doc, Heal string
 }
 
 // Kinds are the faults, in the order --help lists them.
 var Kinds = []Kind{
-	{CrashDomain, "--host H --vm DOMAIN", false,
+	{Crash, "--host H --vm DOMAIN", false, 0,
 		"SIGKILL the domain's QEMU (pid from /run/libvirt/qemu/DOMAIN.pid): libvirt reports it crashed, the agent sends an out-of-band ping",
 		"none: a crash is instantaneous; CloudStack's HA or the operator starts the VM again"},
-	{AgentStop, "--host H ...", true,
-		"systemctl stop cloudstack-agent: the host's agent is gone; its domains keep running",
+	{AgentRestart, "--host H ...", true, 10 * time.Second,
+		"systemctl stop cloudstack-agent (a graceful stop: the agent sends its ShutdownCommand), started again after --duration (default 10s); its domains keep running",
 		"systemctl start cloudstack-agent"},
-	{AgentRestart, "--host H ...", false,
-		"systemctl restart cloudstack-agent (a rolling upgrade): a brief disconnect",
-		"none: the agent is started again by the restart itself"},
-	{CutLink, "--host H ... --mgmt-port P", true,
+	{AgentKill, "--host H ...", true, 10 * time.Second,
+		"systemctl kill --signal=SIGKILL cloudstack-agent (no ShutdownCommand: the server notices by missed pings), started again after --duration (default 10s; the unit's Restart= may bring it back sooner); its domains keep running",
+		"systemctl start cloudstack-agent"},
+	{Disconnect, "--host H ... --mgmt-port P", true, 0,
 		"iptables DROP of the host's traffic to and from the management server's agent port (8250), each rule tagged with a comment unique to this run",
 		"iptables -D of exactly those rules (by their comment); a host-side timer (systemd-run) removes them too if csconform dies"},
-	{DelayRouterBoot, "--host H --vm r-N-VM", true,
+	{SlowRouterBoot, "--host H --vm r-N-VM", true, 0,
 		"virsh suspend of the router's domain (do it while the router boots): its boot takes --duration longer",
 		"virsh resume"},
-	{BackdateNetwork, "--db-host M --network UUID --by D", true,
+	{Backdate, "--db-host M --network UUID --by D", true, 0,
 		"on the database host: UPDATE cloud.networks SET created = created - D for one network (a test network made old, for the orphaned-network cleanup)",
 		"the same UPDATE with + D"},
 }
 
+// Renamed are the names inject's faults had before they took the scenario faults' names; they are
+// still accepted.
+var Renamed = map[string]string{
+	"crash-domain":      Crash,
+	"agent-stop":        AgentRestart,
+	"cut-link":          Disconnect,
+	"delay-router-boot": SlowRouterBoot,
+	"backdate-network":  Backdate,
+}
+
 // KindByName finds a fault kind.
 func KindByName(name string) (Kind, bool) {
+	if n, ok := Renamed[name]; ok {
+		name = n
+	}
 	for _, k := range Kinds {
 		if k.Name == name {
 			return k, true
@@ -239,7 +254,15 @@ type Step struct {
 	Argv []string `json:"argv"`
 }
 
-func (s Step) String() string { return s.Host + ": " + strings.Join(s.Argv, " ") }
+// String is the step as it will run: each argument shell-quoted, so what a dry run shows is exactly
+// what ssh is given.
+func (s Step) String() string {
+	q := make([]string, len(s.Argv))
+	for i, a := range s.Argv {
+		q[i] = shellQuote(a)
+	}
+	return s.Host + ": " + strings.Join(q, " ")
+}
 
 // Plan is what a fault does: the apply steps, and the heal steps that undo them (run in order).
 type Plan struct {
@@ -278,18 +301,22 @@ func Build(s Spec) (Plan, error) {
 			return p, err
 		}
 	}
+	if k.Lasts && s.Duration <= 0 && k.Default > 0 {
+		s.Duration = k.Default
+		p.Duration = s.Duration
+	}
 	if k.Lasts && s.Duration <= 0 {
 		return p, fmt.Errorf("%s lasts until healed: give --duration", k.Name)
 	}
 	if !k.Lasts && s.Duration > 0 {
 		return p, fmt.Errorf("%s is instantaneous: --duration does not apply", k.Name)
 	}
-	needVM := k.Name == CrashDomain || k.Name == DelayRouterBoot
+	needVM := k.Name == Crash || k.Name == SlowRouterBoot
 	if needVM {
 		if len(s.Hosts) != 1 || s.VM == "" || !safe.MatchString(s.VM) {
 			return p, fmt.Errorf("%s needs one --host and a --vm domain name (letters, digits, _ . : @ -)", k.Name)
 		}
-		if k.Name == DelayRouterBoot && !strings.HasPrefix(s.VM, "r-") {
+		if k.Name == SlowRouterBoot && !strings.HasPrefix(s.VM, "r-") {
 			return p, fmt.Errorf("%s: %q is not a router (r-N-VM)", k.Name, s.VM)
 		}
 		p.Targets = []string{"vm:" + s.Hosts[0] + "/" + s.VM}
@@ -298,29 +325,28 @@ func Build(s Spec) (Plan, error) {
 	}
 	seconds := strconv.Itoa(int((s.Duration + 30*time.Second).Seconds()))
 	switch k.Name {
-	case CrashDomain:
+	case Crash:
 		h := s.Hosts[0]
 		// the pid file is read by the remote command itself; the domain name is checked above
 		p.Apply = []Step{{h, []string{"sh", "-c", `kill -9 "$(cat /run/libvirt/qemu/` + s.VM + `.pid)"`}}}
-	case DelayRouterBoot:
+	case SlowRouterBoot:
 		h := s.Hosts[0]
 		p.Apply = []Step{{h, []string{"virsh", "-c", "qemu:///system", "suspend", s.VM}}}
 		p.Heal = []Step{{h, []string{"virsh", "-c", "qemu:///system", "resume", s.VM}}}
-	case AgentStop:
+	case AgentRestart, AgentKill:
+		stop := []string{"systemctl", "stop", "cloudstack-agent"}
+		if k.Name == AgentKill {
+			stop = []string{"systemctl", "kill", "--signal=SIGKILL", "cloudstack-agent"}
+		}
 		for _, h := range s.Hosts {
 			p.Targets = append(p.Targets, "host:"+h)
 			p.Apply = append(p.Apply,
 				Step{h, []string{"systemd-run", "--unit", "csconform-heal-" + s.ID, "--on-active=" + seconds + "s", "systemctl", "start", "cloudstack-agent"}},
-				Step{h, []string{"systemctl", "stop", "cloudstack-agent"}})
+				Step{h, stop})
 			p.Heal = append(p.Heal, Step{h, []string{"systemctl", "start", "cloudstack-agent"}})
 			p.Disarm = append(p.Disarm, disarm(h, s.ID))
 		}
-	case AgentRestart:
-		for _, h := range s.Hosts {
-			p.Targets = append(p.Targets, "host:"+h)
-			p.Apply = append(p.Apply, Step{h, []string{"systemctl", "restart", "cloudstack-agent"}})
-		}
-	case CutLink:
+	case Disconnect:
 		port := s.MgmtPort
 		if port == 0 {
 			port = 8250
@@ -341,9 +367,9 @@ func Build(s Spec) (Plan, error) {
 			}
 			p.Disarm = append(p.Disarm, disarm(h, s.ID))
 		}
-	case BackdateNetwork:
+	case Backdate:
 		if len(s.Hosts) != 1 || !safeUUID.MatchString(s.Network) || s.By <= 0 {
-			return p, errors.New("backdate-network needs one --db-host, a --network UUID and --by DURATION")
+			return p, errors.New("backdate needs one --db-host, a --network UUID and --by DURATION")
 		}
 		h := s.Hosts[0]
 		by := strconv.Itoa(int(s.By.Seconds()))
@@ -572,6 +598,10 @@ type Record struct {
 	Argv   []string  `json:"argv,omitempty"`
 	Result string    `json:"result"` // ok, would run, error: ...
 	Output string    `json:"output,omitempty"`
+	// Heal and Disarm, on a plan record, are the steps that undo the fault: what `csconform inject
+	// heal` runs for a run that was killed before it healed.
+	Heal   []Step `json:"heal,omitempty"`
+	Disarm []Step `json:"disarm,omitempty"`
 }
 
 // Log appends records as JSON lines to a file opened O_APPEND (never truncated or rewritten).
@@ -645,10 +675,10 @@ func (in *Injector) Run(ctx context.Context, p Plan) (err error) {
 	}
 	if e := pol.Check(p); e != nil {
 		rec(Record{Action: "refuse", Target: targets, Result: e.Error()})
-		fmt.Fprintln(out, e)
-		return e
+		return e // the caller says it, once, where errors go
 	}
-	rec(Record{Action: "plan", Target: targets, Result: fmt.Sprintf("%d apply, %d heal steps, duration %s, dry run %v", len(p.Apply), len(p.Heal), p.Duration, !in.Yes)})
+	rec(Record{Action: "plan", Target: targets, Result: fmt.Sprintf("%d apply, %d heal steps, duration %s, dry run %v", len(p.Apply), len(p.Heal), p.Duration, !in.Yes),
+		Heal: p.Heal, Disarm: p.Disarm})
 	if !in.Yes {
 		fmt.Fprintf(out, "DRY RUN of %s on %s (nothing is changed; add --yes to apply):\n", p.Kind.Name, targets)
 		if pol.Resolve != nil { // where ssh connects for each host, as the allowlist saw it

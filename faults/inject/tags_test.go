@@ -58,7 +58,7 @@ func TestPolicyTags(t *testing.T) {
 			hosts: map[string][]string{"kvm1": {"chaos", "ssd"}, "kvm2": {"ssd"}, "kvm3": nil},
 		}
 	}
-	crash := func(h, vm string) Spec { return Spec{Fault: CrashDomain, Hosts: []string{h}, VM: vm} }
+	crash := func(h, vm string) Spec { return Spec{Fault: Crash, Hosts: []string{h}, VM: vm} }
 	restart := func(h string) Spec { return Spec{Fault: AgentRestart, Hosts: []string{h}} }
 	cases := []struct {
 		name  string
@@ -90,7 +90,7 @@ func TestPolicyTags(t *testing.T) {
 		{"the API fails: nothing is allowed by a tag", crash("kvm1", "i-2-3-VM"), Policy{AllowHosts: []string{"kvm1"}, AllowTags: []Tag{{"env", "staging"}}},
 			errors.New("listVirtualMachines: 401"), "its tags cannot be read (listVirtualMachines: 401)", 1},
 		{"tags without a source", crash("kvm1", "i-2-3-VM"), Policy{AllowHosts: []string{"kvm1"}, AllowTags: []Tag{{"env", "staging"}}}, nil, "cannot be read without --api", 0},
-		{"every step's host is checked by tag too (read once)", Spec{Fault: AgentStop, Hosts: []string{"kvm1"}, Duration: 1}, Policy{AllowHostTags: []string{"chaos"}}, nil, "", 1},
+		{"every step's host is checked by tag too (read once)", Spec{Fault: AgentRestart, Hosts: []string{"kvm1"}, Duration: 1}, Policy{AllowHostTags: []string{"chaos"}}, nil, "", 1},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
