@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/moby/moby/client"
@@ -76,7 +78,26 @@ func Cleanup(ctx context.Context, run string) ([]string, error) {
 			}
 		}
 	}
+	for _, d := range buildDirs(run) {
+		if err := os.RemoveAll(d); err != nil {
+			errs = append(errs, fmt.Errorf("build directory %s: %w", d, err))
+		} else {
+			removed = append(removed, "directory "+d)
+		}
+	}
 	return removed, errors.Join(errs...)
+}
+
+// buildDirs are the image build directories of run ("" = every run's) left in the temporary
+// directory: a build removes its own, but not when csconform is killed during it.
+func buildDirs(run string) []string {
+	if run == "" {
+		run = "*"
+	} else if strings.ContainsAny(run, "/\\*?[") || strings.Contains(run, "..") {
+		return nil // not a run id: it must not reach the file system as a pattern
+	}
+	ds, _ := filepath.Glob(filepath.Join(os.TempDir(), "csc-image-"+run+"-*"))
+	return ds
 }
 
 // Leftovers lists what Cleanup would remove (what is left after it): every container, network,
@@ -116,6 +137,9 @@ func Leftovers(ctx context.Context, run string) ([]string, error) {
 	}
 	for _, im := range is.Items {
 		out = append(out, "image "+imageName(im.ID, im.RepoTags))
+	}
+	for _, d := range buildDirs(run) {
+		out = append(out, "directory "+d)
 	}
 	return out, nil
 }

@@ -36,6 +36,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"debug/elf"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -327,14 +328,14 @@ func (c *Cluster) labels(role, host string) map[string]string {
 	return l
 }
 
-// buildImage builds csconform statically and an image FROM scratch holding only it.
+// buildImage puts a static csconform in an image FROM scratch holding only it.
 func (c *Cluster) buildImage(ctx context.Context) (string, error) {
-	dir, err := os.MkdirTemp("", "csc-image-")
+	dir, err := os.MkdirTemp("", "csc-image-"+c.Run+"-")
 	if err != nil {
 		return "", err
 	}
 	defer os.RemoveAll(dir)
-	if err := buildStatic(ctx, filepath.Join(dir, "csconform")); err != nil {
+	if err := imageBinary(ctx, filepath.Join(dir, "csconform")); err != nil {
 		return "", err
 	}
 	df := "FROM scratch\nCOPY csconform /csconform\nENTRYPOINT [\"/csconform\"]\n"
@@ -360,6 +361,63 @@ func (c *Cluster) buildImage(ctx context.Context) (string, error) {
 		return "", fmt.Errorf("%w\n%s", err, logb.String())
 	}
 	return tag, nil
+}
+
+// imageBinary writes the csconform the containers run to out. It is the running binary when that is
+// csconform and statically linked (go install with CGO_ENABLED=0, or a -trimpath build copied
+// anywhere): the containers then run exactly this version, and no source tree or Go toolchain is
+// needed. A test binary, or a csconform linked against libc, builds one from the module's source.
+func imageBinary(ctx context.Context, out string) error {
+	exe, err := os.Executable()
+	if err == nil && !strings.HasSuffix(filepath.Base(exe), ".test") {
+		static, serr := isStatic(exe)
+		if serr == nil && static {
+			return copyFile(exe, out)
+		}
+		if berr := buildStatic(ctx, out); berr != nil {
+			why := "it is dynamically linked"
+			if serr != nil {
+				why = serr.Error()
+			}
+			return fmt.Errorf("the containers run this csconform binary (%s), but %s and it cannot be built from source (%v): "+
+				"install a static one: CGO_ENABLED=0 go install github.com/csconform/csconform/cmd/csconform@latest", exe, why, berr)
+		}
+		return nil
+	}
+	return buildStatic(ctx, out)
+}
+
+// isStatic says whether an ELF executable needs no dynamic loader (no PT_INTERP), so it runs in an
+// image FROM scratch.
+func isStatic(path string) (bool, error) {
+	f, err := elf.Open(path)
+	if err != nil {
+		return false, fmt.Errorf("not an ELF executable: %v", err)
+	}
+	defer f.Close()
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_INTERP {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+func copyFile(from, to string) error {
+	in, err := os.Open(from)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	o, err := os.OpenFile(to, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o755)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(o, in); err != nil {
+		o.Close()
+		return err
+	}
+	return o.Close()
 }
 
 // buildStatic builds ./cmd/csconform with CGO_ENABLED=0 from this module's source.

@@ -4,6 +4,11 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
 	"testing"
 )
 
@@ -48,5 +53,53 @@ func TestPortsPublishedOnLoopback(t *testing.T) {
 	}
 	if _, err := portBindings([]string{"nope/tcp"}); err == nil {
 		t.Fatal("a bad port was accepted")
+	}
+}
+
+// The image's binary is the running csconform when it is static (go install with CGO_ENABLED=0):
+// isStatic tells a static executable from one that needs the dynamic loader.
+func TestIsStatic(t *testing.T) {
+	dir := t.TempDir()
+	build := func(name string, cgo string) string {
+		out := filepath.Join(dir, name)
+		src := filepath.Join(dir, name+".go")
+		os.WriteFile(src, []byte("package main\nimport \"os/user\"\nfunc main() { user.Current() }\n"), 0o644)
+		cmd := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-o", out, src)
+		cmd.Env = append(os.Environ(), "CGO_ENABLED="+cgo, "GOFLAGS=")
+		if b, err := cmd.CombinedOutput(); err != nil {
+			t.Skipf("cannot build a test binary (CGO_ENABLED=%s): %v\n%s", cgo, err, b)
+		}
+		return out
+	}
+	static, err := isStatic(build("static", "0"))
+	if err != nil || !static {
+		t.Fatalf("a CGO_ENABLED=0 binary: static %v, %v", static, err)
+	}
+	if _, err := exec.LookPath("gcc"); err == nil {
+		if dyn, err := isStatic(build("dynamic", "1")); err != nil || dyn {
+			t.Fatalf("a cgo binary: static %v, %v", dyn, err)
+		}
+	}
+	if _, err := isStatic(filepath.Join(dir, "static.go")); err == nil || !strings.Contains(err.Error(), "not an ELF executable") {
+		t.Fatalf("a source file: %v", err)
+	}
+}
+
+// Build directories are found by run id, and a --run that is not an id never reaches the file
+// system as a pattern.
+func TestBuildDirs(t *testing.T) {
+	t.Setenv("TMPDIR", t.TempDir())
+	d := filepath.Join(os.TempDir(), "csc-image-r1-123")
+	os.Mkdir(d, 0o700)
+	if got := buildDirs("r1"); len(got) != 1 || got[0] != d {
+		t.Fatalf("buildDirs(r1) = %v", got)
+	}
+	if got := buildDirs(""); len(got) != 1 {
+		t.Fatalf("buildDirs(\"\") = %v", got)
+	}
+	for _, bad := range []string{"../x", "*", "a/b", "r[1]"} {
+		if got := buildDirs(bad); got != nil {
+			t.Fatalf("buildDirs(%q) = %v", bad, got)
+		}
 	}
 }
