@@ -16,6 +16,8 @@ require (
 	pgregory.net/rapid v1.3.0
 )
 
+require libvirt.org/go/libvirtxml v1.12008.0
+
 require (
 	dario.cat/mergo v1.0.2 // indirect
 	filippo.io/edwards25519 v1.2.0 // indirect

@@ -3,6 +3,7 @@ package libvirt
 import (
 	"encoding/xml"
 	"fmt"
+	"libvirt.org/go/libvirtxml"
 	"math"
 	"os"
 	"path/filepath"
@@ -69,12 +70,6 @@ func seconds(d time.Duration) int {
 	return int(math.Ceil(d.Seconds()))
 }
 
-func esc(s string) string {
-	var b strings.Builder
-	_ = xml.EscapeText(&b, []byte(s))
-	return b.String()
-}
-
 // domainXML is a transient domain booting the cached guest kernel and initramfs directly, with one
 // virtio disk per volume file, the serial port on a unix socket (logged to a file), ACPI for the
 // guest's power off, and the csconform label in <metadata>.
@@ -92,34 +87,50 @@ type domainXML struct {
 }
 
 func (d domainXML) String() string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "<domain type='%s'>\n", esc(d.VirtType))
-	fmt.Fprintf(&b, "  <name>%s</name>\n", esc(d.Name))
+	dom := libvirtxml.Domain{
+		Type:   d.VirtType,
+		Name:   d.Name,
+		Memory: &libvirtxml.DomainMemory{Value: uint(d.MemoryMiB), Unit: "MiB"},
+		VCPU:   &libvirtxml.DomainVCPU{Value: 1},
+		OS: &libvirtxml.DomainOS{
+			Type:   &libvirtxml.DomainOSType{Arch: "x86_64", Machine: "pc", Type: "hvm"},
+			Kernel: d.Kernel, Initrd: d.Initrd, Cmdline: d.Cmdline,
+		},
+		Features:   &libvirtxml.DomainFeatureList{ACPI: &libvirtxml.DomainFeature{}},
+		OnPoweroff: "destroy", OnReboot: "destroy", OnCrash: "destroy",
+		Devices: &libvirtxml.DomainDeviceList{
+			// No USB controller: its probe costs the guest seconds under TCG.
+			Controllers: []libvirtxml.DomainController{{Type: "usb", Model: "none"}},
+			Serials: []libvirtxml.DomainSerial{{
+				Source: &libvirtxml.DomainChardevSource{UNIX: &libvirtxml.DomainChardevSourceUNIX{Mode: "bind", Path: d.SerialSock}},
+				Target: &libvirtxml.DomainSerialTarget{Port: new(uint)},
+				Log:    &libvirtxml.DomainChardevLog{File: d.SerialLog, Append: "off"},
+			}},
+			MemBalloon: &libvirtxml.DomainMemBalloon{Model: "none"},
+		},
+	}
 	if d.Label.Run != "" {
 		lbl, _ := xml.Marshal(d.Label)
-		fmt.Fprintf(&b, "  <metadata>%s</metadata>\n",
-			strings.Replace(string(lbl), "<csconform ", "<csconform xmlns='"+MetadataNS+"' ", 1))
+		dom.Metadata = &libvirtxml.DomainMetadata{XML: strings.Replace(string(lbl), "<csconform ", "<csconform xmlns=\""+MetadataNS+"\" ", 1)}
 	}
-	fmt.Fprintf(&b, "  <memory unit='MiB'>%d</memory>\n  <vcpu>1</vcpu>\n", d.MemoryMiB)
-	b.WriteString("  <os>\n    <type arch='x86_64' machine='pc'>hvm</type>\n")
-	fmt.Fprintf(&b, "    <kernel>%s</kernel>\n    <initrd>%s</initrd>\n    <cmdline>%s</cmdline>\n  </os>\n",
-		esc(d.Kernel), esc(d.Initrd), esc(d.Cmdline))
-	b.WriteString("  <features><acpi/></features>\n")
-	b.WriteString("  <on_poweroff>destroy</on_poweroff>\n  <on_reboot>destroy</on_reboot>\n  <on_crash>destroy</on_crash>\n")
-	// No USB controller: its probe costs the guest seconds under TCG.
-	b.WriteString("  <devices>\n    <controller type='usb' model='none'/>\n")
 	for i, f := range d.Disks {
 		format := "raw"
 		if strings.HasSuffix(f, ".qcow2") {
 			format = "qcow2"
 		}
-		fmt.Fprintf(&b, "    <disk type='file' device='disk'><driver name='qemu' type='%s'/><source file='%s'/><target dev='vd%c' bus='virtio'/></disk>\n",
-			format, esc(f), 'a'+rune(i))
+		dom.Devices.Disks = append(dom.Devices.Disks, libvirtxml.DomainDisk{
+			Device: "disk",
+			Driver: &libvirtxml.DomainDiskDriver{Name: "qemu", Type: format},
+			Source: &libvirtxml.DomainDiskSource{File: &libvirtxml.DomainDiskSourceFile{File: f}},
+			Target: &libvirtxml.DomainDiskTarget{Dev: "vd" + string(rune('a'+i)), Bus: "virtio"},
+		})
 	}
-	fmt.Fprintf(&b, "    <serial type='unix'><source mode='bind' path='%s'/><log file='%s' append='off'/><target port='0'/></serial>\n",
-		esc(d.SerialSock), esc(d.SerialLog))
-	b.WriteString("    <memballoon model='none'/>\n  </devices>\n</domain>\n")
-	return b.String()
+	x, err := dom.Marshal()
+	if err != nil {
+		// every field above is plain data: a marshal error is a bug here, not bad input
+		panic(fmt.Sprintf("domain XML of %s: %v", d.Name, err))
+	}
+	return x + "\n"
 }
 
 // guestCmdline is the kernel command line the guest's /init reads (see ci/build-guest.sh).
@@ -127,6 +138,56 @@ func guestCmdline(spec impl.DomainSpec, delay, life time.Duration) string {
 	return fmt.Sprintf("console=ttyS0 quiet panic=-1 csc.name=%s csc.delay=%d csc.life=%d csc.ip=%s csc.mac=%s",
 		cmdlineValue(spec.Name), seconds(delay), seconds(life),
 		cmdlineValue(strings.Join(spec.IPs, ",")), cmdlineValue(strings.Join(spec.MACs, ",")))
+}
+
+// ParseDomain reads a domain's XML (DomainGetXMLDesc) with libvirt's own schema types, and the
+// csconform label in its <metadata> if it has one (other applications' metadata may sit beside it).
+func ParseDomain(x string) (*libvirtxml.Domain, Label, bool, error) {
+	var dom libvirtxml.Domain
+	if err := dom.Unmarshal(x); err != nil {
+		return nil, Label{}, false, fmt.Errorf("domain XML: %w", err)
+	}
+	if dom.Metadata == nil {
+		return &dom, Label{}, false, nil
+	}
+	var md struct {
+		Label []Label `xml:"csconform"`
+	}
+	if err := xml.Unmarshal([]byte("<metadata>"+dom.Metadata.XML+"</metadata>"), &md); err != nil || len(md.Label) == 0 || md.Label[0].Run == "" {
+		return &dom, Label{}, false, nil
+	}
+	l := md.Label[0]
+	l.XMLName = xml.Name{}
+	return &dom, l, true, nil
+}
+
+// DiskSources are the sources of a domain's disks (device "disk", not cdroms or floppies), whatever
+// their type: a file, a block device, a network disk's name, a storage pool's pool/volume, a
+// directory.
+func DiskSources(dom *libvirtxml.Domain) []string {
+	if dom.Devices == nil {
+		return nil
+	}
+	var out []string
+	for _, dk := range dom.Devices.Disks {
+		if dk.Device != "" && dk.Device != "disk" || dk.Source == nil {
+			continue
+		}
+		src := dk.Source
+		switch {
+		case src.File != nil && src.File.File != "":
+			out = append(out, src.File.File)
+		case src.Block != nil && src.Block.Dev != "":
+			out = append(out, src.Block.Dev)
+		case src.Network != nil && src.Network.Name != "":
+			out = append(out, src.Network.Name)
+		case src.Volume != nil && src.Volume.Volume != "":
+			out = append(out, src.Volume.Pool+"/"+src.Volume.Volume)
+		case src.Dir != nil && src.Dir.Dir != "":
+			out = append(out, src.Dir.Dir)
+		}
+	}
+	return out
 }
 
 // parseLabel reads the label out of DomainGetMetadata's answer.

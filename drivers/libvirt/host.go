@@ -430,7 +430,11 @@ func domainsUsing(lv *golibvirt.Libvirt, file string) ([]string, error) {
 		if err != nil {
 			continue // gone meanwhile
 		}
-		if strings.Contains(x, "<source file='"+esc(file)+"'") || strings.Contains(x, `<source file="`+esc(file)+`"`) {
+		dom, _, _, err := ParseDomain(x)
+		if err != nil {
+			continue
+		}
+		if slices.Contains(DiskSources(dom), file) {
 			out = append(out, d.Name)
 		}
 	}

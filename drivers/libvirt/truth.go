@@ -1,7 +1,6 @@
 package libvirt
 
 import (
-	"encoding/xml"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -36,37 +35,28 @@ func (h *Host) Domains() ([]DomainInfo, error) {
 		if err != nil {
 			continue // gone meanwhile
 		}
-		var dx struct {
-			Metadata struct {
-				Label Label `xml:"csconform"`
-			} `xml:"metadata"`
-			Cmdline string `xml:"os>cmdline"`
-			Disks   []struct {
-				Source struct {
-					File string `xml:"file,attr"`
-				} `xml:"source"`
-			} `xml:"devices>disk"`
-		}
-		if err := xml.Unmarshal([]byte(x), &dx); err != nil {
-			continue
-		}
-		if l := dx.Metadata.Label; l.Run != h.Run || l.Host != h.HostID || l.Name != n {
+		dom, l, ok, err := ParseDomain(x)
+		if err != nil || !ok || l.Run != h.Run || l.Host != h.HostID || l.Name != n {
 			continue
 		}
 		info := DomainInfo{Name: n}
 		if a, err := h.lv.DomainIsActive(d); err == nil && a == 1 {
 			info.Running = true
 		}
-		for _, f := range strings.Fields(dx.Cmdline) {
+		cmdline := ""
+		if dom.OS != nil {
+			cmdline = dom.OS.Cmdline
+		}
+		for _, f := range strings.Fields(cmdline) {
 			if v, ok := strings.CutPrefix(f, "csc.ip="); ok && v != "-" {
 				info.IPs = strings.Split(v, ",")
 			}
 		}
-		for _, dk := range dx.Disks {
-			if rel, ok := strings.CutPrefix(dk.Source.File, volDir); ok {
+		for _, src := range DiskSources(dom) {
+			if rel, ok := strings.CutPrefix(src, volDir); ok {
 				info.Disks = append(info.Disks, rel)
-			} else if dk.Source.File != "" {
-				info.Disks = append(info.Disks, dk.Source.File)
+			} else {
+				info.Disks = append(info.Disks, src)
 			}
 		}
 		out = append(out, info)

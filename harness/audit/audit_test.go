@@ -179,6 +179,25 @@ func TestParseDomain(t *testing.T) {
 	if l.Run != "r1" || l.Host != "h1" || l.Name != "i-2-3-VM" {
 		t.Fatalf("label: %+v", l)
 	}
+	// a CloudStack host's domain: other metadata beside ours (nova's, say), disks of every source
+	// type libvirt has (RBD, a pool volume, a file behind a floppy that is not a disk)
+	x = `<domain type='kvm'><name>i-2-9-VM</name>
+<metadata><nova:instance xmlns:nova="http://openstack.org/xmlns/libvirt/nova/1.1"><nova:name>x</nova:name></nova:instance><csconform xmlns='https://csconform.dev/xmlns/libvirt/1' run='r2' host='h2' name='i-2-9-VM' dir='/y'/></metadata>
+<devices>
+<disk type='network' device='disk'><source protocol='rbd' name='cloudstack/ROOT-9'><host name='mon1' port='6789'/></source></disk>
+<disk type='volume' device='disk'><source pool='primary' volume='DATA-9'/></disk>
+<disk type='file' device='floppy'><source file='/f.img'/></disk>
+<interface type='bridge'><mac address='1e:00:aa:00:00:01'/></interface><interface type='bridge'><mac address='1e:00:aa:00:00:02'/></interface>
+</devices></domain>`
+	if d, l, err = parseDomain(x); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(d.Disks, ",") != "cloudstack/ROOT-9,primary/DATA-9" || len(d.MACs) != 2 || d.IPs != nil || l.Run != "r2" || l.Name != "i-2-9-VM" {
+		t.Fatalf("domain %+v, label %+v", d, l)
+	}
+	if _, _, err := parseDomain("<domain><name>x</nam"); err == nil {
+		t.Fatal("broken XML parsed")
+	}
 	if got := HostURI("qemu+ssh://root@{name}/system", HostRecord{ID: "u1", Name: "kvm1"}); got != "qemu+ssh://root@kvm1/system" {
 		t.Fatal(got)
 	}

@@ -1,7 +1,6 @@
 package audit
 
 import (
-	"encoding/xml"
 	"fmt"
 	"net/url"
 	"slices"
@@ -21,59 +20,29 @@ type LibvirtHost struct {
 	Run string
 }
 
-// domainXML is what the audit reads of a domain's live XML.
-type domainXML struct {
-	Name     string `xml:"name"`
-	Metadata struct {
-		Label libvirt.Label `xml:"csconform"`
-	} `xml:"metadata"`
-	Cmdline string `xml:"os>cmdline"`
-	Disks   []struct {
-		Device string `xml:"device,attr"`
-		Source struct {
-			File string `xml:"file,attr"`
-			Dev  string `xml:"dev,attr"`
-			Name string `xml:"name,attr"`
-		} `xml:"source"`
-	} `xml:"devices>disk"`
-	Interfaces []struct {
-		MAC struct {
-			Address string `xml:"address,attr"`
-		} `xml:"mac"`
-	} `xml:"devices>interface"`
-}
-
-// parseDomain reads a domain's XML: its disks (device="disk": files, block devices, network volumes;
-// not cdroms), its MACs, and the addresses a csconform guest has on its kernel line (csc.ip=).
+// parseDomain reads a domain's XML with libvirt's schema types: its disks (device="disk" of any
+// source type: files, block devices, network disks, pool volumes; not cdroms), its MACs, and the
+// addresses a csconform guest has on its kernel line (csc.ip=).
 func parseDomain(x string) (Domain, libvirt.Label, error) {
-	var dx domainXML
-	if err := xml.Unmarshal([]byte(x), &dx); err != nil {
+	dom, l, _, err := libvirt.ParseDomain(x)
+	if err != nil {
 		return Domain{}, libvirt.Label{}, err
 	}
-	d := Domain{Name: dx.Name}
-	for _, f := range strings.Fields(dx.Cmdline) {
-		if v, ok := strings.CutPrefix(f, "csc.ip="); ok && v != "-" {
-			d.IPs = strings.Split(v, ",")
-		}
-	}
-	for _, dk := range dx.Disks {
-		if dk.Device != "" && dk.Device != "disk" {
-			continue
-		}
-		for _, s := range []string{dk.Source.File, dk.Source.Dev, dk.Source.Name} {
-			if s != "" {
-				d.Disks = append(d.Disks, s)
-				break
+	d := Domain{Name: dom.Name, Disks: libvirt.DiskSources(dom)}
+	if dom.OS != nil {
+		for _, f := range strings.Fields(dom.OS.Cmdline) {
+			if v, ok := strings.CutPrefix(f, "csc.ip="); ok && v != "-" {
+				d.IPs = strings.Split(v, ",")
 			}
 		}
 	}
-	for _, i := range dx.Interfaces {
-		if i.MAC.Address != "" {
-			d.MACs = append(d.MACs, i.MAC.Address)
+	if dom.Devices != nil {
+		for _, i := range dom.Devices.Interfaces {
+			if i.MAC != nil && i.MAC.Address != "" {
+				d.MACs = append(d.MACs, i.MAC.Address)
+			}
 		}
 	}
-	l := dx.Metadata.Label
-	l.XMLName = xml.Name{}
 	return d, l, nil
 }
 
