@@ -16,6 +16,7 @@ import (
 	"github.com/csconform/csconform/model/history"
 	"github.com/csconform/csconform/model/host"
 	"github.com/csconform/csconform/model/invariant"
+	"github.com/csconform/csconform/model/linear"
 	"github.com/csconform/csconform/model/vm"
 )
 
@@ -270,9 +271,20 @@ func (c *Cluster) settle(d time.Duration) error {
 // pending work job that postpones it.
 func GhostBound(cfg *impl.Config) time.Duration { return 5 * cfg.PingInterval() }
 
+// ReportGrace is how long a host that came back Up takes before its reports count: two ping
+// intervals and some slack.
+func ReportGrace(cfg *impl.Config) time.Duration {
+	return 2*cfg.Seconds("ping.interval") + 10*time.Second
+}
+
+// LinearBounds are the VM model's staleness bounds for a run with cfg: the ghost-record invariant's.
+func LinearBounds(cfg *impl.Config) linear.Bounds {
+	return linear.Bounds{Ghost: GhostBound(cfg), ReportGrace: ReportGrace(cfg)}
+}
+
 // Snapshot is what the records say and what the hosts run, now.
 func (c *Cluster) Snapshot() invariant.Snapshot {
-	s := invariant.Snapshot{Time: c.Now(), ReportGrace: 2*c.Config.Seconds("ping.interval") + 10*time.Second, GhostBound: GhostBound(c.Config)}
+	s := invariant.Snapshot{Time: c.Now(), ReportGrace: ReportGrace(c.Config), GhostBound: GhostBound(c.Config)}
 	c.Rec.fillSnapshot(&s)
 	for _, v := range c.DB.VMs(nil) {
 		nets := make([]string, len(v.NetworkIDs))

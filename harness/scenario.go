@@ -353,7 +353,7 @@ func runScenario(sc *Scenario, profile string, defects impl.Switches, seed uint6
 		}
 	}
 	res.finish(c)
-	res.checkLinear(c.Rec.Events)
+	res.checkLinear(c.Rec.Events, LinearBounds(c.Config))
 	res.LinearChecked = true
 	res.VirtualEnd = c.Now().Sub(start)
 	res.Steps = c.w.steps()
@@ -377,10 +377,11 @@ func stopped(err error, lim Limits) error {
 	return err
 }
 
-// checkLinear runs the linearizability checker on a run's history: what it cannot decide in time is
+// checkLinear runs the linearizability checker on a run's history with the run's staleness bounds
+// (none for a world whose snapshots cannot judge ghost records): what it cannot decide in time is
 // Undecided, never taken for linearizable.
-func (res *Result) checkLinear(events []history.Event) {
-	rs := linear.Check(linear.Partitions(events), 10*time.Second)
+func (res *Result) checkLinear(events []history.Event, b linear.Bounds) {
+	rs := linear.CheckWith(linear.Partitions(events), 10*time.Second, b)
 	res.NotLinearizable, res.Undecided = linear.Illegal(rs), linear.Undecided(rs)
 }
 

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/csconform/csconform/impl"
 )
 
 func TestParseScenarioRejectsBadInput(t *testing.T) {
@@ -72,5 +74,21 @@ func BenchmarkSimulateDay(b *testing.B) {
 		}
 		b.ReportMetric(float64(c.Sched.Steps()), "steps/day")
 		c.Close()
+	}
+}
+
+// The VM model's staleness bounds are the ghost-record invariant's, from the run's ping.interval.
+func TestLinearBoundsFollowPingInterval(t *testing.T) {
+	for _, c := range []struct {
+		ping         string
+		ghost, grace time.Duration
+	}{{"60", 5 * time.Minute, 130 * time.Second}, {"5", 25 * time.Second, 20 * time.Second}} {
+		cfg, err := impl.NewConfig(map[string]string{"ping.interval": c.ping})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b := LinearBounds(cfg); b.Ghost != c.ghost || b.ReportGrace != c.grace || b.Ghost != GhostBound(cfg) {
+			t.Errorf("ping.interval %s: %+v, want ghost %s, grace %s", c.ping, b, c.ghost, c.grace)
+		}
 	}
 }

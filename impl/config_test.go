@@ -92,6 +92,7 @@ func TestProfilesAndDefects(t *testing.T) {
 		{"D2", "D2a,D2b,D2c,D2d,D2e", false},
 		{"d3, D2b", "D2b,D3", false},
 		{"none", "", false},
+		{"c3", "C3", false},
 		{"D7", "", true},
 	}
 	for _, c := range cases {
@@ -101,6 +102,13 @@ func TestProfilesAndDefects(t *testing.T) {
 		}
 		if err == nil && strings.Join(s.On(), ",") != c.want {
 			t.Errorf("%q: on = %v, want %s", c.in, s.On(), c.want)
+		}
+	}
+	// the error lists every switch Defects has, derived from it
+	_, err := ParseDefects("D7")
+	for _, d := range Defects {
+		if !strings.Contains(err.Error(), d.Name) {
+			t.Errorf("%v does not name %s", err, d.Name)
 		}
 	}
 	all, _ := Profile("cloudstack-4.22")

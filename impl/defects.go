@@ -2,6 +2,7 @@ package impl
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -23,6 +24,7 @@ var Defects = []Defect{
 	// Found by csconform explore, not in the seed reports: the D2/D3 family through the start path.
 	{"C1", "a failed start's cleanup releases NICs and volumes even when its stop could not reach the host (spec 3.8 step 12)"},
 	{"C2", "after a management-server restart, a VM whose start was in flight is moved to Stopped without asking its host (cleanupResources, PR #8394)"},
+	{"C3", "a power-on report collected before a VM's last state change still sets it Running (FollowAgentPowerOnReport): a stop or destroy is undone with no domain behind the record"},
 }
 
 // PlantedStopTimeoutIsSuccess is not a CloudStack defect: it is a bug the detector tests plant to show
@@ -87,10 +89,23 @@ func ParseDefects(list string) (Switches, error) {
 			}
 		}
 		if !matched {
-			return nil, fmt.Errorf("unknown defect %q (known: D1, D2, D2a–D2e, D3, C1, C2)", f)
+			return nil, fmt.Errorf("unknown defect %q (known: %s)", f, strings.Join(knownDefects(), ", "))
 		}
 	}
 	return s, nil
+}
+
+// knownDefects lists what ParseDefects accepts, from Defects: each name, and before the first of a
+// family (D2a…) the family's two-letter name.
+func knownDefects() []string {
+	var out []string
+	for _, d := range Defects {
+		if len(d.Name) > 2 && !slices.Contains(out, d.Name[:2]) {
+			out = append(out, d.Name[:2])
+		}
+		out = append(out, d.Name)
+	}
+	return out
 }
 
 // On lists the switches that are on, in the order of Defects.

@@ -25,11 +25,35 @@ func (s *Server) processHostVmStateReport(t *Thread, hostID string, report []str
 	s.Log(t, "DEBUG", HostObject(hostID), "Process VM state report. host: %s, number of records in report: %d, force: %v", hostID, len(report), force)
 	now := s.Env.Now()
 	for _, id := range reported {
+		if !s.Defects["C3"] && s.reportPredatesStateChange(t, id, collected) {
+			continue
+		}
 		if s.DB.UpdatePowerState(t.Name, id, vm.PowerOn, hostID, now) {
 			s.handlePowerStateReport(t, id)
 		}
 	}
 	s.processMissingVmReport(t, hostID, reported, force)
+}
+
+// reportPredatesStateChange is the C3 fix: a power-on entry collected before the VM's last state
+// change (vm_instance.update_time, written by every stateTransitTo) says nothing about the state the
+// VM is in now. 4.22 writes it with the processing time as wisdom era (updatePowerState(..., now)),
+// so a report collected before a stop and handled after it sets the Stopped VM Running again
+// (handlePowerOnReportWithNoPendingJobsOnVM). Skipping it only defers the VM to the next report,
+// which is collected after the change. The comparison is of the agent's clock with the server's: a
+// host running behind makes more reports look old (deferred, harmless), one running ahead narrows
+// the window the fix closes.
+func (s *Server) reportPredatesStateChange(t *Thread, id int64, collected time.Time) bool {
+	if collected.IsZero() {
+		return false // a report that does not say when it was collected: 4.22's behaviour
+	}
+	v := s.DB.VM(id)
+	if v == nil || collected.After(v.UpdateTime) {
+		return false
+	}
+	s.Log(t, "DEBUG", VMObject(id), "Ignoring the power-on report of VM %s collected at %s: its state changed to %s at %s, after the report was collected.",
+		v.Name, collected.Format("15:04:05.000"), v.State, v.UpdateTime.Format("15:04:05.000"))
+	return true
 }
 
 // reportUnknownInstances: D2e on, one debug line per unknown domain per report; off, a warning when

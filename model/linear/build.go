@@ -68,7 +68,8 @@ type call struct {
 // object's section another's; and an event numbered before an earlier one counts as happening when
 // it is read, so that no operation returns before it is called.
 func Partitions(events []history.Event) []Partition {
-	b := builder{parts: map[string]*Partition{}, calls: map[int]*call{}, sections: map[section]int{}, clients: map[string]map[string]int{}}
+	b := builder{parts: map[string]*Partition{}, calls: map[int]*call{}, sections: map[section]int{}, clients: map[string]map[string]int{},
+		hosts: map[string]*hostSeen{}}
 	for _, e := range events {
 		if e.Seq <= b.now {
 			e.Seq = b.now + 1
@@ -122,6 +123,27 @@ type builder struct {
 	sections map[section]int // index of the open critical section's op in its object's partition
 	clients  map[string]map[string]int
 	now      int64 // the last event's time
+	// hosts are the hosts' states as their state events say, for the VM model's staleness bound
+	hosts map[string]*hostSeen
+}
+
+// hostSeen is a host as the history shows it: Up or not, and when it last came back Up after being
+// away (zero if it never left), as the harness's recorder counts it for the invariants.
+type hostSeen struct {
+	up, wasUp bool
+	upSince   time.Time
+}
+
+// hostsSettle says whether every host is Up and the latest time one of them came back (0: none did).
+func (b *builder) hostsSettle() (allUp bool, upSince int64) {
+	allUp = true
+	for _, h := range b.hosts {
+		allUp = allUp && h.up
+		if !h.upSince.IsZero() {
+			upSince = max(upSince, h.upSince.UnixNano())
+		}
+	}
+	return allUp, upSince
 }
 
 // add adds an operation to object's partition, or drops it if model is not the object's (see
@@ -203,7 +225,13 @@ func (b *builder) event(e history.Event) {
 		switch modelOf(e.Object) {
 		case "vm":
 			s := VMState{On: strings.HasPrefix(e.To, "on/"), Dead: strings.HasSuffix(e.To, "/dead")}
-			b.add(e.Object, "vm", "observer", VMInput{Kind: VMObserve, Seen: s}, OK, e.Seq, e.Seq, e.Detail)
+			in := VMInput{Kind: VMObserve, Seen: s}
+			// the harness says what the record was in the detail ("record Running")
+			if rec, ok := strings.CutPrefix(e.Detail, "record "); ok && !e.Time.IsZero() {
+				in.Record, in.At = rec, e.Time.UnixNano()
+				in.HostsUp, in.UpSince = b.hostsSettle()
+			}
+			b.add(e.Object, "vm", "observer", in, OK, e.Seq, e.Seq, e.Detail)
 		case "ip":
 			var users []string
 			if e.To != "" {
@@ -228,6 +256,10 @@ func (b *builder) event(e history.Event) {
 			delete(b.sections, key)
 		}
 	case history.State:
+		if id, ok := strings.CutPrefix(e.Object, "host:"); ok {
+			b.hostState(id, e)
+			return
+		}
 		if modelOf(e.Object) != "network" {
 			return
 		}
@@ -243,6 +275,23 @@ func (b *builder) event(e history.Event) {
 	}
 }
 
+// hostState follows a host's state events (the recorder's rule: coming back Up after the first time
+// starts the report grace).
+func (b *builder) hostState(id string, e history.Event) {
+	h := b.hosts[id]
+	if h == nil {
+		h = &hostSeen{}
+		b.hosts[id] = h
+	}
+	h.up = e.To == "Up"
+	if h.up {
+		if h.wasUp {
+			h.upSince = e.Time
+		}
+		h.wasUp = true
+	}
+}
+
 // Result is the verdict on one partition.
 type Result struct {
 	Object string `json:"object"`
@@ -255,20 +304,27 @@ type Result struct {
 	Explain []string `json:"explain,omitempty"`
 	info    porcupine.LinearizationInfo
 	ops     []porcupine.Operation
+	model   porcupine.Model
 }
 
-// Check checks every partition; each gets at most timeout (0: no limit).
+// Check checks every partition with no staleness bound; each gets at most timeout (0: no limit).
 func Check(parts []Partition, timeout time.Duration) []Result {
+	return CheckWith(parts, timeout, Bounds{})
+}
+
+// CheckWith checks every partition with a run's staleness bounds; each gets at most timeout.
+func CheckWith(parts []Partition, timeout time.Duration, bounds Bounds) []Result {
+	models := ModelsWith(bounds)
 	out := make([]Result, 0, len(parts))
 	for _, p := range parts {
-		m, ok := Models[p.Model]
+		m, ok := models[p.Model]
 		if !ok {
 			// a partition made by hand with no model: nothing decides it
 			out = append(out, Result{Object: p.Object, Model: p.Model, Ops: len(p.Ops), Verdict: "unknown", Explain: []string{"  no model " + p.Model}})
 			continue
 		}
 		res, info := porcupine.CheckOperationsVerbose(m, p.Ops, timeout)
-		r := Result{Object: p.Object, Model: p.Model, Ops: len(p.Ops), info: info, ops: p.Ops}
+		r := Result{Object: p.Object, Model: p.Model, Ops: len(p.Ops), info: info, ops: p.Ops, model: m}
 		switch res {
 		case porcupine.Ok:
 			r.Verdict = "ok"
@@ -353,8 +409,30 @@ func explain(m porcupine.Model, ops []porcupine.Operation, info porcupine.Linear
 			lead = "            or this: "
 		}
 		out = append(out, lead+m.DescribeOperation(op.Input, op.Output))
+		if n == 0 {
+			out = append(out, ghostWhy(state, op.Input)...)
+		}
 	}
 	return out
+}
+
+// ghostWhy says why an observation that agrees with the state cannot follow it: the staleness bound.
+// The VM model's state is the set of states it may be in.
+func ghostWhy(state, input any) []string {
+	in, isVM := input.(VMInput)
+	states, ok := state.([]any)
+	if !ok || !isVM || in.Kind != VMObserve {
+		return nil
+	}
+	for _, st := range states {
+		s, ok := st.(VMState)
+		if !ok || in.Seen.On != s.On || in.Seen.Dead != s.Dead || s.GhostSince == 0 {
+			continue
+		}
+		d := time.Duration(in.At - s.GhostSince).Round(time.Second)
+		return []string{fmt.Sprintf("            (its record has said Running with no domain for %s, on hosts whose reports flow: longer than power sync may take)", d)}
+	}
+	return nil
 }
 
 // FileName is the name of the partition's visualization file.
@@ -364,5 +442,9 @@ func (r Result) FileName() string {
 
 // Visualize writes porcupine's HTML for one partition (use it for failing partitions only).
 func (r Result) Visualize(path string) error {
-	return porcupine.VisualizePath(Models[r.Model], r.info, path)
+	m := r.model
+	if m.Step == nil {
+		m = Models[r.Model]
+	}
+	return porcupine.VisualizePath(m, r.info, path)
 }

@@ -10,6 +10,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/anishathalye/porcupine"
 )
@@ -25,6 +26,10 @@ type VMState struct {
 	// still arrived), so the record may still say Running until power sync catches up, and a start
 	// then succeeds without starting anything.
 	Stale bool
+	// GhostSince is when the observations began to see the record say Running with no domain, in
+	// Unix nanoseconds of the run's virtual time (0: they do not). Power sync must end that within
+	// the model's Bounds.Ghost, or the Stale excuse would hide the record for ever.
+	GhostSince int64
 }
 
 func (s VMState) String() string {
@@ -52,6 +57,46 @@ type VMInput struct {
 	Kind string
 	Name string  // the client operation as called (deploy, forceStop, ...)
 	Seen VMState // for observe
+	// For observe, what the staleness bound needs (all zero in histories that do not say):
+	// Record is the record's state as seen ("Running", "Stopped", …); At the observation's virtual
+	// time (Unix ns); HostsUp whether every host was Up; UpSince the latest time a host came back Up
+	// after being away (Unix ns, 0 if none did), from which its reports take Bounds.ReportGrace.
+	Record  string
+	At      int64
+	HostsUp bool
+	UpSince int64
+}
+
+// Bounds are a run's timing the VM model judges staleness by; zero values leave it unbounded.
+type Bounds struct {
+	// Ghost is how long the record may say Running while no domain runs, on hosts whose reports
+	// flow (harness.GhostBound: 5 × ping.interval).
+	Ghost time.Duration
+	// ReportGrace is how long a host that came back Up takes before its reports count.
+	ReportGrace time.Duration
+}
+
+// ghost is the observation step's bound: an observation may see the record say Running with no
+// domain behind it (stale: a fault or a late stop went past the record, or a stale report revived
+// it) only until Ghost has passed on settled hosts since it was first seen. As the ghost-record
+// invariant, the time counts from the later of the first such observation and the moment every host
+// was settled again; it restarts when an observation sees the ghost gone.
+func (b Bounds) ghost(s VMState, in VMInput) (VMState, bool) {
+	if in.At == 0 || in.Seen.On || in.Seen.Dead || in.Record != "Running" {
+		s.GhostSince = 0
+		return s, true
+	}
+	if s.GhostSince == 0 {
+		s.GhostSince = in.At
+	}
+	if b.Ghost <= 0 || !in.HostsUp {
+		return s, true
+	}
+	from := s.GhostSince
+	if in.UpSince != 0 {
+		from = max(from, in.UpSince+int64(b.ReportGrace))
+	}
+	return s, in.At-from <= int64(b.Ghost)
 }
 
 // Outcome is how an operation ended for its client.
@@ -77,24 +122,51 @@ func (o Outcome) String() string { return [...]string{"ok", "failed", "unknown"}
 //   - an observation sees exactly the state: a running domain with a dead record, a running domain
 //     after a successful stop or destroy with no start since, or a stopped domain after a successful
 //     start with no stop, destroy or fault since, cannot be explained (D2, D3).
-var VMModel = porcupine.NondeterministicModel{
-	Init: func() []any { return []any{VMState{}} },
-	Step: func(state, input, output any) []any {
-		s, in, out := state.(VMState), input.(VMInput), output.(Outcome)
-		return vmStep(s, in, out)
-	},
-	DescribeOperation: func(input, output any) string {
-		in, out := input.(VMInput), output.(Outcome)
-		if in.Kind == VMObserve {
-			return "observe: " + in.Seen.String()
-		}
-		return in.Name + " -> " + out.String()
-	},
-	DescribeState: func(state any) string { return state.(VMState).String() },
+//
+// With Bounds, an observation may also see the record say Running with no domain only within
+// Bounds.Ghost (see Bounds.ghost); VMModel has none.
+var VMModel = NewVMModel(Bounds{})
+
+// NewVMModel is VMModel with the staleness bounds of a run.
+func NewVMModel(b Bounds) porcupine.NondeterministicModel {
+	return porcupine.NondeterministicModel{
+		Init: func() []any { return []any{VMState{}} },
+		Step: func(state, input, output any) []any {
+			s, in, out := state.(VMState), input.(VMInput), output.(Outcome)
+			return vmStep(s, in, out, b)
+		},
+		DescribeOperation: describeVMOp,
+		DescribeState:     func(state any) string { return state.(VMState).String() },
+	}
 }
 
-func vmStep(s VMState, in VMInput, out Outcome) []any {
+func describeVMOp(input, output any) string {
+	in, out := input.(VMInput), output.(Outcome)
+	if in.Kind == VMObserve {
+		return "observe: " + in.Seen.String()
+	}
+	return in.Name + " -> " + out.String()
+}
+
+func vmStep(s VMState, in VMInput, out Outcome, b Bounds) []any {
+	if in.Kind == VMObserve {
+		if in.Seen.On != s.On || in.Seen.Dead != s.Dead {
+			return nil
+		}
+		if next, ok := b.ghost(s, in); ok {
+			return []any{next}
+		}
+		return nil
+	}
 	okStates, failStates := vmOutcomes(s, in)
+	// only observations see the record, so only they move the ghost clock
+	for _, l := range [][]any{okStates, failStates} {
+		for i := range l {
+			n := l[i].(VMState)
+			n.GhostSince = s.GhostSince
+			l[i] = n
+		}
+	}
 	switch out {
 	case OK:
 		return okStates
@@ -127,11 +199,6 @@ func vmOutcomes(s VMState, in VMInput) (ok, failed []any) {
 		failed = []any{s, VMState{On: false, Dead: s.Dead, Stale: !s.Dead}, VMState{Dead: true}}
 	case VMDown:
 		ok = []any{VMState{On: false, Dead: s.Dead, Stale: !s.Dead}}
-		failed = ok
-	case VMObserve:
-		if in.Seen.On == s.On && in.Seen.Dead == s.Dead {
-			ok = []any{s}
-		}
 		failed = ok
 	}
 	return ok, failed
@@ -231,11 +298,17 @@ func or(s, d string) string {
 	return s
 }
 
-// Models are the models by the prefix of the objects they check.
-var Models = map[string]porcupine.Model{
-	"vm":      VMModel.ToModel(),
-	"network": NetModel,
-	"ip":      IPModel,
+// Models are the models by the prefix of the objects they check, with no staleness bound.
+var Models = ModelsWith(Bounds{})
+
+// ModelsWith are the models with a run's staleness bounds.
+func ModelsWith(b Bounds) map[string]porcupine.Model {
+	vm := NewVMModel(b)
+	return map[string]porcupine.Model{
+		"vm":      vm.ToModel(),
+		"network": NetModel,
+		"ip":      IPModel,
+	}
 }
 
 // ModelNames lists the models, sorted.
