@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -127,11 +126,7 @@ func connect(uri string) (*golibvirt.Libvirt, error) {
 	if uri == "" {
 		uri = DefaultURI
 	}
-	u, err := url.Parse(uri)
-	if err != nil {
-		return nil, fmt.Errorf("libvirt URI %q: %w", uri, err)
-	}
-	lv, err := golibvirt.ConnectToURI(u)
+	lv, err := Connect(uri)
 	if err != nil {
 		return nil, fmt.Errorf("cannot reach libvirtd at %s (%v): as root run ci/setup-libvirt.sh", uri, err)
 	}

@@ -2,7 +2,6 @@ package audit
 
 import (
 	"fmt"
-	"net/url"
 	"slices"
 	"strings"
 
@@ -49,11 +48,7 @@ func parseDomain(x string) (Domain, libvirt.Label, error) {
 // Domains lists the host's domains (running and defined) with what their live XML says. It only reads.
 func (h LibvirtHost) Domains() (HostDomains, error) {
 	out := HostDomains{Host: h.Host}
-	u, err := url.Parse(h.URI)
-	if err != nil {
-		return out, fmt.Errorf("host %s: libvirt URI %q: %w", h.Host, h.URI, err)
-	}
-	lv, err := golibvirt.ConnectToURI(u)
+	lv, err := libvirt.Connect(h.URI)
 	if err != nil {
 		return out, fmt.Errorf("host %s: cannot reach libvirtd at %s: %w", h.Host, h.URI, err)
 	}
