@@ -3,6 +3,7 @@ package impl
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/csconform/csconform/model/host"
 	"github.com/csconform/csconform/model/vm"
@@ -438,5 +439,95 @@ func (s *Server) ensureInstanceIsStoppedOnLastKnownHost(t *Thread, v *VMVO) {
 	ans, err := s.agents.Send(t, target, Message{Kind: MsgStop, VMName: v.Name}, 0)
 	if err != nil || !ans.Result {
 		s.Log(t, "WARN", VMObject(v.ID), "Unable to confirm instance %s is stopped on host %s before expunging: %v %s", v.Name, target, err, details(ans))
+	}
+}
+
+// Stall scans and VMMI's periodic tasks (spec 3.12; VirtualMachineManagerImpl at d4da80c5).
+
+// inTransition is listByHostAndState(host, Starting, Stopping, Migrating).
+func inTransition(st vm.State) bool {
+	return st == vm.Starting || st == vm.Stopping || st == vm.Migrating
+}
+
+// powerStateUpdateTime is power_state_update_time, with the creation-era fallback power sync uses for
+// a VM never reported (processMissingVmReport); the Java scan would dereference the null.
+func powerStateUpdateTime(v *VMVO) time.Time {
+	if v.PowerStateUpdateTime.IsZero() {
+		return v.UpdateTime
+	}
+	return v.PowerStateUpdateTime
+}
+
+// scanStalledVMInTransitionStateOnUpHost runs after the report of every ping of an Up host
+// (processCommands): a VM in Starting, Stopping or Migrating with no work job in progress is pushed
+// through the power-off handler, or the power-on handler if its power state is PowerOn and recent.
+// Both lists are taken from one snapshot before either is handled, as the Java does.
+func (s *Server) scanStalledVMInTransitionStateOnUpHost(t *Thread, hostID string) {
+	if !s.syncTransitioningVmPowerState {
+		return
+	}
+	if h := s.DB.Host(hostID); h == nil || h.Status != host.Up {
+		return
+	}
+	// VmJobStateReportInterval.value() * 2 is a number of seconds used as milliseconds: 120 ms by
+	// default, so "stalled" means any VM not reported in this very ping.
+	stall := time.Duration(s.Config.Int("vm.job.report.interval")*2) * time.Millisecond
+	cut := s.Env.Now().Add(-stall)
+	var stalled, recent []*VMVO
+	for _, v := range s.DB.VMs(func(v *VMVO) bool { return !v.Removed && v.HostID == hostID && inTransition(v.State) }) {
+		// The Java filters on a 10 s cache of VM ids with pending work jobs (vmIdsInProgressCache);
+		// the reference asks now (docs/fidelity.md).
+		if s.jobs.PendingWorkJobs(v.ID) {
+			continue
+		}
+		switch at := powerStateUpdateTime(v); {
+		case at.Before(cut):
+			stalled = append(stalled, v)
+		case at.After(cut):
+			recent = append(recent, v)
+		}
+	}
+	for _, v := range stalled {
+		s.Log(t, "INFO", VMObject(v.ID), "VM %s is stalled in %s on Up host %s with no pending work job; handling it as powered off", v.Name, v.State, hostID)
+		s.handlePowerOffReportWithNoPendingJobsOnVM(t, v)
+	}
+	for _, v := range recent {
+		if v.PowerState == vm.PowerOn {
+			s.handlePowerOnReportWithNoPendingJobsOnVM(t, v)
+		} else {
+			s.handlePowerOffReportWithNoPendingJobsOnVM(t, v)
+		}
+	}
+}
+
+// scanStalledVMInTransitionStateOnDisconnectedHosts (from TransitionTask) only alerts: a VM in
+// transition whose host is not Up and whose power state has not been updated for vm.op.wait.interval.
+// A null power_state_update_time never matches the SQL's "<".
+func (s *Server) scanStalledVMInTransitionStateOnDisconnectedHosts(t *Thread) {
+	cut := s.Env.Now().Add(-s.Config.Seconds("vm.op.wait.interval"))
+	for _, v := range s.DB.VMs(func(v *VMVO) bool {
+		return !v.Removed && v.HostID != "" && inTransition(v.State) && !v.PowerStateUpdateTime.IsZero() && v.PowerStateUpdateTime.Before(cut)
+	}) {
+		if h := s.DB.Host(v.HostID); h == nil || h.Status == host.Up || s.jobs.PendingWorkJobs(v.ID) {
+			continue
+		}
+		s.Log(t, "WARN", VMObject(v.ID), "ALERT: VM %s(%d) is stuck in %s state and its host is unreachable for too long", v.Name, v.ID, v.State)
+	}
+}
+
+// transitionTask is TransitionTask (every vm.op.cleanup.interval): the disconnected-host scan, then VMs
+// in Starting or Stopping not updated for `wait`, for which CloudStack schedules HA work (a restart, a
+// CheckStop). There is no HA manager here yet (issue 12 item 2): the reference says so and leaves them.
+func (s *Server) transitionTask(t *Thread) {
+	s.scanStalledVMInTransitionStateOnDisconnectedHosts(t)
+	cut := s.Env.Now().Add(-s.Config.Seconds("wait"))
+	for _, v := range s.DB.VMs(func(v *VMVO) bool {
+		return !v.Removed && (v.State == vm.Starting || v.State == vm.Stopping) && v.UpdateTime.Before(cut)
+	}) {
+		work := "scheduleRestart"
+		if v.State == vm.Stopping {
+			work = "scheduleStop(CheckStop)"
+		}
+		s.Log(t, "INFO", VMObject(v.ID), "VM %s has been %s since %s; CloudStack would %s it through HA, which the reference does not model", v.Name, v.State, v.UpdateTime.Format("15:04:05"), work)
 	}
 }

@@ -1,0 +1,105 @@
+package impl_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/csconform/csconform/drivers/sim"
+	"github.com/csconform/csconform/impl"
+	"github.com/csconform/csconform/model/history"
+	"github.com/csconform/csconform/model/host"
+	"github.com/csconform/csconform/model/vm"
+)
+
+type eventLog struct{ events []history.Event }
+
+func (l *eventLog) Emit(e history.Event) { l.events = append(l.events, e) }
+
+func (l *eventLog) has(actorPrefix, detail string) bool {
+	for _, e := range l.events {
+		if strings.HasPrefix(e.Actor, actorPrefix) && strings.Contains(e.Detail, detail) {
+			return true
+		}
+	}
+	return false
+}
+
+// startingLeftByDeadServer deploys web1 on h1 and kills the management server while its network's
+// router boots: web1 is Starting on h1 (OperationRetry wrote host_id) and no StartCommand for it was
+// sent. A new incarnation (fixed: C2 off, so cleanupLeftOverJobs leaves web1 Starting) comes up; it
+// returns once h1 is Up again, with the time of that.
+func startingLeftByDeadServer(t *testing.T, overrides map[string]string) (*sim.Scheduler, *impl.DB, *eventLog, int64) {
+	s := sim.NewScheduler(3)
+	t.Cleanup(s.Close)
+	f := sim.NewFabric(s)
+	log := &eventLog{}
+	db := impl.NewDB(s, log)
+	cfg, err := impl.NewConfig(overrides)
+	require.NoError(t, err)
+	f.Listen(true)
+	srv := impl.NewServer("ms1", s, db, cfg, impl.Switches{}, f)
+	srv.Start()
+	impl.NewAgent("h1", s, f, sim.NewHost(s, "h1"), nil).Start()
+	up := func() bool { h := db.Host("h1"); return h != nil && h.Status == host.Up }
+	require.NoError(t, s.RunUntil(s.Now().Add(time.Minute), up))
+	// Deploy shortly before h1's next ping, so the agent notices the dead server at once and its first
+	// ping after reconnecting comes within the power-report graceful period of web1's last change:
+	// then it is the stall scan, not the missing-VM report, that acts on that ping.
+	require.NoError(t, s.RunFor(45*time.Second))
+	n := srv.CreateNetwork("n1", false, 4)
+	v, _ := srv.DeployVirtualMachine("web1", []int64{n.ID}, "h1")
+	require.NoError(t, s.RunFor(10*time.Second))
+	cur := db.VM(v.ID)
+	require.Equal(t, vm.Starting, cur.State, "web1 should be Starting while the router boots")
+	require.Equal(t, "h1", cur.HostID)
+	f.Listen(false)
+	s.Kill("ms/")
+	require.NoError(t, s.RunFor(5*time.Second))
+	f.Listen(true)
+	srv = impl.NewServer("ms1", s, db, cfg, impl.Switches{}, f)
+	srv.Start()
+	require.Equal(t, vm.Starting, db.VM(v.ID).State, "fixed (C2 off) leaves web1 Starting at the restart")
+	require.NoError(t, s.RunUntil(s.Now().Add(3*time.Minute), up))
+	require.True(t, up(), "h1 not Up again")
+	return s, db, log, v.ID
+}
+
+// VirtualMachineManagerImpl.processCommands runs scanStalledVMInTransitionStateOnUpHost after the
+// report of every ping; the scan (gated by vm.sync.power.state.transitioning, read in configure) hands
+// a VM in Starting with no work job in progress to handlePowerOffReportWithNoPendingJobsOnVM, whatever
+// its power state's age: the threshold is vm.job.report.interval × 2 used as milliseconds (read in
+// bhouse-nexthop/cloudstack@d4da80c5, the 4.22 branch). With the gate off, only the missing-VM report
+// settles the VM, two ping intervals after its last change.
+func TestStallScanSettlesStartingVMLeftByDeadServer(t *testing.T) {
+	cases := []struct {
+		name       string
+		gate       string
+		runFor     time.Duration // after h1 is Up again; its first ping comes one ping.interval later
+		stallLines bool
+	}{
+		{"scan on (default)", "true", 70 * time.Second, true},
+		{"scan off", "false", 70 * time.Second, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s, db, log, id := startingLeftByDeadServer(t, map[string]string{"vm.sync.power.state.transitioning": c.gate})
+			require.NoError(t, s.RunFor(c.runFor))
+			v := db.VM(id)
+			if c.stallLines {
+				require.Equal(t, vm.Stopped, v.State, "the first ping of h1 after it is Up should settle web1")
+				require.Empty(t, v.HostID)
+				for _, nic := range db.Nics(id) {
+					require.NotEqual(t, "Reserved", nic.State, "web1's NIC should be released")
+				}
+				require.True(t, log.has("AgentTaskPool", "is stalled in Starting on Up host h1"), "the stall scan did not act")
+				require.True(t, log.has("AgentTaskPool", "we received a PowerOff report while there is no pending jobs"))
+				return
+			}
+			require.Equal(t, vm.Starting, v.State, "without the scan nothing settles web1 at the first ping")
+			require.False(t, log.has("", "is stalled in"))
+		})
+	}
+}
