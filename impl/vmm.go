@@ -148,7 +148,7 @@ func (s *Server) orchestrateStart(t *Thread, vmID int64, want string) (err error
 		} else {
 			// per-attempt finally: cleanup, which always releases NICs and volumes.
 			force := !((step == "Started" || step == "Starting") && answered)
-			s.cleanup(t, s.DB.VM(vmID), step, force)
+			s.cleanup(t, s.DB.VM(vmID), step, forceIf(force, forcedCleanup))
 		}
 		var ue *AgentUnavailableError
 		var re *ResourceUnavailableError
@@ -174,7 +174,7 @@ func (s *Server) orchestrateStart(t *Thread, vmID int64, want string) (err error
 }
 
 // cleanup stops what a failed start may have left and — in its finally — always releases resources.
-func (s *Server) cleanup(t *Thread, v *VMVO, step string, force bool) bool {
+func (s *Server) cleanup(t *Thread, v *VMVO, step string, force stopForce) bool {
 	s.Log(t, "DEBUG", VMObject(v.ID), "Cleaning up resources for the vm %s in %s state", v.Name, v.State)
 	released := true
 	defer func() {
@@ -188,11 +188,11 @@ func (s *Server) cleanup(t *Thread, v *VMVO, step string, force bool) bool {
 	case vm.Starting:
 		switch step {
 		case "Starting", "Started", "Release":
-			if step == "Starting" && !force {
+			if step == "Starting" && force == unforced {
 				s.Log(t, "WARN", VMObject(v.ID), "Unable to cleanup vm %s; work state is incorrect: %s", v.Name, step)
 				return false
 			}
-			if v.HostID != "" && !s.sendStop(t, v, force, false) {
+			if v.HostID != "" && !s.sendStopAs(t, v, force, false) {
 				s.Log(t, "WARN", VMObject(v.ID), "Failed to stop vm %s in Starting state as a part of cleanup process", v.Name)
 				released = false
 				return false
@@ -202,7 +202,7 @@ func (s *Server) cleanup(t *Thread, v *VMVO, step string, force bool) bool {
 		}
 		return true
 	case vm.Stopping, vm.Running:
-		if v.HostID != "" && !s.sendStop(t, v, force, false) {
+		if v.HostID != "" && !s.sendStopAs(t, v, force, false) {
 			released = mutated(MutCleanupReleasesRunning)
 			return false
 		}
@@ -210,12 +210,46 @@ func (s *Server) cleanup(t *Thread, v *VMVO, step string, force bool) bool {
 	return true
 }
 
-// forcedReleaseAllowed is where D3 lives: whether a forced stop that could not reach the host may
-// treat the VM as stopped. With D3 on, always (CloudStack 4.22). With it off, only when the host is
-// gone (Down, Removed, no row): a host that may reconnect — Disconnected, Connecting, Alert,
+// stopForce is advanceStop's cleanUpEvenIfUnableToStop together with who asked for it: which fix
+// governs a forced release depends on the asker, not on the flag alone.
+type stopForce int
+
+const (
+	unforced stopForce = iota
+	// forcedByCaller is stopVirtualMachine forced=true. CloudStack documents it as marking the VM
+	// Stopped even when the StopCommand cannot reach the host (apache/cloudstack#6798, closed as
+	// documentation); the fork's D3 fix leaves it alone. Here D3's fix still covers it: see
+	// docs/fidelity.md (the harness counts that release as an orphan and an IP conflict).
+	forcedByCaller
+	// forcedBySetting is vm.destroy.forcestop on destroy and expunge: a global setting applied to
+	// every destroy, not knowledge that the host is gone (report 004). D3 lives here.
+	forcedBySetting
+	// forcedCleanup is a cleanup the server decides on: a failed start's (cleanUpEvenIfUnableToStop),
+	// a power-off report's. C1 governs it, not D3.
+	forcedCleanup
+)
+
+func forceIf(on bool, f stopForce) stopForce {
+	if on {
+		return f
+	}
+	return unforced
+}
+
+// forcedReleaseAllowed says whether a forced stop that could not reach the host may treat the VM as
+// stopped. With its defect on, always (CloudStack 4.22): D3 for a stop the caller or the
+// vm.destroy.forcestop setting forced, C1 for the server's own cleanups. With it off, only when the
+// host is gone (Down, Removed, no row): a host that may reconnect — Disconnected, Connecting, Alert,
 // Rebalancing, or Up with its link down — is expected back with the domain still running.
-func (s *Server) forcedReleaseAllowed(t *Thread, v *VMVO, hostID string) bool {
-	if s.Defects["D3"] || hostID == "" {
+func (s *Server) forcedReleaseAllowed(t *Thread, v *VMVO, hostID string, force stopForce) bool {
+	switch {
+	case force == unforced:
+		return false
+	case hostID == "":
+		return true
+	case force == forcedCleanup && s.Defects["C1"]:
+		return true
+	case force != forcedCleanup && s.Defects["D3"]:
 		return true
 	}
 	h := s.DB.Host(hostID)
@@ -229,8 +263,13 @@ func (s *Server) forcedReleaseAllowed(t *Thread, v *VMVO, hostID string) bool {
 	return false
 }
 
-// sendStop (spec 3.9): with force, an unreachable host counts as success.
+// sendStop (spec 3.9): with force, an unreachable host counts as success. A force here is the
+// server's own cleanup (forcedCleanup); sendStopAs says who asked.
 func (s *Server) sendStop(t *Thread, v *VMVO, force, checkBeforeCleanup bool) bool {
+	return s.sendStopAs(t, v, forceIf(force, forcedCleanup), checkBeforeCleanup)
+}
+
+func (s *Server) sendStopAs(t *Thread, v *VMVO, force stopForce, checkBeforeCleanup bool) bool {
 	if v.HostID == "" {
 		s.Log(t, "ERROR", VMObject(v.ID), "Invalid answer received in response to a StopCommand for %s", v.Name)
 		return false
@@ -238,7 +277,7 @@ func (s *Server) sendStop(t *Thread, v *VMVO, force, checkBeforeCleanup bool) bo
 	ans, err := s.agents.Send(t, v.HostID, Message{Kind: MsgStop, VMName: v.Name, CheckFirst: checkBeforeCleanup}, 0)
 	if err != nil {
 		s.Log(t, "WARN", VMObject(v.ID), "Unable to stop %s due to [%v].", v.Name, err)
-		return force && s.forcedReleaseAllowed(t, v, v.HostID)
+		return s.forcedReleaseAllowed(t, v, v.HostID, force)
 	}
 	if !ans.Result {
 		s.Log(t, "DEBUG", VMObject(v.ID), "Unable to stop VM due to %s", ans.Details)
@@ -251,11 +290,12 @@ func (s *Server) sendStop(t *Thread, v *VMVO, force, checkBeforeCleanup bool) bo
 }
 
 // AdvanceStop runs the stop as a VmWorkStop job.
-func (s *Server) advanceStop(t *Thread, vmID int64, forced bool) error {
-	return s.jobs.runVmWork(t, "VmWorkStop", vmID, func(t *Thread) error { return s.orchestrateStop(t, vmID, forced) })
+func (s *Server) advanceStop(t *Thread, vmID int64, force stopForce) error {
+	return s.jobs.runVmWork(t, "VmWorkStop", vmID, func(t *Thread) error { return s.orchestrateStop(t, vmID, force) })
 }
 
-func (s *Server) orchestrateStop(t *Thread, vmID int64, forced bool) error {
+func (s *Server) orchestrateStop(t *Thread, vmID int64, force stopForce) error {
+	forced := force != unforced
 	v := s.DB.VM(vmID)
 	if v == nil || v.Removed {
 		return runtimeErr("Unable to find VM %d", vmID)
@@ -282,7 +322,7 @@ func (s *Server) orchestrateStop(t *Thread, vmID int64, forced bool) error {
 			return runtimeErr("We cannot stop %s when it is in state %s", v.Name, v.State)
 		}
 		s.Log(t, "WARN", VMObject(vmID), "Unable to transition the state but we're moving on because it's forced stop")
-		if !s.cleanup(t, v, "Release", true) {
+		if !s.cleanup(t, v, "Release", force) {
 			return runtimeErr("Failed to cleanup %s , current state %s", v.Name, v.State)
 		}
 		cur := s.DB.VM(vmID)
@@ -314,7 +354,7 @@ func (s *Server) orchestrateStop(t *Thread, vmID int64, forced bool) error {
 		stopped = true
 	}
 	if !stopped {
-		if !forced || !s.forcedReleaseAllowed(t, v, hostID) {
+		if !s.forcedReleaseAllowed(t, v, hostID, force) {
 			s.Log(t, "WARN", VMObject(vmID), "Unable to stop vm %s", v.Name)
 			if !mutated(MutStopUnreachableStopping) {
 				s.DB.UpdateVMState(t.Name, v, vm.OperationFailed, vm.Running, hostID)
@@ -340,7 +380,7 @@ func (s *Server) destroy(t *Thread, vmID int64, expunge bool) error {
 	if (v.State == vm.Destroyed || v.State == vm.Expunging) && !expunge {
 		return nil
 	}
-	forced := s.Config.Bool("vm.destroy.forcestop")
+	forced := forceIf(s.Config.Bool("vm.destroy.forcestop"), forcedBySetting)
 	if mutated(MutDestroyMarksVolumesFirst) && v.State != vm.Destroyed && v.State != vm.Expunging {
 		for _, vol := range s.DB.Volumes(vmID) {
 			s.DB.SetVolumeState(t.Name, vol.ID, "Destroy")
@@ -383,7 +423,7 @@ func (s *Server) advanceExpunge(t *Thread, vmID int64) error {
 	if !s.Defects["D2c"] && (!mutated(MutExpungeChecksOnlyError) || v.State == vm.Error) {
 		s.ensureInstanceIsStoppedOnLastKnownHost(t, v)
 	}
-	if err := s.advanceStop(t, vmID, s.Config.Bool("vm.destroy.forcestop")); err != nil {
+	if err := s.advanceStop(t, vmID, forceIf(s.Config.Bool("vm.destroy.forcestop"), forcedBySetting)); err != nil {
 		return err
 	}
 	v = s.DB.VM(vmID)
