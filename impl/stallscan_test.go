@@ -32,6 +32,12 @@ func (l *eventLog) has(actorPrefix, detail string) bool {
 // sent. A new incarnation (fixed: C2 off, so cleanupLeftOverJobs leaves web1 Starting) comes up; it
 // returns once h1 is Up again, with the time of that.
 func startingLeftByDeadServer(t *testing.T, overrides map[string]string) (*sim.Scheduler, *impl.DB, *eventLog, int64) {
+	return leftByDeadServer(t, overrides, impl.Switches{}, "")
+}
+
+// leftByDeadServer is startingLeftByDeadServer with the switches of both incarnations and the moment
+// of the kill: 10 s into the deploy (killAfter ""), or just after a log line containing killAfter.
+func leftByDeadServer(t *testing.T, overrides map[string]string, sw impl.Switches, killAfter string) (*sim.Scheduler, *impl.DB, *eventLog, int64) {
 	s := sim.NewScheduler(3)
 	t.Cleanup(s.Close)
 	f := sim.NewFabric(s)
@@ -40,7 +46,7 @@ func startingLeftByDeadServer(t *testing.T, overrides map[string]string) (*sim.S
 	cfg, err := impl.NewConfig(overrides)
 	require.NoError(t, err)
 	f.Listen(true)
-	srv := impl.NewServer("ms1", s, db, cfg, impl.Switches{}, f)
+	srv := impl.NewServer("ms1", s, db, cfg, sw, f)
 	srv.Start()
 	impl.NewAgent("h1", s, f, sim.NewHost(s, "h1"), nil).Start()
 	up := func() bool { h := db.Host("h1"); return h != nil && h.Status == host.Up }
@@ -51,17 +57,26 @@ func startingLeftByDeadServer(t *testing.T, overrides map[string]string) (*sim.S
 	require.NoError(t, s.RunFor(45*time.Second))
 	n := srv.CreateNetwork("n1", false, 4)
 	v, _ := srv.DeployVirtualMachine("web1", []int64{n.ID}, "h1")
-	require.NoError(t, s.RunFor(10*time.Second))
+	if killAfter == "" {
+		require.NoError(t, s.RunFor(10*time.Second))
+	} else {
+		require.NoError(t, s.RunUntil(s.Now().Add(2*time.Minute), func() bool { return log.has("", killAfter) }))
+		require.NoError(t, s.RunFor(50*time.Millisecond)) // the StartCommand reaches h1
+	}
 	cur := db.VM(v.ID)
-	require.Equal(t, vm.Starting, cur.State, "web1 should be Starting while the router boots")
+	require.Equal(t, vm.Starting, cur.State, "web1 should be Starting at the kill")
 	require.Equal(t, "h1", cur.HostID)
 	f.Listen(false)
 	s.Kill("ms/")
 	require.NoError(t, s.RunFor(5*time.Second))
 	f.Listen(true)
-	srv = impl.NewServer("ms1", s, db, cfg, impl.Switches{}, f)
+	srv = impl.NewServer("ms1", s, db, cfg, sw, f)
 	srv.Start()
-	require.Equal(t, vm.Starting, db.VM(v.ID).State, "fixed (C2 off) leaves web1 Starting at the restart")
+	if sw["C2"] {
+		require.Equal(t, vm.Stopped, db.VM(v.ID).State, "C2 moves web1 to Stopped at the restart without asking h1")
+	} else {
+		require.Equal(t, vm.Starting, db.VM(v.ID).State, "fixed (C2 off) leaves web1 Starting at the restart")
+	}
 	require.NoError(t, s.RunUntil(s.Now().Add(3*time.Minute), up))
 	require.True(t, up(), "h1 not Up again")
 	return s, db, log, v.ID
@@ -102,4 +117,21 @@ func TestStallScanSettlesStartingVMLeftByDeadServer(t *testing.T) {
 			require.False(t, log.has("", "is stalled in"))
 		})
 	}
+}
+
+// C2's fix: the restart leaves a VM whose StartCommand may have run on its host in Starting, and the
+// host settles it once it is back: a domain that runs is reported and followed to Running (power sync,
+// handlePowerOnReportWithNoPendingJobsOnVM), keeping its NIC; one that does not is stopped with
+// checkBeforeCleanup and synced to Stopped by the stall scan (the test above). With C2 on, the
+// restart's cleanupResources (AsyncJobManagerImpl, PR #8394; spec 3.1) moves it to Stopped at once.
+func TestC2FixLetsTheHostSettleAStartInFlight(t *testing.T) {
+	_, db, _, id := leftByDeadServer(t, nil, impl.Switches{}, "Sending StartCommand for web1")
+	v := db.VM(id)
+	require.Equal(t, vm.Running, v.State, "h1 runs web1's domain: its report should have settled web1 Running")
+	require.Equal(t, "h1", v.HostID)
+	for _, nic := range db.Nics(id) {
+		require.Equal(t, "Reserved", nic.State, "web1 runs: its NIC must stay reserved")
+	}
+	_, db, _, id = leftByDeadServer(t, nil, impl.Switches{"C2": true}, "Sending StartCommand for web1")
+	require.NotEqual(t, vm.Starting, db.VM(id).State)
 }
