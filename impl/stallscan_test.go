@@ -32,12 +32,13 @@ func (l *eventLog) has(actorPrefix, detail string) bool {
 // sent. A new incarnation (fixed: C2 off, so cleanupLeftOverJobs leaves web1 Starting) comes up; it
 // returns once h1 is Up again, with the time of that.
 func startingLeftByDeadServer(t *testing.T, overrides map[string]string) (*sim.Scheduler, *impl.DB, *eventLog, int64) {
-	return leftByDeadServer(t, overrides, impl.Switches{}, "")
+	s, db, log, id, _ := leftByDeadServer(t, overrides, impl.Switches{}, "")
+	return s, db, log, id
 }
 
 // leftByDeadServer is startingLeftByDeadServer with the switches of both incarnations and the moment
 // of the kill: 10 s into the deploy (killAfter ""), or just after a log line containing killAfter.
-func leftByDeadServer(t *testing.T, overrides map[string]string, sw impl.Switches, killAfter string) (*sim.Scheduler, *impl.DB, *eventLog, int64) {
+func leftByDeadServer(t *testing.T, overrides map[string]string, sw impl.Switches, killAfter string) (*sim.Scheduler, *impl.DB, *eventLog, int64, *impl.Server) {
 	s := sim.NewScheduler(3)
 	t.Cleanup(s.Close)
 	f := sim.NewFabric(s)
@@ -79,7 +80,7 @@ func leftByDeadServer(t *testing.T, overrides map[string]string, sw impl.Switche
 	}
 	require.NoError(t, s.RunUntil(s.Now().Add(3*time.Minute), up))
 	require.True(t, up(), "h1 not Up again")
-	return s, db, log, v.ID
+	return s, db, log, v.ID, srv
 }
 
 // VirtualMachineManagerImpl.processCommands runs scanStalledVMInTransitionStateOnUpHost after the
@@ -125,13 +126,80 @@ func TestStallScanSettlesStartingVMLeftByDeadServer(t *testing.T) {
 // checkBeforeCleanup and synced to Stopped by the stall scan (the test above). With C2 on, the
 // restart's cleanupResources (AsyncJobManagerImpl, PR #8394; spec 3.1) moves it to Stopped at once.
 func TestC2FixLetsTheHostSettleAStartInFlight(t *testing.T) {
-	_, db, _, id := leftByDeadServer(t, nil, impl.Switches{}, "Sending StartCommand for web1")
+	_, db, _, id, _ := leftByDeadServer(t, nil, impl.Switches{}, "Sending StartCommand for web1")
 	v := db.VM(id)
 	require.Equal(t, vm.Running, v.State, "h1 runs web1's domain: its report should have settled web1 Running")
 	require.Equal(t, "h1", v.HostID)
 	for _, nic := range db.Nics(id) {
 		require.Equal(t, "Reserved", nic.State, "web1 runs: its NIC must stay reserved")
 	}
-	_, db, _, id = leftByDeadServer(t, nil, impl.Switches{"C2": true}, "Sending StartCommand for web1")
+	_, db, _, id, _ = leftByDeadServer(t, nil, impl.Switches{"C2": true}, "Sending StartCommand for web1")
 	require.NotEqual(t, vm.Starting, db.VM(id).State)
+}
+
+// VirtualMachineManagerImpl.advanceStop (d4da80c5): a forced stop of a VM in Starting cannot take
+// StopRequested (NoTransitionException); it cleans up (a StopCommand, then the resources released),
+// moves the VM with AgentReportStopped to Stopped, then reaches the check that the VM is in Stopping and
+// throws "We cannot proceed with stop VM … since it is not in 'Stopping' state": the VM is stopped
+// and the stop fails.
+func TestForcedStopOfStartingVMCleansUpThenFails(t *testing.T) {
+	s, db, _, id, srv := leftByDeadServer(t, map[string]string{"vm.sync.power.state.transitioning": "false"}, impl.Switches{}, "")
+	require.Equal(t, vm.Starting, db.VM(id).State)
+	j := srv.StopVirtualMachine(id, true)
+	var err error
+	done := false
+	s.Go("client", func() { err = srv.WaitJob(j); done = true })
+	require.NoError(t, s.RunUntil(s.Now().Add(time.Minute), func() bool { return done }))
+	require.True(t, done)
+	require.ErrorContains(t, err, "since it is not in 'Stopping' state, current state: Stopped")
+	require.Equal(t, vm.Stopped, db.VM(id).State)
+	for _, nic := range db.Nics(id) {
+		require.NotEqual(t, "Reserved", nic.State, "the cleanup releases web1's NIC")
+	}
+}
+
+// stopCounter is a host that counts the StopCommands it executes, by domain.
+type stopCounter struct {
+	*sim.Host
+	stops map[string]int
+}
+
+func (h *stopCounter) Stop(name string) error {
+	h.stops[name]++
+	return h.Host.Stop(name)
+}
+
+// VirtualMachineManagerImpl.orchestrateStart (d4da80c5, spec 3.8 step 12): the per-attempt finally
+// sets the work step to Release before cleanup, and cleanup sends a StopCommand for every step in
+// Release, so a start that failed before its StartCommand (here: no address left at prepareNic) still
+// stops the VM on the host it had been given.
+func TestFailedStartSendsStopCommandFromRelease(t *testing.T) {
+	s := sim.NewScheduler(5)
+	t.Cleanup(s.Close)
+	f := sim.NewFabric(s)
+	db := impl.NewDB(s, nil)
+	cfg, err := impl.NewConfig(nil)
+	require.NoError(t, err)
+	f.Listen(true)
+	srv := impl.NewServer("ms1", s, db, cfg, impl.Switches{}, f)
+	srv.Start()
+	h := &stopCounter{Host: sim.NewHost(s, "h1"), stops: map[string]int{}}
+	impl.NewAgent("h1", s, f, h, nil).Start()
+	up := func() bool { h := db.Host("h1"); return h != nil && h.Status == host.Up }
+	require.NoError(t, s.RunUntil(s.Now().Add(time.Minute), up))
+	n := srv.CreateNetwork("n1", false, 1)
+	deploy := func(name string) (int64, error) {
+		v, j := srv.DeployVirtualMachine(name, []int64{n.ID}, "h1")
+		var err error
+		done := false
+		s.Go("client-"+name, func() { err = srv.WaitJob(j); done = true })
+		require.NoError(t, s.RunUntil(s.Now().Add(5*time.Minute), func() bool { return done }))
+		return v.ID, err
+	}
+	_, err = deploy("web1")
+	require.NoError(t, err)
+	id, err := deploy("web2")
+	require.ErrorContains(t, err, "Insufficient address capacity")
+	require.Equal(t, vm.Error, db.VM(id).State, "a failed deploy leaves the VM in Error")
+	require.Equal(t, 2, h.stops["web2"], "one StopCommand per start attempt (the deploy retries once)")
 }

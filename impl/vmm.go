@@ -146,9 +146,11 @@ func (s *Server) orchestrateStart(t *Thread, vmID int64, want string) (err error
 		if timedOut && !mutated(MutStartTimeoutIsFailure) {
 			canRetry = false // the VM stays Starting on the host; no cleanup
 		} else {
-			// per-attempt finally: cleanup, which always releases NICs and volumes.
-			force := !((step == "Started" || step == "Starting") && answered)
-			s.cleanup(t, s.DB.VM(vmID), step, forceIf(force, forcedCleanup))
+			// per-attempt finally: the work step goes to Release before cleanup, so a StopCommand goes to
+			// the host whatever step failed, forced unless a successful StartAnswer came back; cleanup
+			// always releases NICs and volumes (C1 aside).
+			sent := step == "Started" || step == "Starting"
+			s.cleanup(t, s.DB.VM(vmID), "Release", forceIf(!(sent && answered), forcedCleanup), sent)
 		}
 		var ue *AgentUnavailableError
 		var re *ResourceUnavailableError
@@ -174,11 +176,13 @@ func (s *Server) orchestrateStart(t *Thread, vmID int64, want string) (err error
 }
 
 // cleanup stops what a failed start may have left and — in its finally — always releases resources.
-func (s *Server) cleanup(t *Thread, v *VMVO, step string, force stopForce) bool {
+// mayRun says a StartCommand may have reached the host: only then can a stop that did not reach it
+// leave a domain running (C1).
+func (s *Server) cleanup(t *Thread, v *VMVO, step string, force stopForce, mayRun bool) bool {
 	s.Log(t, "DEBUG", VMObject(v.ID), "Cleaning up resources for the vm %s in %s state", v.Name, v.State)
 	released := true
 	defer func() {
-		if released || s.Defects["C1"] {
+		if released || !mayRun || s.Defects["C1"] {
 			s.releaseVmResources(t, v)
 			return
 		}
@@ -322,14 +326,16 @@ func (s *Server) orchestrateStop(t *Thread, vmID int64, force stopForce) error {
 			return runtimeErr("We cannot stop %s when it is in state %s", v.Name, v.State)
 		}
 		s.Log(t, "WARN", VMObject(vmID), "Unable to transition the state but we're moving on because it's forced stop")
-		if !s.cleanup(t, v, "Release", force) {
+		if !s.cleanup(t, v, "Release", force, true) {
 			return runtimeErr("Failed to cleanup %s , current state %s", v.Name, v.State)
 		}
 		cur := s.DB.VM(vmID)
 		if !s.DB.UpdateVMState(t.Name, cur, vm.AgentReportStopped, vm.Stopped, "") {
 			return runtimeErr("Unable to stop %s", v.Name)
 		}
-		return nil
+		// The Java falls through to its "Stopping" check with the VM now Stopped, and throws: the VM is
+		// stopped and cleaned up, and the stop (and a destroy that forced it) fails.
+		return runtimeErr("We cannot proceed with stop VM %s since it is not in 'Stopping' state, current state: %s", v.Name, vm.Stopped)
 	}
 	if !s.DB.UpdateVMState(t.Name, v, vm.StopRequested, vm.Stopping, hostID) {
 		return &ConcurrentOperationError{Msg: v.Name + " is being operated on."}
