@@ -149,9 +149,11 @@ func (am *AgentManager) processRequest(t *Thread, a *attache, m Message) {
 		if m.OutOfBand {
 			s.Log(t, "DEBUG", HostObject(a.host), "Ping from Routing host %s (out of band, collected %s)", a.host, m.CollectedAt.Format("15:04:05.000"))
 		}
+		// VMMI.processCommands: the report, then the stall scan, before the PingAnswer.
 		if m.HasReport {
 			s.processHostVmStateReport(t, a.host, m.Report, m.CollectedAt, m.OutOfBand)
 		}
+		s.scanStalledVMInTransitionStateOnUpHost(t, a.host)
 		answer := Message{Seq: m.Seq, Kind: MsgAnswer, Result: true}
 		if h := s.DB.Host(a.host); h != nil && h.Status != host.Up && am.current(a) {
 			if h.Status != host.Connecting {

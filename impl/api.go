@@ -94,7 +94,7 @@ func (s *Server) StartVirtualMachineOnce(vmID int64, hostID string) *JobVO {
 // StopVirtualMachine is stopVirtualMachine (forced=true is the API's forced stop).
 func (s *Server) StopVirtualMachine(vmID int64, forced bool) *JobVO {
 	return s.jobs.SubmitAPIJob("StopVMCmd", "VirtualMachine", vmID, func(t *Thread, _ *JobVO) error {
-		return s.advanceStop(t, vmID, forced)
+		return s.advanceStop(t, vmID, forceIf(forced, forcedByCaller))
 	})
 }
 

@@ -41,6 +41,10 @@ var ConfigKeys = []ConfigKey{
 	{Name: "vm.op.lock.state.retry", Default: "5", Description: "Stopped → Starting attempts", Min: 1, Max: 100, Whole: true},
 	{Name: "vm.job.check.interval", Default: "3000", Unit: "ms", Description: "how often a caller polls its VM work job", Min: 10, Max: day * 1000, Whole: true},
 	{Name: "vm.job.timeout", Default: "600000", Unit: "ms", Description: "how long a caller waits for its VM work job", Min: 1000, Max: 7 * day * 1000, Whole: true},
+	{Name: "vm.job.report.interval", Default: "60", Unit: "s", Description: "VMMI CleanupTask period; the stall scan on each ping takes twice this as milliseconds, as the Java does", Min: 1, Max: day, Whole: true},
+	{Name: "vm.sync.power.state.transitioning", Default: "true", Description: "run the stall scan of VMs in transition on each ping of an Up host (read at start)"},
+	{Name: "vm.op.wait.interval", Default: "120", Unit: "s", Description: "a VM in transition on a host not Up is reported stuck after this long without a power update", Min: 1, Max: day, Whole: true},
+	{Name: "vm.op.cleanup.interval", Default: "86400", Unit: "s", Description: "VMMI TransitionTask period (read at start)", Min: 1, Max: year, Whole: true},
 	{Name: "lock.poll.interval", Default: "1", Unit: "s", Description: "lock-table retry cadence while waiting (Merovingian2)", Min: 0.01, Max: 3600},
 	{Name: "router.ready.timeout", Default: "300", Unit: "s", Description: "how long a router start waits for the guest to be ready", Min: 1, Max: day, Whole: true},
 }

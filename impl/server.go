@@ -29,6 +29,10 @@ type Server struct {
 	threadNo int
 	// unknownOnHost remembers the unknown domains last reported per host (PR #14207).
 	unknownOnHost map[string]string
+
+	// syncTransitioningVmPowerState is vm.sync.power.state.transitioning, read once at start as
+	// VMMI.configure does (the key is not dynamic).
+	syncTransitioningVmPowerState bool
 }
 
 // Thread is the identity a piece of work runs under: CloudStack's thread, which owns lock-table rows.
@@ -48,6 +52,7 @@ func NewServer(id string, env Env, db *DB, cfg *Config, defects Switches, net Tr
 // the agent listener.
 func (s *Server) Start() {
 	s.started = s.Env.Now()
+	s.syncTransitioningVmPowerState = s.Config.Bool("vm.sync.power.state.transitioning")
 	t := &Thread{Name: "main"}
 	s.DB.CleanupLocksForServer(s.ID)
 	s.jobs.cleanupLeftOverJobs(t)

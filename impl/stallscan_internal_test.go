@@ -1,0 +1,120 @@
+package impl
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/csconform/csconform/model/history"
+	"github.com/csconform/csconform/model/host"
+	"github.com/csconform/csconform/model/vm"
+)
+
+type lines []history.Event
+
+func (l *lines) Emit(e history.Event) { *l = append(*l, e) }
+
+func (l lines) count(detail string) int {
+	n := 0
+	for _, e := range l {
+		if strings.Contains(e.Detail, detail) {
+			n++
+		}
+	}
+	return n
+}
+
+// stallWorld is one VM on h1 as the case sets it, in a server that runs nothing by itself.
+func stallWorld(t *testing.T, hostStatus host.Status, st vm.State, ps vm.PowerState, reportedAgo time.Duration, pendingJob bool) (*Server, *lines, int64) {
+	log := &lines{}
+	db := NewDB(clockEnv{}, log)
+	db.hosts["h1"] = &HostVO{ID: "h1", Status: hostStatus}
+	cfg, err := NewConfig(nil)
+	require.NoError(t, err)
+	s := NewServer("ms1", clockEnv{}, db, cfg, allDefects(false), nil)
+	s.syncTransitioningVmPowerState = true
+	v := db.CreateVM("api", "web1", "User", nil)
+	row := db.vms[v.ID]
+	row.State, row.HostID, row.PowerState, row.PowerHost = st, "h1", ps, "h1"
+	row.UpdateTime = clockEnv{}.Now().Add(-time.Hour)
+	if reportedAgo >= 0 {
+		row.PowerStateUpdateTime = clockEnv{}.Now().Add(-reportedAgo)
+	}
+	if pendingJob {
+		db.CreateJob("api", "VmWorkStart", "VirtualMachine", v.ID, "ms1")
+	}
+	return s, log, v.ID
+}
+
+// VirtualMachineManagerImpl.scanStalledVMInTransitionStateOnUpHost (bhouse-nexthop/cloudstack@d4da80c5):
+// on an Up host, a VM in Starting/Stopping/Migrating with no work job in progress whose power state was
+// updated before now − vm.job.report.interval × 2 ms (120 ms) goes to handlePowerOffReport…; one updated
+// after it goes to handlePowerOnReport… if PowerOn. Not on a host that is not Up, not with a job.
+func TestScanStalledVMInTransitionStateOnUpHost(t *testing.T) {
+	cases := []struct {
+		name        string
+		host        host.Status
+		state       vm.State
+		power       vm.PowerState
+		reportedAgo time.Duration
+		job         bool
+		want        vm.State
+		offHandled  bool
+	}{
+		{"recent PowerOn: followed to Running", host.Up, vm.Starting, vm.PowerOn, 50 * time.Millisecond, false, vm.Running, false},
+		{"PowerOn 200 ms old is stalled: power-off handler", host.Up, vm.Starting, vm.PowerOn, 200 * time.Millisecond, false, vm.Starting, true},
+		{"recent PowerOff: power-off handler", host.Up, vm.Stopping, vm.PowerOff, 50 * time.Millisecond, false, vm.Stopping, true},
+		{"work job in progress: left alone", host.Up, vm.Starting, vm.PowerOn, 50 * time.Millisecond, true, vm.Starting, false},
+		{"host not Up: left alone", host.Disconnected, vm.Starting, vm.PowerOn, 50 * time.Millisecond, false, vm.Starting, false},
+		{"Running is not in transition", host.Up, vm.Running, vm.PowerOff, time.Hour, false, vm.Running, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s, log, id := stallWorld(t, c.host, c.state, c.power, c.reportedAgo, c.job)
+			s.scanStalledVMInTransitionStateOnUpHost(&Thread{Name: "AgentTaskPool-1"}, "h1")
+			require.Equal(t, c.want, s.DB.VM(id).State)
+			n := log.count("we received a Power") // the power-off handler names the power state
+			if c.offHandled {
+				require.Equal(t, 1, n, "the power-off handler should have run once")
+			} else {
+				require.Zero(t, n)
+			}
+		})
+	}
+	// the gate (vm.sync.power.state.transitioning, read in configure)
+	s, _, id := stallWorld(t, host.Up, vm.Starting, vm.PowerOn, 50*time.Millisecond, false)
+	s.syncTransitioningVmPowerState = false
+	s.scanStalledVMInTransitionStateOnUpHost(&Thread{Name: "AgentTaskPool-1"}, "h1")
+	require.Equal(t, vm.Starting, s.DB.VM(id).State)
+}
+
+// VirtualMachineManagerImpl.scanStalledVMInTransitionStateOnDisconnectedHosts (d4da80c5), from
+// TransitionTask: alert only, for a VM in transition with no work job whose host is not Up and whose
+// power state is older than vm.op.wait.interval (120 s); a null power_state_update_time never matches.
+func TestScanStalledVMInTransitionStateOnDisconnectedHosts(t *testing.T) {
+	cases := []struct {
+		name        string
+		host        host.Status
+		reportedAgo time.Duration // < 0: never reported
+		job         bool
+		alert       bool
+	}{
+		{"host Disconnected, reported 5 min ago", host.Disconnected, 5 * time.Minute, false, true},
+		{"host Alert, reported 5 min ago", host.Alert, 5 * time.Minute, false, true},
+		{"reported 1 min ago", host.Disconnected, time.Minute, false, false},
+		{"never reported", host.Disconnected, -1, false, false},
+		{"work job in progress", host.Disconnected, 5 * time.Minute, true, false},
+		{"host Up", host.Up, 5 * time.Minute, false, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s, log, id := stallWorld(t, c.host, vm.Starting, vm.PowerOn, c.reportedAgo, c.job)
+			s.transitionTask(&Thread{Name: "AsyncJobMgr-Heartbeat-2"})
+			n := log.count("is stuck in Starting state and its host is unreachable for too long")
+			require.Equal(t, c.alert, n == 1, "alerts: %d", n)
+			require.Equal(t, vm.Starting, s.DB.VM(id).State, "the scan only alerts")
+		})
+	}
+}
