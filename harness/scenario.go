@@ -352,6 +352,9 @@ func runScenario(sc *Scenario, profile string, defects impl.Switches, seed uint6
 			return nil, err
 		}
 	}
+	if m := c.CheckMismatch(); m != "" {
+		return nil, fmt.Errorf("scenario %s: %s", sc.Name, m)
+	}
 	res.finish(c)
 	res.checkLinear(c.Rec.Events)
 	res.LinearChecked = true

@@ -124,6 +124,25 @@ func rowsOf[V any](table map[int64]*V, ids []int64, f func(*V) bool) []*V {
 	return out
 }
 
+// note marks a row changed for a watcher only (a change the state file need not write).
+func (ix *index) note(table byte, id int64) {
+	if ix.watching {
+		ix.changedSet[rowRef{table: table, id: id}] = struct{}{}
+	}
+}
+
+// Volume reads a volume row (nil if missing).
+func (db *DB) Volume(id int64) *VolumeVO {
+	db.lock()
+	defer db.mu.Unlock()
+	v, ok := db.volumes[id]
+	if !ok {
+		return nil
+	}
+	c := *v
+	return &c
+}
+
 // Changes are the rows written since the last TakeChanges, by table, each list sorted.
 type Changes struct {
 	VMs, Networks, Nics, Volumes, Jobs []int64

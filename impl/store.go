@@ -585,6 +585,7 @@ func (db *DB) RemoveNic(id int64) {
 	defer db.commit()
 	if n, ok := db.nics[id]; ok {
 		db.unindexNic(n)
+		db.ix.note(tIPs, n.NetworkID) // the pool no longer names the VM of an address the NIC held
 	}
 	delete(db.nics, id)
 	db.touch(tNic, id)

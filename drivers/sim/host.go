@@ -19,7 +19,12 @@ type Host struct {
 	deleted   map[string]bool
 	// BootDelay gives the time from create to the guest's "ready" line for a domain.
 	BootDelay func(spec impl.DomainSpec) time.Duration
+	version   uint64 // counts the changes to domains (Version)
 }
+
+// Version changes whenever what Domains returns may have: a checker re-reads only the hosts whose
+// version moved.
+func (h *Host) Version() uint64 { return h.version }
 
 type domain struct {
 	spec    impl.DomainSpec
@@ -63,6 +68,7 @@ func (h *Host) Start(spec impl.DomainSpec) error {
 	h.s.Sleep(300*time.Millisecond + time.Duration(h.s.rng.Int64N(int64(700*time.Millisecond))))
 	d := &domain{spec: spec, running: true}
 	h.domains[spec.Name] = d
+	h.version++
 	h.emit(impl.LifecycleEvent{Domain: spec.Name, Event: "STARTED", Detail: "BOOTED"})
 	h.s.After(h.BootDelay(spec), func() {
 		if h.domains[spec.Name] == d && d.running {
@@ -99,6 +105,7 @@ func (h *Host) Stop(name string) error {
 	d, ok := h.domains[name]
 	if !ok || !d.running {
 		delete(h.domains, name)
+		h.version++
 		return nil
 	}
 	// virDomainDestroy, then libvirt reaps the process: 1–2 s here.
@@ -107,11 +114,13 @@ func (h *Host) Stop(name string) error {
 		h.halt(d, "DESTROYED")
 	}
 	delete(h.domains, name)
+	h.version++
 	return nil
 }
 
 func (h *Host) halt(d *domain, detail string) {
 	d.running = false
+	h.version++
 	d.ready = false
 	for _, g := range d.readyAt {
 		g.Fire()
@@ -163,6 +172,7 @@ func (h *Host) Crash(name, detail string) error {
 	}
 	h.halt(d, detail)
 	delete(h.domains, name)
+	h.version++
 	return nil
 }
 
@@ -177,6 +187,7 @@ func (h *Host) GuestShutdown(name string) error {
 		if h.domains[name] == d && d.running {
 			h.halt(d, "SHUTDOWN")
 			delete(h.domains, name)
+			h.version++
 		}
 	})
 	return nil
