@@ -107,13 +107,15 @@ type Cluster struct {
 	Violations []Violation
 	tracker    *invariant.Tracker
 	inc        *incCheck // the simulator's incremental checker (nil: the full check after every step)
-	seen       map[string]bool
-	vmIDs      map[string]int64
-	netIDs     map[string]int64
-	msDown     bool
-	routerBoot time.Duration
-	msGen      int
-	api        ClientAPI // nil: the direct path (see client.go)
+	// sortedEvents: the history's first sortedEvents events are known to be in time order
+	sortedEvents int
+	seen         map[string]bool
+	vmIDs        map[string]int64
+	netIDs       map[string]int64
+	msDown       bool
+	routerBoot   time.Duration
+	msGen        int
+	api          ClientAPI // nil: the direct path (see client.go)
 }
 
 // NewSimCluster builds a cluster in the simulator and runs it until every host is Up.

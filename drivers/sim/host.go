@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 
@@ -20,6 +21,9 @@ type Host struct {
 	// BootDelay gives the time from create to the guest's "ready" line for a domain.
 	BootDelay func(spec impl.DomainSpec) time.Duration
 	version   uint64 // counts the changes to domains (Version)
+	// running is Running's answer at version runningAt (each ping asks; few change anything)
+	running   []string
+	runningAt uint64
 }
 
 // Version changes whenever what Domains returns may have: a checker re-reads only the hosts whose
@@ -130,14 +134,20 @@ func (h *Host) halt(d *domain, detail string) {
 }
 
 func (h *Host) Running() []string {
-	var names []string
-	for n, d := range h.domains {
-		if d.running {
-			names = append(names, n)
+	if h.running == nil || h.runningAt != h.version {
+		h.running = h.running[:0]
+		for n, d := range h.domains {
+			if d.running {
+				h.running = append(h.running, n)
+			}
 		}
+		sort.Strings(h.running)
+		h.runningAt = h.version
 	}
-	sort.Strings(names)
-	return names
+	if len(h.running) == 0 {
+		return nil
+	}
+	return slices.Clone(h.running)
 }
 
 func (h *Host) DeleteVolume(path string) error {
