@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/csconform/csconform/drivers/sim"
 	"github.com/csconform/csconform/impl"
 	"github.com/csconform/csconform/model/invariant"
 )
@@ -44,14 +45,15 @@ func checkModeFromEnv() (checkMode, error) {
 type incCheck struct {
 	in                *invariant.Incremental
 	loaded            bool
-	hostVer           map[string]uint64
+	hostVer           []uint64    // by host, in HostIDs order
+	hosts             []*sim.Host // the same order
 	opsVer, faultsVer uint64
 	compare           bool
 	mismatch          string // compare: the first difference found
 }
 
 func newIncCheck(compare bool) *incCheck {
-	return &incCheck{in: invariant.NewIncremental(), hostVer: map[string]uint64{}, compare: compare}
+	return &incCheck{in: invariant.NewIncremental(), compare: compare}
 }
 
 func invVM(v *impl.VMVO) invariant.VM {
@@ -78,14 +80,6 @@ func invVolume(v *impl.VolumeVO) invariant.Volume {
 	return invariant.Volume{ID: id(v.ID), VMID: id(v.VMID), Path: v.Path, State: v.State, Removed: v.Removed}
 }
 
-func (c *Cluster) invHosts() []invariant.Host {
-	var out []invariant.Host
-	for _, h := range c.DB.Hosts() {
-		out = append(out, invariant.Host{ID: h.ID, Name: h.ID, Status: h.Status, UpSince: c.Rec.hostUpSince(h.ID)})
-	}
-	return out
-}
-
 func (c *Cluster) invDomains(h string) []invariant.Domain {
 	var out []invariant.Domain
 	for _, d := range c.Hosts[h].Domains() {
@@ -105,8 +99,10 @@ func (c *Cluster) updateIncremental(full bool) {
 		s := c.Snapshot()
 		ic.in.Load(s)
 		ic.loaded = true
+		ic.hosts, ic.hostVer = nil, nil
 		for _, h := range c.HostIDs {
-			ic.hostVer[h] = c.Hosts[h].Version()
+			ic.hosts = append(ic.hosts, c.Hosts[h])
+			ic.hostVer = append(ic.hostVer, c.Hosts[h].Version())
 		}
 		ic.opsVer, ic.faultsVer = r.opsVer, r.faultsVer
 		return
@@ -130,13 +126,15 @@ func (c *Cluster) updateIncremental(full bool) {
 			ic.in.SetVolume(invVolume(v))
 		}
 	}
-	if len(ch.Hosts) > 0 {
-		ic.in.SetHosts(c.invHosts())
+	for _, hid := range ch.Hosts {
+		if h := c.DB.Host(hid); h != nil {
+			ic.in.SetHost(invariant.Host{ID: h.ID, Name: h.ID, Status: h.Status, UpSince: c.Rec.hostUpSince(h.ID)})
+		}
 	}
-	for _, h := range c.HostIDs {
-		if v := c.Hosts[h].Version(); v != ic.hostVer[h] {
-			ic.hostVer[h] = v
-			ic.in.SetDomains(h, c.invDomains(h))
+	for i, hv := range ic.hosts { // a version per host: a comparison each, no lookup
+		if v := hv.Version(); v != ic.hostVer[i] {
+			ic.hostVer[i] = v
+			ic.in.SetDomains(hv.ID, c.invDomains(hv.ID))
 		}
 	}
 	// in the simulator nothing runs while the checker does: the recorder's slices are read in place

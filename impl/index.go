@@ -1,6 +1,7 @@
 package impl
 
 import (
+	"cmp"
 	"maps"
 	"slices"
 )
@@ -12,7 +13,7 @@ import (
 type index struct {
 	vmOrder, netOrder, nicOrder, volOrder, jobOrder []int64
 
-	vmByName   map[string][]int64
+	vmByName   map[string][]*VMVO // the rows themselves, by id: power sync asks for every domain it hears of
 	vmByHost   map[string][]int64 // host_id
 	vmByNet    map[int64][]int64  // the networks of its NICs at creation
 	nicByVM    map[int64][]int64
@@ -49,7 +50,7 @@ func removeID(s []int64, id int64) []int64 {
 // reindex rebuilds every index from the tables (after a load from the state file).
 func (db *DB) reindex() {
 	watching, changed := db.ix.watching, db.ix.changedSet
-	db.ix = index{vmByName: map[string][]int64{}, vmByHost: map[string][]int64{}, vmByNet: map[int64][]int64{},
+	db.ix = index{vmByName: map[string][]*VMVO{}, vmByHost: map[string][]int64{}, vmByNet: map[int64][]int64{},
 		nicByVM: map[int64][]int64{}, volByVM: map[int64][]int64{}, jobByObj: map[jobObject][]int64{},
 		watching: watching, changedSet: changed}
 	for _, id := range slices.Sorted(maps.Keys(db.vms)) {
@@ -69,7 +70,11 @@ func (db *DB) reindex() {
 
 func (db *DB) indexVM(v *VMVO) {
 	db.ix.vmOrder = insertID(db.ix.vmOrder, v.ID)
-	db.ix.vmByName[v.Name] = insertID(db.ix.vmByName[v.Name], v.ID)
+	byName := db.ix.vmByName[v.Name]
+	i, found := slices.BinarySearchFunc(byName, v.ID, func(r *VMVO, id int64) int { return cmp.Compare(r.ID, id) })
+	if !found {
+		db.ix.vmByName[v.Name] = slices.Insert(byName, i, v)
+	}
 	if v.HostID != "" {
 		db.ix.vmByHost[v.HostID] = insertID(db.ix.vmByHost[v.HostID], v.ID)
 	}

@@ -222,8 +222,8 @@ func (db *DB) VMByName(name string) *VMVO {
 	db.lock()
 	defer db.mu.Unlock()
 	var found *VMVO
-	for _, id := range db.ix.vmByName[name] {
-		if v := db.vms[id]; !v.Removed {
+	for _, v := range db.ix.vmByName[name] {
+		if !v.Removed {
 			found = v
 			break
 		}
@@ -850,8 +850,8 @@ func (db *DB) VMByNameAny(name string) *VMVO {
 	db.lock()
 	defer db.mu.Unlock()
 	var found *VMVO
-	if ids := db.ix.vmByName[name]; len(ids) > 0 {
-		found = db.vms[ids[len(ids)-1]]
+	if rs := db.ix.vmByName[name]; len(rs) > 0 {
+		found = rs[len(rs)-1]
 	}
 	if found == nil {
 		return nil

@@ -21,7 +21,7 @@ type Incremental struct {
 	byHost   map[string]set[string]
 	byNet    map[string]set[string] // VM ids with a NIC in the network
 	routerOf map[string]set[string] // router VM id → networks whose router it is
-	hosts    []Host
+	hosts    map[string]Host
 	settled  map[string]bool
 	networks map[string]Network
 	pools    map[string][]IP // by network, in pool order
@@ -49,6 +49,10 @@ type Incremental struct {
 	dirtyStart bool
 	grace      time.Duration
 	ghostOn    bool
+	// the hosts' settledness is judged again when the host rows change, the grace changes, or time
+	// reaches nextSettle (when the next host back Up has had its grace): not at every check
+	hostsMoved bool
+	nextSettle time.Time
 
 	// Changed* are what the last updates reached, for an observer that also looks only at what
 	// changed: VM records written, domain names started or stopped somewhere, addresses whose users
@@ -98,7 +102,7 @@ func NewIncremental() *Incremental {
 
 func (in *Incremental) reset() {
 	in.vms, in.byName, in.byHost, in.byNet, in.routerOf = map[string]VM{}, map[string][]string{}, map[string]set[string]{}, map[string]set[string]{}, map[string]set[string]{}
-	in.hosts, in.settled, in.networks = nil, map[string]bool{}, map[string]Network{}
+	in.hosts, in.settled, in.networks = map[string]Host{}, map[string]bool{}, map[string]Network{}
 	in.pools, in.byAddr, in.volumes, in.byPath = map[string][]IP{}, map[string][]IP{}, map[string]Volume{}, map[string][]string{}
 	in.domains, in.runs, in.domsAt, in.domsOn = map[string]map[string]Domain{}, map[string]set[string]{}, map[string]set[domKey]{}, map[string]set[domKey]{}
 	in.faulted, in.ops, in.faults = set[string]{}, nil, nil
@@ -201,8 +205,56 @@ func (in *Incremental) SetVM(v VM) {
 	in.markVM(v.ID)
 }
 
-// SetHosts writes every host row (a few hundred at most: all are judged again at each check).
-func (in *Incremental) SetHosts(hs []Host) { in.hosts = slices.Clone(hs) }
+// SetHosts writes every host row.
+func (in *Incremental) SetHosts(hs []Host) {
+	clear(in.hosts)
+	for _, h := range hs {
+		in.hosts[h.ID] = h
+	}
+	in.hostsMoved = true
+}
+
+// SetHost writes one host row (a ping that changed nothing that matters moves nothing).
+func (in *Incremental) SetHost(h Host) {
+	if old, ok := in.hosts[h.ID]; ok && old.Status == h.Status && old.UpSince.Equal(h.UpSince) {
+		return
+	}
+	in.hosts[h.ID] = h
+	in.hostsMoved = true
+}
+
+// judgeHosts judges again which hosts are settled (Up, and past their grace if they came back) and
+// re-judges what stands on a host whose settledness changed.
+func (in *Incremental) judgeHosts(t time.Time, grace time.Duration) {
+	settled := map[string]bool{}
+	in.nextSettle = time.Time{}
+	for _, h := range in.hosts {
+		settled[h.ID] = h.Status == host.Up && (h.UpSince.IsZero() || t.Sub(h.UpSince) >= grace)
+		if at := h.UpSince.Add(grace); h.Status == host.Up && !settled[h.ID] && (in.nextSettle.IsZero() || at.Before(in.nextSettle)) {
+			in.nextSettle = at
+		}
+	}
+	moved := func(h string) {
+		for name := range in.domains[h] {
+			in.dirtyDom.add(domKey{h, name})
+		}
+		for id := range in.byHost[h] {
+			in.markVM(id)
+		}
+	}
+	for h, st := range settled {
+		if st != in.settled[h] {
+			moved(h)
+		}
+	}
+	for h, st := range in.settled {
+		if _, ok := settled[h]; !ok && st {
+			moved(h)
+		}
+	}
+	in.settled = settled
+	in.hostsMoved = false
+}
 
 // SetNetwork writes a network row.
 func (in *Incremental) SetNetwork(n Network) {
@@ -395,30 +447,9 @@ func (in *Incremental) domain(k domKey) (Domain, bool) {
 // violation that holds, as Tracker.Check would on the whole snapshot: netChanges are the network
 // writes not yet checked; grace and ghostBound as in Snapshot.
 func (in *Incremental) Check(t time.Time, grace, ghostBound time.Duration, netChanges []NetworkChange) []Violation {
-	// settledness moves with time: re-judge what stands on a host whose settledness changed
-	settled := map[string]bool{}
-	for _, h := range in.hosts {
-		settled[h.ID] = h.Status == host.Up && (h.UpSince.IsZero() || t.Sub(h.UpSince) >= grace)
+	if in.hostsMoved || grace != in.grace || (!in.nextSettle.IsZero() && !t.Before(in.nextSettle)) {
+		in.judgeHosts(t, grace)
 	}
-	moved := func(h string) {
-		for name := range in.domains[h] {
-			in.dirtyDom.add(domKey{h, name})
-		}
-		for id := range in.byHost[h] {
-			in.markVM(id)
-		}
-	}
-	for h, st := range settled {
-		if st != in.settled[h] {
-			moved(h)
-		}
-	}
-	for h, st := range in.settled {
-		if _, ok := settled[h]; !ok && st {
-			moved(h)
-		}
-	}
-	in.settled = settled
 	if grace != in.grace {
 		in.grace, in.dirtyStart = grace, true
 	}
@@ -430,6 +461,7 @@ func (in *Incremental) Check(t time.Time, grace, ghostBound time.Duration, netCh
 		}
 	}
 
+	settled := in.settled
 	isSettled := func(h string) bool { return settled[h] }
 	on := func(h, name string) bool { _, ok := in.domains[h][name]; return ok }
 	for k := range in.dirtyDom {
