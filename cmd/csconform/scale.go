@@ -137,7 +137,8 @@ func benchScale(sizes string, sf scaleFlags, profile, cpuprofile string, stdout,
 		return exitBadInput
 	}
 	fmt.Fprintf(stdout, "scale: N hosts x %d VMs, %d VMs a network, %s simulated, profile %s, one process per size\n", *sf.vmsPerHost, *sf.vmsPerNetwork, *sf.duration, profile)
-	fmt.Fprintf(stdout, "%6s %6s %9s %9s %10s %12s %11s %9s %7s %7s\n", "hosts", "VMs", "wall", "cpu", "steps", "steps/s", "sim:real", "peak RSS", "growth", "violat.")
+	fmt.Fprintln(stdout, "growth: wall and CPU time over the size before's, against the hosts' ratio (linear: the same)")
+	fmt.Fprintf(stdout, "%6s %6s %9s %9s %10s %10s %11s %9s %22s %10s\n", "hosts", "VMs", "wall", "cpu", "steps", "steps/s", "sim:real", "peak RSS", "growth wall/cpu/hosts", "violations")
 	var prev *scaleRun
 	for _, n := range hosts {
 		args := []string{"bench", "--scale-run", strconv.Itoa(n), "--profile", profile,
@@ -163,9 +164,9 @@ func benchScale(sizes string, sf scaleFlags, profile, cpuprofile string, stdout,
 		r.CPU = cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
 		growth := "-"
 		if prev != nil {
-			growth = fmt.Sprintf("%.2fx", r.Wall.Seconds()/prev.Wall.Seconds())
+			growth = fmt.Sprintf("%.2fx/%.2fx/%.2fx", r.Wall.Seconds()/prev.Wall.Seconds(), r.CPU.Seconds()/prev.CPU.Seconds(), float64(r.Hosts)/float64(prev.Hosts))
 		}
-		fmt.Fprintf(stdout, "%6d %6d %8.2fs %8.2fs %10d %12.0f %10.0f:1 %6.0f MB %7s %7d\n", r.Hosts, r.VMs, r.Wall.Seconds(), r.CPU.Seconds(),
+		fmt.Fprintf(stdout, "%6d %6d %8.2fs %8.2fs %10d %10.0f %9.0f:1 %6.0f MB %22s %10d\n", r.Hosts, r.VMs, r.Wall.Seconds(), r.CPU.Seconds(),
 			r.Steps, float64(r.Steps)/r.Wall.Seconds(), r.Simulated.Seconds()/r.Wall.Seconds(), float64(r.MaxRSS)/1024, growth, r.Violations)
 		prev = &r
 	}
