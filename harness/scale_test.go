@@ -1,6 +1,7 @@
 package harness
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -31,4 +32,20 @@ func TestScaleScenarioRuns(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, res.Violations)
 	require.Empty(t, res.Mismatches)
+}
+
+// BenchmarkScale: a generated cloud of N hosts x 20 VMs deployed and run for an hour of simulated
+// time (csconform bench --scale runs the day and prints the growth between sizes).
+func BenchmarkScale(b *testing.B) {
+	for _, hosts := range []int{10, 50} {
+		b.Run(fmt.Sprintf("hosts=%d", hosts), func(b *testing.B) {
+			sc, err := ScaleScenario(ScaleOptions{Hosts: hosts, Duration: time.Hour})
+			require.NoError(b, err)
+			for b.Loop() {
+				res, err := RunScenario(sc, "fixed", nil, sc.Seed)
+				require.NoError(b, err)
+				b.ReportMetric(float64(res.Steps), "steps/op")
+			}
+		})
+	}
 }
