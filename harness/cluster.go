@@ -107,13 +107,16 @@ type Cluster struct {
 
 	Violations []Violation
 	tracker    *invariant.Tracker
-	seen       map[string]bool
-	vmIDs      map[string]int64
-	netIDs     map[string]int64
-	msDown     bool
-	routerBoot time.Duration
-	msGen      int
-	api        ClientAPI // nil: the direct path (see client.go)
+	inc        *incCheck // the simulator's incremental checker (nil: the full check after every step)
+	// sortedEvents: the history's first sortedEvents events are known to be in time order
+	sortedEvents int
+	seen         map[string]bool
+	vmIDs        map[string]int64
+	netIDs       map[string]int64
+	msDown       bool
+	routerBoot   time.Duration
+	msGen        int
+	api          ClientAPI // nil: the direct path (see client.go)
 }
 
 // NewSimCluster builds a cluster in the simulator and runs it until every host is Up.
@@ -125,12 +128,20 @@ func NewSimCluster(o Options) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
+	mode, err := checkModeFromEnv()
+	if err != nil {
+		return nil, err
+	}
 	s := sim.NewScheduler(o.Seed)
 	c := &Cluster{Sched: s, Fabric: sim.NewFabric(s), Hosts: map[string]*sim.Host{}, Agents: map[string]*impl.Agent{},
 		Config: cfg, Defects: o.Defects, tracker: invariant.NewTracker(), seen: map[string]bool{}, vmIDs: map[string]int64{}, netIDs: map[string]int64{}}
 	c.w = &simWorld{c}
 	c.Rec = NewRecorder(s.Now)
 	c.DB = impl.NewDB(s, c.Rec)
+	if mode != checkFull {
+		c.inc = newIncCheck(mode == checkCompare)
+		c.DB.Watch()
+	}
 	c.startServer()
 	for _, h := range o.Hosts {
 		if _, dup := c.Hosts[h]; dup {
@@ -199,22 +210,44 @@ func (c *Cluster) Sleep(d time.Duration) { c.w.sleep(d) }
 
 // ---- checking
 
+// check is the check after a step that changed something: in the simulator, of what it changed.
 func (c *Cluster) check() {
 	if !c.Rec.takeDirty() {
 		return
 	}
-	c.checkNow()
+	c.checkWith(false)
 }
 
-func (c *Cluster) checkNow() {
+// checkNow is a full check (the end of a run, a real world's look).
+func (c *Cluster) checkNow() { c.checkWith(true) }
+
+func (c *Cluster) checkWith(full bool) {
 	c.checkMu.Lock()
 	defer c.checkMu.Unlock()
+	if c.inc != nil {
+		c.checkIncremental(full)
+		return
+	}
 	snap := c.Snapshot()
 	c.Rec.checked(len(snap.NetworkChanges))
 	c.Rec.observe(snap)
+	c.judge(c.w.confirm(c.tracker.Check(snap)), snap.Time)
+}
+
+// CheckMismatch is, with CSCONFORM_CHECK=compare, the first difference between the incremental and
+// the full check ("" none).
+func (c *Cluster) CheckMismatch() string {
+	if c.inc == nil {
+		return ""
+	}
+	return c.inc.mismatch
+}
+
+// judge reports the violations a check found and notes when each lasting one was last found gone.
+func (c *Cluster) judge(vs []invariant.Violation, now time.Time) {
 	added := false
 	present := map[string]bool{}
-	for _, v := range c.w.confirm(c.tracker.Check(snap)) {
+	for _, v := range vs {
 		present[violationKey(v)] = true
 		added = c.report(v) || added
 	}
@@ -226,7 +259,7 @@ func (c *Cluster) checkNow() {
 		case present[violationKey(v.Violation)]:
 			v.HealedAt = time.Time{}
 		case v.HealedAt.IsZero():
-			v.HealedAt = snap.Time
+			v.HealedAt = now
 		}
 	}
 	if added {

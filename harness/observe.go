@@ -14,10 +14,76 @@ import (
 // guest IP (the running domains that use it) into the history, for the linearizability checker. An
 // object is observed again when its value changed or when some event named it since the last time:
 // an observation after a write is what makes a write that did not happen on the host visible.
-func (r *Recorder) observe(s invariant.Snapshot) {
+func (r *Recorder) observe(s invariant.Snapshot) { r.applyObservations(r.observations(s)) }
+
+// observation is one Observe event to write: the object, its value and what the records say.
+type observation struct{ obj, val, detail string }
+
+// observer decides which objects to observe again, as observe does, without writing anything: what
+// it decides is read back by later decisions of the same pass (an object listed twice).
+type observer struct {
+	r    *Recorder
+	mine map[string]string
+	out  []observation
+}
+
+func (o *observer) last(obj string) (string, bool) {
+	if v, ok := o.mine[obj]; ok {
+		return v, true
+	}
+	v, ok := o.r.observed[obj]
+	return v, ok
+}
+
+func (o *observer) emit(obj, val, detail string) {
+	if old, seen := o.last(obj); seen && old == val && !o.r.touched[obj] {
+		return
+	}
+	if o.mine == nil {
+		o.mine = map[string]string{}
+	}
+	o.mine[obj] = val
+	o.out = append(o.out, observation{obj, val, detail})
+}
+
+// vm observes a user VM record: its domain running anywhere, and whether the record is dead.
+func (o *observer) vm(v invariant.VM, running bool) {
+	dead := v.Removed || slices.Contains([]vm.State{vm.Destroyed, vm.Expunging, "Expunged"}, v.State)
+	state := string(v.State)
+	if v.Removed {
+		state = "removed"
+	}
+	o.emit("vm:"+v.ID, linear.ObserveVM(running, dead), "record "+state)
+}
+
+// ip observes a pool address: the VM objects of the running domains that use it.
+func (o *observer) ip(ip invariant.IP, users []string) {
+	obj := "ip:" + ip.Address
+	slices.Sort(users)
+	if last, _ := o.last(obj); len(users) == 0 && ip.Free && last == "" && !o.r.touched[obj] {
+		return // never used: nothing to say
+	}
+	holder := "free"
+	if !ip.Free {
+		holder = "vm:" + ip.VMID
+	}
+	o.emit(obj, strings.Join(users, ","), "pool says "+holder)
+}
+
+// applyObservations writes the observations decided and forgets what was touched.
+func (r *Recorder) applyObservations(obs []observation) {
 	if r.observed == nil {
 		r.observed = map[string]string{}
 	}
+	for _, o := range obs {
+		r.observed[o.obj] = o.val
+		r.Emit(history.Event{Actor: "observer", Kind: history.Observe, Object: o.obj, To: o.val, Detail: o.detail})
+	}
+	clear(r.touched)
+}
+
+// observations decides the observations of a whole snapshot.
+func (r *Recorder) observations(s invariant.Snapshot) []observation {
 	running := map[string]bool{}   // domain name
 	users := map[string][]string{} // ip -> vm objects
 	byName := map[string]string{}
@@ -37,36 +103,14 @@ func (r *Recorder) observe(s invariant.Snapshot) {
 			}
 		}
 	}
-	emit := func(obj, val, detail string) {
-		if old, seen := r.observed[obj]; seen && old == val && !r.touched[obj] {
-			return
-		}
-		r.observed[obj] = val
-		r.Emit(history.Event{Actor: "observer", Kind: history.Observe, Object: obj, To: val, Detail: detail})
-	}
+	o := &observer{r: r}
 	for _, v := range s.VMs {
-		if v.Type != "User" {
-			continue
+		if v.Type == "User" {
+			o.vm(v, running[v.Name])
 		}
-		dead := v.Removed || slices.Contains([]vm.State{vm.Destroyed, vm.Expunging, "Expunged"}, v.State)
-		state := string(v.State)
-		if v.Removed {
-			state = "removed"
-		}
-		emit("vm:"+v.ID, linear.ObserveVM(running[v.Name], dead), "record "+state)
 	}
 	for _, ip := range s.IPs {
-		obj := "ip:" + ip.Address
-		u := users[obj]
-		slices.Sort(u)
-		if len(u) == 0 && ip.Free && r.observed[obj] == "" && !r.touched[obj] {
-			continue // never used: nothing to say
-		}
-		holder := "free"
-		if !ip.Free {
-			holder = "vm:" + ip.VMID
-		}
-		emit(obj, strings.Join(u, ","), "pool says "+holder)
+		o.ip(ip, slices.Clone(users["ip:"+ip.Address]))
 	}
-	clear(r.touched)
+	return o.out
 }

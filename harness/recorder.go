@@ -37,7 +37,10 @@ type Recorder struct {
 	// observed is the last observation written per object.
 	observed map[string]string
 	opSeq    int
-	clock    func() time.Time
+	// opsVer and faultsVer count the changes to Ops and Faults: an incremental check re-judges the
+	// start failures only when they moved.
+	opsVer, faultsVer uint64
+	clock             func() time.Time
 	// notify, when someone waits for the next event (Next), is closed by the next emit.
 	notify chan struct{}
 }
@@ -106,6 +109,7 @@ func (r *Recorder) BeginOp(client, kind, vmID, hostID string, networks []string,
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.opSeq++
+	r.opsVer++
 	r.Ops = append(r.Ops, invariant.ClientOp{ID: r.opSeq, Client: client, Kind: kind, VMID: vmID, HostID: hostID, NetworkIDs: networks, Call: r.clock()})
 	obj := ""
 	if vmID != "" {
@@ -147,6 +151,7 @@ func (r *Recorder) SetOpVM(id int, vmID, hostID string) {
 }
 
 func (r *Recorder) op(id int) *invariant.ClientOp {
+	r.opsVer++ // the caller may write through the pointer
 	for i := range r.Ops {
 		if r.Ops[i].ID == id {
 			return &r.Ops[i]
@@ -159,6 +164,7 @@ func (r *Recorder) op(id int) *invariant.ClientOp {
 func (r *Recorder) BeginFault(kind string, disruptive bool, detail string, targets ...string) int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.faultsVer++
 	r.Faults = append(r.Faults, invariant.Fault{Kind: kind, Targets: targets, Begin: r.clock(), Disruptive: disruptive})
 	r.emit(history.Event{Actor: "fault", Kind: history.Fault, Object: strings.Join(targets, ","), To: kind, Detail: detail})
 	return len(r.Faults) - 1
@@ -168,6 +174,7 @@ func (r *Recorder) BeginFault(kind string, disruptive bool, detail string, targe
 func (r *Recorder) EndFault(i int, detail string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.faultsVer++
 	r.Faults[i].End = r.clock()
 	r.emit(history.Event{Actor: "fault", Kind: history.Fault, Object: strings.Join(r.Faults[i].Targets, ","), From: r.Faults[i].Kind, Detail: detail})
 }
@@ -247,6 +254,29 @@ func (r *Recorder) fillSnapshot(s *invariant.Snapshot) {
 		}
 		clear(r.pendingTouched)
 	}
+}
+
+// takeTouched moves the objects events named since the last check to touched (fillSnapshot does
+// the same for a whole snapshot).
+func (r *Recorder) takeTouched() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.pendingTouched) > 0 {
+		if r.touched == nil {
+			r.touched = map[string]bool{}
+		}
+		for o := range r.pendingTouched {
+			r.touched[o] = true
+		}
+		clear(r.pendingTouched)
+	}
+}
+
+// pendingNetChanges are the network writes not yet checked.
+func (r *Recorder) pendingNetChanges() []invariant.NetworkChange {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.netChanges[:len(r.netChanges):len(r.netChanges)]
 }
 
 // hostUpSince is when host h last came back Up (zero: never away).

@@ -352,6 +352,9 @@ func runScenario(sc *Scenario, profile string, defects impl.Switches, seed uint6
 			return nil, err
 		}
 	}
+	if m := c.CheckMismatch(); m != "" {
+		return nil, fmt.Errorf("scenario %s: %s", sc.Name, m)
+	}
 	res.finish(c)
 	res.checkLinear(c.Rec.Events, LinearBounds(c.Config))
 	res.LinearChecked = true
@@ -581,14 +584,13 @@ func pathOf(op string) string {
 
 // finish fills the table from the history.
 func (r *Result) finish(c *Cluster) {
+	last := map[string]invariant.ClientOp{} // each client's last op
+	for _, o := range c.Rec.Ops {
+		last[o.Client] = o
+	}
 	for i := range r.Cases {
 		cr := &r.Cases[i]
-		var op invariant.ClientOp
-		for _, o := range c.Rec.Ops {
-			if o.Client == cr.client {
-				op = o
-			}
-		}
+		op := last[cr.client]
 		if op.ID == 0 {
 			cr.Result = "not run"
 			continue
@@ -614,10 +616,30 @@ func (r *Result) finish(c *Cluster) {
 	r.Violations = c.Violations
 }
 
+// eventsFrom is the history from the first event at t or later when the history is in time order
+// (the simulator's always is: a binary search instead of a scan from the start), else all of it.
+func (c *Cluster) eventsFrom(t time.Time) []history.Event {
+	es := c.Rec.events()
+	if c.sortedEvents < len(es) {
+		if !slices.IsSortedFunc(es[c.sortedEvents:], func(a, b history.Event) int { return a.Time.Compare(b.Time) }) ||
+			(c.sortedEvents > 0 && es[c.sortedEvents].Time.Before(es[c.sortedEvents-1].Time)) {
+			return es
+		}
+		c.sortedEvents = len(es)
+	}
+	i, _ := slices.BinarySearchFunc(es, t, func(e history.Event, t time.Time) int {
+		if e.Time.Before(t) {
+			return -1
+		}
+		return 1
+	})
+	return es[i:]
+}
+
 // retried: the op passed but a start attempt inside it failed first.
 func (c *Cluster) retried(op invariant.ClientOp) bool {
 	end := op.Return
-	for _, e := range c.Rec.events() {
+	for _, e := range c.eventsFrom(op.Call) {
 		if e.Time.Before(op.Call) {
 			continue
 		}
@@ -641,7 +663,7 @@ func (c *Cluster) cleanupDuring(nid int64, op invariant.ClientOp) string {
 	var implStart time.Time
 	var orphaned []string
 	seen := 0
-	for _, e := range c.Rec.events() {
+	for _, e := range c.eventsFrom(op.Call) {
 		if e.Time.Before(op.Call) {
 			continue
 		}

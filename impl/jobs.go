@@ -115,8 +115,8 @@ func (m *AsyncJobManager) runVmWork(t *Thread, cmd string, vmID int64, fn func(t
 
 // PendingWorkJobs reports whether a VM has an IN_PROGRESS work job (listPendingWorkJobs).
 func (m *AsyncJobManager) PendingWorkJobs(vmID int64) bool {
-	return len(m.s.DB.Jobs(func(j *JobVO) bool {
-		return j.InstanceType == "VirtualMachine" && j.InstanceID == vmID && j.Status == job.InProgress && strings.HasPrefix(j.Cmd, "VmWork")
+	return len(m.s.DB.JobsFor("VirtualMachine", vmID, func(j *JobVO) bool {
+		return j.Status == job.InProgress && strings.HasPrefix(j.Cmd, "VmWork")
 	})) > 0
 }
 

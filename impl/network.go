@@ -297,7 +297,7 @@ func (s *Server) networkGarbageCollector(t *Thread) {
 }
 
 func (s *Server) isNetworkReadyForGc(n *NetworkVO) bool {
-	for _, v := range s.DB.VMs(func(v *VMVO) bool { return v.Type == "User" && !v.Removed }) {
+	for _, v := range s.DB.VMsInNetwork(n.ID, func(v *VMVO) bool { return v.Type == "User" && !v.Removed }) {
 		for _, nid := range v.NetworkIDs {
 			if nid == n.ID && v.State != vm.Stopped && v.State != vm.Destroyed && v.State != vm.Error && v.State != vm.Expunging && (!mutated(MutGCIgnoresStartingVMs) || v.State == vm.Running) {
 				return false
@@ -367,7 +367,5 @@ func (s *Server) cleanupOrphanedNetworks(t *Thread) {
 }
 
 func (s *Server) hasPendingNetworkJob(id int64) bool {
-	return len(s.DB.Jobs(func(j *JobVO) bool {
-		return j.InstanceType == "Network" && j.InstanceID == id && !j.Status.Done()
-	})) > 0
+	return len(s.DB.JobsFor("Network", id, func(j *JobVO) bool { return !j.Status.Done() })) > 0
 }

@@ -304,12 +304,18 @@ var crcTable = crc32.MakeTable(crc32.Castagnoli)
 
 // touch marks a row written by the current write (the caller holds mu); commit sends it to the log.
 func (db *DB) touch(table byte, id int64) {
+	if db.ix.watching {
+		db.ix.changedSet[rowRef{table: table, id: id}] = struct{}{}
+	}
 	if db.disk != nil {
 		db.disk.dirty[rowRef{table: table, id: id}] = struct{}{}
 	}
 }
 
 func (db *DB) touchKey(table byte, key string) {
+	if db.ix.watching {
+		db.ix.changedSet[rowRef{table: table, key: key}] = struct{}{}
+	}
 	if db.disk != nil {
 		db.disk.dirty[rowRef{table: table, key: key}] = struct{}{}
 	}
@@ -438,6 +444,7 @@ func (db *DB) load(snap, log []byte) (res loadResult, err error) {
 			return res, logError{err}
 		}
 	}
+	db.reindex()
 	return res, db.check()
 }
 

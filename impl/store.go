@@ -37,6 +37,7 @@ type DB struct {
 	jobs     map[int64]*JobVO
 	locks    map[string]*LockVO
 	nextID   int64
+	ix       index // secondary indexes (index.go)
 
 	disk     *disk       // the state file (nil = memory only); see persist.go
 	detached atomic.Bool // a stopping server: commits no longer reach the disk
@@ -138,10 +139,12 @@ type LockVO struct {
 
 // NewDB returns an empty database.
 func NewDB(env Env, sink history.Sink) *DB {
-	return &DB{env: env, sink: sink,
+	db := &DB{env: env, sink: sink,
 		vms: map[int64]*VMVO{}, networks: map[int64]*NetworkVO{}, nics: map[int64]*NicVO{},
 		ips: map[int64][]*IPVO{}, volumes: map[int64]*VolumeVO{}, hosts: map[string]*HostVO{},
 		jobs: map[int64]*JobVO{}, locks: map[string]*LockVO{}}
+	db.reindex()
+	return db
 }
 
 // lock asks the time before taking the lock: a task of a dead process stops there (see the
@@ -193,6 +196,7 @@ func (db *DB) CreateVM(actor, name, typ string, networks []int64) *VMVO {
 	}
 	v.Name = name
 	db.vms[v.ID] = v
+	db.indexVM(v)
 	db.touch(tVM, v.ID)
 	db.emit(history.Event{Actor: actor, Kind: history.State, Object: VMObject(v.ID), To: string(vm.Stopped), Detail: "created " + name})
 	c := *v
@@ -212,15 +216,16 @@ func (db *DB) VM(id int64) *VMVO {
 	return &c
 }
 
-// VMByName finds a live (not removed) VM by instance name: the one with the lowest id, whatever the
-// map's order. One pass without sorting every id: power sync asks for each domain of each report.
+// VMByName finds a live (not removed) VM by instance name: the one with the lowest id (the name index
+// lists ids in order). Power sync asks for each domain of each report.
 func (db *DB) VMByName(name string) *VMVO {
 	db.lock()
 	defer db.mu.Unlock()
 	var found *VMVO
-	for _, v := range db.vms {
-		if v.Name == name && !v.Removed && (found == nil || v.ID < found.ID) {
+	for _, v := range db.ix.vmByName[name] {
+		if !v.Removed {
 			found = v
+			break
 		}
 	}
 	if found == nil {
@@ -247,7 +252,21 @@ func rows[K cmp.Ordered, V any](table map[K]*V, f func(*V) bool) []*V {
 func (db *DB) VMs(f func(*VMVO) bool) []*VMVO {
 	db.lock()
 	defer db.mu.Unlock()
-	return rows(db.vms, f)
+	return rowsOf(db.vms, db.ix.vmOrder, f)
+}
+
+// VMsOnHost lists the VM rows whose host_id is hostID matching f, by id (the host index).
+func (db *DB) VMsOnHost(hostID string, f func(*VMVO) bool) []*VMVO {
+	db.lock()
+	defer db.mu.Unlock()
+	return rowsOf(db.vms, db.ix.vmByHost[hostID], f)
+}
+
+// VMsInNetwork lists the VM rows with a NIC in network nid matching f, by id (the network index).
+func (db *DB) VMsInNetwork(nid int64, f func(*VMVO) bool) []*VMVO {
+	db.lock()
+	defer db.mu.Unlock()
+	return rowsOf(db.vms, db.ix.vmByNet[nid], f)
 }
 
 // UpdateVMState is VMInstanceDaoImpl.updateState: an optimistic write keyed on state, host and
@@ -276,6 +295,7 @@ func (db *DB) UpdateVMState(actor string, old *VMVO, ev vm.Event, newState vm.St
 	if newHost == "" && row.HostID != "" {
 		row.LastHostID = row.HostID
 	}
+	db.moveVM(row.ID, row.HostID, newHost)
 	row.HostID = newHost
 	row.UpdateCount++
 	row.UpdateTime = db.env.Now()
@@ -358,7 +378,7 @@ func (db *DB) ResetVMPowerStateTracking(id int64) {
 func (db *DB) ResetHostPowerStateTracking(hostID string) {
 	db.lock()
 	defer db.commit()
-	for _, id := range slices.Sorted(maps.Keys(db.vms)) {
+	for _, id := range db.ix.vmOrder {
 		if v := db.vms[id]; v.PowerHost == hostID {
 			v.PowerStateUpdateCount = 0
 			v.PowerStateUpdateTime = db.env.Now()
@@ -379,6 +399,7 @@ func (db *DB) CreateNetwork(actor, name string, persistent bool, poolSize int) *
 		db.ips[n.ID] = append(db.ips[n.ID], &IPVO{Address: fmt.Sprintf("%s.%d", n.CIDR, 10+i)})
 	}
 	db.networks[n.ID] = n
+	db.ix.netOrder = insertID(db.ix.netOrder, n.ID)
 	db.touch(tNetwork, n.ID)
 	db.touch(tIPs, n.ID)
 	db.emit(history.Event{Actor: actor, Kind: history.State, Object: NetworkObject(n.ID), To: string(network.Allocated),
@@ -415,7 +436,7 @@ func (db *DB) RemoveNetwork(actor string, id int64) {
 func (db *DB) Networks(f func(*NetworkVO) bool) []*NetworkVO {
 	db.lock()
 	defer db.mu.Unlock()
-	return rows(db.networks, f)
+	return rowsOf(db.networks, db.ix.netOrder, f)
 }
 
 // UpdateNetworkState is NetworkDaoImpl.updateState: the transition is validated against the caller's
@@ -492,6 +513,7 @@ func (db *DB) CreateNic(vmID, networkID int64) *NicVO {
 	n := &NicVO{ID: db.id(), VMID: vmID, NetworkID: networkID, State: "Allocated"}
 	n.MAC = fmt.Sprintf("02:00:%02x:%02x:%02x:%02x", byte(networkID>>8), byte(networkID), byte(n.ID>>8), byte(n.ID))
 	db.nics[n.ID] = n
+	db.indexNic(n)
 	db.touch(tNic, n.ID)
 	c := *n
 	return &c
@@ -501,7 +523,7 @@ func (db *DB) CreateNic(vmID, networkID int64) *NicVO {
 func (db *DB) Nics(vmID int64) []*NicVO {
 	db.lock()
 	defer db.mu.Unlock()
-	return rows(db.nics, func(n *NicVO) bool { return n.VMID == vmID })
+	return rowsOf(db.nics, db.ix.nicByVM[vmID], nil)
 }
 
 // SetNicState writes a NIC's state.
@@ -561,6 +583,10 @@ func (db *DB) ReleaseIP(actor string, nicID int64) {
 func (db *DB) RemoveNic(id int64) {
 	db.lock()
 	defer db.commit()
+	if n, ok := db.nics[id]; ok {
+		db.unindexNic(n)
+		db.ix.note(tIPs, n.NetworkID) // the pool no longer names the VM of an address the NIC held
+	}
 	delete(db.nics, id)
 	db.touch(tNic, id)
 }
@@ -597,6 +623,7 @@ func (db *DB) CreateVolume(actor string, vmID int64) *VolumeVO {
 	v := &VolumeVO{ID: db.id(), VMID: vmID, State: "Allocated"}
 	v.Path = fmt.Sprintf("/primary/ROOT-%d-%d.qcow2", vmID, v.ID)
 	db.volumes[v.ID] = v
+	db.indexVolume(v)
 	db.touch(tVolume, v.ID)
 	db.emit(history.Event{Actor: actor, Kind: history.State, Object: fmt.Sprintf("volume:%d", v.ID), To: "Allocated", Detail: v.Path})
 	c := *v
@@ -607,7 +634,10 @@ func (db *DB) CreateVolume(actor string, vmID int64) *VolumeVO {
 func (db *DB) Volumes(vmID int64) []*VolumeVO {
 	db.lock()
 	defer db.mu.Unlock()
-	return rows(db.volumes, func(v *VolumeVO) bool { return vmID == 0 || v.VMID == vmID })
+	if vmID == 0 {
+		return rowsOf(db.volumes, db.ix.volOrder, nil)
+	}
+	return rowsOf(db.volumes, db.ix.volByVM[vmID], nil)
 }
 
 // SetVolumeState writes a volume's state; "Expunged" also marks it removed.
@@ -693,6 +723,7 @@ func (db *DB) CreateJob(actor, cmd, instanceType string, instanceID int64, msID 
 	defer db.commit()
 	j := &JobVO{ID: db.id(), Cmd: cmd, InstanceType: instanceType, InstanceID: instanceID, Status: job.InProgress, MSID: msID, Created: db.env.Now()}
 	db.jobs[j.ID] = j
+	db.indexJob(j)
 	db.touch(tJob, j.ID)
 	db.emit(history.Event{Actor: actor, Kind: history.State, Object: JobObject(j.ID), To: string(job.InProgress),
 		Detail: fmt.Sprintf("%s %s:%d", cmd, instanceType, instanceID)})
@@ -729,7 +760,15 @@ func (db *DB) Job(id int64) *JobVO {
 func (db *DB) Jobs(f func(*JobVO) bool) []*JobVO {
 	db.lock()
 	defer db.mu.Unlock()
-	return rows(db.jobs, f)
+	return rowsOf(db.jobs, db.ix.jobOrder, f)
+}
+
+// JobsFor lists the jobs of one object (instance_type, instance_id) matching f, by id (the index
+// async_job has on them).
+func (db *DB) JobsFor(instanceType string, instanceID int64, f func(*JobVO) bool) []*JobVO {
+	db.lock()
+	defer db.mu.Unlock()
+	return rowsOf(db.jobs, db.ix.jobByObj[jobObject{instanceType, instanceID}], f)
 }
 
 // ---- op_lock
@@ -811,10 +850,8 @@ func (db *DB) VMByNameAny(name string) *VMVO {
 	db.lock()
 	defer db.mu.Unlock()
 	var found *VMVO
-	for _, v := range db.vms {
-		if v.Name == name && (found == nil || v.ID > found.ID) {
-			found = v
-		}
+	if rs := db.ix.vmByName[name]; len(rs) > 0 {
+		found = rs[len(rs)-1]
 	}
 	if found == nil {
 		return nil

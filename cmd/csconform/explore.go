@@ -285,9 +285,24 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 	seeds := fs.Int("seeds", 20, "")
 	budget := fs.Int("budget", 100, "")
 	detectors := fs.String("detectors", "both", "")
+	scale := fs.String("scale", "", "")
+	scaleRun := fs.Int("scale-run", 0, "") // one size, in this process (the bench's child)
+	profile := fs.String("profile", "fixed", "")
+	cpuprofile := fs.String("cpuprofile", "", "")
+	sf := addScaleFlags(fs)
 	fs.Usage = func() { fmt.Fprint(stderr, usage) }
 	if err := fs.Parse(args); err != nil {
 		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "csconform bench: unexpected %q\n", fs.Arg(0))
+		return 2
+	}
+	if *scaleRun > 0 {
+		return runScaleOne(*scaleRun, sf, *profile, *cpuprofile, stdout, stderr)
+	}
+	if *scale != "" {
+		return benchScale(*scale, sf, *profile, *cpuprofile, stdout, stderr)
 	}
 	if *seeds < 1 || *budget < 1 {
 		fmt.Fprintln(stderr, "csconform bench: --seeds and --budget must be at least 1")

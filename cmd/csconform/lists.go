@@ -39,6 +39,9 @@ func list(cmd, usage string, args []string, stdout, stderr io.Writer, rows func(
 }
 
 func listScenarios(args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "scale" {
+		return scaleScenarioCmd(args[1:], stdout, stderr)
+	}
 	if len(args) == 2 && args[0] == "show" {
 		src, err := conformance.Source(args[1])
 		if err != nil {

@@ -27,6 +27,9 @@ const usage = `csconform finds orchestration races in CloudStack-style managemen
 Usage:
   csconform scenarios [--json]             list the built-in scenarios
   csconform scenarios show NAME            print a built-in scenario's file (a start for your own)
+  csconform scenarios scale --hosts N      print a generated scale scenario: N hosts x 20 VMs over
+                                           networks of 25, then a quiet day (--vms-per-host,
+                                           --vms-per-network, --duration as for bench --scale)
   csconform repro NAME|FILE|all [flags]    run scenarios and check the invariants
   csconform repro NAME|FILE --api URL --host N=URI ...
                                            the same against a real CloudStack (see below)
@@ -120,6 +123,10 @@ bench flags:
   --seeds N        seeds per defect (default 20)
   --budget N       cases per seed at most (default 100)
   --detectors D    both (default), invariants or linear
+  --scale LIST     instead: the scale bench, one generated cloud per host count (e.g. 10,50,100,200),
+                   each in its own process: wall and CPU time, steps/s, simulated:real, peak RSS and
+                   growth from the size before; --vms-per-host N (20), --vms-per-network N (25),
+                   --duration D (24h), --profile P (fixed), --cpuprofile FILE (FILE.<hosts> each)
 
 Exit status: 0 nothing found and every expectation met, 1 a violation was found, 2 bad input or
 a run stopped at a bound, 3 could not decide (the linearizability checker timed out on some object,

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 
@@ -19,7 +20,15 @@ type Host struct {
 	deleted   map[string]bool
 	// BootDelay gives the time from create to the guest's "ready" line for a domain.
 	BootDelay func(spec impl.DomainSpec) time.Duration
+	version   uint64 // counts the changes to domains (Version)
+	// running is Running's answer at version runningAt (each ping asks; few change anything)
+	running   []string
+	runningAt uint64
 }
+
+// Version changes whenever what Domains returns may have: a checker re-reads only the hosts whose
+// version moved.
+func (h *Host) Version() uint64 { return h.version }
 
 type domain struct {
 	spec    impl.DomainSpec
@@ -63,6 +72,7 @@ func (h *Host) Start(spec impl.DomainSpec) error {
 	h.s.Sleep(300*time.Millisecond + time.Duration(h.s.rng.Int64N(int64(700*time.Millisecond))))
 	d := &domain{spec: spec, running: true}
 	h.domains[spec.Name] = d
+	h.version++
 	h.emit(impl.LifecycleEvent{Domain: spec.Name, Event: "STARTED", Detail: "BOOTED"})
 	h.s.After(h.BootDelay(spec), func() {
 		if h.domains[spec.Name] == d && d.running {
@@ -99,6 +109,7 @@ func (h *Host) Stop(name string) error {
 	d, ok := h.domains[name]
 	if !ok || !d.running {
 		delete(h.domains, name)
+		h.version++
 		return nil
 	}
 	// virDomainDestroy, then libvirt reaps the process: 1–2 s here.
@@ -107,11 +118,13 @@ func (h *Host) Stop(name string) error {
 		h.halt(d, "DESTROYED")
 	}
 	delete(h.domains, name)
+	h.version++
 	return nil
 }
 
 func (h *Host) halt(d *domain, detail string) {
 	d.running = false
+	h.version++
 	d.ready = false
 	for _, g := range d.readyAt {
 		g.Fire()
@@ -121,14 +134,20 @@ func (h *Host) halt(d *domain, detail string) {
 }
 
 func (h *Host) Running() []string {
-	var names []string
-	for n, d := range h.domains {
-		if d.running {
-			names = append(names, n)
+	if h.running == nil || h.runningAt != h.version {
+		h.running = h.running[:0]
+		for n, d := range h.domains {
+			if d.running {
+				h.running = append(h.running, n)
+			}
 		}
+		sort.Strings(h.running)
+		h.runningAt = h.version
 	}
-	sort.Strings(names)
-	return names
+	if len(h.running) == 0 {
+		return nil
+	}
+	return slices.Clone(h.running)
 }
 
 func (h *Host) DeleteVolume(path string) error {
@@ -163,6 +182,7 @@ func (h *Host) Crash(name, detail string) error {
 	}
 	h.halt(d, detail)
 	delete(h.domains, name)
+	h.version++
 	return nil
 }
 
@@ -177,6 +197,7 @@ func (h *Host) GuestShutdown(name string) error {
 		if h.domains[name] == d && d.running {
 			h.halt(d, "SHUTDOWN")
 			delete(h.domains, name)
+			h.version++
 		}
 	})
 	return nil

@@ -245,43 +245,51 @@ func CheckOrphanDomains(s Snapshot) []Violation {
 	settled := settledHosts(s) // before a host has had time to report, its domains are not yet known
 	var out []Violation
 	for _, d := range runningDomains(s.Domains) {
-		var live, removed []VM
-		for _, r := range byName[d.Name] {
-			if r.Removed {
-				removed = append(removed, r)
-			} else {
-				live = append(live, r)
-			}
+		if v, ok := orphanDomain(d, byName[d.Name], settled[d.HostID], s.Time); ok {
+			out = append(out, v)
 		}
-		var msg string
-		switch {
-		case len(live) == 0 && len(removed) > 0:
-			msg = fmt.Sprintf("domain %s is running but its VM record %s is removed (expunged)", domainName(d), removed[0].ID)
-		case len(live) == 0:
-			msg = fmt.Sprintf("domain %s is running but no VM record is named %s", domainName(d), d.Name)
-		default:
-			var why []string
-			for _, r := range live {
-				switch {
-				case r.State == vm.Stopped && !settled[d.HostID]:
-					// A start or stop that lost its host leaves the record Stopped; the server cannot
-					// see the host until it reconnects, and then its reports adopt the domain.
-					continue
-				case noDomainState(r.State):
-					why = append(why, fmt.Sprintf("record %s is %s", r.ID, r.State))
-				case r.HostID != d.HostID:
-					why = append(why, fmt.Sprintf("record %s (%s) places it on host %q", r.ID, r.State, r.HostID))
-				}
-			}
-			if len(why) < len(live) {
-				continue // some record accounts for the domain
-			}
-			msg = fmt.Sprintf("domain %s is running but %s", domainName(d), strings.Join(why, "; "))
-		}
-		out = append(out, Violation{Invariant: OrphanDomain, Object: "domain:" + d.Name, Time: s.Time, Message: msg})
 	}
 	sortViolations(out)
 	return out
+}
+
+// orphanDomain judges one running domain against the records named after it (sorted by ID); settled
+// says whether its host's reports are in.
+func orphanDomain(d Domain, recs []VM, settled bool, t time.Time) (Violation, bool) {
+	var live, removed []VM
+	for _, r := range recs {
+		if r.Removed {
+			removed = append(removed, r)
+		} else {
+			live = append(live, r)
+		}
+	}
+	var msg string
+	switch {
+	case len(live) == 0 && len(removed) > 0:
+		msg = fmt.Sprintf("domain %s is running but its VM record %s is removed (expunged)", domainName(d), removed[0].ID)
+	case len(live) == 0:
+		msg = fmt.Sprintf("domain %s is running but no VM record is named %s", domainName(d), d.Name)
+	default:
+		var why []string
+		for _, r := range live {
+			switch {
+			case r.State == vm.Stopped && !settled:
+				// A start or stop that lost its host leaves the record Stopped; the server cannot
+				// see the host until it reconnects, and then its reports adopt the domain.
+				continue
+			case noDomainState(r.State):
+				why = append(why, fmt.Sprintf("record %s is %s", r.ID, r.State))
+			case r.HostID != d.HostID:
+				why = append(why, fmt.Sprintf("record %s (%s) places it on host %q", r.ID, r.State, r.HostID))
+			}
+		}
+		if len(why) < len(live) {
+			return Violation{}, false // some record accounts for the domain
+		}
+		msg = fmt.Sprintf("domain %s is running but %s", domainName(d), strings.Join(why, "; "))
+	}
+	return Violation{Invariant: OrphanDomain, Object: "domain:" + d.Name, Time: t, Message: msg}, true
 }
 
 // noDomainState reports whether a record in this state says no domain should
@@ -311,48 +319,67 @@ func CheckIPs(s Snapshot) []Violation {
 	var out []Violation
 	users := map[string][]string{}
 	for _, d := range runningDomains(s.Domains) {
-		// The domain's own records, removed ones included: an expunged VM
-		// whose address is still held by its row is an orphan-domain
-		// problem, not an address conflict.
-		own := map[string]bool{}
-		for _, r := range byName[d.Name] {
-			own[r.ID] = true
-		}
 		for _, addr := range uniq(d.IPs) {
 			users[addr] = append(users[addr], domainName(d))
-			entries := pool[addr]
-			if len(entries) == 0 || slices.ContainsFunc(entries, func(ip IP) bool { return !ip.Free && own[ip.VMID] }) {
-				continue
-			}
-			var why []string
-			for _, ip := range entries {
-				if ip.Free {
-					why = append(why, fmt.Sprintf("free in the pool of network %s", ip.NetworkID))
-				} else {
-					why = append(why, fmt.Sprintf("allocated to VM %s in network %s", ip.VMID, ip.NetworkID))
-				}
-			}
-			out = append(out, Violation{
-				Invariant: IPConflict,
-				Object:    "ip:" + addr,
-				Time:      s.Time,
-				Message:   fmt.Sprintf("address %s used by running domain %s is %s", addr, domainName(d), strings.Join(why, "; ")),
-			})
 		}
+		out = append(out, domainIPs(d, byName[d.Name], func(addr string) []IP { return pool[addr] }, s.Time)...)
 	}
 	for addr, ds := range users {
-		if ds = uniq(ds); len(ds) < 2 {
+		if v, ok := sharedIP(addr, ds, s.Time); ok {
+			out = append(out, v)
+		}
+	}
+	sortViolations(out)
+	return out
+}
+
+// domainIPs judges the addresses of one running domain against the pool (pool: an address's entries,
+// sorted by network) and the records named after the domain.
+func domainIPs(d Domain, recs []VM, pool func(string) []IP, t time.Time) []Violation {
+	// The domain's own records, removed ones included: an expunged VM
+	// whose address is still held by its row is an orphan-domain
+	// problem, not an address conflict.
+	own := map[string]bool{}
+	for _, r := range recs {
+		own[r.ID] = true
+	}
+	var out []Violation
+	for _, addr := range uniq(d.IPs) {
+		entries := pool(addr)
+		if len(entries) == 0 || slices.ContainsFunc(entries, func(ip IP) bool { return !ip.Free && own[ip.VMID] }) {
 			continue
+		}
+		var why []string
+		for _, ip := range entries {
+			if ip.Free {
+				why = append(why, fmt.Sprintf("free in the pool of network %s", ip.NetworkID))
+			} else {
+				why = append(why, fmt.Sprintf("allocated to VM %s in network %s", ip.VMID, ip.NetworkID))
+			}
 		}
 		out = append(out, Violation{
 			Invariant: IPConflict,
 			Object:    "ip:" + addr,
-			Time:      s.Time,
-			Message:   fmt.Sprintf("address %s used by %d running domains: %s", addr, len(ds), strings.Join(ds, ", ")),
+			Time:      t,
+			Message:   fmt.Sprintf("address %s used by running domain %s is %s", addr, domainName(d), strings.Join(why, "; ")),
 		})
 	}
-	sortViolations(out)
 	return out
+}
+
+// sharedIP: an address used by two running domains or more (users: their names, as domainName
+// gives them, in any order).
+func sharedIP(addr string, users []string, t time.Time) (Violation, bool) {
+	ds := uniq(users)
+	if len(ds) < 2 {
+		return Violation{}, false
+	}
+	return Violation{
+		Invariant: IPConflict,
+		Object:    "ip:" + addr,
+		Time:      t,
+		Message:   fmt.Sprintf("address %s used by %d running domains: %s", addr, len(ds), strings.Join(ds, ", ")),
+	}, true
 }
 
 // deadVolumeState reports whether a volume in this state must no longer be
@@ -378,31 +405,39 @@ func CheckVolumes(s Snapshot) []Violation {
 	}
 	var out []Violation
 	for _, d := range runningDomains(s.Domains) {
-		for _, path := range uniq(d.Disks) {
-			recs := byPath[path]
-			if len(recs) == 0 {
-				out = append(out, Violation{
-					Invariant: VolumeInUse, Object: "volume:" + path, Time: s.Time,
-					Message: fmt.Sprintf("running domain %s holds %s open but no volume record has that path", domainName(d), path),
-				})
-				continue
-			}
-			for _, v := range recs {
-				if !deadVolumeState(v.State) && !v.Removed {
-					continue
-				}
-				what := v.State
-				if v.Removed {
-					what += ", removed"
-				}
-				out = append(out, Violation{
-					Invariant: VolumeInUse, Object: "volume:" + path, Time: s.Time,
-					Message: fmt.Sprintf("running domain %s holds %s open but volume %s (VM %s) is %s", domainName(d), path, v.ID, v.VMID, what),
-				})
-			}
-		}
+		out = append(out, domainVolumes(d, func(path string) []Volume { return byPath[path] }, s.Time)...)
 	}
 	sortViolations(out)
+	return out
+}
+
+// domainVolumes judges the disks one running domain holds open (byPath: a path's volume records,
+// sorted by ID).
+func domainVolumes(d Domain, byPath func(string) []Volume, t time.Time) []Violation {
+	var out []Violation
+	for _, path := range uniq(d.Disks) {
+		recs := byPath(path)
+		if len(recs) == 0 {
+			out = append(out, Violation{
+				Invariant: VolumeInUse, Object: "volume:" + path, Time: t,
+				Message: fmt.Sprintf("running domain %s holds %s open but no volume record has that path", domainName(d), path),
+			})
+			continue
+		}
+		for _, v := range recs {
+			if !deadVolumeState(v.State) && !v.Removed {
+				continue
+			}
+			what := v.State
+			if v.Removed {
+				what += ", removed"
+			}
+			out = append(out, Violation{
+				Invariant: VolumeInUse, Object: "volume:" + path, Time: t,
+				Message: fmt.Sprintf("running domain %s holds %s open but volume %s (VM %s) is %s", domainName(d), path, v.ID, v.VMID, what),
+			})
+		}
+	}
 	return out
 }
 

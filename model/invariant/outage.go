@@ -67,49 +67,104 @@ func CheckNetworkOutages(s Snapshot) []Violation {
 			faulted[t] = true
 		}
 	}
-	routerRunning := func(r VM) bool {
-		for _, names := range on {
-			if names[r.Name] {
-				return true
+	w := outageWorld{
+		settled: func(h string) bool { return settled[h] },
+		on:      func(h, name string) bool { return on[h][name] },
+		network: func(id string) (Network, bool) { n, ok := nets[id]; return n, ok },
+		record:  func(id string) (VM, bool) { r, ok := recs[id]; return r, ok },
+		faulted: func(t string) bool { return faulted[t] },
+		runsAnywhere: func(name string) bool {
+			for _, names := range on {
+				if names[name] {
+					return true
+				}
 			}
-		}
-		return false
+			return false
+		},
 	}
 	var out []Violation
 	vms := slices.Clone(s.VMs)
 	slices.SortStableFunc(vms, func(a, b VM) int { return cmp.Compare(a.ID, b.ID) })
 	for _, v := range vms {
-		if v.Removed || v.Type != "User" || v.State != vm.Running || !settled[v.HostID] || !on[v.HostID][v.Name] {
-			continue
-		}
-		for _, nid := range v.NetworkIDs {
-			n, ok := nets[nid]
-			if !ok {
-				continue
-			}
-			var why string
-			switch r, hasRouter := recs[n.RouterID]; {
-			case !implementedState(n.State):
-				why = fmt.Sprintf("network %s is %s", nid, n.State)
-			case n.RouterID == "" || faulted["vm:"+n.RouterID]:
-				continue
-			case !hasRouter:
-				why = fmt.Sprintf("network %s's router %s has no record", nid, n.RouterID)
-			case r.State != vm.Running:
-				why = fmt.Sprintf("network %s's router %s is %s", nid, r.Name, r.State)
-			case settled[r.HostID] && !routerRunning(r):
-				why = fmt.Sprintf("network %s's router %s runs nowhere (its record says Running on host %s)", nid, r.Name, r.HostID)
-			default:
-				continue
-			}
-			out = append(out, Violation{
-				Invariant: NetworkOutage, Object: "network:" + nid, Time: s.Time,
-				Message: fmt.Sprintf("VM %s (%s) runs on host %s but %s", v.ID, v.Name, v.HostID, why),
-			})
-		}
+		out = append(out, vmOutages(v, w, s.Time)...)
 	}
 	sortViolations(out)
 	return out
+}
+
+// outageWorld is what a VM's network-outage judgement reads: the settled hosts, the running domains
+// (by host and name, and anywhere), the networks, the live records and the faults' targets.
+type outageWorld struct {
+	settled      func(host string) bool
+	on           func(host, name string) bool
+	runsAnywhere func(name string) bool
+	network      func(id string) (Network, bool)
+	record       func(id string) (VM, bool) // live (not removed) records only
+	faulted      func(target string) bool
+}
+
+// vmOutages judges one VM record: a running user VM's networks and their routers.
+func vmOutages(v VM, w outageWorld, t time.Time) []Violation {
+	if v.Removed || v.Type != "User" || v.State != vm.Running || !w.settled(v.HostID) || !w.on(v.HostID, v.Name) {
+		return nil
+	}
+	var out []Violation
+	for _, nid := range v.NetworkIDs {
+		n, ok := w.network(nid)
+		if !ok {
+			continue
+		}
+		var why string
+		switch r, hasRouter := w.record(n.RouterID); {
+		case !implementedState(n.State):
+			why = fmt.Sprintf("network %s is %s", nid, n.State)
+		case n.RouterID == "" || w.faulted("vm:"+n.RouterID):
+			continue
+		case !hasRouter:
+			why = fmt.Sprintf("network %s's router %s has no record", nid, n.RouterID)
+		case r.State != vm.Running:
+			why = fmt.Sprintf("network %s's router %s is %s", nid, r.Name, r.State)
+		case w.settled(r.HostID) && !w.runsAnywhere(r.Name):
+			why = fmt.Sprintf("network %s's router %s runs nowhere (its record says Running on host %s)", nid, r.Name, r.HostID)
+		default:
+			continue
+		}
+		out = append(out, Violation{
+			Invariant: NetworkOutage, Object: "network:" + nid, Time: t,
+			Message: fmt.Sprintf("VM %s (%s) runs on host %s but %s", v.ID, v.Name, v.HostID, why),
+		})
+	}
+	return out
+}
+
+// ghostWhy says why a record holds as a ghost (a running user VM with no host, or none of its domain
+// on its settled host); ok false: it does not.
+func ghostWhy(v VM, settled func(string) bool, on func(host, name string) bool) (string, bool) {
+	if v.Removed || v.Type != "User" || v.State != vm.Running {
+		return "", false
+	}
+	switch {
+	case v.HostID == "":
+		return "its record has no host", true
+	case settled(v.HostID) && !on(v.HostID, v.Name):
+		return "no domain " + v.Name + " runs on host " + v.HostID, true
+	}
+	return "", false
+}
+
+// ghostKey names a ghost condition: the record and the host it names.
+func ghostKey(v VM) string { return GhostRecord + "|vm:" + v.ID + "|" + v.HostID }
+
+// ghostViolation: a ghost that has held since first is a violation once it has lasted past bound.
+func ghostViolation(v VM, why string, first, now time.Time, bound time.Duration) (Violation, bool) {
+	d := now.Sub(first)
+	if d <= bound {
+		return Violation{}, false
+	}
+	return Violation{
+		Invariant: GhostRecord, Object: "vm:" + v.ID, Time: now,
+		Message: fmt.Sprintf("VM %s (%s) has been Running in its record for %s but %s (power sync must notice within %s)", v.ID, v.Name, d.Round(time.Second), why, bound),
+	}, true
 }
 
 // Tracker checks a sequence of snapshots of one run. Besides Check's invariants it judges the
@@ -145,30 +200,19 @@ func (tr *Tracker) ghosts(s Snapshot) []Violation {
 	vms := slices.Clone(s.VMs)
 	slices.SortStableFunc(vms, func(a, b VM) int { return cmp.Compare(a.ID, b.ID) })
 	for _, v := range vms {
-		if v.Removed || v.Type != "User" || v.State != vm.Running {
+		why, ok := ghostWhy(v, func(h string) bool { return settled[h] }, func(h, name string) bool { return on[h][name] })
+		if !ok {
 			continue
 		}
-		var why string
-		switch {
-		case v.HostID == "":
-			why = "its record has no host"
-		case settled[v.HostID] && !on[v.HostID][v.Name]:
-			why = "no domain " + v.Name + " runs on host " + v.HostID
-		default:
-			continue
-		}
-		key := GhostRecord + "|vm:" + v.ID + "|" + v.HostID
+		key := ghostKey(v)
 		holding[key] = true
 		first, ok := tr.since[key]
 		if !ok {
 			tr.since[key] = s.Time
 			continue
 		}
-		if d := s.Time.Sub(first); d > s.GhostBound {
-			out = append(out, Violation{
-				Invariant: GhostRecord, Object: "vm:" + v.ID, Time: s.Time,
-				Message: fmt.Sprintf("VM %s (%s) has been Running in its record for %s but %s (power sync must notice within %s)", v.ID, v.Name, d.Round(time.Second), why, s.GhostBound),
-			})
+		if g, ok := ghostViolation(v, why, first, s.Time, s.GhostBound); ok {
+			out = append(out, g)
 		}
 	}
 	for k := range tr.since {

@@ -1,0 +1,174 @@
+package main
+
+// The scale bench (csconform bench --scale) and the scale scenario generator (csconform scenarios
+// scale): figures, never assertions.
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"runtime/pprof"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/csconform/csconform/harness"
+)
+
+// scaleFlags are the generator's flags, shared by bench --scale and scenarios scale.
+type scaleFlags struct {
+	vmsPerHost, vmsPerNetwork *int
+	duration                  *time.Duration
+}
+
+func addScaleFlags(fs *flag.FlagSet) scaleFlags {
+	return scaleFlags{
+		vmsPerHost:    fs.Int("vms-per-host", 20, ""),
+		vmsPerNetwork: fs.Int("vms-per-network", 25, ""),
+		duration:      fs.Duration("duration", 24*time.Hour, ""),
+	}
+}
+
+func (f scaleFlags) options(hosts int) harness.ScaleOptions {
+	return harness.ScaleOptions{Hosts: hosts, VMsPerHost: *f.vmsPerHost, VMsPerNetwork: *f.vmsPerNetwork, Duration: *f.duration}
+}
+
+// scaleScenarioCmd prints a generated scale scenario's file: a start for a user's own cloud.
+func scaleScenarioCmd(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("scenarios scale", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	hosts := fs.Int("hosts", 10, "")
+	sf := addScaleFlags(fs)
+	fs.Usage = func() { fmt.Fprint(stderr, usage) }
+	if err := fs.Parse(args); err != nil {
+		return exitBadInput
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "csconform scenarios scale: unexpected %q\n", fs.Arg(0))
+		return exitBadInput
+	}
+	sc, err := harness.ScaleScenario(sf.options(*hosts))
+	if err != nil {
+		fmt.Fprintln(stderr, "csconform scenarios:", err)
+		return exitBadInput
+	}
+	out, err := yaml.Marshal(sc)
+	if err != nil {
+		fmt.Fprintln(stderr, "csconform scenarios:", err)
+		return exitBadInput
+	}
+	stdout.Write(out)
+	return exitOK
+}
+
+// scaleRun is what one size's run reports to the bench (a child process, so that its peak RSS is its own).
+type scaleRun struct {
+	Hosts      int           `json:"hosts"`
+	VMs        int           `json:"vms"`
+	Wall       time.Duration `json:"wall"`
+	Simulated  time.Duration `json:"simulated"`
+	Steps      uint64        `json:"steps"`
+	Violations int           `json:"violations"`
+	Mismatches int           `json:"mismatches"`
+	CPU        time.Duration `json:"-"`
+	MaxRSS     int64         `json:"-"` // KiB
+}
+
+// runScaleOne runs one size in this process and prints its scaleRun as JSON.
+func runScaleOne(hosts int, sf scaleFlags, profile, cpuprofile string, stdout, stderr io.Writer) int {
+	sc, err := harness.ScaleScenario(sf.options(hosts))
+	if err != nil {
+		fmt.Fprintln(stderr, "csconform bench:", err)
+		return exitBadInput
+	}
+	if cpuprofile != "" {
+		f, err := os.Create(cpuprofile)
+		if err != nil {
+			fmt.Fprintln(stderr, "csconform bench:", err)
+			return exitBadInput
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fmt.Fprintln(stderr, "csconform bench:", err)
+			return exitBadInput
+		}
+		defer pprof.StopCPUProfile()
+	}
+	t0 := time.Now()
+	res, err := harness.RunScenario(sc, profile, nil, sc.Seed)
+	if err != nil {
+		fmt.Fprintln(stderr, "csconform bench:", err)
+		return exitBadInput
+	}
+	r := scaleRun{Hosts: hosts, VMs: hosts * *sf.vmsPerHost, Wall: time.Since(t0), Simulated: res.VirtualEnd, Steps: res.Steps,
+		Violations: len(res.Violations), Mismatches: len(res.Mismatches)}
+	json.NewEncoder(stdout).Encode(r)
+	return exitOK
+}
+
+// benchScale runs each size in a child process and prints wall and CPU time, steps/s, the simulated:real
+// ratio, peak RSS and the growth factor from the size before.
+func benchScale(sizes string, sf scaleFlags, profile, cpuprofile string, stdout, stderr io.Writer) int {
+	var hosts []int
+	for _, s := range strings.Split(sizes, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n < 1 {
+			fmt.Fprintf(stderr, "csconform bench: --scale wants host counts like 10,50,100, got %q\n", sizes)
+			return exitBadInput
+		}
+		hosts = append(hosts, n)
+	}
+	for _, n := range hosts { // bad sizes fail before anything runs
+		if _, err := harness.ScaleScenario(sf.options(n)); err != nil {
+			fmt.Fprintln(stderr, "csconform bench:", err)
+			return exitBadInput
+		}
+	}
+	self, err := os.Executable()
+	if err != nil {
+		fmt.Fprintln(stderr, "csconform bench:", err)
+		return exitBadInput
+	}
+	fmt.Fprintf(stdout, "scale: N hosts x %d VMs, %d VMs a network, %s simulated, profile %s, one process per size\n", *sf.vmsPerHost, *sf.vmsPerNetwork, *sf.duration, profile)
+	fmt.Fprintln(stdout, "growth: wall and CPU time over the size before's, against the hosts' ratio (linear: the same)")
+	fmt.Fprintf(stdout, "%6s %6s %9s %9s %10s %10s %11s %9s %22s %10s\n", "hosts", "VMs", "wall", "cpu", "steps", "steps/s", "sim:real", "peak RSS", "growth wall/cpu/hosts", "violations")
+	var prev *scaleRun
+	for _, n := range hosts {
+		args := []string{"bench", "--scale-run", strconv.Itoa(n), "--profile", profile,
+			"--vms-per-host", strconv.Itoa(*sf.vmsPerHost), "--vms-per-network", strconv.Itoa(*sf.vmsPerNetwork), "--duration", sf.duration.String()}
+		if cpuprofile != "" {
+			args = append(args, "--cpuprofile", fmt.Sprintf("%s.%d", cpuprofile, n))
+		}
+		cmd := exec.Command(self, args...)
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, stderr
+		if err := cmd.Run(); err != nil {
+			fmt.Fprintf(stderr, "csconform bench: the run of %d hosts failed: %v\n", n, err)
+			return exitBadInput
+		}
+		var r scaleRun
+		if err := json.Unmarshal(out.Bytes(), &r); err != nil {
+			fmt.Fprintf(stderr, "csconform bench: the run of %d hosts printed %q: %v\n", n, out.String(), err)
+			return exitBadInput
+		}
+		if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+			r.MaxRSS = ru.Maxrss
+		}
+		r.CPU = cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+		growth := "-"
+		if prev != nil {
+			growth = fmt.Sprintf("%.2fx/%.2fx/%.2fx", r.Wall.Seconds()/prev.Wall.Seconds(), r.CPU.Seconds()/prev.CPU.Seconds(), float64(r.Hosts)/float64(prev.Hosts))
+		}
+		fmt.Fprintf(stdout, "%6d %6d %8.2fs %8.2fs %10d %10.0f %9.0f:1 %6.0f MB %22s %10d\n", r.Hosts, r.VMs, r.Wall.Seconds(), r.CPU.Seconds(),
+			r.Steps, float64(r.Steps)/r.Wall.Seconds(), r.Simulated.Seconds()/r.Wall.Seconds(), float64(r.MaxRSS)/1024, growth, r.Violations)
+		prev = &r
+	}
+	return exitOK
+}
