@@ -120,6 +120,12 @@ bench flags:
   --seeds N        seeds per defect (default 20)
   --budget N       cases per seed at most (default 100)
   --detectors D    both (default), invariants or linear
+  --defects LIST   only these of D1,D2,D3,C1,C2,planted-stop-timeout-is-success (default all)
+  --shrink D       how long each finding may shrink (default 1ms; 10s for counterexamples as short
+                   as they get)
+  --throughput N   explore N cases under fixed with the classic generator and with the current one,
+                   and print both speeds and coverages side by side (default 1000, explore's
+                   default budget; 0: skip)
 
 Exit status: 0 nothing found and every expectation met, 1 a violation was found, 2 bad input or
 a run stopped at a bound, 3 could not decide (the linearizability checker timed out on some object,
