@@ -297,6 +297,7 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 	shrink := fs.Duration("shrink", time.Millisecond, "")
 	throughput := fs.Int("throughput", 1000, "")
 	only := fs.String("defects", "", "")
+	classicGen := fs.Bool("classic", false, "")
 	fs.Usage = func() { fmt.Fprint(stderr, usage) }
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -314,7 +315,11 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "csconform bench: --detectors wants both, invariants or linear, got %q\n", *detectors)
 		return 2
 	}
-	fmt.Fprintf(stdout, "cases and wall time to the first finding (detectors: %s), each defect alone, %d seeds, budget %d:\n", *detectors, *seeds, *budget)
+	gen := "current"
+	if *classicGen {
+		gen = "classic"
+	}
+	fmt.Fprintf(stdout, "cases and wall time to the first finding (detectors: %s, %s generator), each defect alone, %d seeds, budget %d:\n", *detectors, gen, *seeds, *budget)
 	fmt.Fprintf(stdout, "%-32s %6s %13s %12s %13s %12s %9s %9s\n", "defect", "found", "median cases", "worst cases", "median time", "worst time", "not fixed", "shrunk")
 	fixed, _ := impl.Profile("fixed")
 	defects := []string{"D1", "D2", "D3", "C1", "C2", impl.PlantedStopTimeoutIsSuccess}
@@ -337,7 +342,7 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 		found, own := 0, 0
 		for s := 1; s <= *seeds; s++ {
 			t0 := time.Now()
-			f, ran, err := explore.Explore(explore.Options{Profile: d, Defects: sw, Detectors: det}, *budget, uint64(s)*7919, *shrink)
+			f, ran, err := explore.Explore(explore.Options{Profile: d, Defects: sw, Detectors: det, Classic: *classicGen}, *budget, uint64(s)*7919, *shrink)
 			if err != nil {
 				fmt.Fprintln(stderr, "csconform bench:", err)
 				return 2

@@ -121,6 +121,7 @@ bench flags:
   --budget N       cases per seed at most (default 100)
   --detectors D    both (default), invariants or linear
   --defects LIST   only these of D1,D2,D3,C1,C2,planted-stop-timeout-is-success (default all)
+  --classic        find them with the classic generator (before swarm, config and the guide)
   --shrink D       how long each finding may shrink (default 1ms; 10s for counterexamples as short
                    as they get)
   --throughput N   explore N cases under fixed with the classic generator and with the current one,

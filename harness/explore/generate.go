@@ -286,7 +286,7 @@ var configDraws = []struct {
 	{"network.gc.interval", []string{"600", "10", "30", "60", "120"}},
 	{"network.gc.wait", []string{"600", "10", "30", "60", "120"}},
 	{"network.lock.timeout", []string{"600", "60", "120"}},
-	{"ping.interval", []string{"60", "10", "20", "30"}},
+	{"ping.interval", []string{"60", "20", "30"}},
 	{"ping.timeout", []string{"2.5", "1.5", "2", "4"}},
 	{"alert.wait", []string{"1800", "60", "300"}},
 }
@@ -324,7 +324,11 @@ func ProgramFor(t *rapid.T, r Reach) (*harness.Scenario, int) {
 	if !r.AgedNetworks {
 		ages = ages[:1]
 	}
-	for i := range rapid.IntRange(1, newMaxNetworks).Draw(t, "networks") {
+	nets := rapid.IntRange(1, maxNetworks).Draw(t, "networks")
+	if rapid.IntRange(0, 3).Draw(t, "one more network") == 3 {
+		nets = newMaxNetworks // a third network now and then: each adds a router to boot
+	}
+	for i := range nets {
 		g.sc.Networks = append(g.sc.Networks, harness.NetworkDef{Name: fmt.Sprintf("net%d", i+1),
 			Age: rapid.SampledFrom(ages).Draw(t, "age"), Persistent: rapid.IntRange(0, 9).Draw(t, "persistent") == 0})
 	}
@@ -341,19 +345,24 @@ func ProgramFor(t *rapid.T, r Reach) (*harness.Scenario, int) {
 }
 
 // thresholds are the waits that carry a program past what its configuration makes happen: the
-// orphaned-network cleanup's age (when short), the network GC's two sightings, and a host's way to
-// Alert (the ping timeout, then alert.wait).
+// orphaned-network cleanup's age, the network GC's two sightings, and a host's way to Alert (the ping
+// timeout, then alert.wait) — those a drawn configuration makes at most 20 minutes, as long as a
+// plain wait: simulated time is cheap, but not free (a 40-minute wait at the defaults costs more
+// scheduler steps than the rest of a program).
 func thresholds(cfg map[string]string) []time.Duration {
 	c, err := impl.NewConfig(cfg)
 	if err != nil {
 		panic(err) // configDraws holds values in range
 	}
-	out := []time.Duration{
+	var out []time.Duration
+	for _, d := range []time.Duration{
+		time.Duration(c.Int("job.expire.minutes"))*time.Minute + impl.GCInterval + time.Minute,
 		2*(c.Seconds("network.gc.interval")+c.Seconds("network.gc.wait")) + time.Minute,
 		c.PingTimeout() + c.Seconds("alert.wait") + time.Minute,
-	}
-	if m := time.Duration(c.Int("job.expire.minutes")) * time.Minute; m <= time.Hour {
-		out = append(out, m+impl.GCInterval+time.Minute)
+	} {
+		if d <= 20*time.Minute {
+			out = append(out, d)
+		}
 	}
 	return out
 }
@@ -445,7 +454,7 @@ func (g *gen) action() {
 	case kindFault:
 		g.fault(rapid.SampledFrom(g.faults).Draw(g.t, "fault"))
 	case kindWait:
-		if rapid.IntRange(0, 2).Draw(g.t, "past a threshold") < 2 {
+		if len(g.thresholds) == 0 || rapid.IntRange(0, 2).Draw(g.t, "past a threshold") < 2 {
 			g.step(harness.Step{Wait: time.Duration(rapid.IntRange(1, 20).Draw(g.t, "minutes")) * time.Minute})
 		} else {
 			g.step(harness.Step{Wait: rapid.SampledFrom(g.thresholds).Draw(g.t, "threshold")})

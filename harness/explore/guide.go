@@ -61,7 +61,7 @@ func Features(sc *harness.Scenario) []string {
 		if st.Until != "" {
 			set["until:"+st.Until] = true
 		}
-		if st.Wait > 20*time.Minute {
+		if st.Wait >= 10*time.Minute {
 			set["wait:long"] = true
 		}
 	}
