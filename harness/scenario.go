@@ -536,18 +536,19 @@ func (c *Cluster) waitUntil(st Step, lenient bool) error {
 		limit = 5 * time.Minute
 	}
 	deadline := c.Now().Add(limit)
+	scanned := 0 // start-sent: the events already searched (each poll reads only the new ones)
 	for c.Now().Before(deadline) {
 		switch st.Until {
 		case "start-sent":
 			if id, err := c.VMID(st.VM); err == nil {
-				v := c.DB.VM(id)
+				obj, sent := VMObj(id), "Sending StartCommand for "+c.DB.VM(id).Name
 				evs := c.Rec.events()
-				for i := len(evs) - 1; i >= 0; i-- {
-					e := evs[i]
-					if e.Object == VMObj(id) && strings.HasPrefix(e.Detail, "Sending StartCommand for "+v.Name) {
+				for _, e := range evs[scanned:] {
+					if e.Object == obj && strings.HasPrefix(e.Detail, sent) {
 						return nil
 					}
 				}
+				scanned = len(evs)
 			}
 		case "running":
 			if st, ok := c.VMState(st.VM); ok && st == vm.Running {

@@ -117,7 +117,13 @@ func exploreCmd(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintln(stderr, line)
 		}
 	}
-	o := explore.Options{Profile: *profile, Defects: sw, Detectors: det, Driver: *driver, Domains: *domains, Ctx: ctx, Seen: func(out *explore.Outcome) {
+	guide := explore.NewGuide() // one for the whole run: coverage and feedback span the chunks
+	coverage := func() {
+		if *driver != "container" {
+			sum.Coverage = guide.Coverage.Summary()
+		}
+	}
+	o := explore.Options{Profile: *profile, Defects: sw, Detectors: det, Driver: *driver, Domains: *domains, Ctx: ctx, Guide: guide, Seen: func(out *explore.Outcome) {
 		done++
 		if det.Linear && len(out.Undecided) > 0 {
 			sum.Undecided++ // never counted as linearizable
@@ -141,6 +147,7 @@ func exploreCmd(args []string, stdout, stderr io.Writer) int {
 			}
 			sum.Cases = done
 			sum.WallSecs = time.Since(start).Seconds()
+			coverage()
 			fmt.Fprint(stdout, sum.Text())
 			fmt.Fprintf(stderr, "csconform explore: interrupted after %d of %d cases\n", done, *budget)
 			return exitInterrupted
@@ -149,7 +156,8 @@ func exploreCmd(args []string, stdout, stderr io.Writer) int {
 			return fail(err)
 		}
 		if f != nil {
-			done++ // Seen counts the cases before the failing one
+			done++         // Seen counts the cases before the failing one
+			f.Cases = done // Explore counts within its chunk; the run, from its start
 			sum.Found, sum.Finding, sum.ReplaySeed = true, f, f.Seed
 		}
 	}
@@ -158,6 +166,7 @@ func exploreCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	sum.Cases = done
 	sum.WallSecs = time.Since(start).Seconds()
+	coverage()
 	fmt.Fprint(stdout, sum.Text())
 	if *out != "" {
 		if err := sum.WriteReports(*out); err != nil {
@@ -290,6 +299,10 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 	profile := fs.String("profile", "fixed", "")
 	cpuprofile := fs.String("cpuprofile", "", "")
 	sf := addScaleFlags(fs)
+	shrink := fs.Duration("shrink", time.Millisecond, "")
+	throughput := fs.Int("throughput", 1000, "")
+	only := fs.String("defects", "", "")
+	classicGen := fs.Bool("classic", false, "")
 	fs.Usage = func() { fmt.Fprint(stderr, usage) }
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -304,6 +317,10 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 	if *scale != "" {
 		return benchScale(*scale, sf, *profile, *cpuprofile, stdout, stderr)
 	}
+	if *shrink <= 0 || *throughput < 0 {
+		fmt.Fprintln(stderr, "csconform bench: --shrink must be positive and --throughput not negative")
+		return 2
+	}
 	if *seeds < 1 || *budget < 1 {
 		fmt.Fprintln(stderr, "csconform bench: --seeds and --budget must be at least 1")
 		return 2
@@ -313,19 +330,34 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "csconform bench: --detectors wants both, invariants or linear, got %q\n", *detectors)
 		return 2
 	}
-	fmt.Fprintf(stdout, "cases and wall time to the first finding (detectors: %s), each defect alone, %d seeds, budget %d:\n", *detectors, *seeds, *budget)
-	fmt.Fprintf(stdout, "%-32s %6s %13s %12s %13s %12s\n", "defect", "found", "median cases", "worst cases", "median time", "worst time")
-	for _, d := range []string{"D1", "D2", "D3", "C1", "C2", impl.PlantedStopTimeoutIsSuccess} {
+	gen := "current"
+	if *classicGen {
+		gen = "classic"
+	}
+	fmt.Fprintf(stdout, "cases and wall time to the first finding (detectors: %s, %s generator), each defect alone, %d seeds, budget %d:\n", *detectors, gen, *seeds, *budget)
+	fmt.Fprintf(stdout, "%-32s %6s %13s %12s %13s %12s %9s %9s\n", "defect", "found", "median cases", "worst cases", "median time", "worst time", "not fixed", "shrunk")
+	fixed, _ := impl.Profile("fixed")
+	defects := []string{"D1", "D2", "D3", "C1", "C2", impl.PlantedStopTimeoutIsSuccess}
+	if *only != "" {
+		defects = strings.Split(*only, ",")
+		for _, d := range defects {
+			if !slices.Contains([]string{"D1", "D2", "D3", "C1", "C2", impl.PlantedStopTimeoutIsSuccess}, d) {
+				fmt.Fprintf(stderr, "csconform bench: --defects takes D1, D2, D3, C1, C2 and %s, got %q\n", impl.PlantedStopTimeoutIsSuccess, d)
+				return 2
+			}
+		}
+	}
+	for _, d := range defects {
 		sw, err := impl.ParseDefects(d)
 		if err != nil { // the planted bug is no defect ParseDefects knows
 			sw = impl.Switches{d: true}
 		}
-		var cases []int
+		var cases, shrunk []int
 		var secs []float64
-		found := 0
+		found, own := 0, 0
 		for s := 1; s <= *seeds; s++ {
 			t0 := time.Now()
-			f, ran, err := explore.Explore(explore.Options{Profile: d, Defects: sw, Detectors: det}, *budget, uint64(s)*7919, time.Millisecond)
+			f, ran, err := explore.Explore(explore.Options{Profile: d, Defects: sw, Detectors: det, Classic: *classicGen}, *budget, uint64(s)*7919, *shrink)
 			if err != nil {
 				fmt.Fprintln(stderr, "csconform bench:", err)
 				return 2
@@ -333,6 +365,12 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 			if f != nil {
 				found++
 				ran = f.Cases
+				shrunk = append(shrunk, f.Shrunk.Actions)
+				// the defect's own finding: its shrunk program passes once the defects are fixed (the
+				// fixed reference has races of its own that a program can stumble on first)
+				if again, err := explore.Run(f.Shrunk.Program, explore.Options{Profile: "fixed", Defects: fixed}); err == nil && !again.Failed(det) {
+					own++
+				}
 			}
 			cases = append(cases, ran)
 			secs = append(secs, time.Since(t0).Seconds())
@@ -341,7 +379,26 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stderr, "\r                    \r")
 		slices.Sort(cases)
 		slices.Sort(secs)
-		fmt.Fprintf(stdout, "%-32s %3d/%-2d %13d %12d %12.2fs %11.2fs\n", d, found, *seeds, cases[len(cases)/2], cases[len(cases)-1], secs[len(secs)/2], secs[len(secs)-1])
+		slices.Sort(shrunk)
+		sh := "-"
+		if len(shrunk) > 0 {
+			sh = fmt.Sprintf("%d/%d", shrunk[len(shrunk)/2], shrunk[len(shrunk)-1])
+		}
+		fmt.Fprintf(stdout, "%-32s %3d/%-2d %13d %12d %12.2fs %11.2fs %6d/%-2d %9s\n", d, found, *seeds, cases[len(cases)/2], cases[len(cases)-1], secs[len(secs)/2], secs[len(secs)-1], own, found, sh)
+	}
+	fmt.Fprintf(stdout, "(not fixed: of the findings, those whose shrunk program passes under fixed; shrunk: median/worst actions, shrinking up to %s)\n", *shrink)
+	if *throughput > 0 {
+		classic, current, err := explore.CompareThroughput(*throughput, 1)
+		if err != nil {
+			fmt.Fprintln(stderr, "csconform bench:", err)
+			return 2
+		}
+		tp := [2]explore.Throughput{classic, current}
+		fmt.Fprintf(stdout, "explore under fixed, %d cases with each generator in turns of 100, one run:\n", *throughput)
+		for i, name := range []string{"classic", "swarm + config + multi-NIC + guide"} {
+			fmt.Fprintf(stdout, "  %-34s %7.1f cases/s, %s\n", name, tp[i].CasesPerSecond(), tp[i].Coverage.Text())
+		}
+		fmt.Fprintf(stdout, "  new/classic: %.2f of the speed (%.2fx the time per case)\n", tp[1].CasesPerSecond()/tp[0].CasesPerSecond(), tp[0].CasesPerSecond()/tp[1].CasesPerSecond())
 	}
 	day := explore.SimulateDay()
 	fmt.Fprintf(stdout, "simulator: a 24 h day of a 3-host cluster in %.2f s, %d scheduler steps, %.0f steps/s\n", day.Wall.Seconds(), day.Steps, float64(day.Steps)/day.Wall.Seconds())

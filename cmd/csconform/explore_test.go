@@ -42,3 +42,11 @@ func TestExploreAndCheck(t *testing.T) {
 		t.Fatalf("repro of the counterexample: exit %d\n%s%s", code, o.String(), e.String())
 	}
 }
+
+func TestBenchFlags(t *testing.T) {
+	runCLICases(t, []cliCase{
+		{[]string{"bench", "--defects", "D9"}, 2, "--defects takes"},
+		{[]string{"bench", "--shrink", "0s"}, 2, "--shrink must be positive"},
+		{[]string{"bench", "--throughput", "-1"}, 2, "--throughput not negative"},
+	})
+}

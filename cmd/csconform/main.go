@@ -127,6 +127,13 @@ bench flags:
                    each in its own process: wall and CPU time, steps/s, simulated:real, peak RSS and
                    growth from the size before; --vms-per-host N (20), --vms-per-network N (25),
                    --duration D (24h), --profile P (fixed), --cpuprofile FILE (FILE.<hosts> each)
+  --defects LIST   only these of D1,D2,D3,C1,C2,planted-stop-timeout-is-success (default all)
+  --classic        find them with the classic generator (before swarm, config and the guide)
+  --shrink D       how long each finding may shrink (default 1ms; 10s for counterexamples as short
+                   as they get)
+  --throughput N   explore N cases under fixed with the classic generator and with the current one,
+                   and print both speeds and coverages side by side (default 1000, explore's
+                   default budget; 0: skip)
 
 Exit status: 0 nothing found and every expectation met, 1 a violation was found, 2 bad input or
 a run stopped at a bound, 3 could not decide (the linearizability checker timed out on some object,

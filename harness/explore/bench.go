@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/csconform/csconform/harness"
+	"github.com/csconform/csconform/impl"
 	"github.com/csconform/csconform/model/history"
 	"github.com/csconform/csconform/model/linear"
 )
@@ -83,4 +84,42 @@ func CheckLargeHistory(n int) (HistorySize, time.Duration) {
 		panic("the synthetic history is linearizable by construction")
 	}
 	return size, wall
+}
+
+// Throughput is explore's speed with one generator over a budget of cases.
+type Throughput struct {
+	Cases    int
+	Wall     time.Duration
+	Coverage *CoverageSummary
+}
+
+// CasesPerSecond is the figure csconform bench compares.
+func (t Throughput) CasesPerSecond() float64 { return float64(t.Cases) / t.Wall.Seconds() }
+
+// CompareThroughput explores budget cases under the fixed profile with the classic generator and as
+// many with the current one, in turns of 100 cases so that a busy machine slows both alike, going on
+// from a new seed after a finding (the fixed reference still has races to find). It says how fast
+// each went and what each reached.
+func CompareThroughput(budget int, seed uint64) (classic, current Throughput, err error) {
+	guides := [2]*Guide{NewGuide(), NewGuide()}
+	tp := [2]*Throughput{&classic, &current}
+	for k := uint64(0); tp[0].Cases < budget || tp[1].Cases < budget; k++ {
+		for i, old := range []bool{true, false} {
+			t := tp[i]
+			if t.Cases >= budget {
+				continue
+			}
+			o := Options{Profile: "fixed", Defects: impl.Switches{}, Classic: old, Guide: guides[i]}
+			t0 := time.Now()
+			// a failing case is among the ones run; its (short) shrinking is in the wall time
+			_, ran, err := Explore(o, min(100, budget-t.Cases), seed+k*7919, time.Millisecond)
+			if err != nil {
+				return classic, current, err
+			}
+			t.Wall += time.Since(t0)
+			t.Cases += ran
+		}
+	}
+	classic.Coverage, current.Coverage = guides[0].Coverage.Summary(), guides[1].Coverage.Summary()
+	return classic, current, nil
 }

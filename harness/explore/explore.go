@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"math/rand/v2"
 	"regexp"
 	"slices"
 	"strconv"
@@ -44,6 +45,13 @@ type Options struct {
 	Ctx context.Context
 	// Seen, if set, is told of every case run (progress, the last program).
 	Seen func(*Outcome)
+	// Guide, if set, carries the coverage and the feedback from one Explore call to the next (the
+	// chunks of one csconform explore run); nil: each call has its own.
+	Guide *Guide
+	// Classic draws programs as explore did before swarm testing, drawn configuration, multi-NIC VMs
+	// and coverage feedback (ClassicProgramFor, rapid's own sequence of seeds): csconform bench's
+	// baseline.
+	Classic bool
 }
 
 // ErrInterrupted is an exploration stopped by its context (Ctrl-C) before its budget.
@@ -55,6 +63,9 @@ func (o Options) interrupted() bool { return o.Ctx != nil && o.Ctx.Err() != nil 
 type Outcome struct {
 	Program *harness.Scenario
 	Actions int // how many actions the program was drawn as (its steps may be more)
+	// Seed is the case's rapid seed: Explore(o, 1, Seed) runs this program again (0 where the
+	// exploration was Classic, whose seeds rapid keeps to itself).
+	Seed    uint64
 	Result  *harness.Result
 	Illegal []linear.Result // the partitions no sequential order explains
 	// Undecided are the partitions the checker ran out of time on: not known to be linearizable.
@@ -84,20 +95,37 @@ func Run(sc *harness.Scenario, o Options) (*Outcome, error) {
 	return &Outcome{Program: sc, Result: res, Illegal: res.NotLinearizable, Undecided: res.Undecided}, nil
 }
 
+func (o Options) reach() Reach {
+	if o.Driver == "container" {
+		return ContainerReach
+	}
+	return Everything
+}
+
+func (o Options) program(t *rapid.T, r Reach) (*harness.Scenario, int) {
+	if o.Classic {
+		return ClassicProgramFor(t, r)
+	}
+	return ProgramFor(t, r)
+}
+
+// programOf draws, without running it, the program rapid draws for a case from seed s.
+func programOf(r Reach) func(s uint64) *harness.Scenario {
+	gen := rapid.Custom(func(t *rapid.T) *harness.Scenario { sc, _ := ProgramFor(t, r); return sc })
+	return func(s uint64) *harness.Scenario { return gen.Example(int(s)) }
+}
+
 // Property is the rapid property: a random program runs without a finding.
 func Property(o Options) func(*rapid.T) {
 	if o.Detectors == (Detectors{}) {
 		o.Detectors = Both
 	}
 	return func(t *rapid.T) {
-		reach := Everything
-		if o.Driver == "container" {
-			reach = ContainerReach
-		}
+		reach := o.reach()
 		if o.interrupted() {
 			t.Skip("interrupted")
 		}
-		sc, actions := ProgramFor(t, reach)
+		sc, actions := o.program(t, reach)
 		if err := sc.Validate(); err != nil {
 			t.Fatalf("generated an invalid program: %v", err)
 		}
@@ -134,7 +162,9 @@ type Finding struct {
 var rapidMu sync.Mutex
 
 // Explore runs up to checks cases from seed (0: a random one) and returns the shrunk finding, or nil.
-// shrinkTime bounds the minimisation (0: rapid's default).
+// shrinkTime bounds the minimisation (0: rapid's default). The first case is seed's program; the
+// guide (o.Guide, or one of its own) picks each later one among candidate seeds drawn from seed, so
+// the same seed runs the same sequence of cases. Classic runs rapid's own sequence instead.
 func Explore(o Options, checks int, seed uint64, shrinkTime time.Duration) (*Finding, int, error) {
 	rapidMu.Lock()
 	defer rapidMu.Unlock()
@@ -145,13 +175,23 @@ func Explore(o Options, checks int, seed uint64, shrinkTime time.Duration) (*Fin
 	}
 	// rapid divides its checks by 5 under go test -short, which made a budget below 5 zero cases (and
 	// rapid then never ends) and every budget a fifth; the budget is the caller's, exactly.
-	rchecks := checks
-	if testing.Short() {
-		rchecks *= 5
+	perCheck := checks
+	if !o.Classic {
+		perCheck = 1 // one rapid check per case, each from the seed the guide picked
 	}
-	restore := setFlags(map[string]string{"rapid.checks": strconv.Itoa(rchecks), "rapid.seed": strconv.FormatUint(seed, 10),
+	if testing.Short() {
+		perCheck *= 5
+	}
+	if seed == 0 && !o.Classic {
+		seed = rand.Uint64() | 1
+	}
+	restore := setFlags(map[string]string{"rapid.checks": strconv.Itoa(perCheck), "rapid.seed": strconv.FormatUint(seed, 10),
 		"rapid.nofailfile": "true", "rapid.shrinktime": shrinkTime.String(), "rapid.failfile": ""}, shrinkTime > 0)
 	defer restore()
+	guide := o.Guide
+	if guide == nil {
+		guide = NewGuide()
+	}
 	cases, firstFail := 0, 0
 	var last *Outcome
 	seen := o.Seen
@@ -159,12 +199,17 @@ func Explore(o Options, checks int, seed uint64, shrinkTime time.Duration) (*Fin
 	if det == (Detectors{}) {
 		det = Both
 	}
+	var current uint64 // the seed of the case being run
 	o.Seen = func(out *Outcome) {
 		last = out
+		out.Seed = current
 		if firstFail == 0 {
 			cases++
 			if out.Failed(det) {
 				firstFail = cases
+			}
+			if ev := eventsOf(out.Result); ev != nil {
+				guide.observe(out.Program, CaseCoverage(ev))
 			}
 		}
 		if seen != nil && firstFail == 0 {
@@ -172,7 +217,25 @@ func Explore(o Options, checks int, seed uint64, shrinkTime time.Duration) (*Fin
 		}
 	}
 	tb := &captureTB{}
-	rapid.Check(tb, Property(o))
+	if o.Classic {
+		rapid.Check(tb, Property(o))
+	} else {
+		rng := rand.New(rand.NewPCG(seed, guideStream))
+		draw := programOf(o.reach())
+		for i := 0; i < checks && !o.interrupted(); i++ {
+			s := seed
+			if i > 0 {
+				s = guide.next(rng, draw)
+			}
+			current = s
+			_ = flag.Set("rapid.seed", strconv.FormatUint(s, 10))
+			tb = &captureTB{}
+			rapid.Check(tb, Property(o))
+			if tb.failed {
+				break
+			}
+		}
+	}
 	if o.interrupted() {
 		// every case after the interruption was skipped: what ran is in cases
 		return nil, cases, ErrInterrupted

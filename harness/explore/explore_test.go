@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -13,7 +14,6 @@ import (
 	"github.com/csconform/csconform/harness"
 
 	"github.com/csconform/csconform/impl"
-	"pgregory.net/rapid"
 )
 
 var (
@@ -37,7 +37,7 @@ func seedFor(name string) uint64 {
 
 // TestExplore is the property: under the fixed profile no random program breaks an invariant or a
 // model. Run it against the defects with -csconform.profile=cloudstack-4.22; replay a failure with the
-// -rapid.seed it prints.
+// -rapid.seed it prints (-rapid.checks sets the budget).
 func TestExplore(t *testing.T) {
 	sw, err := impl.Profile(*profileFlag)
 	if *defectsFlag != "" {
@@ -46,7 +46,19 @@ func TestExplore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rapid.Check(t, Property(Options{Profile: *profileFlag, Defects: sw}))
+	seed, _ := strconv.ParseUint(flag.Lookup("rapid.seed").Value.String(), 10, 64)
+	if seed == 0 {
+		seed = uint64(time.Now().UnixNano()) | 1
+	}
+	checks, _ := strconv.Atoi(flag.Lookup("rapid.checks").Value.String())
+	found, ran, err := Explore(Options{Profile: *profileFlag, Defects: sw}, checks, seed, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if found != nil {
+		t.Fatalf("seed %d, after %d cases:\n%s\nreplay with -rapid.seed=%d", seed, found.Cases, found.Shrunk.Counterexample(), found.Seed)
+	}
+	t.Logf("seed %d: %d cases, nothing found", seed, ran)
 }
 
 func only(names ...string) impl.Switches {
@@ -100,6 +112,14 @@ func TestEachDetectorFindsEachDefect(t *testing.T) {
 				t.Logf("found after %d cases from seed %d; shrunk (replay with -rapid.seed=%d):\n%s", found.Cases, seed, found.Seed, found.Shrunk.Counterexample())
 				if n := found.Shrunk.Actions; f.shrink >= 10*time.Second && n > 10 {
 					t.Errorf("shrunk to %d actions, want at most 10", n)
+				}
+				// the defect's own finding: its shrunk program passes once the defects are fixed
+				again, err := Run(found.Shrunk.Program, Options{Profile: "fixed", Defects: impl.Switches{}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if again.Failed(det.d) {
+					t.Errorf("the shrunk program fails under fixed too: not %s's finding", f.name)
 				}
 			})
 		}

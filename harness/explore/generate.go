@@ -6,9 +6,11 @@ package explore
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/csconform/csconform/harness"
+	"github.com/csconform/csconform/impl"
 	"pgregory.net/rapid"
 )
 
@@ -27,6 +29,14 @@ type gen struct {
 	where map[string]string // vm -> host
 	n     int
 	reach Reach
+	// classic: the generator before issue 11 (one network per VM, every action kind, no config)
+	classic bool
+	// kinds and faults are what this program may draw (swarm testing); thresholds, its waits past
+	// the drawn configuration's thresholds
+	kinds      []kind
+	ops        []string
+	faults     []string
+	thresholds []time.Duration
 }
 
 // Program draws a program and says how many actions it drew (an action is one operation, fault or
@@ -75,9 +85,10 @@ func (r Reach) only(kinds []string) []string {
 // without a domain by the last action is judged too.
 const programSettle = 6 * time.Minute
 
-// ProgramFor draws a program a world with reach r can run.
-func ProgramFor(t *rapid.T, r Reach) (*harness.Scenario, int) {
-	g := &gen{t: t, where: map[string]string{}, reach: r}
+// ClassicProgramFor draws a program as explore did before swarm testing, drawn configuration and
+// multi-NIC VMs: one shape of program, kept for csconform bench's comparison (Options.Classic).
+func ClassicProgramFor(t *rapid.T, r Reach) (*harness.Scenario, int) {
+	g := &gen{t: t, where: map[string]string{}, reach: r, classic: true}
 	seed := rapid.Uint64Range(1, 1<<32).Draw(t, "seed")
 	g.sc = &harness.Scenario{Name: fmt.Sprintf("explore-%d", seed), Title: "a program found by csconform explore",
 		Seed: seed, Settle: programSettle, Lenient: true}
@@ -101,7 +112,11 @@ func ProgramFor(t *rapid.T, r Reach) (*harness.Scenario, int) {
 		outer := g.t
 		g.t = t
 		defer func() { g.t = outer }()
-		g.action()
+		if g.classic {
+			g.classicAction()
+		} else {
+			g.action()
+		}
 		return true
 	})
 	n := len(rapid.SliceOfN(act, 1, maxActions).Draw(t, "actions"))
@@ -116,11 +131,21 @@ func (g *gen) network() string {
 	return g.sc.Networks[rapid.IntRange(0, len(g.sc.Networks)-1).Draw(g.t, "network")].Name
 }
 
-// deploy adds a deployVirtualMachine of a new VM on host h.
+// deploy adds a deployVirtualMachine of a new VM on host h: on one network, or (not classic) with
+// NICs on several.
 func (g *gen) deploy(h string, async bool) string {
 	g.n++
 	name := fmt.Sprintf("vm%d", g.n)
-	g.step(harness.Step{Op: "deploy", VM: name, Networks: []string{g.network()}, Host: h, Async: async})
+	nets := []string{g.network()}
+	if !g.classic {
+		for _, n := range g.sc.Networks {
+			// false (one NIC) is where a shrink goes
+			if n.Name != nets[0] && rapid.IntRange(0, 3).Draw(g.t, "nic on "+n.Name) == 3 {
+				nets = append(nets, n.Name)
+			}
+		}
+	}
+	g.step(harness.Step{Op: "deploy", VM: name, Networks: nets, Host: h, Async: async})
 	g.vms = append(g.vms, name)
 	g.where[name] = h
 	return name
@@ -148,7 +173,7 @@ var vmOps = []string{"start", "startNoRetry", "stop", "forceStop", "destroy", "d
 
 var soloFaults = []string{"crash", "guest-shutdown", "agent-restart", "agent-kill", "disconnect", "ms-restart", "slow-router-boot", "stale-report"}
 
-func (g *gen) action() {
+func (g *gen) classicAction() {
 	switch w := rapid.IntRange(0, 99).Draw(g.t, "action"); {
 	case w < 20: // a deploy
 		g.deploy(g.host(), rapid.Bool().Draw(g.t, "async"))
@@ -222,4 +247,295 @@ func (g *gen) fault(kind string) {
 		s.Duration = time.Duration(rapid.IntRange(5, 60).Draw(g.t, "down")) * time.Second
 	}
 	g.step(s)
+}
+
+// kind is a kind of action; each program draws the subset it uses (swarm testing: a program without
+// deploys' noise or without faults reaches what an even mix of everything rarely does).
+type kind int
+
+const (
+	kindDeploy       kind = iota // a deploy, with NICs on one network or several
+	kindOp                       // an operation on a VM
+	kindStaleStart               // a bystander crashes while a start is in flight, its report late (D2)
+	kindAgentAway                // the host's agent goes away around a stop or destroy (D3)
+	kindRestartStart             // the management server restarts while a start is in flight (C2)
+	kindFault                    // a fault on its own
+	kindWait                     // time passes, at times past a drawn threshold
+	numKinds
+)
+
+var kindNames = [numKinds]string{"deploy", "operation", "stale-start", "agent-away", "restart-start", "fault", "wait"}
+
+// kindWeights are each kind's share of the draws among the kinds a program has.
+var kindWeights = [numKinds]int{15, 15, 15, 20, 10, 15, 10}
+
+// configDraws are the settings a program draws: the thresholds the four paths read, each within
+// impl's range for the key, CloudStack's default first (where a shrink goes). Short values make the
+// orphaned-network cleanup (job.expire.minutes), the network GC (network.gc.interval,
+// network.gc.wait, network.lock.timeout) and power sync's view of a host (ping.interval,
+// ping.timeout, alert.wait) act within a program's minutes. The command and router timeouts (wait,
+// router.ready.timeout) stay at their defaults: shorter than the outages and slow boots drawn, they
+// turn them into timeouts the invariants take for unexplained failures and the models for
+// impossible histories (a deploy's retry restarting a VM a concurrent destroy had stopped) — that
+// needs its own look first.
+var configDraws = []struct {
+	key    string
+	values []string
+}{
+	{"job.expire.minutes", []string{"1440", "1", "2", "5", "10"}},
+	{"network.gc.interval", []string{"600", "10", "30", "60", "120"}},
+	{"network.gc.wait", []string{"600", "10", "30", "60", "120"}},
+	{"network.lock.timeout", []string{"600", "60", "120"}},
+	{"ping.interval", []string{"60", "20", "30"}},
+	{"ping.timeout", []string{"2.5", "1.5", "2", "4"}},
+	{"alert.wait", []string{"1800", "60", "300"}},
+}
+
+// newMaxNetworks is how many networks a program may have (VMs with NICs on several of them).
+const newMaxNetworks = 3
+
+// ProgramFor draws a program a world with reach r can run: its hosts, its configuration (each key
+// CloudStack's default or a short value), its networks, the kinds of action and of fault it uses
+// (a swarm: all of them, or a random subset), then its actions from those.
+func ProgramFor(t *rapid.T, r Reach) (*harness.Scenario, int) {
+	g := &gen{t: t, where: map[string]string{}, reach: r}
+	seed := rapid.Uint64Range(1, 1<<32).Draw(t, "seed")
+	g.sc = &harness.Scenario{Name: fmt.Sprintf("explore-%d", seed), Title: "a program found by csconform explore",
+		Seed: seed, Settle: programSettle, Lenient: true}
+	for i := range rapid.IntRange(1, maxHosts).Draw(t, "hosts") {
+		g.sc.Hosts = append(g.sc.Hosts, fmt.Sprintf("h%d", i+1))
+	}
+	cfg := map[string]string{}
+	if rapid.Bool().Draw(t, "vm.destroy.forcestop") {
+		cfg["vm.destroy.forcestop"] = "true"
+	}
+	if rapid.Bool().Draw(t, "tuned") {
+		for _, d := range configDraws {
+			if v := rapid.SampledFrom(d.values).Draw(t, d.key); v != d.values[0] {
+				cfg[d.key] = v
+			}
+		}
+	}
+	if len(cfg) > 0 {
+		g.sc.Config = cfg
+	}
+	g.thresholds = thresholds(cfg)
+	ages := []time.Duration{0, 30 * time.Minute, 48 * time.Hour}
+	if !r.AgedNetworks {
+		ages = ages[:1]
+	}
+	nets := rapid.IntRange(1, maxNetworks).Draw(t, "networks")
+	if rapid.IntRange(0, 3).Draw(t, "one more network") == 3 {
+		nets = newMaxNetworks // a third network now and then: each adds a router to boot
+	}
+	for i := range nets {
+		g.sc.Networks = append(g.sc.Networks, harness.NetworkDef{Name: fmt.Sprintf("net%d", i+1),
+			Age: rapid.SampledFrom(ages).Draw(t, "age"), Persistent: rapid.IntRange(0, 9).Draw(t, "persistent") == 0})
+	}
+	g.swarm()
+	act := rapid.Custom(func(t *rapid.T) bool {
+		outer := g.t
+		g.t = t
+		defer func() { g.t = outer }()
+		g.action()
+		return true
+	})
+	n := len(rapid.SliceOfN(act, 1, maxActions).Draw(t, "actions"))
+	return g.sc, n
+}
+
+// thresholds are the waits that carry a program past what its configuration makes happen: the
+// orphaned-network cleanup's age, the network GC's two sightings, and a host's way to Alert (the ping
+// timeout, then alert.wait) — those a drawn configuration makes at most 20 minutes, as long as a
+// plain wait: simulated time is cheap, but not free (a 40-minute wait at the defaults costs more
+// scheduler steps than the rest of a program).
+func thresholds(cfg map[string]string) []time.Duration {
+	c, err := impl.NewConfig(cfg)
+	if err != nil {
+		panic(err) // configDraws holds values in range
+	}
+	var out []time.Duration
+	for _, d := range []time.Duration{
+		time.Duration(c.Int("job.expire.minutes"))*time.Minute + impl.GCInterval + time.Minute,
+		2*(c.Seconds("network.gc.interval")+c.Seconds("network.gc.wait")) + time.Minute,
+		c.PingTimeout() + c.Seconds("alert.wait") + time.Minute,
+	} {
+		if d <= 20*time.Minute {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// swarm draws the kinds of action, of operation and of fault the program uses: every one (where a
+// shrink goes), or each with even odds. A kind whose faults are all left out is left out too;
+// deploys always remain, and so does some operation.
+func (g *gen) swarm() {
+	all := g.reach.only(soloFaults)
+	swarm := rapid.Bool().Draw(g.t, "swarm")
+	for _, f := range all {
+		if !swarm || !rapid.Bool().Draw(g.t, "no "+f) {
+			g.faults = append(g.faults, f)
+		}
+	}
+	for _, op := range vmOps {
+		if !swarm || !rapid.Bool().Draw(g.t, "no "+op) {
+			g.ops = append(g.ops, op)
+		}
+	}
+	if len(g.ops) == 0 {
+		g.ops = vmOps
+	}
+	for k := range numKinds {
+		if k != kindDeploy && swarm && rapid.Bool().Draw(g.t, "no "+kindNames[k]) {
+			continue
+		}
+		if k != kindDeploy && len(g.faultsOf(k)) == 0 {
+			continue
+		}
+		g.kinds = append(g.kinds, k)
+	}
+}
+
+// faultsOf are the faults an action of kind k may inject (nil: it needs none).
+func (g *gen) faultsOf(k kind) []string {
+	pick := func(kinds ...string) []string {
+		var out []string
+		for _, f := range kinds {
+			if slices.Contains(g.faults, f) {
+				out = append(out, f)
+			}
+		}
+		return out
+	}
+	switch k {
+	case kindStaleStart:
+		if !slices.Contains(g.faults, "stale-report") {
+			return nil
+		}
+		return pick("crash", "guest-shutdown")
+	case kindAgentAway:
+		return pick("agent-restart", "disconnect", "agent-kill", "ms-restart")
+	case kindRestartStart:
+		return pick("ms-restart")
+	case kindFault:
+		return g.faults
+	}
+	return []string{""}
+}
+
+func (g *gen) action() {
+	total := 0
+	for _, k := range g.kinds {
+		total += kindWeights[k]
+	}
+	w := rapid.IntRange(0, total-1).Draw(g.t, "action")
+	k := g.kinds[len(g.kinds)-1]
+	for _, c := range g.kinds {
+		if w < kindWeights[c] {
+			k = c
+			break
+		}
+		w -= kindWeights[c]
+	}
+	switch k {
+	case kindDeploy:
+		g.deploy(g.host(), rapid.Bool().Draw(g.t, "async"))
+	case kindOp:
+		v := g.someVM()
+		g.step(harness.Step{Wait: g.wait("wait", 30*time.Second), Op: rapid.SampledFrom(g.ops).Draw(g.t, "op"), VM: v,
+			Async: rapid.Bool().Draw(g.t, "async")})
+	case kindStaleStart:
+		g.staleStart(g.faultsOf(k))
+	case kindAgentAway:
+		g.agentAway(g.faultsOf(k))
+	case kindRestartStart:
+		g.restartStart()
+	case kindFault:
+		g.fault(rapid.SampledFrom(g.faults).Draw(g.t, "fault"))
+	case kindWait:
+		if len(g.thresholds) == 0 || rapid.IntRange(0, 2).Draw(g.t, "past a threshold") < 2 {
+			g.step(harness.Step{Wait: time.Duration(rapid.IntRange(1, 20).Draw(g.t, "minutes")) * time.Minute})
+		} else {
+			g.step(harness.Step{Wait: rapid.SampledFrom(g.thresholds).Draw(g.t, "threshold")})
+		}
+	}
+}
+
+// staleStart: a bystander on the same host crashes while a start is in flight, and the host's report
+// of that moment is processed late (seed 001, D2).
+func (g *gen) staleStart(kinds []string) {
+	h := g.host()
+	bystander := g.deploy(h, false)
+	g.step(harness.Step{Fault: "stale-report", Host: h, Duration: g.staleness()})
+	starting := g.deploy(h, true)
+	kind := rapid.SampledFrom(kinds).Draw(g.t, "fault")
+	g.step(harness.Step{Until: "start-sent", VM: starting})
+	g.step(harness.Step{Fault: kind, VM: bystander, Detail: map[string]string{"crash": "CRASHED"}[kind]})
+}
+
+// agentAway: the host's agent (or the server) goes away while a VM on it is stopped or destroyed, or
+// started (seed 002, D3).
+func (g *gen) agentAway(kinds []string) {
+	var v string
+	if rapid.Bool().Draw(g.t, "during a start") {
+		v = g.deploy(g.host(), true)
+		g.step(harness.Step{Until: "start-sent", VM: v})
+	} else {
+		v = g.someVM()
+	}
+	h := g.where[v]
+	kind := rapid.SampledFrom(kinds).Draw(g.t, "fault")
+	down := time.Duration(rapid.SampledFrom([]int{5, 10, 20, 60, 200, 200, 200}).Draw(g.t, "down")) * time.Second
+	fault := harness.Step{Fault: kind, Host: h, Duration: down, Async: true}
+	if kind == "ms-restart" {
+		fault.Host = ""
+	}
+	op := harness.Step{Op: rapid.SampledFrom([]string{"destroyExpunge", "destroy", "forceStop", "stop"}).Draw(g.t, "op"), VM: v}
+	if rapid.IntRange(0, 2).Draw(g.t, "operation first") > 0 {
+		op.Async = true
+		fault.Wait = time.Duration(rapid.IntRange(0, 40).Draw(g.t, "tenths")) * 100 * time.Millisecond
+		g.step(op)
+		g.step(fault)
+	} else {
+		op.Wait = g.wait("wait", 10*time.Second) + time.Second
+		g.step(fault)
+		g.step(op)
+	}
+	g.comeBack(v)
+}
+
+// restartStart: the management server restarts with a start in flight — of a new VM, or of one that
+// ran and was stopped, so that its power state is tracked from the earlier run (cleanupLeftOverJobs,
+// C2). A VM that ran has sent a StartCommand before, which start-sent would take for this one: the
+// restart comes after a drawn delay instead (the new StartCommand leaves within a few seconds).
+func (g *gen) restartStart() {
+	restart := harness.Step{Fault: "ms-restart", Duration: time.Duration(rapid.IntRange(5, 60).Draw(g.t, "down")) * time.Second}
+	var v string
+	ran := len(g.vms) > 0 && rapid.Bool().Draw(g.t, "a VM that ran")
+	switch {
+	case ran:
+		v = g.someVM()
+	case rapid.Bool().Draw(g.t, "ran before"):
+		v, ran = g.deploy(g.host(), false), true
+	default:
+		v = g.deploy(g.host(), true)
+		g.step(harness.Step{Until: "start-sent", VM: v})
+		restart.Wait = time.Duration(rapid.IntRange(0, 30).Draw(g.t, "tenths")) * 100 * time.Millisecond
+	}
+	if ran {
+		g.step(harness.Step{Op: "stop", VM: v})
+		g.step(harness.Step{Op: "start", VM: v, Async: true})
+		restart.Wait = time.Duration(rapid.IntRange(0, 50).Draw(g.t, "tenths")) * 100 * time.Millisecond
+	}
+	g.step(restart)
+	g.comeBack(v)
+}
+
+// comeBack: once the host has reported again, what did the server make of the VM?
+func (g *gen) comeBack(v string) {
+	if rapid.Bool().Draw(g.t, "come back later") {
+		g.step(harness.Step{Wait: time.Duration(rapid.IntRange(1, 4).Draw(g.t, "minutes")) * time.Minute,
+			Op: rapid.SampledFrom([]string{"destroyExpunge", "start", "stop"}).Draw(g.t, "op"), VM: v})
+	}
 }

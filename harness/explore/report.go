@@ -27,6 +27,8 @@ type Summary struct {
 	// Undecided counts the cases where the linearizability checker timed out on some object: those
 	// are not known to be linearizable.
 	Undecided int `json:"undecidedCases,omitempty"`
+	// Coverage is what the cases reached of the model tables (nil where the world keeps no history).
+	Coverage *CoverageSummary `json:"coverage,omitempty"`
 }
 
 type findingJSON struct {
@@ -51,6 +53,11 @@ func (s *Summary) Text() string {
 		fmt.Fprintf(&b, ", shard %s", s.Shard)
 	}
 	fmt.Fprintf(&b, ", %.1f s\n", s.WallSecs)
+	if s.Coverage != nil {
+		b.WriteString(s.Coverage.Text() + "\n")
+	} else if s.Driver == "container" {
+		b.WriteString("coverage: not measured (the server's history stays in its container)\n")
+	}
 	if !s.Found {
 		switch {
 		case s.Driver == "container":

@@ -1,0 +1,244 @@
+package explore
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/csconform/csconform/harness"
+	"github.com/csconform/csconform/model/history"
+	"github.com/csconform/csconform/model/host"
+	"github.com/csconform/csconform/model/job"
+	"github.com/csconform/csconform/model/network"
+	"github.com/csconform/csconform/model/vm"
+)
+
+// Machine names a state machine of model/.
+type Machine string
+
+// The machines coverage counts, in the order it prints them.
+const (
+	MachineVM      Machine = "vm"
+	MachineNetwork Machine = "network"
+	MachineHost    Machine = "host"
+	MachineJob     Machine = "job"
+)
+
+var machines = []Machine{MachineVM, MachineNetwork, MachineHost, MachineJob}
+
+// Transition is one row of a model table.
+type Transition struct {
+	Machine     Machine
+	From, Event string
+	To          string
+}
+
+// Transitions lists every row of the model tables: vm.Transitions, network.Transitions,
+// host.Transitions and, as model/job has statuses but no table, IN_PROGRESS to each status that is
+// done. It is what coverage counts against (M).
+func Transitions() []Transition {
+	var out []Transition
+	for _, t := range vm.Transitions {
+		out = append(out, Transition{MachineVM, string(t.From), string(t.Event), string(t.To)})
+	}
+	for _, t := range network.Transitions {
+		out = append(out, Transition{MachineNetwork, string(t.From), string(t.Event), string(t.To)})
+	}
+	for _, t := range host.Transitions {
+		out = append(out, Transition{MachineHost, string(t.From), string(t.Event), string(t.To)})
+	}
+	for _, s := range job.Statuses() {
+		if s.Done() {
+			out = append(out, Transition{MachineJob, string(job.InProgress), "", string(s)})
+		}
+	}
+	return out
+}
+
+var allTransitions = Transitions()
+
+// Coverage is what runs reached: rows of the model tables, and kinds of log line (a line with its
+// numbers blanked out, so that vm3 and vm4 say the same thing).
+type Coverage struct {
+	Hit  map[Transition]bool
+	Logs map[string]bool
+}
+
+// NewCoverage is an empty coverage.
+func NewCoverage() *Coverage {
+	return &Coverage{Hit: map[Transition]bool{}, Logs: map[string]bool{}}
+}
+
+// CaseCoverage reads a run's history: each state change that is a row of a model table, and each log
+// line's kind. A change no table explains (a VM's creation or removal, a network state set around the
+// state machine, a host's event that changes nothing and so writes nothing) counts for nothing.
+func CaseCoverage(events []history.Event) *Coverage {
+	c := NewCoverage()
+	for _, e := range events {
+		switch e.Kind {
+		case history.State:
+			if t, ok := rowOf(e); ok {
+				c.Hit[t] = true
+			}
+		case history.Log:
+			c.Logs[logKind(e)] = true
+		}
+	}
+	return c
+}
+
+// rowOf finds the table row a state change took, from how impl's store records each machine: a VM's
+// detail is "name Event host=H", a host's detail is its event, a network's change is identified by its
+// two states (no two rows share both), and a job only ever leaves IN_PROGRESS.
+func rowOf(e history.Event) (Transition, bool) {
+	kind, _, _ := strings.Cut(e.Object, ":")
+	if e.From == "" && kind != "host" {
+		return Transition{}, false // a row inserted: only a host's first status is a table row
+	}
+	var t Transition
+	switch kind {
+	case "vm":
+		f := strings.Fields(e.Detail)
+		if len(f) < 3 || !strings.HasPrefix(f[len(f)-1], "host=") {
+			return Transition{}, false
+		}
+		t = Transition{MachineVM, e.From, f[len(f)-2], e.To}
+	case "host":
+		t = Transition{MachineHost, e.From, e.Detail, e.To}
+	case "job":
+		t = Transition{MachineJob, e.From, "", e.To}
+	case "network":
+		if e.Direct {
+			return Transition{}, false
+		}
+		for _, r := range allTransitions {
+			if r.Machine == MachineNetwork && r.From == e.From && r.To == e.To {
+				return r, true
+			}
+		}
+		return Transition{}, false
+	default:
+		return Transition{}, false
+	}
+	return t, lookup(t)
+}
+
+func lookup(t Transition) bool {
+	for _, r := range allTransitions {
+		if r == t {
+			return true
+		}
+	}
+	return false
+}
+
+// logKind is a log line with its digits blanked: "Network 7 is still free" and "Network 12 is still
+// free" are one kind.
+func logKind(e history.Event) string {
+	var b strings.Builder
+	b.Grow(len(e.Level) + 1 + len(e.Detail))
+	b.WriteString(e.Level)
+	b.WriteByte(' ')
+	digits := false
+	for i := 0; i < len(e.Detail); i++ {
+		ch := e.Detail[i]
+		if ch >= '0' && ch <= '9' {
+			if !digits {
+				b.WriteByte('#')
+			}
+			digits = true
+			continue
+		}
+		digits = false
+		b.WriteByte(ch)
+	}
+	return b.String()
+}
+
+// Merge adds o to c and says how many transitions and log kinds were new.
+func (c *Coverage) Merge(o *Coverage) (transitions, logs int) {
+	for t := range o.Hit {
+		if !c.Hit[t] {
+			c.Hit[t] = true
+			transitions++
+		}
+	}
+	for k := range o.Logs {
+		if !c.Logs[k] {
+			c.Logs[k] = true
+			logs++
+		}
+	}
+	return transitions, logs
+}
+
+// MachineCoverage is one machine's count.
+type MachineCoverage struct {
+	Machine Machine `json:"machine"`
+	Reached int     `json:"reached"`
+	Total   int     `json:"total"`
+}
+
+// CoverageSummary is coverage in figures, for the reports.
+type CoverageSummary struct {
+	Reached  int               `json:"transitionsReached"`
+	Total    int               `json:"transitions"`
+	Machines []MachineCoverage `json:"machines"`
+	LogKinds int               `json:"logKinds"`
+	// Unreached lists the rows no case took, "machine: From -Event-> To".
+	Unreached []string `json:"unreached,omitempty"`
+}
+
+// Summary counts c against the model tables.
+func (c *Coverage) Summary() *CoverageSummary {
+	s := &CoverageSummary{Total: len(allTransitions), LogKinds: len(c.Logs)}
+	for _, m := range machines {
+		mc := MachineCoverage{Machine: m}
+		for _, t := range allTransitions {
+			if t.Machine != m {
+				continue
+			}
+			mc.Total++
+			if c.Hit[t] {
+				mc.Reached++
+			} else {
+				s.Unreached = append(s.Unreached, t.String())
+			}
+		}
+		s.Reached += mc.Reached
+		s.Machines = append(s.Machines, mc)
+	}
+	return s
+}
+
+func (t Transition) String() string {
+	from := t.From
+	if from == "" {
+		from = "(new)"
+	}
+	if t.Event == "" {
+		return fmt.Sprintf("%s: %s -> %s", t.Machine, from, t.To)
+	}
+	return fmt.Sprintf("%s: %s -%s-> %s", t.Machine, from, t.Event, t.To)
+}
+
+// Text is the summary's line: "coverage: N of M transitions (vm a/b, network c/d, host e/f, job g/h)".
+func (s *CoverageSummary) Text() string {
+	var parts []string
+	for _, m := range s.Machines {
+		parts = append(parts, fmt.Sprintf("%s %d/%d", m.Machine, m.Reached, m.Total))
+	}
+	return fmt.Sprintf("coverage: %d of %d transitions (%s); %d kinds of log line", s.Reached, s.Total, strings.Join(parts, ", "), s.LogKinds)
+}
+
+// eventsOf is a run's history, nil where the world keeps none (a server in a container).
+func eventsOf(r *harness.Result) []history.Event {
+	switch {
+	case r == nil:
+		return nil
+	case r.Cluster != nil && r.Cluster.Rec != nil:
+		return r.Cluster.Rec.Events
+	case r.Rec != nil:
+		return r.Rec.Events
+	}
+	return nil
+}

@@ -1,0 +1,51 @@
+package explore
+
+import (
+	"testing"
+
+	"github.com/csconform/csconform/impl"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestConfigDrawsAreLegal: each drawn key starts with CloudStack's default (where a shrink goes) and
+// every value is one Config.Set accepts.
+func TestConfigDrawsAreLegal(t *testing.T) {
+	for _, d := range configDraws {
+		k, ok := impl.LookupConfigKey(d.key)
+		require.True(t, ok, d.key)
+		assert.Equal(t, k.Default, d.values[0], "%s: the default first", d.key)
+		for _, v := range d.values {
+			_, err := impl.NewConfig(map[string]string{d.key: v})
+			assert.NoError(t, err)
+		}
+	}
+}
+
+// TestProgramsStayWithinReach: a world's reach bounds the faults drawn, and across programs the swarm
+// leaves kinds out, draws settings, NICs on several networks and restarts with a start in flight.
+func TestProgramsStayWithinReach(t *testing.T) {
+	reach := Reach{AgedNetworks: true, Faults: map[string]bool{"crash": true, "ms-restart": true, "stale-report": true}}
+	draw := programOf(reach)
+	seen := map[string]int{}
+	for s := uint64(1); s <= 300; s++ {
+		sc := draw(s)
+		require.NoError(t, sc.Validate())
+		for _, st := range sc.Steps {
+			if st.Fault != "" {
+				assert.True(t, reach.Faults[st.Fault], "seed %d draws %s", s, st.Fault)
+			}
+		}
+		for _, f := range Features(sc) {
+			seen[f]++
+		}
+		if len(sc.Config) > 1 {
+			seen["tuned"]++
+		}
+	}
+	for _, f := range []string{"deploy:multi-nic", "fault:ms-restart", "fault:crash", "fault:stale-report", "tuned", "networks:3"} {
+		assert.Positive(t, seen[f], "no program has %s", f)
+	}
+	// a swarm leaves whole kinds out: some programs deploy and stop without any fault
+	assert.Less(t, seen["fault:crash"], 300)
+}
