@@ -10,3 +10,12 @@ func (s *Server) RunVmWorkForTest(name, cmd string, vmID int64, fn func(t *Threa
 
 // PendingWorkJobsForTest is listPendingWorkJobs.
 func (s *Server) PendingWorkJobsForTest(vmID int64) bool { return s.jobs.PendingWorkJobs(vmID) }
+
+// ShutdownNetworkForTest runs shutdownNetwork in a server thread named name, as the network GC does.
+func (s *Server) ShutdownNetworkForTest(name string, id int64, done *bool) {
+	s.Go(name, func(t *Thread) { *done = s.shutdownNetwork(t, id) })
+}
+
+// TriggerUpdateForTest sends an out-of-band ping now, as LibvirtDomainListener does when any domain of
+// the host shuts itself down.
+func (a *Agent) TriggerUpdateForTest() { a.triggerUpdate() }
