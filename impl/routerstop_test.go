@@ -53,7 +53,7 @@ func routerWorld(t *testing.T, sw impl.Switches) (*sim.Scheduler, *impl.DB, *eve
 // work job, an out-of-band report that still sees the router's domain moves the Stopping record back to
 // Running (FollowAgentPowerOnReport), and the stop's last write (OperationSucceeded → Stopped) fails on
 // the changed update_count: the record says Running while no domain runs, and net1 goes Allocated
-// regardless.
+// regardless (the reference did that before the router stop went through the queue).
 func TestRouterStopPowerReportDuringStop(t *testing.T) {
 	s, db, log, srv, h1, agent, n := routerWorld(t, impl.Switches{})
 	var ok bool
@@ -66,9 +66,33 @@ func TestRouterStopPowerReportDuringStop(t *testing.T) {
 	require.NoError(t, s.RunFor(30*time.Second))
 	r = db.VM(n.RouterID)
 	require.False(t, slices.Contains(h1.Running(), r.Name), "the StopCommand destroyed the router's domain")
-	// Today: no work job, the report is acted on, the stop's last write is lost.
-	require.True(t, log.has("AgentTaskPool", "state is sync-ed (Stopping -> Running)"))
-	require.Equal(t, vm.Running, r.State, "the record went back to Running and the stop's write was lost")
+	// The router's VmWorkStop job is pending: the report is postponed and the stop's write stands.
+	require.False(t, log.has("AgentTaskPool", "state is sync-ed (Stopping -> Running)"), "the report must not move the Stopping router")
+	require.True(t, log.has("AgentTaskPool", "postpone power-change report"))
+	require.True(t, log.has("Work-Job-Executor", "Stopping router") || log.has("Network-Scavenger", "Stopping router"))
+	require.Equal(t, vm.Stopped, r.State)
 	require.True(t, ok)
+	require.NotEmpty(t, db.Jobs(func(j *impl.JobVO) bool {
+		return j.Cmd == "VmWorkStop" && j.InstanceID == r.ID && j.Status == job.Succeeded
+	}), "the router was stopped by a VmWorkStop job")
 	require.Equal(t, network.Allocated, db.Network(n.ID).State)
+}
+
+// NetworkOrchestrator.shutdownNetwork (apache/cloudstack@0035c613; identical in bhouse-nexthop@b58b6567,
+// the 4.22 fork): when shutdownNetworkElementsAndResources fails — VirtualRouterElement.shutdown could
+// not stop the router — the transaction fires OperationFailed (Shutdown → Shutdown) and returns false:
+// the network stays Shutdown, it does not go Allocated, and the router keeps its record. Here h1's agent
+// dies before the network GC shuts net1 down: the StopCommand is cancelled when the disconnect is
+// noticed, and orchestrateStop (unforced) puts the router back to Running.
+func TestShutdownNetworkElementFailureLeavesShutdown(t *testing.T) {
+	s, db, log, srv, _, agent, n := routerWorld(t, impl.Switches{})
+	agent.Kill()
+	var ok bool
+	srv.ShutdownNetworkForTest("Network-Scavenger", n.ID, &ok)
+	require.NoError(t, s.RunFor(10*time.Minute))
+	require.False(t, ok, "shutdownNetwork reports the failure")
+	require.Equal(t, network.Shutdown, db.Network(n.ID).State, "OperationFailed leaves the network Shutdown")
+	require.Equal(t, vm.Running, db.VM(n.RouterID).State, "the router's stop failed: its record stays Running")
+	require.True(t, log.has("Network-Scavenger", "Unable to complete shutdown of the network elements due to element: VirtualRouter"))
+	require.False(t, log.has("Network-Scavenger", "is shutdown successfully"))
 }
