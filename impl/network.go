@@ -68,9 +68,12 @@ func (s *Server) implementNetwork(t *Thread, id int64, dest string) (n *NetworkV
 		s.Log(t, "ERROR", NetworkObject(id), "Caught exception: %v", err)
 		return nil, err
 	}
-	// The element implementation reloads the network, so the last transition is validated against the
-	// row as it is now, not as this thread left it.
-	n = s.DB.Network(id)
+	// The last transition: the Java fires it on its own copy (still Implementing), which NetworkDaoImpl
+	// writes over the row whatever another writer left there; the reread reading validates it against
+	// the row as it is now (ImplementFinalTransition).
+	if s.Config.ImplementFinalTransition() == FinalTransitionReread {
+		n = s.DB.Network(id)
+	}
 	to, ok = network.Next(n.State, network.OperationSucceeded)
 	if !ok {
 		s.Log(t, "ERROR", NetworkObject(id), "NoTransitionException: unable to transition network %d from %s via %s", id, n.State, network.OperationSucceeded)
