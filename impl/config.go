@@ -3,8 +3,10 @@ package impl
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 )
@@ -19,6 +21,8 @@ type ConfigKey struct {
 	// make a periodic task spin (a zero interval) or overflow a duration.
 	Min, Max float64
 	Whole    bool
+	// Values lists the words a vocabulary key accepts (empty for numbers and booleans).
+	Values []string
 }
 
 const (
@@ -32,7 +36,8 @@ var ConfigKeys = []ConfigKey{
 	{Name: "ping.timeout", Default: "2.5", Unit: "×ping.interval", Description: "an agent is behind on ping after ping.interval × ping.timeout", Min: 1, Max: 100},
 	{Name: "wait", Default: "1800", Unit: "s", Description: "default wait for a synchronous command (StartCommand, StopCommand)", Min: 1, Max: day, Whole: true},
 	{Name: "alert.wait", Default: "1800", Unit: "s", Description: "how long a disconnected host may stay before it goes to Alert", Min: 1, Max: day, Whole: true},
-	{Name: "job.expire.minutes", Default: "1440", Unit: "min", Description: "job row expiry; the orphaned-network cleanup's threshold", Min: 1, Max: year / 60, Whole: true},
+	{Name: "job.expire.minutes", Default: "1440", Unit: "min", Description: "job GC: unfinished jobs created this long ago are expunged; the orphaned-network cleanup's threshold", Min: 1, Max: year / 60, Whole: true},
+	{Name: "job.cancel.threshold.minutes", Default: "60", Unit: "min", Description: "job GC: a queue item in process this long is cancelled (its job FAILED) and purged, so the queue moves on", Min: 1, Max: year / 60, Whole: true},
 	{Name: "network.gc.interval", Default: "600", Unit: "s", Description: "network garbage collector period", Min: 1, Max: day, Whole: true},
 	{Name: "network.gc.wait", Default: "600", Unit: "s", Description: "a network must be seen free twice this far apart before GC shuts it down", Min: 1, Max: day, Whole: true},
 	{Name: "network.lock.timeout", Default: "600", Unit: "s", Description: "acquireInLockTable timeout for implement/shutdown", Min: 1, Max: day, Whole: true},
@@ -47,10 +52,39 @@ var ConfigKeys = []ConfigKey{
 	{Name: "vm.op.cleanup.interval", Default: "86400", Unit: "s", Description: "VMMI TransitionTask period (read at start)", Min: 1, Max: year, Whole: true},
 	{Name: "lock.poll.interval", Default: "1", Unit: "s", Description: "lock-table retry cadence while waiting (Merovingian2)", Min: 0.01, Max: 3600},
 	{Name: "router.ready.timeout", Default: "300", Unit: "s", Description: "how long a router start waits for the guest to be ready", Min: 1, Max: day, Whole: true},
+	// Not a CloudStack key: which reading of implementNetwork's last transition the reference runs
+	// (ImplementFinalTransition).
+	{Name: "network.implement.final.transition", Default: string(FinalTransitionReread), Description: "implementNetwork's last OperationSucceeded: reread = validated against the row as it is now (a Shutdown written meanwhile goes Allocated, as the D1 report observed); in-memory = on the thread's own copy, Implementing → Implemented, overwriting the row (the Java as read)",
+		Values: []string{string(FinalTransitionReread), string(FinalTransitionInMemory)}},
+}
+
+// ImplementFinalTransition is the choice of network.implement.final.transition. The Java read
+// (NetworkOrchestrator.implementNetwork, apache@0035c613) fires OperationSucceeded on its in-memory
+// NetworkVO, which is still Implementing, and NetworkDaoImpl.updateState does not compare the state
+// column: a Shutdown written meanwhile by the orphaned-network cleanup is overwritten with Implemented.
+// The D1 report observed networks left Allocated with their router running, which is what validating
+// against the row gives (Shutdown → OperationSucceeded → Allocated). Which one 4.22 does is unresolved
+// (spec section 8), so both are runnable.
+type ImplementFinalTransition string
+
+const (
+	// FinalTransitionReread validates the last transition against the row re-read after the elements
+	// are implemented (the default: the behaviour the D1 report observed).
+	FinalTransitionReread ImplementFinalTransition = "reread"
+	// FinalTransitionInMemory transitions the implementing thread's own copy and writes it over the row.
+	FinalTransitionInMemory ImplementFinalTransition = "in-memory"
+)
+
+// ImplementFinalTransition reads network.implement.final.transition.
+func (c *Config) ImplementFinalTransition() ImplementFinalTransition {
+	return ImplementFinalTransition(c.Get("network.implement.final.transition"))
 }
 
 // Range says which values a numeric key accepts ("" for a boolean).
 func (k ConfigKey) Range() string {
+	if len(k.Values) > 0 {
+		return strings.Join(k.Values, "|")
+	}
 	if k.Default == "true" || k.Default == "false" {
 		return "true|false"
 	}
@@ -63,6 +97,12 @@ func (k ConfigKey) Range() string {
 
 // check refuses a value the key does not accept, naming the key and its range.
 func (k ConfigKey) check(value string) error {
+	if len(k.Values) > 0 {
+		if !slices.Contains(k.Values, value) {
+			return fmt.Errorf("configuration %s: %q is not one of %s", k.Name, value, k.Range())
+		}
+		return nil
+	}
 	if k.Default == "true" || k.Default == "false" {
 		if _, err := strconv.ParseBool(value); err != nil {
 			return fmt.Errorf("configuration %s: %q is not a boolean", k.Name, value)

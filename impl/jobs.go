@@ -28,6 +28,7 @@ type workItem struct {
 	job     *JobVO
 	fn      func(t *Thread) error
 	running bool
+	since   time.Time // when the heartbeat dispatched it (sync_queue_item.queue_proc_time)
 }
 
 // Heartbeat and GC periods (fixed in CloudStack).
@@ -58,6 +59,14 @@ func (m *AsyncJobManager) SubmitAPIJob(cmd, instanceType string, instanceID int6
 }
 
 func (m *AsyncJobManager) complete(t *Thread, id int64, err error) {
+	// completeAsyncJob: a job the GC cancelled or expunged meanwhile keeps what the GC wrote
+	if j := m.s.DB.Job(id); j == nil {
+		m.s.Log(t, "DEBUG", JobObject(id), "job-%d no longer exists, we just log completion info here.", id)
+		return
+	} else if j.Status.Done() {
+		m.s.Log(t, "DEBUG", JobObject(id), "job-%d is already completed.", id)
+		return
+	}
 	if err != nil {
 		m.mu.Lock()
 		m.errs[id] = err
@@ -136,6 +145,7 @@ func (m *AsyncJobManager) heartbeat(t *Thread) {
 				continue
 			}
 			q[0].running = true
+			q[0].since = s.Env.Now()
 			heads = append(heads, q[0])
 			vmIDs = append(vmIDs, id)
 		}
@@ -144,6 +154,7 @@ func (m *AsyncJobManager) heartbeat(t *Thread) {
 			vmID := vmIDs[i]
 			name := s.nextThread("Work-Job-Executor")
 			s.Go(name, func(t *Thread) {
+				t.workJob = true
 				err := w.fn(t)
 				m.complete(t, w.job.ID, err)
 				m.mu.Lock()
@@ -169,11 +180,82 @@ func (m *AsyncJobManager) gcTask(t *Thread) {
 	next := m.s.Env.Now().Add(period)
 	for {
 		m.s.Env.Sleep(GCInterval)
+		m.cancelBlockedQueueItems(t)
+		m.expungeExpiredUnfinishedJobs(t)
 		m.s.cleanupOrphanedNetworks(t)
 		if !m.s.Env.Now().Before(next) {
 			m.s.transitionTask(t)
 			next = next.Add(period)
 		}
+	}
+}
+
+// BlockedJobResult is the result a job cancelled by the GC for blocking its queue ends with.
+const BlockedJobResult = "Job is cancelled as it has been blocking others for too long"
+
+// cancelBlockedQueueItems is the first step of the GC task (getBlockedQueueItems with
+// job.cancel.threshold.minutes): a queue item in process for longer than the threshold has its job
+// completed FAILED and is purged, so the next item of its queue is dispatched at the next heartbeat.
+// The thread running the item is not interrupted: it runs on beside its successor, and its own
+// completion later finds the job already done.
+func (m *AsyncJobManager) cancelBlockedQueueItems(t *Thread) {
+	s := m.s
+	cut := s.Env.Now().Add(-time.Duration(s.Config.Int("job.cancel.threshold.minutes")) * time.Minute)
+	var blocked []*workItem
+	var vmIDs []int64
+	m.mu.Lock()
+	for _, id := range slices.Sorted(maps.Keys(m.queues)) {
+		for _, w := range m.queues[id] {
+			if w.running && w.since.Before(cut) {
+				blocked = append(blocked, w)
+				vmIDs = append(vmIDs, id)
+			}
+		}
+	}
+	m.mu.Unlock()
+	for i, w := range blocked {
+		s.Log(t, "INFO", JobObject(w.job.ID), "Remove Job-%d from Queue-%d since it has been blocked for too long", w.job.ID, vmIDs[i])
+		// completeAsyncJob(FAILED, 0, ...): JobError reads the result from the row
+		s.DB.CompleteJob(t.Name, w.job.ID, job.Failed, 0, BlockedJobResult)
+		m.purgeItem(vmIDs[i], w.job.ID)
+	}
+}
+
+// expungeExpiredUnfinishedJobs is the second step of the GC task (getExpiredUnfinishedJobs, 100 a
+// round, oldest first): an IN_PROGRESS job created job.expire.minutes ago or earlier is deleted with
+// its queue item, whether or not a thread still runs it. Until then it counts as pending (a VM's power
+// reports wait for it); after, nothing does. Completed jobs are not expunged here: nothing in the
+// reference reads a completed job after its caller has (docs/fidelity.md).
+func (m *AsyncJobManager) expungeExpiredUnfinishedJobs(t *Thread) {
+	s := m.s
+	cut := s.Env.Now().Add(-time.Duration(s.Config.Int("job.expire.minutes")) * time.Minute)
+	expired := s.DB.Jobs(func(j *JobVO) bool { return j.Status == job.InProgress && !j.Created.After(cut) })
+	slices.SortStableFunc(expired, func(a, b *JobVO) int { return a.Created.Compare(b.Created) })
+	if len(expired) > 100 {
+		expired = expired[:100]
+	}
+	for _, j := range expired {
+		s.Log(t, "INFO", JobObject(j.ID), "Expunging unfinished job-%d", j.ID)
+		s.DB.ExpungeJob(t.Name, j.ID)
+		if j.InstanceType == "VirtualMachine" {
+			m.purgeItem(j.InstanceID, j.ID)
+		}
+	}
+}
+
+// purgeItem removes a job's item from its VM's queue (purgeAsyncJobQueueItemId).
+func (m *AsyncJobManager) purgeItem(vmID, jobID int64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	q := m.queues[vmID]
+	for i, w := range q {
+		if w.job.ID == jobID {
+			m.queues[vmID] = slices.Delete(slices.Clone(q), i, i+1)
+			break
+		}
+	}
+	if len(m.queues[vmID]) == 0 {
+		delete(m.queues, vmID)
 	}
 }
 
@@ -193,12 +275,10 @@ func (m *AsyncJobManager) cleanupLeftOverJobs(t *Thread) {
 				continue
 			}
 			if v != nil && v.State.IsTransitional() {
+				// cleanupVirtualMachine: stateTransitTo(vm, OperationFailed, vm.getHostId()) keeps
+				// host_id, also on the way to Stopped
 				if to, ok := vm.Next(v.State, vm.OperationFailed); ok {
-					host := v.HostID
-					if to == vm.Stopped {
-						host = ""
-					}
-					s.DB.UpdateVMState(t.Name, v, vm.OperationFailed, to, host)
+					s.DB.UpdateVMState(t.Name, v, vm.OperationFailed, to, v.HostID)
 				}
 			}
 		case "Network":

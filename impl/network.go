@@ -68,9 +68,12 @@ func (s *Server) implementNetwork(t *Thread, id int64, dest string) (n *NetworkV
 		s.Log(t, "ERROR", NetworkObject(id), "Caught exception: %v", err)
 		return nil, err
 	}
-	// The element implementation reloads the network, so the last transition is validated against the
-	// row as it is now, not as this thread left it.
-	n = s.DB.Network(id)
+	// The last transition: the Java fires it on its own copy (still Implementing), which NetworkDaoImpl
+	// writes over the row whatever another writer left there; the reread reading validates it against
+	// the row as it is now (ImplementFinalTransition).
+	if s.Config.ImplementFinalTransition() == FinalTransitionReread {
+		n = s.DB.Network(id)
+	}
 	to, ok = network.Next(n.State, network.OperationSucceeded)
 	if !ok {
 		s.Log(t, "ERROR", NetworkObject(id), "NoTransitionException: unable to transition network %d from %s via %s", id, n.State, network.OperationSucceeded)
@@ -236,10 +239,27 @@ func (s *Server) shutdownNetwork(t *Thread, id int64) bool {
 	} else if n.State != network.Shutdown {
 		s.DB.UpdateNetworkState(t.Name, n, network.Shutdown, "shutdownNetwork: setState(Shutdown)", true)
 	}
+	// shutdownNetworkElementsAndResources: the router is the only element; VirtualRouterElement.shutdown
+	// stops it whatever its state (a stopped one stops at once)
+	success := true
 	if n.RouterID != 0 {
-		if r := s.DB.VM(n.RouterID); r != nil && r.State == vm.Running {
-			s.stopRouter(t, r)
+		if r := s.DB.VM(n.RouterID); r != nil && !r.Removed {
+			s.Log(t, "DEBUG", NetworkObject(id), "Sending network shutdown to VirtualRouter")
+			if !s.stopRouter(t, r) {
+				s.Log(t, "WARN", NetworkObject(id), "Unable to complete shutdown of the network elements due to element: VirtualRouter")
+				success = false
+			}
 		}
+	}
+	if !success {
+		// OperationFailed from Shutdown stays Shutdown; the Java's NoTransitionException fallback
+		// (setState(Implemented)) cannot happen from Shutdown
+		if to, ok := network.Next(n.State, network.OperationFailed); ok {
+			s.DB.UpdateNetworkState(t.Name, n, to, "shutdownNetwork: OperationFailed", false)
+		} else {
+			s.DB.UpdateNetworkState(t.Name, n, network.Implemented, "shutdownNetwork: setState(Implemented)", true)
+		}
+		return false
 	}
 	s.Log(t, "DEBUG", NetworkObject(id), "Network %d is shutdown successfully, cleaning up corresponding resources now.", id)
 	to, _ := network.Next(network.Shutdown, network.OperationSucceeded)
@@ -248,17 +268,34 @@ func (s *Server) shutdownNetwork(t *Thread, id int64) bool {
 	return true
 }
 
-func (s *Server) stopRouter(t *Thread, r *VMVO) {
-	if !s.DB.UpdateVMState(t.Name, r, vm.StopRequested, vm.Stopping, r.HostID) {
-		return
+// stopRouter is VirtualRouterElement.shutdown's stop of the router: VirtualNetworkApplianceManagerImpl.stop
+// (router, forced=false) → VMMI.advanceStop. From a thread running a VM work job (a start that
+// implements the network and fails) it runs inline under a placeholder work job (re-entrance); from any
+// other thread (the network GC, an API job) it goes through the router's VM work queue. Either way the
+// router has a pending work job while its StopCommand runs, so its power reports wait, and
+// orchestrateStop releases its NICs. false = the stop failed (the router stays as orchestrateStop left
+// it, Running if the host could not be reached).
+func (s *Server) stopRouter(t *Thread, r *VMVO) bool {
+	s.Log(t, "DEBUG", VMObject(r.ID), "Stopping router %s", r.Name)
+	var err error
+	if t.workJob {
+		placeholder := s.DB.CreateJob(t.Name, "VmWorkStop(placeholder)", "VirtualMachine", r.ID, s.ID)
+		err = s.orchestrateStop(t, r.ID, unforced)
+		s.jobs.complete(t, placeholder.ID, err)
+	} else {
+		err = s.advanceStop(t, r.ID, unforced)
 	}
-	ans, err := s.agents.Send(t, r.HostID, Message{Kind: MsgStop, VMName: r.Name}, 0)
-	if (err != nil || !ans.Result) && !mutated(MutRouterStopFailureStopped) {
-		s.Log(t, "WARN", VMObject(r.ID), "Unable to stop router %s: %v", r.Name, err)
-		s.DB.UpdateVMState(t.Name, r, vm.OperationFailed, vm.Running, r.HostID)
-		return
+	if err == nil {
+		return true
 	}
-	s.DB.UpdateVMState(t.Name, r, vm.OperationSucceeded, vm.Stopped, "")
+	s.Log(t, "WARN", VMObject(r.ID), "Failed to stop virtual router element %s, but would try to process clean up anyway: %v", r.Name, err)
+	if mutated(MutRouterStopFailureStopped) {
+		if cur := s.DB.VM(r.ID); cur != nil && cur.State != vm.Stopped {
+			s.DB.UpdateVMState(t.Name, cur, vm.OperationSucceeded, vm.Stopped, "")
+		}
+		return true
+	}
+	return false
 }
 
 // networkGarbageCollector is the NetworkGarbageCollector (spec 3.7): a network must be seen free twice,

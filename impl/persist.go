@@ -264,6 +264,7 @@ type dbRecord struct {
 	Locks        []*LockVO         `json:",omitempty"`
 	DeletedNics  []int64           `json:",omitempty"`
 	DeletedLocks []string          `json:",omitempty"`
+	DeletedJobs  []int64           `json:",omitempty"`
 }
 
 // The tables a commit can touch (rowRef.table).
@@ -359,6 +360,8 @@ func (db *DB) record() dbRecord {
 		case tJob:
 			if j := db.jobs[ref.id]; j != nil {
 				r.Jobs = append(r.Jobs, j)
+			} else {
+				r.DeletedJobs = append(r.DeletedJobs, ref.id)
 			}
 		case tLock:
 			if l := db.locks[ref.key]; l != nil {
@@ -403,6 +406,9 @@ func (db *DB) apply(r *dbRecord) error {
 	}
 	for _, k := range r.DeletedLocks {
 		delete(db.locks, k)
+	}
+	for _, id := range r.DeletedJobs {
+		delete(db.jobs, id)
 	}
 	return nil
 }

@@ -83,6 +83,7 @@ func TestEveryWriteReachesTheLog(t *testing.T) {
 		}},
 		{"CreateJob", func() { j = db.CreateJob("api", "StartVM", "VirtualMachine", v.ID, "ms1") }},
 		{"CompleteJob", func() { db.CompleteJob("ms1", j.ID, job.Succeeded, 0, "ok") }},
+		{"ExpungeJob", func() { db.ExpungeJob("ms1", db.CreateJob("api", "VmWorkStop", "VirtualMachine", v.ID, "ms1").ID) }},
 		{"TryLock", func() {
 			require.True(t, db.TryLock("k1", "ms1", "t1"))
 			require.True(t, db.TryLock("k1", "ms1", "t1"))

@@ -38,6 +38,10 @@ type Server struct {
 // Thread is the identity a piece of work runs under: CloudStack's thread, which owns lock-table rows.
 type Thread struct {
 	Name string
+	// workJob says the thread runs a job the VM work dispatcher handed it
+	// (AsyncJobExecutionContext.isJobDispatchedBy(VM_WORK_JOB_DISPATCHER)): a VM operation it starts
+	// runs inline under a placeholder work job instead of through the queue.
+	workJob bool
 }
 
 // NewServer wires a management server; Start brings it up.

@@ -744,6 +744,20 @@ func (db *DB) CompleteJob(actor string, id int64, st job.Status, code int, resul
 	db.emit(history.Event{Actor: actor, Kind: history.State, Object: JobObject(id), From: string(job.InProgress), To: string(st), Detail: result})
 }
 
+// ExpungeJob deletes a job row (AsyncJobManagerImpl.expungeAsyncJob: the async_job row and its
+// vm_work_job row).
+func (db *DB) ExpungeJob(actor string, id int64) {
+	db.lock()
+	defer db.commit()
+	j, ok := db.jobs[id]
+	if !ok {
+		return
+	}
+	delete(db.jobs, id)
+	db.touch(tJob, id)
+	db.emit(history.Event{Actor: actor, Kind: history.State, Object: JobObject(id), From: string(j.Status), To: "Expunged", Detail: j.Cmd})
+}
+
 // Job reads a job row.
 func (db *DB) Job(id int64) *JobVO {
 	db.lock()

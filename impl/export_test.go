@@ -1,0 +1,21 @@
+package impl
+
+// Hooks for the external tests (package impl_test), compiled only with them.
+
+// RunVmWorkForTest queues fn as a VmWork job of vmID on the server's VM work queue and waits for it, as
+// startVmThroughJobQueue does, from a thread named name.
+func (s *Server) RunVmWorkForTest(name, cmd string, vmID int64, fn func(t *Thread) error) {
+	s.Go(name, func(t *Thread) { _ = s.jobs.runVmWork(t, cmd, vmID, fn) })
+}
+
+// PendingWorkJobsForTest is listPendingWorkJobs.
+func (s *Server) PendingWorkJobsForTest(vmID int64) bool { return s.jobs.PendingWorkJobs(vmID) }
+
+// ShutdownNetworkForTest runs shutdownNetwork in a server thread named name, as the network GC does.
+func (s *Server) ShutdownNetworkForTest(name string, id int64, done *bool) {
+	s.Go(name, func(t *Thread) { *done = s.shutdownNetwork(t, id) })
+}
+
+// TriggerUpdateForTest sends an out-of-band ping now, as LibvirtDomainListener does when any domain of
+// the host shuts itself down.
+func (a *Agent) TriggerUpdateForTest() { a.triggerUpdate() }

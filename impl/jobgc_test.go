@@ -1,0 +1,139 @@
+package impl_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/csconform/csconform/drivers/sim"
+	"github.com/csconform/csconform/impl"
+	"github.com/csconform/csconform/model/job"
+	"github.com/csconform/csconform/model/vm"
+)
+
+// jobGCWorld is a management server with no hosts: only its job manager's tasks run.
+func jobGCWorld(t *testing.T, overrides map[string]string) (*sim.Scheduler, *impl.DB, *eventLog, *impl.Server) {
+	s := sim.NewScheduler(1)
+	t.Cleanup(s.Close)
+	f := sim.NewFabric(s)
+	log := &eventLog{}
+	db := impl.NewDB(s, log)
+	cfg, err := impl.NewConfig(overrides)
+	require.NoError(t, err)
+	srv := impl.NewServer("ms1", s, db, cfg, impl.Switches{}, f)
+	srv.Start()
+	return s, db, log, srv
+}
+
+func jobOf(db *impl.DB, cmd string) *impl.JobVO {
+	for _, j := range db.Jobs(nil) {
+		if j.Cmd == cmd {
+			return j
+		}
+	}
+	return nil
+}
+
+// AsyncJobManagerImpl.getGCTask (apache/cloudstack@04b49bc3, the same in db36a006): every 10 s,
+// getBlockedQueueItems(job.cancel.threshold.minutes × 60000) — SyncQueueItemDaoImpl: items with a
+// queue_proc_time older than the threshold, i.e. in process that long — each has its job completed
+// FAILED with result code 0 and "Job is cancelled as it has been blocking others for too long", and the
+// item purged, so the next job of the same queue is dispatched while the first one's thread still runs.
+// Below the threshold the queue waits for the first job.
+func TestJobGCCancelsBlockedQueueItems(t *testing.T) {
+	cases := []struct {
+		name      string
+		threshold string
+		cancelled bool
+	}{
+		{"in process longer than the threshold", "1", true},
+		{"within the default threshold (60 min)", "60", false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s, db, log, srv := jobGCWorld(t, map[string]string{"job.cancel.threshold.minutes": c.threshold})
+			var firstDone, secondStarted time.Time
+			srv.RunVmWorkForTest("caller-1", "VmWorkStop", 7, func(t *impl.Thread) error {
+				s.Sleep(5 * time.Minute) // a StopCommand the host never answers, say
+				firstDone = s.Now()
+				return nil
+			})
+			require.NoError(t, s.RunFor(time.Second))
+			srv.RunVmWorkForTest("caller-2", "VmWorkStart", 7, func(t *impl.Thread) error {
+				secondStarted = s.Now()
+				return nil
+			})
+			require.NoError(t, s.RunFor(10*time.Minute))
+			first, second := jobOf(db, "VmWorkStop"), jobOf(db, "VmWorkStart")
+			require.NotNil(t, first)
+			require.NotNil(t, second)
+			require.False(t, firstDone.IsZero(), "the first job's thread is not interrupted")
+			require.Equal(t, job.Succeeded, second.Status)
+			if !c.cancelled {
+				require.Equal(t, job.Succeeded, first.Status)
+				require.True(t, secondStarted.After(firstDone), "the queue waits for the first job")
+				require.False(t, log.has("", "blocked for too long"))
+				return
+			}
+			require.Equal(t, job.Failed, first.Status)
+			require.Equal(t, 0, first.ResultCode)
+			require.Equal(t, impl.BlockedJobResult, first.Result)
+			require.True(t, log.has("AsyncJobMgr-Heartbeat-2", "since it has been blocked for too long"))
+			require.True(t, secondStarted.Before(firstDone), "the second job runs beside the first one's thread")
+			require.True(t, log.has("Work-Job-Executor", "is already completed"), "the first thread's completion finds the job done")
+		})
+	}
+}
+
+// AsyncJobManagerImpl.getGCTask (apache/cloudstack@04b49bc3): cut = now − job.expire.minutes;
+// getExpiredUnfinishedJobs(cut, 100) (AsyncJobDaoImpl: IN_PROGRESS, not pseudo, created ≤ cut, oldest
+// first) are expunged — row and queue item deleted — whether a thread still runs them or not. From then
+// on the VM has no pending work job. A job that ends in time is never expunged as unfinished.
+func TestJobGCExpungesExpiredUnfinishedJobs(t *testing.T) {
+	cases := []struct {
+		name     string
+		runs     time.Duration
+		expunged bool
+	}{
+		{"still in progress after job.expire.minutes", 5 * time.Minute, true},
+		{"finished before job.expire.minutes", time.Minute, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s, db, log, srv := jobGCWorld(t, map[string]string{"job.expire.minutes": "2"})
+			srv.RunVmWorkForTest("caller-1", "VmWorkStop", 7, func(t *impl.Thread) error {
+				s.Sleep(c.runs)
+				return nil
+			})
+			require.NoError(t, s.RunFor(30*time.Second))
+			require.True(t, srv.PendingWorkJobsForTest(7), "within job.expire.minutes the job is pending")
+			require.NoError(t, s.RunFor(8*time.Minute))
+			j := jobOf(db, "VmWorkStop")
+			if !c.expunged {
+				require.NotNil(t, j)
+				require.Equal(t, job.Succeeded, j.Status)
+				require.False(t, log.has("", "Expunging unfinished job"))
+				return
+			}
+			require.Nil(t, j, "the unfinished job's row is expunged")
+			require.False(t, srv.PendingWorkJobsForTest(7))
+			require.True(t, log.has("AsyncJobMgr-Heartbeat-2", "Expunging unfinished job-"))
+			require.True(t, log.has("Work-Job-Executor", "no longer exists"), "the thread's completion finds no row")
+		})
+	}
+}
+
+// AsyncJobManagerImpl.cleanupVirtualMachine (from cleanupResources, PR #8394; apache/cloudstack@04b49bc3):
+// a VM left in a transitional state by a cancelled left-over job goes through
+// stateTransitTo(vm, OperationFailed, vm.getHostId()): Starting → Stopped keeping host_id (the
+// reference cleared it before). Under C2 (4.22) that is the VM web1, left Starting on h1 by a server
+// killed during its deploy.
+func TestCleanupLeftOverJobsKeepsHostID(t *testing.T) {
+	sw := impl.Switches{"C2": true}
+	_, db, log, id, _ := leftByDeadServer(t, nil, sw, "")
+	v := db.VM(id)
+	require.Equal(t, vm.Stopped, v.State)
+	require.Equal(t, "h1", v.HostID, "cleanupVirtualMachine keeps host_id")
+	require.True(t, log.has("main", "Cancel left-over job-"))
+}
