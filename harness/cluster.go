@@ -114,6 +114,7 @@ type Cluster struct {
 	vmIDs        map[string]int64
 	netIDs       map[string]int64
 	msDown       bool
+	msUpSince    time.Time // when the current server incarnation started
 	routerBoot   time.Duration
 	msGen        int
 	api          ClientAPI // nil: the direct path (see client.go)
@@ -179,6 +180,17 @@ func (c *Cluster) startServer() {
 	c.Server = c.w.newServer()
 	c.Server.Start()
 	c.msDown = false
+	c.msUpSince = c.Now()
+}
+
+// ghostBound is GhostBound while power sync can work: 0 (the ghost-record check paused) while the
+// management server is down and until its reports have had ReportGrace to come in after it is back —
+// nobody can notice a ghost meanwhile, as nobody can on a host that is away.
+func (c *Cluster) ghostBound(now time.Time) time.Duration {
+	if c.msDown || now.Sub(c.msUpSince) < ReportGrace(c.Config) {
+		return 0
+	}
+	return GhostBound(c.Config)
 }
 
 func (c *Cluster) startAgent(h string) {
@@ -317,7 +329,8 @@ func LinearBounds(cfg *impl.Config) linear.Bounds {
 
 // Snapshot is what the records say and what the hosts run, now.
 func (c *Cluster) Snapshot() invariant.Snapshot {
-	s := invariant.Snapshot{Time: c.Now(), ReportGrace: ReportGrace(c.Config), GhostBound: GhostBound(c.Config)}
+	now := c.Now()
+	s := invariant.Snapshot{Time: now, ReportGrace: ReportGrace(c.Config), GhostBound: c.ghostBound(now)}
 	c.Rec.fillSnapshot(&s)
 	for _, v := range c.DB.VMs(nil) {
 		nets := make([]string, len(v.NetworkIDs))

@@ -162,7 +162,7 @@ func (c *Cluster) checkIncremental(full bool) {
 	c.Rec.checked(len(netChanges))
 	obs := c.Rec.observationsIncremental(ic.in)
 	ic.in.ClearChanged()
-	vs := ic.in.Check(now, grace, GhostBound(c.Config), netChanges)
+	vs := ic.in.Check(now, grace, c.ghostBound(now), netChanges)
 	if ic.compare {
 		ref.NetworkChanges = netChanges
 		refObs := c.Rec.observations(ref)

@@ -4,12 +4,14 @@
 package harness
 
 import (
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/csconform/csconform/impl"
 	"github.com/csconform/csconform/model/history"
 	"github.com/csconform/csconform/model/invariant"
 	"github.com/csconform/csconform/model/network"
@@ -121,11 +123,22 @@ func (r *Recorder) BeginOp(client, kind, vmID, hostID string, networks []string,
 	return r.opSeq
 }
 
-// EndOp records the return of a client call.
+// EndOp records the return of a client call. A call whose job was expunged under it (the job GC of
+// a short job.expire.minutes) has no outcome the client can know: it stays open, as a call cut by a
+// dead server does (the linearizability models let it take effect any time; the start-failure
+// invariant does not count it), and a log line says why.
 func (r *Recorder) EndOp(id int, err error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	op := r.op(id)
+	if gone := (*impl.JobGoneError)(nil); errors.As(err, &gone) {
+		e := history.Event{Actor: op.Client, Kind: history.Log, Level: "WARN", Detail: op.Kind + ": " + err.Error() + ": its outcome is unknown"}
+		if op.VMID != "" {
+			e.Object = "vm:" + op.VMID
+		}
+		r.emit(e)
+		return
+	}
 	op.Return = r.clock()
 	op.OK = err == nil
 	e := history.Event{Actor: op.Client, Kind: history.Return, Op: id, To: "ok", Detail: op.Kind}

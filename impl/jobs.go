@@ -91,6 +91,14 @@ func (m *AsyncJobManager) JobError(id int64) error {
 	return nil
 }
 
+// JobGoneError is a job whose row was expunged while its caller polled it: the job GC expunges
+// unfinished jobs older than job.expire.minutes (AsyncJobManagerImpl's GC task,
+// AsyncJobDaoImpl.getExpiredUnfinishedJobs: IN_PROGRESS, created before the cut, whatever its
+// executor is doing). The caller cannot learn the outcome: the work may still finish.
+type JobGoneError struct{ ID int64 }
+
+func (e *JobGoneError) Error() string { return fmt.Sprintf("job %d is gone", e.ID) }
+
 // WaitJob polls a job every interval until it is done or timeout passes (cloudstack-go's
 // queryAsyncJobResult loop, or a VM work job's VmStateSyncOutcome).
 func (m *AsyncJobManager) WaitJob(id int64, interval, timeout time.Duration) (job.Status, error) {
@@ -98,7 +106,7 @@ func (m *AsyncJobManager) WaitJob(id int64, interval, timeout time.Duration) (jo
 	for {
 		j := m.s.DB.Job(id)
 		if j == nil {
-			return job.Failed, fmt.Errorf("job %d is gone", id)
+			return job.Failed, &JobGoneError{ID: id}
 		}
 		if j.Status.Done() {
 			return j.Status, m.JobError(id)

@@ -85,7 +85,7 @@ var families = []struct {
 	{"D3", only("D3"), 100, 10 * time.Second},
 	{"planted: a stop that timed out counts as stopped", only(impl.PlantedStopTimeoutIsSuccess), 100, 2 * time.Second},
 	{"C1", only("C1"), 1000, 2 * time.Second},
-	{"C2", only("C2"), 1000, 2 * time.Second},
+	{"C2", only("C2"), 3000, 2 * time.Second}, // C2 often heals itself (the host's report at reconnect marks the VM Running again): more cases
 }
 
 // TestEachDetectorFindsEachDefect switches each defect on alone and explores from a random start with

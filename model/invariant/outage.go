@@ -191,6 +191,13 @@ func (tr *Tracker) Check(s Snapshot) []Violation {
 // as running and that runs nowhere — the start "succeeded" without a guest.
 func (tr *Tracker) ghosts(s Snapshot) []Violation {
 	if s.GhostBound <= 0 {
+		// off (or paused: the harness passes 0 while no report can be processed, a management
+		// server restarting): the ages start again when it is back on, as the Incremental's do
+		for k := range tr.since {
+			if strings.HasPrefix(k, GhostRecord+"|") {
+				delete(tr.since, k)
+			}
+		}
 		return nil
 	}
 	settled := settledHosts(s)

@@ -92,20 +92,29 @@ func TestTrackerGhostRecords(t *testing.T) {
 	}
 	tr := NewTracker()
 	steps := []struct {
-		sec  int
-		gone bool
-		want bool
+		sec    int
+		gone   bool
+		want   bool
+		paused bool // the harness passes GhostBound 0: no report can be processed (server restarting)
 	}{
-		{100, false, false},
-		{110, true, false}, // first seen
-		{300, true, false}, // within the bound
-		{411, true, true},  // past it
-		{420, false, false},
-		{430, true, false}, // a new condition: the clock starts again
-		{740, true, true},
+		{100, false, false, false},
+		{110, true, false, false}, // first seen
+		{300, true, false, false}, // within the bound
+		{411, true, true, false},  // past it
+		{420, false, false, false},
+		{430, true, false, false}, // a new condition: the clock starts again
+		{740, true, true, false},
+		{750, true, false, true},  // paused: nothing is judged, and the age is forgotten
+		{900, true, false, false}, // back: the clock starts again here
+		{1150, true, false, false},
+		{1201, true, true, false},
 	}
 	for _, st := range steps {
-		vs := tr.Check(ghost(st.sec, st.gone))
+		s := ghost(st.sec, st.gone)
+		if st.paused {
+			s.GhostBound = 0
+		}
+		vs := tr.Check(s)
 		var got []Violation
 		for _, v := range vs {
 			if v.Invariant == GhostRecord {

@@ -125,6 +125,10 @@ type builder struct {
 	now      int64 // the last event's time
 	// hosts are the hosts' states as their state events say, for the VM model's staleness bound
 	hosts map[string]*hostSeen
+	// msDown: a management-server restart is under way (its fault has begun and not ended); no
+	// report is processed, so no staleness clock runs. msUpSince: when the last one ended.
+	msDown    bool
+	msUpSince time.Time
 }
 
 // hostSeen is a host as the history shows it: Up or not, and when it last came back Up after being
@@ -136,7 +140,10 @@ type hostSeen struct {
 
 // hostsSettle says whether every host is Up and the latest time one of them came back (0: none did).
 func (b *builder) hostsSettle() (allUp bool, upSince int64) {
-	allUp = true
+	allUp = !b.msDown
+	if !b.msUpSince.IsZero() {
+		upSince = b.msUpSince.UnixNano()
+	}
 	for _, h := range b.hosts {
 		allUp = allUp && h.up
 		if !h.upSince.IsZero() {
@@ -201,6 +208,12 @@ func (b *builder) event(e history.Event) {
 		}
 		b.vmOp(e.Object, c.actor, k, c.name, out, c.seq, e.Seq, e.Detail)
 	case history.Fault:
+		switch {
+		case e.To == "ms-restart":
+			b.msDown = true
+		case e.From == "ms-restart":
+			b.msDown, b.msUpSince = false, e.Time
+		}
 		if e.To == "ms-restart" {
 			// The server's threads die with it, holding what they held: their sections stay open
 			// (they may have done all they wrote), and the next server's threads, which reuse the
