@@ -180,6 +180,7 @@ func JobObject(id int64) string     { return fmt.Sprintf("job:%d", id) }
 
 // CreateVM inserts a VM row in Stopped.
 func (db *DB) CreateVM(actor, name, typ string, networks []int64) *VMVO {
+	point(db.env, PointWrite)
 	db.lock()
 	defer db.commit()
 	v := &VMVO{ID: db.id(), Type: typ, State: vm.Stopped, NetworkIDs: append([]int64(nil), networks...),
@@ -201,6 +202,7 @@ func (db *DB) CreateVM(actor, name, typ string, networks []int64) *VMVO {
 
 // VM reads a VM row (nil if missing).
 func (db *DB) VM(id int64) *VMVO {
+	point(db.env, PointRead)
 	db.lock()
 	defer db.mu.Unlock()
 	v, ok := db.vms[id]
@@ -215,6 +217,7 @@ func (db *DB) VM(id int64) *VMVO {
 // VMByName finds a live (not removed) VM by instance name: the one with the lowest id, whatever the
 // map's order. One pass without sorting every id: power sync asks for each domain of each report.
 func (db *DB) VMByName(name string) *VMVO {
+	point(db.env, PointRead)
 	db.lock()
 	defer db.mu.Unlock()
 	var found *VMVO
@@ -245,6 +248,7 @@ func rows[K cmp.Ordered, V any](table map[K]*V, f func(*V) bool) []*V {
 
 // VMs lists VM rows matching f, by id.
 func (db *DB) VMs(f func(*VMVO) bool) []*VMVO {
+	point(db.env, PointRead)
 	db.lock()
 	defer db.mu.Unlock()
 	return rows(db.vms, f)
@@ -253,6 +257,7 @@ func (db *DB) VMs(f func(*VMVO) bool) []*VMVO {
 // UpdateVMState is VMInstanceDaoImpl.updateState: an optimistic write keyed on state, host and
 // update_count of the caller's copy. false = the row changed underneath (no exception, as in CloudStack).
 func (db *DB) UpdateVMState(actor string, old *VMVO, ev vm.Event, newState vm.State, newHost string) bool {
+	point(db.env, PointWrite)
 	db.lock()
 	defer db.commit()
 	row, ok := db.vms[old.ID]
@@ -289,6 +294,7 @@ func (db *DB) UpdateVMState(actor string, old *VMVO, ev vm.Event, newState vm.St
 
 // RemoveVM marks an expunged VM's row removed.
 func (db *DB) RemoveVM(actor string, id int64) {
+	point(db.env, PointWrite)
 	db.lock()
 	defer db.commit()
 	if v, ok := db.vms[id]; ok {
@@ -302,6 +308,7 @@ func (db *DB) RemoveVM(actor string, id int64) {
 // update is older than wisdomEra, and counts identical reports up to three (getPowerUpdateCount).
 // It returns true when something was written (and so should be published).
 func (db *DB) UpdatePowerState(actor string, id int64, ps vm.PowerState, hostID string, wisdomEra time.Time) bool {
+	point(db.env, PointWrite)
 	db.lock()
 	defer db.commit()
 	v, ok := db.vms[id]
@@ -332,6 +339,7 @@ func (db *DB) UpdatePowerState(actor string, id int64, ps vm.PowerState, hostID 
 
 // SetPowerState writes the power columns directly (sendStop writes PowerOff on success).
 func (db *DB) SetPowerState(actor string, id int64, ps vm.PowerState) {
+	point(db.env, PointWrite)
 	db.lock()
 	defer db.commit()
 	if v, ok := db.vms[id]; ok && v.PowerState != ps {
@@ -345,6 +353,7 @@ func (db *DB) SetPowerState(actor string, id int64, ps vm.PowerState) {
 
 // ResetVMPowerStateTracking is resetVmPowerStateTracking: count 0, update time now.
 func (db *DB) ResetVMPowerStateTracking(id int64) {
+	point(db.env, PointWrite)
 	db.lock()
 	defer db.commit()
 	if v, ok := db.vms[id]; ok {
@@ -356,6 +365,7 @@ func (db *DB) ResetVMPowerStateTracking(id int64) {
 
 // ResetHostPowerStateTracking resets every VM whose power_host is the host.
 func (db *DB) ResetHostPowerStateTracking(hostID string) {
+	point(db.env, PointWrite)
 	db.lock()
 	defer db.commit()
 	for _, id := range slices.Sorted(maps.Keys(db.vms)) {
@@ -371,6 +381,7 @@ func (db *DB) ResetHostPowerStateTracking(hostID string) {
 
 // CreateNetwork inserts an Allocated network with a /24 pool of .10–.(10+size-1).
 func (db *DB) CreateNetwork(actor, name string, persistent bool, poolSize int) *NetworkVO {
+	point(db.env, PointWrite)
 	db.lock()
 	defer db.commit()
 	n := &NetworkVO{ID: db.id(), Name: name, State: network.Allocated, Created: db.env.Now(), Persistent: persistent}
@@ -389,6 +400,7 @@ func (db *DB) CreateNetwork(actor, name string, persistent bool, poolSize int) *
 
 // Network reads a network row (nil if missing).
 func (db *DB) Network(id int64) *NetworkVO {
+	point(db.env, PointRead)
 	db.lock()
 	defer db.mu.Unlock()
 	n, ok := db.networks[id]
@@ -401,6 +413,7 @@ func (db *DB) Network(id int64) *NetworkVO {
 
 // RemoveNetwork marks a network's row removed (the last step of destroyNetwork).
 func (db *DB) RemoveNetwork(actor string, id int64) {
+	point(db.env, PointWrite)
 	db.lock()
 	defer db.commit()
 	if n, ok := db.networks[id]; ok {
@@ -413,6 +426,7 @@ func (db *DB) RemoveNetwork(actor string, id int64) {
 
 // Networks lists networks matching f, by id.
 func (db *DB) Networks(f func(*NetworkVO) bool) []*NetworkVO {
+	point(db.env, PointRead)
 	db.lock()
 	defer db.mu.Unlock()
 	return rows(db.networks, f)
@@ -422,6 +436,7 @@ func (db *DB) Networks(f func(*NetworkVO) bool) []*NetworkVO {
 // in-memory copy and the row is overwritten by id — not a compare-and-set (spec 2.2), so the last
 // writer wins. direct marks a state set around the state machine (setState + update).
 func (db *DB) UpdateNetworkState(actor string, n *NetworkVO, to network.State, why string, direct bool) {
+	point(db.env, PointWrite)
 	db.lock()
 	defer db.commit()
 	row, ok := db.networks[n.ID]
@@ -446,6 +461,7 @@ func (db *DB) UpdateNetworkState(actor string, n *NetworkVO, to network.State, w
 
 // SetNetworkCreated backdates (or moves) a network's creation time.
 func (db *DB) SetNetworkCreated(id int64, t time.Time) error {
+	point(db.env, PointWrite)
 	db.lock()
 	defer db.commit()
 	n, ok := db.networks[id]
@@ -459,6 +475,7 @@ func (db *DB) SetNetworkCreated(id int64, t time.Time) error {
 
 // SetNetworkRouter records the network's virtual router.
 func (db *DB) SetNetworkRouter(id, routerID int64) {
+	point(db.env, PointWrite)
 	db.lock()
 	defer db.commit()
 	db.networks[id].RouterID = routerID
@@ -467,6 +484,7 @@ func (db *DB) SetNetworkRouter(id, routerID int64) {
 
 // ChangeActiveNicsBy is changeActiveNicsBy plus setCheckForGc.
 func (db *DB) ChangeActiveNicsBy(id int64, d int) {
+	point(db.env, PointWrite)
 	db.lock()
 	defer db.commit()
 	n := db.networks[id]
@@ -477,6 +495,7 @@ func (db *DB) ChangeActiveNicsBy(id int64, d int) {
 
 // ClearCheckForGC is clearCheckForGc.
 func (db *DB) ClearCheckForGC(id int64) {
+	point(db.env, PointWrite)
 	db.lock()
 	defer db.commit()
 	db.networks[id].CheckForGC = false
@@ -487,6 +506,7 @@ func (db *DB) ClearCheckForGC(id int64) {
 
 // CreateNic inserts an Allocated NIC (no address yet: a Start-strategy NIC gets one at reserve).
 func (db *DB) CreateNic(vmID, networkID int64) *NicVO {
+	point(db.env, PointWrite)
 	db.lock()
 	defer db.commit()
 	n := &NicVO{ID: db.id(), VMID: vmID, NetworkID: networkID, State: "Allocated"}
@@ -499,6 +519,7 @@ func (db *DB) CreateNic(vmID, networkID int64) *NicVO {
 
 // Nics lists a VM's NICs, by id.
 func (db *DB) Nics(vmID int64) []*NicVO {
+	point(db.env, PointRead)
 	db.lock()
 	defer db.mu.Unlock()
 	return rows(db.nics, func(n *NicVO) bool { return n.VMID == vmID })
@@ -506,6 +527,7 @@ func (db *DB) Nics(vmID int64) []*NicVO {
 
 // SetNicState writes a NIC's state.
 func (db *DB) SetNicState(id int64, state string) {
+	point(db.env, PointWrite)
 	db.lock()
 	defer db.commit()
 	if n, ok := db.nics[id]; ok {
@@ -517,6 +539,7 @@ func (db *DB) SetNicState(id int64, state string) {
 // ReserveIP gives the NIC the lowest free address of its network ("" if the pool is empty). A NIC that
 // already holds one keeps it.
 func (db *DB) ReserveIP(actor string, nicID int64) string {
+	point(db.env, PointWrite)
 	db.lock()
 	defer db.commit()
 	nic := db.nics[nicID]
@@ -540,6 +563,7 @@ func (db *DB) ReserveIP(actor string, nicID int64) string {
 
 // ReleaseIP returns the NIC's address to the pool.
 func (db *DB) ReleaseIP(actor string, nicID int64) {
+	point(db.env, PointWrite)
 	db.lock()
 	defer db.commit()
 	nic, ok := db.nics[nicID]
@@ -559,6 +583,7 @@ func (db *DB) ReleaseIP(actor string, nicID int64) {
 
 // RemoveNic deletes a NIC row.
 func (db *DB) RemoveNic(id int64) {
+	point(db.env, PointWrite)
 	db.lock()
 	defer db.commit()
 	delete(db.nics, id)
@@ -567,6 +592,7 @@ func (db *DB) RemoveNic(id int64) {
 
 // IPPool lists a network's pool with the holder VM id (0 = free).
 func (db *DB) IPPool(networkID int64) []IPHolder {
+	point(db.env, PointRead)
 	db.lock()
 	defer db.mu.Unlock()
 	var out []IPHolder
@@ -592,6 +618,7 @@ type IPHolder struct {
 
 // CreateVolume inserts an Allocated ROOT volume for a VM.
 func (db *DB) CreateVolume(actor string, vmID int64) *VolumeVO {
+	point(db.env, PointWrite)
 	db.lock()
 	defer db.commit()
 	v := &VolumeVO{ID: db.id(), VMID: vmID, State: "Allocated"}
@@ -605,6 +632,7 @@ func (db *DB) CreateVolume(actor string, vmID int64) *VolumeVO {
 
 // Volumes lists a VM's volumes, removed ones included (vmID 0: every volume).
 func (db *DB) Volumes(vmID int64) []*VolumeVO {
+	point(db.env, PointRead)
 	db.lock()
 	defer db.mu.Unlock()
 	return rows(db.volumes, func(v *VolumeVO) bool { return vmID == 0 || v.VMID == vmID })
@@ -612,6 +640,7 @@ func (db *DB) Volumes(vmID int64) []*VolumeVO {
 
 // SetVolumeState writes a volume's state; "Expunged" also marks it removed.
 func (db *DB) SetVolumeState(actor string, id int64, state string) {
+	point(db.env, PointWrite)
 	db.lock()
 	defer db.commit()
 	v, ok := db.volumes[id]
@@ -630,6 +659,7 @@ func (db *DB) SetVolumeState(actor string, id int64, state string) {
 
 // Host reads a host row (nil if missing).
 func (db *DB) Host(id string) *HostVO {
+	point(db.env, PointRead)
 	db.lock()
 	defer db.mu.Unlock()
 	h, ok := db.hosts[id]
@@ -642,6 +672,7 @@ func (db *DB) Host(id string) *HostVO {
 
 // Hosts lists hosts by id.
 func (db *DB) Hosts() []*HostVO {
+	point(db.env, PointRead)
 	db.lock()
 	defer db.mu.Unlock()
 	return rows(db.hosts, nil)
@@ -649,6 +680,7 @@ func (db *DB) Hosts() []*HostVO {
 
 // HostTransit applies a host status event; false when the state machine refuses it.
 func (db *DB) HostTransit(actor, id string, ev host.Event, msID string) (host.Status, bool) {
+	point(db.env, PointWrite)
 	db.lock()
 	defer db.commit()
 	h, ok := db.hosts[id]
@@ -677,6 +709,7 @@ func (db *DB) HostTransit(actor, id string, ev host.Event, msID string) (host.St
 
 // SetLastPinged records a ping.
 func (db *DB) SetLastPinged(id string, t time.Time) {
+	point(db.env, PointWrite)
 	db.lock()
 	defer db.commit()
 	if h, ok := db.hosts[id]; ok {
@@ -689,6 +722,7 @@ func (db *DB) SetLastPinged(id string, t time.Time) {
 
 // CreateJob inserts an IN_PROGRESS job.
 func (db *DB) CreateJob(actor, cmd, instanceType string, instanceID int64, msID string) *JobVO {
+	point(db.env, PointWrite)
 	db.lock()
 	defer db.commit()
 	j := &JobVO{ID: db.id(), Cmd: cmd, InstanceType: instanceType, InstanceID: instanceID, Status: job.InProgress, MSID: msID, Created: db.env.Now()}
@@ -702,6 +736,7 @@ func (db *DB) CreateJob(actor, cmd, instanceType string, instanceID int64, msID 
 
 // CompleteJob finishes a job (no-op when already done).
 func (db *DB) CompleteJob(actor string, id int64, st job.Status, code int, result string) {
+	point(db.env, PointWrite)
 	db.lock()
 	defer db.commit()
 	j, ok := db.jobs[id]
@@ -715,6 +750,7 @@ func (db *DB) CompleteJob(actor string, id int64, st job.Status, code int, resul
 
 // Job reads a job row.
 func (db *DB) Job(id int64) *JobVO {
+	point(db.env, PointRead)
 	db.lock()
 	defer db.mu.Unlock()
 	j, ok := db.jobs[id]
@@ -727,6 +763,7 @@ func (db *DB) Job(id int64) *JobVO {
 
 // Jobs lists jobs matching f, by id.
 func (db *DB) Jobs(f func(*JobVO) bool) []*JobVO {
+	point(db.env, PointRead)
 	db.lock()
 	defer db.mu.Unlock()
 	return rows(db.jobs, f)
@@ -739,6 +776,7 @@ func NetworkLockKey(id int64) string { return fmt.Sprintf("networks%d", id) }
 
 // TryLock inserts or re-enters a lock row; false if another owner holds it.
 func (db *DB) TryLock(key, msID, thread string) bool {
+	point(db.env, PointLock)
 	db.lock()
 	defer db.commit()
 	l, ok := db.locks[key]
@@ -758,6 +796,7 @@ func (db *DB) TryLock(key, msID, thread string) bool {
 
 // Unlock decrements a lock row's count and deletes it at zero.
 func (db *DB) Unlock(key, msID, thread string) {
+	point(db.env, PointUnlock)
 	db.lock()
 	defer db.commit()
 	l, ok := db.locks[key]
@@ -774,6 +813,7 @@ func (db *DB) Unlock(key, msID, thread string) {
 
 // LockHolder names the thread holding key ("" if free).
 func (db *DB) LockHolder(key string) string {
+	point(db.env, PointRead)
 	db.lock()
 	defer db.mu.Unlock()
 	if l, ok := db.locks[key]; ok {
@@ -784,6 +824,7 @@ func (db *DB) LockHolder(key string) string {
 
 // Locks lists the lock rows by key.
 func (db *DB) Locks() []LockVO {
+	point(db.env, PointRead)
 	db.lock()
 	defer db.mu.Unlock()
 	var out []LockVO
@@ -796,6 +837,7 @@ func (db *DB) Locks() []LockVO {
 
 // CleanupLocksForServer is Merovingian2.cleanupForServer: a restarting server drops its own rows.
 func (db *DB) CleanupLocksForServer(msID string) {
+	point(db.env, PointWrite)
 	db.lock()
 	defer db.commit()
 	for k, l := range db.locks {
@@ -808,6 +850,7 @@ func (db *DB) CleanupLocksForServer(msID string) {
 
 // VMByNameAny finds the newest (highest id) VM row with an instance name, removed or not.
 func (db *DB) VMByNameAny(name string) *VMVO {
+	point(db.env, PointRead)
 	db.lock()
 	defer db.mu.Unlock()
 	var found *VMVO
