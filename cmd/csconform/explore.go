@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/csconform/csconform/drivers/container"
+	"github.com/csconform/csconform/drivers/sim"
 	"github.com/csconform/csconform/harness/explore"
 	"github.com/csconform/csconform/impl"
 	"github.com/csconform/csconform/model/history"
@@ -64,6 +65,8 @@ func exploreCmd(args []string, stdout, stderr io.Writer) int {
 	quiet := fs.Bool("quiet", false, "")
 	driver := fs.String("driver", "sim", "")
 	domains := fs.String("domains", container.DomainsAuto, "")
+	sched := &strategyFlag{}
+	fs.Var(sched, "scheduler", "")
 	fs.Usage = func() { fmt.Fprint(stderr, usage) }
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -96,6 +99,9 @@ func exploreCmd(args []string, stdout, stderr io.Writer) int {
 	if err := checkDomains(*domains); err != nil {
 		return fail(err)
 	}
+	if *driver != "sim" && sched.st.Kind != sim.Random {
+		return fail(fmt.Errorf("--scheduler is the simulator's: --driver %s runs in real time", *driver))
+	}
 	ctx, stopSignals := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stopSignals()
 	sum := &explore.Summary{Profile: *profile, Defects: sw.On(), Seed: *seed, Shard: *shard, Budget: *budget, Driver: *driver}
@@ -117,7 +123,7 @@ func exploreCmd(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintln(stderr, line)
 		}
 	}
-	o := explore.Options{Profile: *profile, Defects: sw, Detectors: det, Driver: *driver, Domains: *domains, Ctx: ctx, Seen: func(out *explore.Outcome) {
+	o := explore.Options{Profile: *profile, Defects: sw, Detectors: det, Driver: *driver, Domains: *domains, Scheduler: sched.st, Ctx: ctx, Seen: func(out *explore.Outcome) {
 		done++
 		if det.Linear && len(out.Undecided) > 0 {
 			sum.Undecided++ // never counted as linearizable

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/csconform/csconform/drivers/sim"
 	"github.com/csconform/csconform/harness"
 	"github.com/csconform/csconform/impl"
 	"github.com/csconform/csconform/model/linear"
@@ -44,6 +45,8 @@ type Options struct {
 	Ctx context.Context
 	// Seen, if set, is told of every case run (progress, the last program).
 	Seen func(*Outcome)
+	// Scheduler is the simulator's strategy (sim driver only; the zero value is random).
+	Scheduler sim.Strategy
 }
 
 // ErrInterrupted is an exploration stopped by its context (Ctrl-C) before its budget.
@@ -72,7 +75,7 @@ func Run(sc *harness.Scenario, o Options) (*Outcome, error) {
 	var err error
 	switch o.Driver {
 	case "", "sim":
-		res, err = harness.RunScenarioLimited(sc, o.Profile, o.Defects, sc.Seed, harness.Limits{Ctx: o.Ctx})
+		res, err = harness.RunScenarioLimited(sc, o.Profile, o.Defects, sc.Seed, harness.Limits{Ctx: o.Ctx, Scheduler: o.Scheduler})
 	case "container":
 		res, err = harness.RunScenarioContainer(sc, o.Profile, o.Defects, sc.Seed, harness.ContainerOptions{Ctx: o.Ctx, Domains: o.Domains})
 	default:
