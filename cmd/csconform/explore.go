@@ -291,6 +291,8 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 	seeds := fs.Int("seeds", 20, "")
 	budget := fs.Int("budget", 100, "")
 	detectors := fs.String("detectors", "both", "")
+	sched := &strategyFlag{}
+	fs.Var(sched, "scheduler", "")
 	fs.Usage = func() { fmt.Fprint(stderr, usage) }
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -304,7 +306,7 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "csconform bench: --detectors wants both, invariants or linear, got %q\n", *detectors)
 		return 2
 	}
-	fmt.Fprintf(stdout, "cases and wall time to the first finding (detectors: %s), each defect alone, %d seeds, budget %d:\n", *detectors, *seeds, *budget)
+	fmt.Fprintf(stdout, "cases and wall time to the first finding (detectors: %s, scheduler: %s), each defect alone, %d seeds, budget %d:\n", *detectors, sched.st, *seeds, *budget)
 	fmt.Fprintf(stdout, "%-32s %6s %13s %12s %13s %12s\n", "defect", "found", "median cases", "worst cases", "median time", "worst time")
 	for _, d := range []string{"D1", "D2", "D3", "C1", "C2", impl.PlantedStopTimeoutIsSuccess} {
 		sw, err := impl.ParseDefects(d)
@@ -316,7 +318,7 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 		found := 0
 		for s := 1; s <= *seeds; s++ {
 			t0 := time.Now()
-			f, ran, err := explore.Explore(explore.Options{Profile: d, Defects: sw, Detectors: det}, *budget, uint64(s)*7919, time.Millisecond)
+			f, ran, err := explore.Explore(explore.Options{Profile: d, Defects: sw, Detectors: det, Scheduler: sched.st}, *budget, uint64(s)*7919, time.Millisecond)
 			if err != nil {
 				fmt.Fprintln(stderr, "csconform bench:", err)
 				return 2

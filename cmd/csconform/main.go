@@ -124,6 +124,7 @@ bench flags:
   --seeds N        seeds per defect (default 20)
   --budget N       cases per seed at most (default 100)
   --detectors D    both (default), invariants or linear
+  --scheduler S    random (default) or pct[:depth]
 
 Exit status: 0 nothing found and every expectation met, 1 a violation was found, 2 bad input or
 a run stopped at a bound, 3 could not decide (the linearizability checker timed out on some object,

@@ -32,7 +32,7 @@ const DefaultPCTDepth = 3
 
 // DefaultPCTHorizon is the expected number of scheduling points of one run (k in the paper), over
 // which the priority change points are spread.
-const DefaultPCTHorizon = 4000
+const DefaultPCTHorizon = 1000
 
 // Strategy is the scheduler's strategy. The zero value is Random.
 type Strategy struct {
@@ -134,6 +134,14 @@ func (s *Scheduler) Preemptions() uint64 {
 		return 0
 	}
 	return s.pct.preemptions
+}
+
+// Points counts the scheduling points passed under PCT (0 under Random, which does not count them).
+func (s *Scheduler) Points() uint64 {
+	if s.pct == nil {
+		return 0
+	}
+	return s.pct.points
 }
 
 // Point is a scheduling point of the running task (impl.Preempter). Under Random it does nothing.
