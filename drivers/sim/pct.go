@@ -73,6 +73,18 @@ func (st Strategy) String() string {
 	return fmt.Sprintf("pct:%d", st.depth())
 }
 
+// MarshalText and UnmarshalText make a Strategy a scenario file's `scheduler:` value.
+func (st Strategy) MarshalText() ([]byte, error) { return []byte(st.String()), nil }
+
+func (st *Strategy) UnmarshalText(b []byte) error {
+	v, err := ParseStrategy(string(b))
+	if err != nil {
+		return err
+	}
+	*st = v
+	return nil
+}
+
 func (st Strategy) depth() int {
 	if st.Depth <= 0 {
 		return DefaultPCTDepth

@@ -75,6 +75,9 @@ func Run(sc *harness.Scenario, o Options) (*Outcome, error) {
 	var err error
 	switch o.Driver {
 	case "", "sim":
+		if o.Scheduler.Kind != sim.Random {
+			sc.Scheduler = o.Scheduler // its counterexample.yaml then replays under the same strategy
+		}
 		res, err = harness.RunScenarioLimited(sc, o.Profile, o.Defects, sc.Seed, harness.Limits{Ctx: o.Ctx, Scheduler: o.Scheduler})
 	case "container":
 		res, err = harness.RunScenarioContainer(sc, o.Profile, o.Defects, sc.Seed, harness.ContainerOptions{Ctx: o.Ctx, Domains: o.Domains})

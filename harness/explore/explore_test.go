@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/csconform/csconform/drivers/sim"
 	"github.com/csconform/csconform/harness"
 
 	"github.com/csconform/csconform/impl"
@@ -19,6 +20,7 @@ import (
 var (
 	profileFlag = flag.String("csconform.profile", "fixed", "profile the property test runs against")
 	defectsFlag = flag.String("csconform.defects", "", "defect switches instead of the profile (D1,D2a,…)")
+	schedFlag   = flag.String("csconform.scheduler", "random", "the simulator's strategy: random or pct[:depth]")
 	randomFlag  = flag.Bool("csconform.random", false, "explore from a random seed instead of the fixed ones (csconform bench measures 20)")
 )
 
@@ -46,7 +48,11 @@ func TestExplore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rapid.Check(t, Property(Options{Profile: *profileFlag, Defects: sw}))
+	st, err := sim.ParseStrategy(*schedFlag)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rapid.Check(t, Property(Options{Profile: *profileFlag, Defects: sw, Scheduler: st}))
 }
 
 func only(names ...string) impl.Switches {
