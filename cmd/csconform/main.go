@@ -102,7 +102,8 @@ explore flags:
   --budget N       cases to run at most (default 1000)
   --seed N         where to start (default: random, printed); --seed N --budget 1 replays a finding
   --shard i/n      run the i-th of n disjoint slices of the seed space (a CI matrix)
-  --scheduler S    random or pct[:depth], as for repro (default random)
+  --scheduler S    pct[:depth] (default pct:3: the fixed profile stays clean under it) or random,
+                   as for repro; a finding's replay line and counterexample.yaml carry it
   --detectors D    both (default), invariants or linear
   --driver NAME    sim (default) or container (server and hosts in Docker containers, real time,
                    a minute or two a case: use a small budget; invariants only)
