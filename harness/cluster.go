@@ -131,7 +131,7 @@ func NewSimCluster(o Options) (*Cluster, error) {
 	s.UseStrategy(o.Limits.Scheduler)
 	c := &Cluster{Sched: s, Fabric: sim.NewFabric(s), Hosts: map[string]*sim.Host{}, Agents: map[string]*impl.Agent{},
 		Config: cfg, Defects: o.Defects, tracker: invariant.NewTracker(), seen: map[string]bool{}, vmIDs: map[string]int64{}, netIDs: map[string]int64{}}
-	c.w = &simWorld{c}
+	c.w = &simWorld{c: c}
 	c.Rec = NewRecorder(s.Now)
 	c.DB = impl.NewDB(s, c.Rec)
 	c.startServer()
