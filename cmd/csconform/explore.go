@@ -318,7 +318,7 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stdout, "cases and wall time to the first finding (detectors: %s, scheduler: %s), each defect alone, %d seeds, budget %d:\n", *detectors, sched.st, *seeds, *budget)
 	fmt.Fprintf(stdout, "%-32s %6s %13s %12s %13s %12s\n", "defect", "found", "median cases", "worst cases", "median time", "worst time")
-	for _, d := range []string{"D1", "D2", "D3", "C1", "C2", impl.PlantedStopTimeoutIsSuccess} {
+	for _, d := range []string{"D1", "D2", "D3", "C1", "C2", impl.PlantedStopTimeoutIsSuccess, impl.PlantedIPFromStaleRead} {
 		sw, err := impl.ParseDefects(d)
 		if err != nil { // the planted bug is no defect ParseDefects knows
 			sw = impl.Switches{d: true}
