@@ -237,7 +237,7 @@ type Result struct {
 	Profile  string   `json:"profile"`
 	Defects  []string `json:"defects"`
 	Seed     uint64   `json:"seed"`
-	// Scheduler is the simulator's strategy when it is not the default (random): "pct:3".
+	// Scheduler is the simulator's strategy when it is not the default (random): "pct:8".
 	Scheduler  string       `json:"scheduler,omitempty"`
 	Cases      []CaseResult `json:"cases"`
 	Violations []Violation  `json:"violations"`

@@ -74,7 +74,7 @@ repro flags:
   --history FILE   write the recorded history of the (last) run as JSON lines
   --scheduler S    the simulator's strategy: random (default: switches only where tasks block) or
                    pct[:depth] (PCT: random priorities, depth-1 change points, preemption at every
-                   database read/write, lock and message; default depth 3)
+                   database read/write, lock and message; default depth 8)
 
 repro against an external CloudStack (one scenario; nothing is started, no profile, seed or driver):
   --api URL        CloudStack's API, e.g. http://mgmt:8080/client/api
@@ -102,7 +102,7 @@ explore flags:
   --budget N       cases to run at most (default 1000)
   --seed N         where to start (default: random, printed); --seed N --budget 1 replays a finding
   --shard i/n      run the i-th of n disjoint slices of the seed space (a CI matrix)
-  --scheduler S    pct[:depth] (default pct:3: the fixed profile stays clean under it) or random,
+  --scheduler S    pct[:depth] (default pct:8: the fixed profile stays clean under it) or random,
                    as for repro; a finding's replay line and counterexample.yaml carry it
   --detectors D    both (default), invariants or linear
   --driver NAME    sim (default) or container (server and hosts in Docker containers, real time,

@@ -136,7 +136,7 @@ func TestParseStrategy(t *testing.T) {
 		require.NoError(t, err, c.in)
 		require.Equal(t, c.want, got, c.in)
 	}
-	require.Equal(t, "pct:3", Strategy{Kind: PCT}.String())
+	require.Equal(t, "pct:8", Strategy{Kind: PCT}.String())
 	require.Equal(t, "random", Strategy{}.String())
 }
 
