@@ -40,16 +40,6 @@ type Recorder struct {
 	clock    func() time.Time
 	// notify, when someone waits for the next event (Next), is closed by the next emit.
 	notify chan struct{}
-	// fire, when a simulated task waits for the next event (fireOnNext), is fired by the next emit.
-	fire interface{ Fire() }
-}
-
-// fireOnNext makes the next event recorded fire sig: the simulator's wait for an event, which must
-// go through its scheduler rather than a channel.
-func (r *Recorder) fireOnNext(sig interface{ Fire() }) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.fire = sig
 }
 
 // Next returns a channel closed at the next event recorded (real worlds wait on it instead of
@@ -82,11 +72,6 @@ func (r *Recorder) emit(e history.Event) {
 	if r.notify != nil {
 		close(r.notify)
 		r.notify = nil
-	}
-	if r.fire != nil {
-		// the simulator's Fire only queues the waiter: it never calls back here
-		r.fire.Fire()
-		r.fire = nil
 	}
 	if e.Kind != history.Log && e.Kind != history.Observe && e.Kind != history.Violation {
 		r.dirty = true

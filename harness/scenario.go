@@ -536,37 +536,26 @@ func (c *Cluster) runSteps(sc *Scenario, res *Result) error {
 	return nil
 }
 
-// waitUntil evaluates the condition at every event recorded, for an hour at most: every condition is
-// a record the history names when it changes, so a state shorter than any poll is still seen, at the
-// instant it begins. The simulator wakes the waiting task through its scheduler; a real world waits
-// for the next event, 50 ms at most.
+// waitUntil polls the condition every 50 ms of virtual time (in real time: at every event recorded,
+// so start-sent fires as the StartCommand leaves the server), for an hour at most.
 func (c *Cluster) waitUntil(st Step, lenient bool) error {
 	limit := time.Hour
 	if lenient {
 		limit = 5 * time.Minute
 	}
 	deadline := c.Now().Add(limit)
-	scanned := 0 // start-sent: the events already looked at
 	for c.Now().Before(deadline) {
-		var sig interface{ Wait(time.Duration) bool }
-		if c.Sched != nil {
-			// armed before the condition is read, so an event recorded while it is read (a
-			// preemption at a database read) wakes the next wait at once
-			s := c.Sched.NewSignal()
-			c.Rec.fireOnNext(s)
-			sig = s
-		}
 		switch st.Until {
 		case "start-sent":
 			if id, err := c.VMID(st.VM); err == nil {
 				v := c.DB.VM(id)
 				evs := c.Rec.events()
-				for _, e := range evs[scanned:] {
+				for i := len(evs) - 1; i >= 0; i-- {
+					e := evs[i]
 					if e.Object == VMObj(id) && strings.HasPrefix(e.Detail, "Sending StartCommand for "+v.Name) {
 						return nil
 					}
 				}
-				scanned = len(evs)
 			}
 		case "running":
 			if st, ok := c.VMState(st.VM); ok && st == vm.Running {
@@ -581,11 +570,7 @@ func (c *Cluster) waitUntil(st Step, lenient bool) error {
 				return nil
 			}
 		}
-		if sig != nil {
-			sig.Wait(deadline.Sub(c.Now()))
-		} else {
-			c.w.pause(50 * time.Millisecond)
-		}
+		c.w.pause(50 * time.Millisecond)
 	}
 	if lenient {
 		return nil
