@@ -40,6 +40,9 @@ type Limits struct {
 	// MaxSimTime bounds the run's virtual time from the scenario's start, settle included (0:
 	// DefaultMaxSimTime).
 	MaxSimTime time.Duration
+	// Scheduler is the simulator's strategy (the zero value: random among wake-ups due together,
+	// no preemption).
+	Scheduler sim.Strategy
 }
 
 // The default bounds: a simulated day of a cloud of a few hundred hosts fits in them (a seed
@@ -134,9 +137,10 @@ func NewSimCluster(o Options) (*Cluster, error) {
 		return nil, err
 	}
 	s := sim.NewScheduler(o.Seed)
+	s.UseStrategy(o.Limits.Scheduler)
 	c := &Cluster{Sched: s, Fabric: sim.NewFabric(s), Hosts: map[string]*sim.Host{}, Agents: map[string]*impl.Agent{},
 		Config: cfg, Defects: o.Defects, tracker: invariant.NewTracker(), seen: map[string]bool{}, vmIDs: map[string]int64{}, netIDs: map[string]int64{}}
-	c.w = &simWorld{c}
+	c.w = &simWorld{c: c}
 	c.Rec = NewRecorder(s.Now)
 	c.DB = impl.NewDB(s, c.Rec)
 	if mode != checkFull {

@@ -124,8 +124,12 @@ func (r *Result) WriteText(w io.Writer, epoch time.Time) {
 		fmt.Fprintf(w, "== %s — %s\n   external CloudStack %s, run %s, %s, %s\n",
 			r.Scenario, r.Title, r.External, r.Run, expect, r.VirtualEnd.Round(time.Second))
 	} else {
-		fmt.Fprintf(w, "== %s — %s\n   profile %s (defects on: %s), seed %d, %s of virtual time, %d scheduler steps\n",
-			r.Scenario, r.Title, r.Profile, orNone(strings.Join(r.Defects, ",")), r.Seed, r.VirtualEnd.Round(time.Second), r.Steps)
+		sched := ""
+		if r.Scheduler != "" {
+			sched = " (" + r.Scheduler + ")"
+		}
+		fmt.Fprintf(w, "== %s — %s\n   profile %s (defects on: %s), seed %d, %s of virtual time, %d scheduler steps%s\n",
+			r.Scenario, r.Title, r.Profile, orNone(strings.Join(r.Defects, ",")), r.Seed, r.VirtualEnd.Round(time.Second), r.Steps, sched)
 	}
 	if len(r.Cases) > 0 {
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)

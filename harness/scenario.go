@@ -40,6 +40,10 @@ type Scenario struct {
 	// after 5 minutes, and a fault with nothing to act on (a VM without a domain) is skipped.
 	Lenient bool              `yaml:"lenient,omitempty"`
 	Expect  map[string]Expect `yaml:"expect,omitempty"`
+	// Scheduler is the simulator's strategy the scenario's interleaving was found with (random or
+	// pct[:depth]; a program explore found under PCT replays only under PCT). A run's own
+	// Limits.Scheduler, when not random, takes precedence.
+	Scheduler sim.Strategy `yaml:"scheduler,omitempty"`
 }
 
 // NetworkDef is a network that exists before the steps run.
@@ -228,11 +232,13 @@ type CaseResult struct {
 
 // Result is a scenario run.
 type Result struct {
-	Scenario   string       `json:"scenario"`
-	Title      string       `json:"title"`
-	Profile    string       `json:"profile"`
-	Defects    []string     `json:"defects"`
-	Seed       uint64       `json:"seed"`
+	Scenario string   `json:"scenario"`
+	Title    string   `json:"title"`
+	Profile  string   `json:"profile"`
+	Defects  []string `json:"defects"`
+	Seed     uint64   `json:"seed"`
+	// Scheduler is the simulator's strategy when it is not the default (random): "pct:8".
+	Scheduler  string       `json:"scheduler,omitempty"`
 	Cases      []CaseResult `json:"cases"`
 	Violations []Violation  `json:"violations"`
 	// NotLinearizable are the objects whose history no sequential order explains (the second
@@ -282,12 +288,18 @@ func runScenario(sc *Scenario, profile string, defects impl.Switches, seed uint6
 			return nil, err
 		}
 	}
+	if lim.Scheduler.Kind == sim.Random {
+		lim.Scheduler = sc.Scheduler
+	}
 	c, err := newCluster(Options{Seed: seed, Hosts: sc.Hosts, Defects: defects, Config: sc.Config, Limits: lim})
 	if err != nil {
 		return nil, stopped(err, lim)
 	}
 	defer c.Close()
 	res := &Result{Scenario: sc.Name, Title: sc.Title, Profile: profile, Defects: defects.On(), Seed: seed, Cluster: c}
+	if lim.Scheduler.Kind != sim.Random && c.Sched != nil {
+		res.Scheduler = lim.Scheduler.String()
+	}
 	start := c.Now()
 	res.Started = start
 	// stop ends a run that did not finish with what it had: the table so far, the violations seen.

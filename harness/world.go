@@ -3,6 +3,7 @@ package harness
 import (
 	"time"
 
+	"github.com/csconform/csconform/drivers/sim"
 	"github.com/csconform/csconform/impl"
 	"github.com/csconform/csconform/model/invariant"
 )
@@ -52,7 +53,27 @@ type world interface {
 }
 
 // simWorld is the simulator: one scheduler, virtual time, a fabric of links, simulated hosts.
-type simWorld struct{ c *Cluster }
+type simWorld struct {
+	c  *Cluster
+	ms *incarnation // the running management server's process
+}
+
+// incarnation is one management-server process's Env. Once it is stopped, a thread it would start is
+// never born: a process that died starts nothing. Under the random strategy no server code runs
+// between the kill and the next incarnation; under PCT a client preempted in the middle of an API
+// call (between allocating a VM and submitting its job) resumes after the kill, and without this its
+// job's executor would be a thread of a dead server, retrying a start whose work job no heartbeat
+// will ever dispatch.
+type incarnation struct {
+	*sim.Scheduler
+	dead bool
+}
+
+func (e *incarnation) Go(name string, fn func()) {
+	if !e.dead {
+		e.Scheduler.Go(name, fn)
+	}
+}
 
 func (w *simWorld) now() time.Time                { return w.c.Sched.Now() }
 func (w *simWorld) goTask(name string, fn func()) { w.c.Sched.Go(name, fn) }
@@ -72,11 +93,13 @@ func (w *simWorld) close()        { w.c.Sched.Close() }
 func (w *simWorld) newServer() *impl.Server {
 	c := w.c
 	c.Fabric.Listen(true)
-	return impl.NewServer("ms1", c.Sched, c.DB, c.Config, c.Defects, c.Fabric)
+	w.ms = &incarnation{Scheduler: c.Sched}
+	return impl.NewServer("ms1", w.ms, c.DB, c.Config, c.Defects, c.Fabric)
 }
 
 func (w *simWorld) stopServer() {
 	w.c.Fabric.Listen(false)
+	w.ms.dead = true
 	w.c.Sched.Kill("ms/")
 }
 

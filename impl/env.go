@@ -21,6 +21,44 @@ type Env interface {
 	NewSignal() Signal
 }
 
+// PointKind says what a task is about to do at a scheduling point.
+type PointKind uint8
+
+// The scheduling points: where a check-then-act race on shared state can be cut in two.
+const (
+	PointRead   PointKind = iota + 1 // a database read
+	PointWrite                       // a database write
+	PointLock                        // a lock-table attempt (TryLock)
+	PointUnlock                      // a lock-table release
+	PointSend                        // a message handed to the agent link
+	PointRecv                        // a message taken from the agent link
+)
+
+var pointNames = [...]string{"", "read", "write", "lock", "unlock", "send", "recv"}
+
+func (k PointKind) String() string {
+	if int(k) < len(pointNames) {
+		return pointNames[k]
+	}
+	return "point?"
+}
+
+// Preempter is an Env that may switch tasks at scheduling points, not only where a task blocks: the
+// simulator's bounded-preemption strategy, which makes a read-then-write race on the database
+// reachable. Point is called by the task itself, before the operation and holding no lock; it may
+// park the task and return later, at the same virtual instant. Real worlds do not implement it: their
+// goroutines are preempted anyway.
+type Preempter interface {
+	Point(k PointKind)
+}
+
+// point is a scheduling point of env's running task (nothing when env is not a Preempter).
+func point(env Env, k PointKind) {
+	if p, ok := env.(Preempter); ok {
+		p.Point(k)
+	}
+}
+
 // Signal is a one-shot event.
 type Signal interface {
 	Fire()

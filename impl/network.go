@@ -167,7 +167,7 @@ func (s *Server) prepareNic(t *Thread, v *VMVO, nic *NicVO, n *NetworkVO) error 
 		return &ResourceUnavailableError{Resource: "Network:" + strconv.FormatInt(n.ID, 10), Reason: "Network is not yet fully implemented"}
 	}
 	s.DB.SetNicState(nic.ID, "Reserving")
-	if ip := s.DB.ReserveIP(t.Name, nic.ID); ip == "" {
+	if ip := s.reserveIP(t, nic); ip == "" {
 		s.DB.SetNicState(nic.ID, "Allocated")
 		return &ResourceUnavailableError{Resource: "Network:" + strconv.FormatInt(n.ID, 10), Reason: "Insufficient address capacity"}
 	}

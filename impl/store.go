@@ -183,6 +183,7 @@ func JobObject(id int64) string     { return fmt.Sprintf("job:%d", id) }
 
 // CreateVM inserts a VM row in Stopped.
 func (db *DB) CreateVM(actor, name, typ string, networks []int64) *VMVO {
+	point(db.env, PointWrite)
 	db.lock()
 	defer db.commit()
 	v := &VMVO{ID: db.id(), Type: typ, State: vm.Stopped, NetworkIDs: append([]int64(nil), networks...),
@@ -205,6 +206,7 @@ func (db *DB) CreateVM(actor, name, typ string, networks []int64) *VMVO {
 
 // VM reads a VM row (nil if missing).
 func (db *DB) VM(id int64) *VMVO {
+	point(db.env, PointRead)
 	db.lock()
 	defer db.mu.Unlock()
 	v, ok := db.vms[id]
@@ -219,6 +221,7 @@ func (db *DB) VM(id int64) *VMVO {
 // VMByName finds a live (not removed) VM by instance name: the one with the lowest id (the name index
 // lists ids in order). Power sync asks for each domain of each report.
 func (db *DB) VMByName(name string) *VMVO {
+	point(db.env, PointRead)
 	db.lock()
 	defer db.mu.Unlock()
 	var found *VMVO
@@ -250,6 +253,7 @@ func rows[K cmp.Ordered, V any](table map[K]*V, f func(*V) bool) []*V {
 
 // VMs lists VM rows matching f, by id.
 func (db *DB) VMs(f func(*VMVO) bool) []*VMVO {
+	point(db.env, PointRead)
 	db.lock()
 	defer db.mu.Unlock()
 	return rowsOf(db.vms, db.ix.vmOrder, f)
@@ -272,6 +276,7 @@ func (db *DB) VMsInNetwork(nid int64, f func(*VMVO) bool) []*VMVO {
 // UpdateVMState is VMInstanceDaoImpl.updateState: an optimistic write keyed on state, host and
 // update_count of the caller's copy. false = the row changed underneath (no exception, as in CloudStack).
 func (db *DB) UpdateVMState(actor string, old *VMVO, ev vm.Event, newState vm.State, newHost string) bool {
+	point(db.env, PointWrite)
 	db.lock()
 	defer db.commit()
 	row, ok := db.vms[old.ID]
@@ -309,6 +314,7 @@ func (db *DB) UpdateVMState(actor string, old *VMVO, ev vm.Event, newState vm.St
 
 // RemoveVM marks an expunged VM's row removed.
 func (db *DB) RemoveVM(actor string, id int64) {
+	point(db.env, PointWrite)
 	db.lock()
 	defer db.commit()
 	if v, ok := db.vms[id]; ok {
@@ -322,6 +328,7 @@ func (db *DB) RemoveVM(actor string, id int64) {
 // update is older than wisdomEra, and counts identical reports up to three (getPowerUpdateCount).
 // It returns true when something was written (and so should be published).
 func (db *DB) UpdatePowerState(actor string, id int64, ps vm.PowerState, hostID string, wisdomEra time.Time) bool {
+	point(db.env, PointWrite)
 	db.lock()
 	defer db.commit()
 	v, ok := db.vms[id]
@@ -352,6 +359,7 @@ func (db *DB) UpdatePowerState(actor string, id int64, ps vm.PowerState, hostID 
 
 // SetPowerState writes the power columns directly (sendStop writes PowerOff on success).
 func (db *DB) SetPowerState(actor string, id int64, ps vm.PowerState) {
+	point(db.env, PointWrite)
 	db.lock()
 	defer db.commit()
 	if v, ok := db.vms[id]; ok && v.PowerState != ps {
@@ -365,6 +373,7 @@ func (db *DB) SetPowerState(actor string, id int64, ps vm.PowerState) {
 
 // ResetVMPowerStateTracking is resetVmPowerStateTracking: count 0, update time now.
 func (db *DB) ResetVMPowerStateTracking(id int64) {
+	point(db.env, PointWrite)
 	db.lock()
 	defer db.commit()
 	if v, ok := db.vms[id]; ok {
@@ -376,6 +385,7 @@ func (db *DB) ResetVMPowerStateTracking(id int64) {
 
 // ResetHostPowerStateTracking resets every VM whose power_host is the host.
 func (db *DB) ResetHostPowerStateTracking(hostID string) {
+	point(db.env, PointWrite)
 	db.lock()
 	defer db.commit()
 	for _, id := range db.ix.vmOrder {
@@ -391,6 +401,7 @@ func (db *DB) ResetHostPowerStateTracking(hostID string) {
 
 // CreateNetwork inserts an Allocated network with a /24 pool of .10–.(10+size-1).
 func (db *DB) CreateNetwork(actor, name string, persistent bool, poolSize int) *NetworkVO {
+	point(db.env, PointWrite)
 	db.lock()
 	defer db.commit()
 	n := &NetworkVO{ID: db.id(), Name: name, State: network.Allocated, Created: db.env.Now(), Persistent: persistent}
@@ -410,6 +421,7 @@ func (db *DB) CreateNetwork(actor, name string, persistent bool, poolSize int) *
 
 // Network reads a network row (nil if missing).
 func (db *DB) Network(id int64) *NetworkVO {
+	point(db.env, PointRead)
 	db.lock()
 	defer db.mu.Unlock()
 	n, ok := db.networks[id]
@@ -422,6 +434,7 @@ func (db *DB) Network(id int64) *NetworkVO {
 
 // RemoveNetwork marks a network's row removed (the last step of destroyNetwork).
 func (db *DB) RemoveNetwork(actor string, id int64) {
+	point(db.env, PointWrite)
 	db.lock()
 	defer db.commit()
 	if n, ok := db.networks[id]; ok {
@@ -434,6 +447,7 @@ func (db *DB) RemoveNetwork(actor string, id int64) {
 
 // Networks lists networks matching f, by id.
 func (db *DB) Networks(f func(*NetworkVO) bool) []*NetworkVO {
+	point(db.env, PointRead)
 	db.lock()
 	defer db.mu.Unlock()
 	return rowsOf(db.networks, db.ix.netOrder, f)
@@ -443,6 +457,7 @@ func (db *DB) Networks(f func(*NetworkVO) bool) []*NetworkVO {
 // in-memory copy and the row is overwritten by id — not a compare-and-set (spec 2.2), so the last
 // writer wins. direct marks a state set around the state machine (setState + update).
 func (db *DB) UpdateNetworkState(actor string, n *NetworkVO, to network.State, why string, direct bool) {
+	point(db.env, PointWrite)
 	db.lock()
 	defer db.commit()
 	row, ok := db.networks[n.ID]
@@ -467,6 +482,7 @@ func (db *DB) UpdateNetworkState(actor string, n *NetworkVO, to network.State, w
 
 // SetNetworkCreated backdates (or moves) a network's creation time.
 func (db *DB) SetNetworkCreated(id int64, t time.Time) error {
+	point(db.env, PointWrite)
 	db.lock()
 	defer db.commit()
 	n, ok := db.networks[id]
@@ -480,6 +496,7 @@ func (db *DB) SetNetworkCreated(id int64, t time.Time) error {
 
 // SetNetworkRouter records the network's virtual router.
 func (db *DB) SetNetworkRouter(id, routerID int64) {
+	point(db.env, PointWrite)
 	db.lock()
 	defer db.commit()
 	db.networks[id].RouterID = routerID
@@ -488,6 +505,7 @@ func (db *DB) SetNetworkRouter(id, routerID int64) {
 
 // ChangeActiveNicsBy is changeActiveNicsBy plus setCheckForGc.
 func (db *DB) ChangeActiveNicsBy(id int64, d int) {
+	point(db.env, PointWrite)
 	db.lock()
 	defer db.commit()
 	n := db.networks[id]
@@ -498,6 +516,7 @@ func (db *DB) ChangeActiveNicsBy(id int64, d int) {
 
 // ClearCheckForGC is clearCheckForGc.
 func (db *DB) ClearCheckForGC(id int64) {
+	point(db.env, PointWrite)
 	db.lock()
 	defer db.commit()
 	db.networks[id].CheckForGC = false
@@ -508,6 +527,7 @@ func (db *DB) ClearCheckForGC(id int64) {
 
 // CreateNic inserts an Allocated NIC (no address yet: a Start-strategy NIC gets one at reserve).
 func (db *DB) CreateNic(vmID, networkID int64) *NicVO {
+	point(db.env, PointWrite)
 	db.lock()
 	defer db.commit()
 	n := &NicVO{ID: db.id(), VMID: vmID, NetworkID: networkID, State: "Allocated"}
@@ -521,6 +541,7 @@ func (db *DB) CreateNic(vmID, networkID int64) *NicVO {
 
 // Nics lists a VM's NICs, by id.
 func (db *DB) Nics(vmID int64) []*NicVO {
+	point(db.env, PointRead)
 	db.lock()
 	defer db.mu.Unlock()
 	return rowsOf(db.nics, db.ix.nicByVM[vmID], nil)
@@ -528,6 +549,7 @@ func (db *DB) Nics(vmID int64) []*NicVO {
 
 // SetNicState writes a NIC's state.
 func (db *DB) SetNicState(id int64, state string) {
+	point(db.env, PointWrite)
 	db.lock()
 	defer db.commit()
 	if n, ok := db.nics[id]; ok {
@@ -539,6 +561,7 @@ func (db *DB) SetNicState(id int64, state string) {
 // ReserveIP gives the NIC the lowest free address of its network ("" if the pool is empty). A NIC that
 // already holds one keeps it.
 func (db *DB) ReserveIP(actor string, nicID int64) string {
+	point(db.env, PointWrite)
 	db.lock()
 	defer db.commit()
 	nic := db.nics[nicID]
@@ -562,6 +585,7 @@ func (db *DB) ReserveIP(actor string, nicID int64) string {
 
 // ReleaseIP returns the NIC's address to the pool.
 func (db *DB) ReleaseIP(actor string, nicID int64) {
+	point(db.env, PointWrite)
 	db.lock()
 	defer db.commit()
 	nic, ok := db.nics[nicID]
@@ -581,6 +605,7 @@ func (db *DB) ReleaseIP(actor string, nicID int64) {
 
 // RemoveNic deletes a NIC row.
 func (db *DB) RemoveNic(id int64) {
+	point(db.env, PointWrite)
 	db.lock()
 	defer db.commit()
 	if n, ok := db.nics[id]; ok {
@@ -593,6 +618,7 @@ func (db *DB) RemoveNic(id int64) {
 
 // IPPool lists a network's pool with the holder VM id (0 = free).
 func (db *DB) IPPool(networkID int64) []IPHolder {
+	point(db.env, PointRead)
 	db.lock()
 	defer db.mu.Unlock()
 	var out []IPHolder
@@ -618,6 +644,7 @@ type IPHolder struct {
 
 // CreateVolume inserts an Allocated ROOT volume for a VM.
 func (db *DB) CreateVolume(actor string, vmID int64) *VolumeVO {
+	point(db.env, PointWrite)
 	db.lock()
 	defer db.commit()
 	v := &VolumeVO{ID: db.id(), VMID: vmID, State: "Allocated"}
@@ -632,6 +659,7 @@ func (db *DB) CreateVolume(actor string, vmID int64) *VolumeVO {
 
 // Volumes lists a VM's volumes, removed ones included (vmID 0: every volume).
 func (db *DB) Volumes(vmID int64) []*VolumeVO {
+	point(db.env, PointRead)
 	db.lock()
 	defer db.mu.Unlock()
 	if vmID == 0 {
@@ -642,6 +670,7 @@ func (db *DB) Volumes(vmID int64) []*VolumeVO {
 
 // SetVolumeState writes a volume's state; "Expunged" also marks it removed.
 func (db *DB) SetVolumeState(actor string, id int64, state string) {
+	point(db.env, PointWrite)
 	db.lock()
 	defer db.commit()
 	v, ok := db.volumes[id]
@@ -660,6 +689,7 @@ func (db *DB) SetVolumeState(actor string, id int64, state string) {
 
 // Host reads a host row (nil if missing).
 func (db *DB) Host(id string) *HostVO {
+	point(db.env, PointRead)
 	db.lock()
 	defer db.mu.Unlock()
 	h, ok := db.hosts[id]
@@ -672,6 +702,7 @@ func (db *DB) Host(id string) *HostVO {
 
 // Hosts lists hosts by id.
 func (db *DB) Hosts() []*HostVO {
+	point(db.env, PointRead)
 	db.lock()
 	defer db.mu.Unlock()
 	return rows(db.hosts, nil)
@@ -679,6 +710,7 @@ func (db *DB) Hosts() []*HostVO {
 
 // HostTransit applies a host status event; false when the state machine refuses it.
 func (db *DB) HostTransit(actor, id string, ev host.Event, msID string) (host.Status, bool) {
+	point(db.env, PointWrite)
 	db.lock()
 	defer db.commit()
 	h, ok := db.hosts[id]
@@ -707,6 +739,7 @@ func (db *DB) HostTransit(actor, id string, ev host.Event, msID string) (host.St
 
 // SetLastPinged records a ping.
 func (db *DB) SetLastPinged(id string, t time.Time) {
+	point(db.env, PointWrite)
 	db.lock()
 	defer db.commit()
 	if h, ok := db.hosts[id]; ok {
@@ -719,6 +752,7 @@ func (db *DB) SetLastPinged(id string, t time.Time) {
 
 // CreateJob inserts an IN_PROGRESS job.
 func (db *DB) CreateJob(actor, cmd, instanceType string, instanceID int64, msID string) *JobVO {
+	point(db.env, PointWrite)
 	db.lock()
 	defer db.commit()
 	j := &JobVO{ID: db.id(), Cmd: cmd, InstanceType: instanceType, InstanceID: instanceID, Status: job.InProgress, MSID: msID, Created: db.env.Now()}
@@ -733,6 +767,7 @@ func (db *DB) CreateJob(actor, cmd, instanceType string, instanceID int64, msID 
 
 // CompleteJob finishes a job (no-op when already done).
 func (db *DB) CompleteJob(actor string, id int64, st job.Status, code int, result string) {
+	point(db.env, PointWrite)
 	db.lock()
 	defer db.commit()
 	j, ok := db.jobs[id]
@@ -760,6 +795,7 @@ func (db *DB) ExpungeJob(actor string, id int64) {
 
 // Job reads a job row.
 func (db *DB) Job(id int64) *JobVO {
+	point(db.env, PointRead)
 	db.lock()
 	defer db.mu.Unlock()
 	j, ok := db.jobs[id]
@@ -772,6 +808,7 @@ func (db *DB) Job(id int64) *JobVO {
 
 // Jobs lists jobs matching f, by id.
 func (db *DB) Jobs(f func(*JobVO) bool) []*JobVO {
+	point(db.env, PointRead)
 	db.lock()
 	defer db.mu.Unlock()
 	return rowsOf(db.jobs, db.ix.jobOrder, f)
@@ -792,6 +829,7 @@ func NetworkLockKey(id int64) string { return fmt.Sprintf("networks%d", id) }
 
 // TryLock inserts or re-enters a lock row; false if another owner holds it.
 func (db *DB) TryLock(key, msID, thread string) bool {
+	point(db.env, PointLock)
 	db.lock()
 	defer db.commit()
 	l, ok := db.locks[key]
@@ -811,6 +849,7 @@ func (db *DB) TryLock(key, msID, thread string) bool {
 
 // Unlock decrements a lock row's count and deletes it at zero.
 func (db *DB) Unlock(key, msID, thread string) {
+	point(db.env, PointUnlock)
 	db.lock()
 	defer db.commit()
 	l, ok := db.locks[key]
@@ -827,6 +866,7 @@ func (db *DB) Unlock(key, msID, thread string) {
 
 // LockHolder names the thread holding key ("" if free).
 func (db *DB) LockHolder(key string) string {
+	point(db.env, PointRead)
 	db.lock()
 	defer db.mu.Unlock()
 	if l, ok := db.locks[key]; ok {
@@ -837,6 +877,7 @@ func (db *DB) LockHolder(key string) string {
 
 // Locks lists the lock rows by key.
 func (db *DB) Locks() []LockVO {
+	point(db.env, PointRead)
 	db.lock()
 	defer db.mu.Unlock()
 	var out []LockVO
@@ -849,6 +890,7 @@ func (db *DB) Locks() []LockVO {
 
 // CleanupLocksForServer is Merovingian2.cleanupForServer: a restarting server drops its own rows.
 func (db *DB) CleanupLocksForServer(msID string) {
+	point(db.env, PointWrite)
 	db.lock()
 	defer db.commit()
 	for k, l := range db.locks {
@@ -861,6 +903,7 @@ func (db *DB) CleanupLocksForServer(msID string) {
 
 // VMByNameAny finds the newest (highest id) VM row with an instance name, removed or not.
 func (db *DB) VMByNameAny(name string) *VMVO {
+	point(db.env, PointRead)
 	db.lock()
 	defer db.mu.Unlock()
 	var found *VMVO

@@ -75,6 +75,9 @@ repro flags:
                    guest is built; else simulated), libvirt (or fail) or simulated
   --json           print the results as JSON
   --history FILE   write the recorded history of the (last) run as JSON lines
+  --scheduler S    the simulator's strategy: random (default: switches only where tasks block) or
+                   pct[:depth] (PCT: random priorities, depth-1 change points, preemption at every
+                   database read/write, lock and message; default depth 8)
 
 repro against an external CloudStack (one scenario; nothing is started, no profile, seed or driver):
   --api URL        CloudStack's API, e.g. http://mgmt:8080/client/api
@@ -102,6 +105,8 @@ explore flags:
   --budget N       cases to run at most (default 1000)
   --seed N         where to start (default: random, printed); --seed N --budget 1 replays a finding
   --shard i/n      run the i-th of n disjoint slices of the seed space (a CI matrix)
+  --scheduler S    pct[:depth] (default pct:8: the fixed profile stays clean under it) or random,
+                   as for repro; a finding's replay line and counterexample.yaml carry it
   --detectors D    both (default), invariants or linear
   --driver NAME    sim (default) or container (server and hosts in Docker containers, real time,
                    a minute or two a case: use a small budget; invariants only)
@@ -127,13 +132,15 @@ bench flags:
                    each in its own process: wall and CPU time, steps/s, simulated:real, peak RSS and
                    growth from the size before; --vms-per-host N (20), --vms-per-network N (25),
                    --duration D (24h), --profile P (fixed), --cpuprofile FILE (FILE.<hosts> each)
-  --defects LIST   only these of D1,D2,D3,C1,C2,planted-stop-timeout-is-success (default all)
+  --defects LIST   only these of D1,D2,D3,C1,C2,planted-stop-timeout-is-success,
+                   planted-ip-from-stale-read (default all)
   --classic        find them with the classic generator (before swarm, config and the guide)
   --shrink D       how long each finding may shrink (default 1ms; 10s for counterexamples as short
                    as they get)
   --throughput N   explore N cases under fixed with the classic generator and with the current one,
                    and print both speeds and coverages side by side (default 1000, explore's
                    default budget; 0: skip)
+  --scheduler S    random (default) or pct[:depth]
 
 Exit status: 0 nothing found and every expectation met, 1 a violation was found, 2 bad input or
 a run stopped at a bound, 3 could not decide (the linearizability checker timed out on some object,
@@ -191,21 +198,38 @@ func run(args []string, stdout, stderr io.Writer) int {
 // exitInterrupted is the status of a run stopped by Ctrl-C or SIGTERM (128 + SIGINT, as a shell has it).
 const exitInterrupted = 130
 
-// limitFlags are the bounds of a simulated run (harness.Limits).
+// limitFlags are the bounds and the scheduler of a simulated run (harness.Limits).
 type limitFlags struct {
 	steps   *uint64
 	simTime *time.Duration
+	sched   *strategyFlag
 }
 
 func addLimitFlags(fs *flag.FlagSet) limitFlags {
-	return limitFlags{
+	l := limitFlags{
 		steps:   fs.Uint64("max-steps", harness.DefaultMaxSteps, "stop a simulated run after this many scheduler steps"),
 		simTime: fs.Duration("max-sim-time", harness.DefaultMaxSimTime, "stop a simulated run after this much simulated time (settle included)"),
+		sched:   &strategyFlag{},
 	}
+	fs.Var(l.sched, "scheduler", "the simulator's strategy: random or pct[:depth]")
+	return l
 }
 
 func (l limitFlags) limits(ctx context.Context) harness.Limits {
-	return harness.Limits{Ctx: ctx, MaxSteps: *l.steps, MaxSimTime: *l.simTime}
+	return harness.Limits{Ctx: ctx, MaxSteps: *l.steps, MaxSimTime: *l.simTime, Scheduler: l.sched.st}
+}
+
+// strategyFlag is --scheduler: a bad value is the flag package's clear error (exit 2).
+type strategyFlag struct{ st sim.Strategy }
+
+func (f *strategyFlag) String() string { return f.st.String() }
+func (f *strategyFlag) Set(s string) error {
+	st, err := sim.ParseStrategy(s)
+	if err != nil {
+		return err
+	}
+	f.st = st
+	return nil
 }
 
 // switches resolves --profile and --defects; with defects, the profile becomes "custom".
@@ -271,6 +295,10 @@ func repro(args []string, stdout, stderr io.Writer) int {
 	}
 	if err := checkDomains(*domains); err != nil {
 		fmt.Fprintln(stderr, "csconform repro:", err)
+		return 2
+	}
+	if *driver != "sim" && lim.sched.st.Kind != sim.Random {
+		fmt.Fprintf(stderr, "csconform repro: --scheduler is the simulator's: --driver %s runs in real time\n", *driver)
 		return 2
 	}
 	ctx, stop := reproContext()

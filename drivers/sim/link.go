@@ -155,6 +155,7 @@ func (e *end) latency() time.Duration {
 }
 
 func (e *end) Send(m impl.Message) error {
+	e.f.s.Point(impl.PointSend)
 	if e.c.closed {
 		return impl.ErrClosed
 	}
@@ -202,6 +203,7 @@ func (e *end) arrive(m impl.Message) {
 }
 
 func (e *end) Recv() (impl.Message, error) {
+	e.f.s.Point(impl.PointRecv)
 	for {
 		if len(e.inbox) > 0 {
 			m := e.inbox[0]

@@ -20,18 +20,24 @@ var Epoch = time.Date(2026, 10, 29, 0, 0, 0, 0, time.UTC)
 
 // Scheduler runs tasks as goroutines but lets only one run at a time. A task that would block (sleep,
 // wait on a signal) parks and hands control back; the scheduler advances virtual time to the next due
-// wake-up and, among wake-ups due at the same instant, picks with the seeded RNG.
+// wake-up and, among wake-ups due at the same instant, picks with the seeded RNG (Random) or by the
+// tasks' priorities (PCT, which also preempts at scheduling points: see pct.go).
 type Scheduler struct {
-	now   time.Time
-	rng   *rand.Rand
-	queue wakeQueue
-	seq   uint64
-	yield chan struct{}
-	cur   *task
-	tasks map[*task]struct{}
-	ids   uint64
-	steps uint64
-	fail  error
+	now  time.Time
+	rng  *rand.Rand
+	seed uint64
+	// strategy and pct: nil pct is Random, whose scheduling points cost one nil check.
+	strategy Strategy
+	pct      *pct
+	queue    wakeQueue
+	free     []*wakeup // wake-ups done with, for reuse: a step allocates nothing
+	seq      uint64
+	yield    chan struct{}
+	cur      *task
+	tasks    map[*task]struct{}
+	ids      uint64
+	steps    uint64
+	fail     error
 	// closing: no timer runs and every new task is born killed.
 	closing bool
 	// AfterStep, when set, runs on the scheduler's goroutine after every task step.
@@ -64,6 +70,7 @@ type task struct {
 	killed bool
 	done   bool
 	fn     func()
+	prio   uint64 // PCT's priority (unused under Random)
 }
 
 type wakeup struct {
@@ -100,6 +107,7 @@ type killed struct{}
 func NewScheduler(seed uint64) *Scheduler {
 	return &Scheduler{
 		now:   Epoch,
+		seed:  seed,
 		rng:   rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
 		yield: make(chan struct{}),
 		tasks: map[*task]struct{}{},
@@ -126,7 +134,29 @@ func (s *Scheduler) Steps() uint64 { return s.steps }
 
 func (s *Scheduler) push(at time.Time, t *task) {
 	s.seq++
-	heap.Push(&s.queue, &wakeup{at: at, tie: s.rng.Uint64(), seq: s.seq, t: t, gen: t.gen})
+	tie := s.rng.Uint64() // drawn under both strategies, so the RNG's sequence stays the same
+	if s.pct != nil {
+		tie = prioTie(t.prio)
+	}
+	heap.Push(&s.queue, s.wakeup(wakeup{at: at, tie: tie, seq: s.seq, t: t, gen: t.gen}))
+}
+
+// wakeup returns a wake-up holding v, reusing a spent one when there is one.
+func (s *Scheduler) wakeup(v wakeup) *wakeup {
+	if n := len(s.free); n > 0 {
+		w := s.free[n-1]
+		s.free = s.free[:n-1]
+		*w = v
+		return w
+	}
+	w := v
+	return &w
+}
+
+// spent takes back a wake-up popped from the queue that nothing refers to any more.
+func (s *Scheduler) spent(w *wakeup) {
+	*w = wakeup{}
+	s.free = append(s.free, w)
 }
 
 // After runs fn on the scheduler after d of virtual time. fn must not block: it is for deliveries and
@@ -136,13 +166,16 @@ func (s *Scheduler) After(d time.Duration, fn func()) {
 		d = 0
 	}
 	s.seq++
-	heap.Push(&s.queue, &wakeup{at: s.now.Add(d), tie: s.rng.Uint64(), seq: s.seq, fn: fn})
+	heap.Push(&s.queue, s.wakeup(wakeup{at: s.now.Add(d), tie: s.rng.Uint64(), seq: s.seq, fn: fn}))
 }
 
 // Go starts a task; it first runs when the scheduler picks it.
 func (s *Scheduler) Go(name string, fn func()) {
 	s.ids++
 	t := &task{id: s.ids, name: name, wake: make(chan struct{}), fn: fn, killed: s.closing}
+	if s.pct != nil {
+		t.prio = s.pct.priority(s.strategy.depth())
+	}
 	s.tasks[t] = struct{}{}
 	go s.body(t)
 	s.push(s.now, t)
@@ -232,8 +265,10 @@ func (s *Scheduler) step(limit time.Time) bool {
 		heap.Pop(&s.queue)
 		switch {
 		case w.fn != nil && s.closing:
+			s.spent(w)
 			continue
 		case w.fn == nil && (w.t.done || w.gen != w.t.gen):
+			s.spent(w)
 			continue // stale: the task was woken another way, or is gone
 		}
 		if w.at.After(s.now) {
@@ -249,6 +284,7 @@ func (s *Scheduler) step(limit time.Time) bool {
 			<-s.yield
 			s.cur = nil
 		}
+		s.spent(w)
 		if s.AfterStep != nil && s.fail == nil {
 			s.AfterStep()
 		}

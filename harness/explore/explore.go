@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/csconform/csconform/drivers/sim"
 	"github.com/csconform/csconform/harness"
 	"github.com/csconform/csconform/impl"
 	"github.com/csconform/csconform/model/linear"
@@ -52,6 +53,8 @@ type Options struct {
 	// and coverage feedback (ClassicProgramFor, rapid's own sequence of seeds): csconform bench's
 	// baseline.
 	Classic bool
+	// Scheduler is the simulator's strategy (sim driver only; the zero value is random).
+	Scheduler sim.Strategy
 }
 
 // ErrInterrupted is an exploration stopped by its context (Ctrl-C) before its budget.
@@ -83,7 +86,10 @@ func Run(sc *harness.Scenario, o Options) (*Outcome, error) {
 	var err error
 	switch o.Driver {
 	case "", "sim":
-		res, err = harness.RunScenarioLimited(sc, o.Profile, o.Defects, sc.Seed, harness.Limits{Ctx: o.Ctx})
+		if o.Scheduler.Kind != sim.Random {
+			sc.Scheduler = o.Scheduler // its counterexample.yaml then replays under the same strategy
+		}
+		res, err = harness.RunScenarioLimited(sc, o.Profile, o.Defects, sc.Seed, harness.Limits{Ctx: o.Ctx, Scheduler: o.Scheduler})
 	case "container":
 		res, err = harness.RunScenarioContainer(sc, o.Profile, o.Defects, sc.Seed, harness.ContainerOptions{Ctx: o.Ctx, Domains: o.Domains})
 	default:

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/csconform/csconform/drivers/sim"
 	"github.com/csconform/csconform/harness"
 
 	"github.com/csconform/csconform/impl"
@@ -19,6 +20,7 @@ import (
 var (
 	profileFlag = flag.String("csconform.profile", "fixed", "profile the property test runs against")
 	defectsFlag = flag.String("csconform.defects", "", "defect switches instead of the profile (D1,D2a,…)")
+	schedFlag   = flag.String("csconform.scheduler", "random", "the simulator's strategy: random or pct[:depth]")
 	randomFlag  = flag.Bool("csconform.random", false, "explore from a random seed instead of the fixed ones (csconform bench measures 20)")
 )
 
@@ -46,12 +48,16 @@ func TestExplore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	st, err := sim.ParseStrategy(*schedFlag)
+	if err != nil {
+		t.Fatal(err)
+	}
 	seed, _ := strconv.ParseUint(flag.Lookup("rapid.seed").Value.String(), 10, 64)
 	if seed == 0 {
 		seed = uint64(time.Now().UnixNano()) | 1
 	}
 	checks, _ := strconv.Atoi(flag.Lookup("rapid.checks").Value.String())
-	found, ran, err := Explore(Options{Profile: *profileFlag, Defects: sw}, checks, seed, 0)
+	found, ran, err := Explore(Options{Profile: *profileFlag, Defects: sw, Scheduler: st}, checks, seed, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,6 +18,7 @@ type Summary struct {
 	Seed       uint64   `json:"seed"`
 	Shard      string   `json:"shard,omitempty"`
 	Driver     string   `json:"driver,omitempty"`
+	Scheduler  string   `json:"scheduler,omitempty"` // the simulator's strategy when not random
 	Budget     int      `json:"budget"`
 	Cases      int      `json:"cases"`
 	Found      bool     `json:"found"`
@@ -52,6 +53,9 @@ func (s *Summary) Text() string {
 	if s.Shard != "" {
 		fmt.Fprintf(&b, ", shard %s", s.Shard)
 	}
+	if s.Scheduler != "" {
+		fmt.Fprintf(&b, ", scheduler %s", s.Scheduler)
+	}
 	fmt.Fprintf(&b, ", %.1f s\n", s.WallSecs)
 	if s.Coverage != nil {
 		b.WriteString(s.Coverage.Text() + "\n")
@@ -76,6 +80,9 @@ func (s *Summary) Text() string {
 	if s.Profile == "custom" {
 		d := strings.Join(orNone(s.Defects), ",")
 		cli, gotest = "--defects "+d, "-csconform.defects="+d
+	}
+	if s.Scheduler != "" {
+		cli, gotest = cli+" --scheduler "+s.Scheduler, gotest+" -csconform.scheduler="+s.Scheduler
 	}
 	fmt.Fprintf(&b, "replay: csconform explore %s --seed %d --budget 1   (or go test ./harness/explore -run TestExplore %s -rapid.seed=%d)\n",
 		cli, f.Seed, gotest, f.Seed)
