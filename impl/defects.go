@@ -25,6 +25,7 @@ var Defects = []Defect{
 	{"C1", "a failed start's cleanup releases NICs and volumes even when its stop could not reach the host (spec 3.8 step 12)"},
 	{"C2", "after a management-server restart, a VM whose start was in flight is moved to Stopped without asking its host (cleanupResources, PR #8394)"},
 	{"C3", "a power-on report collected before a VM's last state change still sets it Running (FollowAgentPowerOnReport): a stop or destroy is undone with no domain behind the record"},
+	{"C4", "the network GC shuts down every network of the list it built at its tick without asking again whether each is still free: a VM started on a later one meanwhile loses its network (NetworkGarbageCollector.reallyRun)"},
 }
 
 // PlantedStopTimeoutIsSuccess is not a CloudStack defect: it is a bug the detector tests plant to show

@@ -212,7 +212,11 @@ func (s *Server) cleanupNics(t *Thread, v *VMVO) {
 }
 
 // shutdownNetwork (spec 3.6): never shuts down a network in Implementing.
-func (s *Server) shutdownNetwork(t *Thread, id int64) bool {
+func (s *Server) shutdownNetwork(t *Thread, id int64) bool { return s.shutdownNetworkIf(t, id, nil) }
+
+// shutdownNetworkIf is shutdownNetwork with a last condition checked under the network's lock (nil:
+// none); false from it leaves the network as it is.
+func (s *Server) shutdownNetworkIf(t *Thread, id int64, still func(n *NetworkVO) bool) bool {
 	key := NetworkLockKey(id)
 	if !s.acquireInLockTable(t, key, s.Config.Seconds("network.lock.timeout")) {
 		s.Log(t, "WARN", NetworkObject(id), "Unable to acquire lock for the network %d as a part of network shutdown", id)
@@ -220,6 +224,9 @@ func (s *Server) shutdownNetwork(t *Thread, id int64) bool {
 	}
 	defer s.releaseFromLockTable(t, key)
 	n := s.DB.Network(id)
+	if still != nil && !still(n) {
+		return false
+	}
 	switch n.State {
 	case network.Allocated:
 		s.Log(t, "DEBUG", NetworkObject(id), "Network [%d] is in Allocated state, no need to shutdown.", id)
@@ -326,10 +333,30 @@ func (s *Server) networkGarbageCollector(t *Thread) {
 		}
 		lastFree = stillFree
 		for _, id := range shutdown {
-			if !s.shutdownNetwork(t, id) {
+			if !s.shutdownNetworkIf(t, id, s.stillFreeForGc(t)) {
 				s.Log(t, "WARN", NetworkObject(id), "Unable to shutdown network: %d", id)
 			}
 		}
+	}
+}
+
+// stillFreeForGc is the GC's last look at a network of its shutdown list, under the network's lock.
+// In 4.22 (C4) there is none: NetworkGarbageCollector.reallyRun decides on every network at its tick
+// and then shuts them down one after another (shutdownNetwork asks nothing more), so a VM that
+// started on a later network of the list meanwhile — implementNetwork found it Implemented — loses
+// its network and router under it. The fix asks isNetworkReadyForGc again under the lock: a start
+// that moved its VM to Starting before is seen; one that comes after waits for the lock in
+// implementNetwork and implements the network again.
+func (s *Server) stillFreeForGc(t *Thread) func(n *NetworkVO) bool {
+	if s.Defects["C4"] {
+		return nil
+	}
+	return func(n *NetworkVO) bool {
+		if n.NicsCount == 0 && s.isNetworkReadyForGc(n) {
+			return true
+		}
+		s.Log(t, "DEBUG", NetworkObject(n.ID), "Network %d is in use again: not shutting it down", n.ID)
+		return false
 	}
 }
 
