@@ -18,6 +18,8 @@ type Agent struct {
 	Net    Transport
 	HV     Hypervisor
 	Sink   history.Sink // agent.log lines
+	// HA is the shared primary storage's HA view (heartbeats, disk activity); nil: no NFS pool.
+	HA HAStorage
 
 	// mu guards the fields below; it is never held across a call into Env, a Pipe or the Hypervisor.
 	mu           sync.Mutex
@@ -221,6 +223,8 @@ func (a *Agent) execute(p Pipe, m Message) {
 		if err := a.HV.DeleteVolume(m.Path); err != nil {
 			ans.Result, ans.Details = false, err.Error()
 		}
+	case MsgCheckOnHost, MsgFence, MsgCheckVM:
+		a.executeHA(m, &ans)
 	case MsgReady, MsgCheckHealth:
 	default:
 		ans.Result, ans.Details = false, "unsupported command "+m.Kind

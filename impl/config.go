@@ -42,6 +42,10 @@ var ConfigKeys = []ConfigKey{
 	{Name: "vm.job.check.interval", Default: "3000", Unit: "ms", Description: "how often a caller polls its VM work job", Min: 10, Max: day * 1000, Whole: true},
 	{Name: "vm.job.timeout", Default: "600000", Unit: "ms", Description: "how long a caller waits for its VM work job", Min: 1000, Max: 7 * day * 1000, Whole: true},
 	{Name: "lock.poll.interval", Default: "1", Unit: "s", Description: "lock-table retry cadence while waiting (Merovingian2)", Min: 0.01, Max: 3600},
+	{Name: "restart.retry.interval", Default: "600", Unit: "s", Description: "HA: when a failed restart (or an unfenced VM) is tried again", Min: 1, Max: day, Whole: true},
+	{Name: "investigate.retry.interval", Default: "60", Unit: "s", Description: "HA: when a VM alive on a host that is not Up is investigated again", Min: 1, Max: day, Whole: true},
+	{Name: "time.to.sleep", Default: "60", Unit: "s", Description: "HA: how long an idle HA worker sleeps before it looks for work", Min: 1, Max: day, Whole: true},
+	{Name: "ha.vm.restart.hostup", Default: "true", Description: "HA-enabled VMs stopped out of band on an Up host are restarted"},
 	{Name: "router.ready.timeout", Default: "300", Unit: "s", Description: "how long a router start waits for the guest to be ready", Min: 1, Max: day, Whole: true},
 }
 

@@ -25,6 +25,8 @@ var Defects = []Defect{
 	{"C1", "a failed start's cleanup releases NICs and volumes even when its stop could not reach the host (spec 3.8 step 12)"},
 	{"C2", "after a management-server restart, a VM whose start was in flight is moved to Stopped without asking its host (cleanupResources, PR #8394)"},
 	{"C3", "a power-on report collected before a VM's last state change still sets it Running (FollowAgentPowerOnReport): a stop or destroy is undone with no domain behind the record"},
+	// Found reading HighAvailabilityManagerImpl.restart and KVMFencer against a live host whose storage heartbeat failed.
+	{"H1", "KVM fencing only checks the host's storage heartbeat: a live host whose heartbeat failed is \"fenced\" while its domain runs, and HA starts the VM a second time elsewhere"},
 }
 
 // PlantedStopTimeoutIsSuccess is not a CloudStack defect: it is a bug the detector tests plant to show

@@ -19,6 +19,9 @@ type Host struct {
 	deleted   map[string]bool
 	// BootDelay gives the time from create to the guest's "ready" line for a domain.
 	BootDelay func(spec impl.DomainSpec) time.Duration
+	// off: powered off; beatStopped: when the storage heartbeat stopped (zero: beating). See power.go.
+	off         bool
+	beatStopped time.Time
 }
 
 type domain struct {
@@ -61,6 +64,9 @@ func (h *Host) Start(spec impl.DomainSpec) error {
 	}
 	// define + create
 	h.s.Sleep(300*time.Millisecond + time.Duration(h.s.rng.Int64N(int64(700*time.Millisecond))))
+	if h.off {
+		return fmt.Errorf("host %s lost power", h.ID)
+	}
 	d := &domain{spec: spec, running: true}
 	h.domains[spec.Name] = d
 	h.emit(impl.LifecycleEvent{Domain: spec.Name, Event: "STARTED", Detail: "BOOTED"})
