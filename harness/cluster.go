@@ -608,6 +608,7 @@ func (c *Cluster) Backdate(network string, d time.Duration) error {
 }
 
 func (c *Cluster) Begin(kind string, disruptive bool, detail string, targets ...string) int {
+	targets = c.withDomainsOf(kind, targets)
 	resolved := make([]string, 0, len(targets))
 	for _, t := range targets {
 		resolved = append(resolved, c.resolveTarget(t))

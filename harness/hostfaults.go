@@ -2,6 +2,8 @@ package harness
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/csconform/csconform/drivers/sim"
 )
@@ -120,4 +122,25 @@ func (w *containerWorld) RemoveHost(h string) error {
 
 func (w *containerWorld) Heartbeat(h string, on bool) error {
 	return fmt.Errorf("heartbeat-fail is not available in containers: there is no shared NFS primary storage whose heartbeat file the hosts write")
+}
+
+// withDomainsOf adds to a host power-off's targets the VMs whose domains run on the host: the
+// power takes them down, as a crash does one (the VM model reads the fault's targets).
+func (c *Cluster) withDomainsOf(kind string, targets []string) []string {
+	if kind != "host-power-off" {
+		return targets
+	}
+	out := append([]string(nil), targets...)
+	for _, t := range targets {
+		h, ok := strings.CutPrefix(t, "host:")
+		if !ok || !slices.Contains(c.HostIDs, h) {
+			continue
+		}
+		for _, dom := range c.w.running(h) {
+			if v := c.DB.VMByName(dom); v != nil {
+				out = append(out, VMObj(v.ID))
+			}
+		}
+	}
+	return out
 }

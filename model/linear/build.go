@@ -211,10 +211,13 @@ func (b *builder) event(e history.Event) {
 		if kind == "" {
 			kind = e.From
 		}
-		if kind != "crash" && kind != "guest-shutdown" {
+		if kind != "crash" && kind != "guest-shutdown" && kind != "host-power-off" {
 			return
 		}
 		for _, obj := range strings.Split(e.Object, ",") {
+			if modelOf(obj) != "vm" {
+				continue // a power-off names its host and the VMs whose domains it takes down
+			}
 			// The domain goes down some time after the fault (a guest's poweroff takes a while), so
 			// the operation stays open: it may take effect any time after it began.
 			if e.From == "" {
