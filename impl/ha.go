@@ -33,6 +33,10 @@ const (
 	haCancelled     haStep = "Cancelled"
 )
 
+// reasonHostDown is ReasonType.HostDown, one of CancellableWorkReasonTypes: an item for it is
+// cancelled once its host investigates Up again. Restarts for an out-of-band stop have no reason.
+const reasonHostDown = "HostDown"
+
 // haMaxRetries is max.retries: a work item tried more often is given up.
 const haMaxRetries = 5
 
@@ -103,7 +107,7 @@ func (m *HighAvailabilityManager) scheduleRestartForVmsOnHost(t *Thread, hostID 
 			continue
 		}
 		s.Log(t, "DEBUG", VMObject(v.ID), "Notifying HA Mgr of to restart vm %s", cur.Name)
-		m.scheduleRestart(t, cur, investigate)
+		m.scheduleRestart(t, cur, investigate, reasonHostDown)
 	}
 }
 
@@ -115,7 +119,7 @@ func b2i(b bool) int {
 }
 
 // scheduleRestart queues an HA item for the VM; without investigation the VM is force-stopped first.
-func (m *HighAvailabilityManager) scheduleRestart(t *Thread, v *VMVO, investigate bool) {
+func (m *HighAvailabilityManager) scheduleRestart(t *Thread, v *VMVO, investigate bool, reason string) {
 	s := m.s
 	s.Log(t, "DEBUG", VMObject(v.ID), "HA schedule restart")
 	hostID := v.HostID
@@ -143,7 +147,7 @@ func (m *HighAvailabilityManager) scheduleRestart(t *Thread, v *VMVO, investigat
 	m.mu.Lock()
 	m.seq++
 	w := &haWork{ID: m.seq, VMID: v.ID, HostID: hostID, Step: step, PrevState: v.State, PrevUpdate: v.UpdateCount,
-		TimeToTry: s.Env.Now(), Reason: "HostDown"}
+		TimeToTry: s.Env.Now(), Reason: reason}
 	m.work = append(m.work, w)
 	m.mu.Unlock()
 	s.Log(t, "INFO", VMObject(v.ID), "Schedule vm for HA: %s (%s)", v.Name, w)
@@ -328,7 +332,7 @@ func (m *HighAvailabilityManager) restart(t *Thread, w *haWork) time.Time {
 // checkAndCancelWorkIfNeeded: an Investigating item for a host-down whose host investigates Up again
 // is cancelled.
 func (m *HighAvailabilityManager) checkAndCancelWorkIfNeeded(t *Thread, w *haWork) bool {
-	if w.Step != haInvestigating {
+	if w.Step != haInvestigating || w.Reason != reasonHostDown {
 		return false
 	}
 	if m.s.investigateHost(t, w.HostID) != host.Up {
@@ -401,7 +405,7 @@ func (m *HighAvailabilityManager) restartOnPowerOff(t *Thread, v *VMVO) bool {
 		s.Log(t, "INFO", VMObject(v.ID), "VM %s already has a pending HA task working on it.", v.Name)
 		return true
 	}
-	m.scheduleRestart(t, v, true)
+	m.scheduleRestart(t, v, true, "")
 	return true
 }
 

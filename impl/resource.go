@@ -29,7 +29,7 @@ func (s *Server) DeleteHost(hostID string, forced bool) error {
 			}
 		} else if v.State == vm.Running || v.State == vm.Starting {
 			s.Log(t, "DEBUG", VMObject(v.ID), "Scheduling restart for vm: %s %s, as a part of deleteHost id=%s", v.Name, v.State, hostID)
-			s.ha.scheduleRestart(t, v, false)
+			s.ha.scheduleRestart(t, v, false, "")
 		}
 	}
 	s.agents.mu.Lock()
