@@ -54,14 +54,16 @@ func (a *Agent) Start() {
 	a.task("connect", a.connectLoop)
 }
 
-// Shutdown is a graceful agent stop (systemctl stop cloudstack-agent): a ShutdownCommand, then the
-// socket closes. The domains keep running.
+// Shutdown is a graceful agent stop (systemctl stop cloudstack-agent), as Agent.stop does it: no more
+// reconnects, a ShutdownCommand, one second for it to reach the server, then the socket closes. The
+// domains keep running.
 func (a *Agent) Shutdown() {
 	a.mu.Lock()
 	if a.dead {
 		a.mu.Unlock()
 		return
 	}
+	a.dead = true // reconnectAllowed = false
 	p := a.pipe
 	if p != nil {
 		a.seq++
@@ -69,7 +71,9 @@ func (a *Agent) Shutdown() {
 	seq := a.seq
 	a.mu.Unlock()
 	if p != nil {
+		a.log("INFO", "Stopping the agent: Reason = sig.kill")
 		_ = p.Send(Message{Seq: seq, Kind: MsgShutdown, HostID: a.HostID})
+		a.Env.Sleep(time.Second)
 	}
 	a.Kill()
 }
