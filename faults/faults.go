@@ -64,13 +64,13 @@ type Kind struct {
 
 // Kinds is the catalogue.
 var Kinds = []Kind{
-	{"agent-restart", "graceful restart of the host's agent (ShutdownCommand, socket closed, back after duration; default 10s); domains keep running",
+	{"agent-restart", "graceful restart of the host's agent (ShutdownCommand, one second, socket closed: the host goes Disconnected, no investigation; back after duration; default 10s); domains keep running",
 		true, []string{"host"}, func(w World, s Spec) error {
 			d := dur(s.Duration, 10*time.Second)
 			return timeBoxed(w, "agent-restart", fmt.Sprintf("agent restart, down %s", d), d,
 				func() error { return w.AgentStop(s.Host, true) }, func() error { return w.AgentStart(s.Host) }, "agent started", "host:"+s.Host)
 		}},
-	{"agent-kill", "kill -9 of the host's agent, restarted after duration (default 10s); domains keep running",
+	{"agent-kill", "kill -9 of the host's agent, restarted after duration (default 10s): the socket just closes, the server investigates (Alert); domains keep running",
 		true, []string{"host"}, func(w World, s Spec) error {
 			return timeBoxed(w, "agent-kill", "agent killed", dur(s.Duration, 10*time.Second),
 				func() error { return w.AgentStop(s.Host, false) }, func() error { return w.AgentStart(s.Host) }, "agent started", "host:"+s.Host)
