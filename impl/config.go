@@ -5,6 +5,7 @@ import (
 	"math"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 )
@@ -19,6 +20,8 @@ type ConfigKey struct {
 	// make a periodic task spin (a zero interval) or overflow a duration.
 	Min, Max float64
 	Whole    bool
+	// Timeouts: the value is a list of Command=seconds pairs (commands.timeout).
+	Timeouts bool
 }
 
 const (
@@ -46,11 +49,15 @@ var ConfigKeys = []ConfigKey{
 	{Name: "investigate.retry.interval", Default: "60", Unit: "s", Description: "HA: when a VM alive on a host that is not Up is investigated again", Min: 1, Max: day, Whole: true},
 	{Name: "time.to.sleep", Default: "60", Unit: "s", Description: "HA: how long an idle HA worker sleeps before it looks for work", Min: 1, Max: day, Whole: true},
 	{Name: "ha.vm.restart.hostup", Default: "true", Description: "HA-enabled VMs stopped out of band on an Up host are restarted"},
+	{Name: "commands.timeout", Default: "", Unit: "s", Description: "per-command waits that replace the command's own, e.g. CheckHealthCommand=5,CheckOnHostCommand=5 (AgentManagerImpl's granular wait)", Timeouts: true},
 	{Name: "router.ready.timeout", Default: "300", Unit: "s", Description: "how long a router start waits for the guest to be ready", Min: 1, Max: day, Whole: true},
 }
 
 // Range says which values a numeric key accepts ("" for a boolean).
 func (k ConfigKey) Range() string {
+	if k.Timeouts {
+		return "Command=seconds,…"
+	}
 	if k.Default == "true" || k.Default == "false" {
 		return "true|false"
 	}
@@ -63,6 +70,12 @@ func (k ConfigKey) Range() string {
 
 // check refuses a value the key does not accept, naming the key and its range.
 func (k ConfigKey) check(value string) error {
+	if k.Timeouts {
+		if _, err := parseCommandTimeouts(value); err != nil {
+			return fmt.Errorf("configuration %s: %v", k.Name, err)
+		}
+		return nil
+	}
 	if k.Default == "true" || k.Default == "false" {
 		if _, err := strconv.ParseBool(value); err != nil {
 			return fmt.Errorf("configuration %s: %q is not a boolean", k.Name, value)
@@ -166,4 +179,28 @@ func (c *Config) PingInterval() time.Duration { return c.Seconds("ping.interval"
 // PingTimeout is ping.interval × ping.timeout.
 func (c *Config) PingTimeout() time.Duration {
 	return time.Duration(float64(c.PingInterval()) * c.num("ping.timeout"))
+}
+
+// CommandTimeout is commands.timeout's wait for a command kind (0: none set).
+func (c *Config) CommandTimeout(kind string) time.Duration {
+	m, _ := parseCommandTimeouts(c.Get("commands.timeout"))
+	return m[kind]
+}
+
+// parseCommandTimeouts reads "DhcpEntryCommand=600, SavePasswordCommand=300".
+func parseCommandTimeouts(v string) (map[string]time.Duration, error) {
+	m := map[string]time.Duration{}
+	for _, p := range strings.Split(v, ",") {
+		p = strings.TrimSpace(p)
+		if p == "" {
+			continue
+		}
+		name, secs, ok := strings.Cut(p, "=")
+		n, err := strconv.Atoi(strings.TrimSpace(secs))
+		if !ok || strings.TrimSpace(name) == "" || err != nil || n < 1 || n > int(day) {
+			return nil, fmt.Errorf("%q is not Command=seconds (1..%d)", p, int(day))
+		}
+		m[strings.TrimSpace(name)] = time.Duration(n) * time.Second
+	}
+	return m, nil
 }

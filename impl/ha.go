@@ -350,7 +350,7 @@ func (m *HighAvailabilityManager) checkAndCancelWorkIfNeeded(t *Thread, w *haWor
 // alive when the host's agent is judged Up, and does not know otherwise.
 func (m *HighAvailabilityManager) isVmAlive(t *Thread, v *VMVO, hostID string) (alive, known bool) {
 	s := m.s
-	ans, err := s.agents.Send(t, hostID, Message{Kind: MsgCheckVM, VMName: v.Name}, 0)
+	ans, err := s.agents.Send(t, hostID, Message{Kind: MsgCheckVM, VMName: v.Name}, s.Config.CommandTimeout(MsgCheckVM))
 	if err == nil && ans.Result {
 		s.Log(t, "INFO", VMObject(v.ID), "SimpleInvestigator found %s to be alive? %v", v.Name, ans.Power == vm.PowerOn)
 		return ans.Power == vm.PowerOn, true
@@ -379,7 +379,7 @@ func (m *HighAvailabilityManager) fenceOff(t *Thread, v *VMVO, hostID string) bo
 		if h.ID == hostID {
 			continue
 		}
-		ans, err := s.agents.Send(t, h.ID, Message{Kind: MsgFence, Target: hostID, VMName: v.Name, CheckActivity: !s.Defects["H1"]}, 0)
+		ans, err := s.agents.Send(t, h.ID, Message{Kind: MsgFence, Target: hostID, VMName: v.Name, CheckActivity: !s.Defects["H1"]}, s.Config.CommandTimeout(MsgFence))
 		if err != nil {
 			s.Log(t, "INFO", HostObject(h.ID), "Moving on to the next host because %s is unavailable", h.ID)
 			continue

@@ -49,6 +49,9 @@ func (am *AgentManager) easySend(t *Thread, hostID string, m Message, wait time.
 		am.s.Log(t, "DEBUG", HostObject(hostID), "Can not send command %s due to Host %s not being up", m.Kind, hostID)
 		return nil
 	}
+	if d := am.s.Config.CommandTimeout(m.Kind); d > 0 {
+		wait = d // commands.timeout (applied here to the investigation's commands only)
+	}
 	ans, err := am.send(t, hostID, m, wait, false)
 	if err != nil {
 		am.s.Log(t, "WARN", HostObject(hostID), "%v", err)
