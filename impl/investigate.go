@@ -20,6 +20,7 @@ const (
 	ResourceDisabled              ResourceState = "Disabled"
 	ResourceMaintenance           ResourceState = "Maintenance"
 	ResourcePrepareForMaintenance ResourceState = "PrepareForMaintenance"
+	ResourceErrorInMaintenance    ResourceState = "ErrorInMaintenance"
 )
 
 // The commands' own waits (their constructors' setWait).
@@ -189,5 +190,5 @@ func (am *AgentManager) handleDisconnectWithInvestigation(t *Thread, a *attache,
 // skipsInvestigation is MonitorTask's test: a host behind on ping whose resource state is Disabled,
 // Maintenance or ErrorInMaintenance is disconnected with ShutdownRequested, without investigation.
 func skipsInvestigation(h *HostVO) bool {
-	return h != nil && (h.ResourceState == ResourceDisabled || h.ResourceState == ResourceMaintenance)
+	return h != nil && (h.ResourceState == ResourceDisabled || h.ResourceState == ResourceMaintenance || h.ResourceState == ResourceErrorInMaintenance)
 }
