@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/csconform/csconform/drivers/sim"
+	"github.com/csconform/csconform/impl"
 )
 
 // Host-level world states (issue 12 item 3): a host powered off, removed by an operator, or whose
@@ -124,16 +125,23 @@ func (w *containerWorld) Heartbeat(h string, on bool) error {
 	return fmt.Errorf("heartbeat-fail is not available in containers: there is no shared NFS primary storage whose heartbeat file the hosts write")
 }
 
-// withDomainsOf adds to a host power-off's targets the VMs whose domains run on the host: the
-// power takes them down, as a crash does one (the VM model reads the fault's targets).
+// withDomainsOf adds to a host power-off's targets the VMs whose domains run on the host (the power
+// takes them down, as a crash does one), and to a host removal's the VMs recorded on it (the forced
+// deleteHost stops them): the VM model reads the fault's targets.
 func (c *Cluster) withDomainsOf(kind string, targets []string) []string {
-	if kind != "host-power-off" {
+	if kind != "host-power-off" && kind != "host-remove" {
 		return targets
 	}
 	out := append([]string(nil), targets...)
 	for _, t := range targets {
 		h, ok := strings.CutPrefix(t, "host:")
 		if !ok || !slices.Contains(c.HostIDs, h) {
+			continue
+		}
+		if kind == "host-remove" { // the forced deleteHost stops every VM the records put on it
+			for _, v := range c.DB.VMs(func(v *impl.VMVO) bool { return !v.Removed && v.HostID == h }) {
+				out = append(out, VMObj(v.ID))
+			}
 			continue
 		}
 		for _, dom := range c.w.running(h) {
