@@ -65,6 +65,8 @@ func TestEachDefectAloneIsFoundAcrossSeeds(t *testing.T) {
 		{"D3", "seed-004-forced-destroy", "orphan-domain"},
 		{"D3", "seed-004-forced-destroy", "ip-conflict"},
 		{"D3", "seed-004-forced-destroy", "volume-in-use"},
+		{"H1", "ha-heartbeat-two-domains", "orphan-domain"},
+		{"H1", "ha-heartbeat-two-domains", "ip-conflict"},
 	}
 	for _, c := range cases {
 		sc, err := Find(c.scenario)

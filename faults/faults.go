@@ -27,6 +27,13 @@ type World interface {
 	DelayNextOutOfBand(host string, d time.Duration) error
 	// SetRouterBoot sets how long router guests take to say "ready" (0 restores the default).
 	SetRouterBoot(d time.Duration) error
+	// HostPower powers a host off (its domains and agent gone, its storage heartbeat stopped) or on
+	// (booted empty, its agent started).
+	HostPower(host string, on bool) error
+	// RemoveHost is an operator's forced deleteHost; the host's agent is stopped after.
+	RemoveHost(host string) error
+	// Heartbeat stops (off) or resumes (on) a live host's storage heartbeat writes.
+	Heartbeat(host string, on bool) error
 	ServerStop() error
 	ServerStart() error
 	// Backdate moves a network's creation time back by d (UPDATE networks SET created = created - d).
@@ -57,13 +64,13 @@ type Kind struct {
 
 // Kinds is the catalogue.
 var Kinds = []Kind{
-	{"agent-restart", "graceful restart of the host's agent (ShutdownCommand, socket closed, back after duration; default 10s); domains keep running",
+	{"agent-restart", "graceful restart of the host's agent (ShutdownCommand, one second, socket closed: the host goes Disconnected, no investigation; back after duration; default 10s); domains keep running",
 		true, []string{"host"}, func(w World, s Spec) error {
 			d := dur(s.Duration, 10*time.Second)
 			return timeBoxed(w, "agent-restart", fmt.Sprintf("agent restart, down %s", d), d,
 				func() error { return w.AgentStop(s.Host, true) }, func() error { return w.AgentStart(s.Host) }, "agent started", "host:"+s.Host)
 		}},
-	{"agent-kill", "kill -9 of the host's agent, restarted after duration (default 10s); domains keep running",
+	{"agent-kill", "kill -9 of the host's agent, restarted after duration (default 10s): the socket just closes, the server investigates (Alert); domains keep running",
 		true, []string{"host"}, func(w World, s Spec) error {
 			return timeBoxed(w, "agent-kill", "agent killed", dur(s.Duration, 10*time.Second),
 				func() error { return w.AgentStop(s.Host, false) }, func() error { return w.AgentStart(s.Host) }, "agent started", "host:"+s.Host)
@@ -89,6 +96,28 @@ var Kinds = []Kind{
 	{"slow-router-boot", "router guests take duration to boot (0 = default 36–41 s)",
 		false, []string{"duration"}, func(w World, s Spec) error {
 			return instant(w, "slow-router-boot", false, "router boot "+s.Duration.String(), func() error { return w.SetRouterBoot(s.Duration) })
+		}},
+	{"host-power-off", "the host loses power for duration (default 30m): domains gone, agent gone without a word, storage heartbeat stopped (investigators answer Down); then it boots empty",
+		true, []string{"host"}, func(w World, s Spec) error {
+			d := dur(s.Duration, 30*time.Minute)
+			return timeBoxed(w, "host-power-off", "host powered off for "+d.String(), d,
+				func() error { return w.HostPower(s.Host, false) }, func() error { return w.HostPower(s.Host, true) }, "host powered on", "host:"+s.Host)
+		}},
+	{"host-remove", "an operator's forced deleteHost: HA-disabled VMs force-stopped, HA-enabled ones restarted by HA, host Removed, its agent stopped (domains left as they are)",
+		true, []string{"host"}, func(w World, s Spec) error {
+			return instant(w, "host-remove", true, "host removed by an operator", func() error { return w.RemoveHost(s.Host) }, "host:"+s.Host)
+		}},
+	{"host-unreachable", "the host is Up but the management server cannot reach it for duration (default 5m, past the ping timeout): an inconclusive investigation (Disconnected: its heartbeat still beats)",
+		true, []string{"host"}, func(w World, s Spec) error {
+			d := dur(s.Duration, 5*time.Minute)
+			return timeBoxed(w, "host-unreachable", "host unreachable for "+d.String(), d,
+				func() error { return w.CutLink(s.Host, true) }, func() error { return w.CutLink(s.Host, false) }, "host reachable", "host:"+s.Host)
+		}},
+	{"heartbeat-fail", "a live host's storage heartbeat writes fail for duration (default 10m): its domains and agent run on, neighbours see its heart stopped (the investigator wrongly says Down)",
+		true, []string{"host"}, func(w World, s Spec) error {
+			d := dur(s.Duration, 10*time.Minute)
+			return timeBoxed(w, "heartbeat-fail", "storage heartbeat failing for "+d.String(), d,
+				func() error { return w.Heartbeat(s.Host, false) }, func() error { return w.Heartbeat(s.Host, true) }, "heartbeat written again", "host:"+s.Host)
 		}},
 	{"ms-restart", "the management server process dies and comes back after duration (default 30s)",
 		true, nil, func(w World, s Spec) error {

@@ -37,8 +37,15 @@ func (w *world) DelayNextOutOfBand(h string, d time.Duration) error {
 	return w.do("delay " + h + " " + d.String())
 }
 func (w *world) SetRouterBoot(d time.Duration) error { return w.do("router-boot " + d.String()) }
-func (w *world) ServerStop() error                   { return w.do("ms-stop") }
-func (w *world) ServerStart() error                  { return w.do("ms-start") }
+func (w *world) HostPower(h string, on bool) error {
+	return w.do(fmt.Sprintf("power %s %v", h, on))
+}
+func (w *world) RemoveHost(h string) error { return w.do("remove " + h) }
+func (w *world) Heartbeat(h string, on bool) error {
+	return w.do(fmt.Sprintf("heartbeat %s %v", h, on))
+}
+func (w *world) ServerStop() error  { return w.do("ms-stop") }
+func (w *world) ServerStart() error { return w.do("ms-start") }
 func (w *world) Backdate(n string, d time.Duration) error {
 	return w.do("backdate " + n + " " + d.String())
 }
@@ -65,6 +72,13 @@ func TestRun(t *testing.T) {
 		{Spec{Kind: "stale-report", Host: "h1", Duration: 1500 * time.Millisecond},
 			"begin stale-report disruptive=false host:h1|delay h1 1.5s|end"},
 		{Spec{Kind: "slow-router-boot", Duration: time.Minute}, "begin slow-router-boot disruptive=false |router-boot 1m0s|end"},
+		{Spec{Kind: "host-power-off", Host: "h1"},
+			"begin host-power-off disruptive=true host:h1|power h1 false|sleep 30m0s|power h1 true|end"},
+		{Spec{Kind: "host-remove", Host: "h2"}, "begin host-remove disruptive=true host:h2|remove h2|end"},
+		{Spec{Kind: "host-unreachable", Host: "h1"},
+			"begin host-unreachable disruptive=true host:h1|cut h1 true|sleep 5m0s|cut h1 false|end"},
+		{Spec{Kind: "heartbeat-fail", Host: "h1", Duration: time.Minute},
+			"begin heartbeat-fail disruptive=true host:h1|heartbeat h1 false|sleep 1m0s|heartbeat h1 true|end"},
 		{Spec{Kind: "ms-restart"}, "begin ms-restart disruptive=true ms|ms-stop|sleep 30s|ms-start|end"},
 		{Spec{Kind: "backdate", Network: "n1", Duration: 48 * time.Hour},
 			"begin backdate disruptive=false network:n1|backdate n1 48h0m0s|end"},

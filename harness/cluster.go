@@ -205,7 +205,9 @@ func (c *Cluster) startAgent(h string) {
 
 func (c *Cluster) allUp() bool {
 	for _, h := range c.HostIDs {
-		if hv := c.DB.Host(h); hv == nil || hv.Status != host.Up {
+		if hv := c.DB.Host(h); hv != nil && hv.Status == host.Removed {
+			continue // gone for good: nothing to wait for
+		} else if hv == nil || hv.Status != host.Up {
 			return false
 		}
 	}
@@ -427,6 +429,11 @@ func (c *Cluster) CreateNetwork(client, name string, persistent bool) error {
 
 // Deploy is deployVirtualMachine of a VM named name into networks, on host (or any).
 func (c *Cluster) Deploy(client, name string, networks []string, hostID string) error {
+	return c.DeployHA(client, name, networks, hostID, false)
+}
+
+// DeployHA is Deploy of an HA-enabled VM (ha) or not.
+func (c *Cluster) DeployHA(client, name string, networks []string, hostID string, ha bool) error {
 	nids, ns, err := c.resolveNetworks(networks)
 	if err != nil {
 		return err
@@ -442,6 +449,9 @@ func (c *Cluster) Deploy(client, name string, networks []string, hostID string) 
 		return err
 	}
 	c.vmIDs[name] = vmID
+	if ha {
+		c.DB.SetHAEnabled(vmID, true) // the offering's offer_ha, before the start job runs
+	}
 	c.Rec.SetOpVM(op, id(vmID), hostID)
 	err = wait()
 	c.fillHost(op, vmID)
@@ -564,6 +574,9 @@ func (c *Cluster) AgentStart(h string) error {
 	if !c.Agents[h].Dead() {
 		return nil // already up (overlapping faults): systemctl start of a running service
 	}
+	if c.poweredOff(h) {
+		return fmt.Errorf("host %s is powered off", h)
+	}
 	c.startAgent(h)
 	return nil
 }
@@ -645,6 +658,7 @@ func (c *Cluster) Backdate(network string, d time.Duration) error {
 }
 
 func (c *Cluster) Begin(kind string, disruptive bool, detail string, targets ...string) int {
+	targets = c.withDomainsOf(kind, targets)
 	resolved := make([]string, 0, len(targets))
 	for _, t := range targets {
 		resolved = append(resolved, c.resolveTarget(t))

@@ -48,6 +48,8 @@ import (
 //   - ping.interval (60 s) → 5 s: the power-report graceful period (2 × ping.interval) and the
 //     report grace of the orphan-domain check (2 × ping.interval + 10 s) become 10 s and 20 s, and a
 //     paused or partitioned agent is noticed after 12.5 s (ping.timeout 2.5 × ping.interval).
+//   - commands.timeout: the investigation's CheckHealthCommand (50 s) → 5 s and CheckOnHostCommand
+//     (20 s) → 2 s, so a partitioned host is judged within the same scale.
 //   - settle: at most ContainerSettle after the last step (the simulator's default is 3 min), which is
 //     past the report grace.
 //   - with real libvirt domains, a router says ready 1 s after reaching userspace (the container
@@ -56,7 +58,7 @@ import (
 //
 // A scenario then takes about a minute of wall time, plus about 10 s to start the containers (and
 // the first time, a static build of csconform).
-var ContainerScaling = map[string]string{"ping.interval": "5"}
+var ContainerScaling = map[string]string{"ping.interval": "5", "commands.timeout": "CheckHealthCommand=5,CheckOnHostCommand=2"}
 
 // ContainerSettle caps a scenario's settle time in containers.
 const ContainerSettle = 40 * time.Second

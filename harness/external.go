@@ -104,6 +104,10 @@ var externalFaults = map[string]externalFault{
 	"slow-router-boot": {why: "the routers' boot time is the hypervisor's internals (csconform inject slow-router-boot suspends one router by hand)"},
 	"ms-restart":       {why: "restarting the management server with its database kept needs the server's host: csconform inject cannot"},
 	"backdate":         {why: "backdating a network writes CloudStack's database: run csconform inject backdate by hand"},
+	"host-power-off":   {why: "powering a real host off needs its BMC (IPMI/Redfish): csconform inject does not"},
+	"host-remove":      {why: "removing a host is an operator's deleteHost (forced=true): do it by hand"},
+	"host-unreachable": {why: "use disconnect with a duration past the ping timeout (ping.interval × ping.timeout)"},
+	"heartbeat-fail":   {why: "failing a host's heartbeat writes needs the host's NFS mount of the primary storage: csconform inject cannot"},
 }
 
 // Preflight says what stands in the way of running sc externally with these options, step by step:

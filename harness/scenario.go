@@ -74,6 +74,8 @@ type Step struct {
 	Network  string        `yaml:"network,omitempty"`
 	Duration time.Duration `yaml:"duration,omitempty"`
 	Detail   string        `yaml:"detail,omitempty"`
+	// HA: a deploy of an HA-enabled VM (the service offering's offer_ha).
+	HA bool `yaml:"ha,omitempty"`
 	// Until waits, before the step, for a condition: start-sent (a StartCommand for vm went out),
 	// running (vm's record is Running), implementing (network is Implementing), host-up (host is Up).
 	Until string `yaml:"until,omitempty"`
@@ -519,7 +521,7 @@ func (c *Cluster) runSteps(sc *Scenario, res *Result) error {
 				case "createNetwork":
 					_ = c.CreateNetwork(client, st.Network, false)
 				case "deploy":
-					_ = c.Deploy(client, st.VM, st.Networks, st.Host)
+					_ = c.DeployHA(client, st.VM, st.Networks, st.Host, st.HA)
 				case "allocate":
 					_ = c.Allocate(client, st.VM, st.Networks)
 				default:

@@ -105,7 +105,9 @@ func (w *simWorld) stopServer() {
 
 func (w *simWorld) newAgent(h string) *impl.Agent {
 	c := w.c
-	return impl.NewAgent(h, c.Sched, c.Fabric, c.Hosts[h], c.Rec)
+	a := impl.NewAgent(h, c.Sched, c.Fabric, c.Hosts[h], c.Rec)
+	a.HA = w.haView()
+	return a
 }
 
 func (w *simWorld) agentStopped(h string) {

@@ -18,6 +18,8 @@ type Agent struct {
 	Net    Transport
 	HV     Hypervisor
 	Sink   history.Sink // agent.log lines
+	// HA is the shared primary storage's HA view (heartbeats, disk activity); nil: no NFS pool.
+	HA HAStorage
 
 	// mu guards the fields below; it is never held across a call into Env, a Pipe or the Hypervisor.
 	mu           sync.Mutex
@@ -52,14 +54,16 @@ func (a *Agent) Start() {
 	a.task("connect", a.connectLoop)
 }
 
-// Shutdown is a graceful agent stop (systemctl stop cloudstack-agent): a ShutdownCommand, then the
-// socket closes. The domains keep running.
+// Shutdown is a graceful agent stop (systemctl stop cloudstack-agent), as Agent.stop does it: no more
+// reconnects, a ShutdownCommand, one second for it to reach the server, then the socket closes. The
+// domains keep running.
 func (a *Agent) Shutdown() {
 	a.mu.Lock()
 	if a.dead {
 		a.mu.Unlock()
 		return
 	}
+	a.dead = true // reconnectAllowed = false
 	p := a.pipe
 	if p != nil {
 		a.seq++
@@ -67,7 +71,9 @@ func (a *Agent) Shutdown() {
 	seq := a.seq
 	a.mu.Unlock()
 	if p != nil {
+		a.log("INFO", "Stopping the agent: Reason = sig.kill")
 		_ = p.Send(Message{Seq: seq, Kind: MsgShutdown, HostID: a.HostID})
+		a.Env.Sleep(time.Second)
 	}
 	a.Kill()
 }
@@ -221,6 +227,8 @@ func (a *Agent) execute(p Pipe, m Message) {
 		if err := a.HV.DeleteVolume(m.Path); err != nil {
 			ans.Result, ans.Details = false, err.Error()
 		}
+	case MsgCheckOnHost, MsgFence, MsgCheckVM:
+		a.executeHA(m, &ans)
 	case MsgReady, MsgCheckHealth:
 	default:
 		ans.Result, ans.Details = false, "unsupported command "+m.Kind

@@ -19,9 +19,9 @@ type AgentManager struct {
 	attaches map[string]*attache
 	seq      int64
 	conns    int
-	// Investigate is the HA investigation of a host whose agent went away (haMgr.investigate): Up,
-	// Down, Disconnected, or "" when it cannot be determined. The default says what a KVM host whose
-	// agent restarts or whose link drops looks like: Disconnected.
+	// Investigate, when set, replaces the investigation of a host whose agent went away (tests): Up,
+	// Down, Disconnected, or "" when it cannot be determined. nil: CheckHealthCommand, then the KVM
+	// investigator (investigate.go).
 	Investigate func(hostID string) host.Status
 }
 
@@ -40,8 +40,7 @@ type pendingReq struct {
 }
 
 func newAgentManager(s *Server) *AgentManager {
-	return &AgentManager{s: s, attaches: map[string]*attache{},
-		Investigate: func(string) host.Status { return host.Disconnected }}
+	return &AgentManager{s: s, attaches: map[string]*attache{}}
 }
 
 func (am *AgentManager) start(t *Thread) {
@@ -302,38 +301,9 @@ func (am *AgentManager) handleDisconnectWithoutInvestigation(t *Thread, a *attac
 	am.s.DB.HostTransit(t.Name, a.host, ev, "")
 }
 
-// disconnectWithInvestigation is handleDisconnectWithInvestigation (spec 3.14 step 6).
+// disconnectWithInvestigation is handleDisconnectWithInvestigation (spec 3.14 step 6, investigate.go).
 func (am *AgentManager) disconnectWithInvestigation(t *Thread, a *attache, ev host.Event) {
-	s := am.s
-	h := s.DB.Host(a.host)
-	if h == nil {
-		return
-	}
-	next, ok := host.Next(h.Status, ev)
-	if !ok || next != host.Alert {
-		am.handleDisconnectWithoutInvestigation(t, a, ev)
-		return
-	}
-	s.Log(t, "INFO", HostObject(a.host), "Investigating why host %s has disconnected with event %s", a.host, ev)
-	switch am.Investigate(a.host) {
-	case host.Up:
-		s.Log(t, "DEBUG", HostObject(a.host), "Agent is determined to be up and running")
-		s.DB.HostTransit(t.Name, a.host, host.Ping, "")
-		return
-	case host.Down:
-		s.Log(t, "ERROR", HostObject(a.host), "Host %s is down. Starting HA on the VMs", a.host)
-		am.handleDisconnectWithoutInvestigation(t, a, host.HostDown)
-		return
-	case host.Disconnected:
-		s.Log(t, "WARN", HostObject(a.host), "Agent is disconnected but the host is still up: %s state: %s", a.host, h.Status)
-		am.handleDisconnectWithoutInvestigation(t, a, ev)
-	default:
-		if s.Env.Now().Sub(h.LastPinged) > s.Config.Seconds("alert.wait") {
-			am.handleDisconnectWithoutInvestigation(t, a, ev)
-			return
-		}
-		s.Log(t, "WARN", HostObject(a.host), "Agent %s state cannot be determined, do nothing", a.host)
-	}
+	am.handleDisconnectWithInvestigation(t, a, ev)
 }
 
 // monitorTask is MonitorTask: agents behind on ping are disconnected with investigation.
@@ -352,8 +322,14 @@ func (am *AgentManager) monitorTask(t *Thread) {
 		}
 		am.mu.Unlock()
 		for _, a := range behind {
+			if h := s.DB.Host(a.host); skipsInvestigation(h) {
+				s.Log(t, "INFO", HostObject(a.host), "Ping timeout but agent %s is in resource state of %s, so no investigation", a.host, h.ResourceState)
+				am.handleDisconnectWithoutInvestigation(t, a, host.ShutdownRequested)
+				continue
+			}
 			s.Log(t, "INFO", HostObject(a.host), "Ping timeout for agent %s, do investigation", a.host)
-			am.disconnectWithInvestigation(t, a, host.PingTimeout)
+			aa := a // a DisconnectTask on the agent task pool: the investigation waits on commands
+			s.Go(s.nextThread("DisconnectTask"), func(t *Thread) { am.disconnectWithInvestigation(t, aa, host.PingTimeout) })
 		}
 	}
 }

@@ -23,6 +23,8 @@ type ConfigKey struct {
 	Whole    bool
 	// Values lists the words a vocabulary key accepts (empty for numbers and booleans).
 	Values []string
+	// Timeouts: the value is a list of Command=seconds pairs (commands.timeout).
+	Timeouts bool
 }
 
 const (
@@ -51,6 +53,11 @@ var ConfigKeys = []ConfigKey{
 	{Name: "vm.op.wait.interval", Default: "120", Unit: "s", Description: "a VM in transition on a host not Up is reported stuck after this long without a power update", Min: 1, Max: day, Whole: true},
 	{Name: "vm.op.cleanup.interval", Default: "86400", Unit: "s", Description: "VMMI TransitionTask period (read at start)", Min: 1, Max: year, Whole: true},
 	{Name: "lock.poll.interval", Default: "1", Unit: "s", Description: "lock-table retry cadence while waiting (Merovingian2)", Min: 0.01, Max: 3600},
+	{Name: "restart.retry.interval", Default: "600", Unit: "s", Description: "HA: when a failed restart (or an unfenced VM) is tried again", Min: 1, Max: day, Whole: true},
+	{Name: "investigate.retry.interval", Default: "60", Unit: "s", Description: "HA: when a VM alive on a host that is not Up is investigated again", Min: 1, Max: day, Whole: true},
+	{Name: "time.to.sleep", Default: "60", Unit: "s", Description: "HA: how long an idle HA worker sleeps before it looks for work", Min: 1, Max: day, Whole: true},
+	{Name: "ha.vm.restart.hostup", Default: "true", Description: "HA-enabled VMs stopped out of band on an Up host are restarted"},
+	{Name: "commands.timeout", Default: "", Unit: "s", Description: "per-command waits that replace the command's own, e.g. CheckHealthCommand=5,CheckOnHostCommand=5 (AgentManagerImpl's granular wait)", Timeouts: true},
 	{Name: "router.ready.timeout", Default: "300", Unit: "s", Description: "how long a router start waits for the guest to be ready", Min: 1, Max: day, Whole: true},
 	// Not a CloudStack key: which reading of implementNetwork's last transition the reference runs
 	// (ImplementFinalTransition).
@@ -85,6 +92,9 @@ func (k ConfigKey) Range() string {
 	if len(k.Values) > 0 {
 		return strings.Join(k.Values, "|")
 	}
+	if k.Timeouts {
+		return "Command=seconds,…"
+	}
 	if k.Default == "true" || k.Default == "false" {
 		return "true|false"
 	}
@@ -100,6 +110,12 @@ func (k ConfigKey) check(value string) error {
 	if len(k.Values) > 0 {
 		if !slices.Contains(k.Values, value) {
 			return fmt.Errorf("configuration %s: %q is not one of %s", k.Name, value, k.Range())
+		}
+		return nil
+	}
+	if k.Timeouts {
+		if _, err := parseCommandTimeouts(value); err != nil {
+			return fmt.Errorf("configuration %s: %v", k.Name, err)
 		}
 		return nil
 	}
@@ -206,4 +222,28 @@ func (c *Config) PingInterval() time.Duration { return c.Seconds("ping.interval"
 // PingTimeout is ping.interval × ping.timeout.
 func (c *Config) PingTimeout() time.Duration {
 	return time.Duration(float64(c.PingInterval()) * c.num("ping.timeout"))
+}
+
+// CommandTimeout is commands.timeout's wait for a command kind (0: none set).
+func (c *Config) CommandTimeout(kind string) time.Duration {
+	m, _ := parseCommandTimeouts(c.Get("commands.timeout"))
+	return m[kind]
+}
+
+// parseCommandTimeouts reads "DhcpEntryCommand=600, SavePasswordCommand=300".
+func parseCommandTimeouts(v string) (map[string]time.Duration, error) {
+	m := map[string]time.Duration{}
+	for _, p := range strings.Split(v, ",") {
+		p = strings.TrimSpace(p)
+		if p == "" {
+			continue
+		}
+		name, secs, ok := strings.Cut(p, "=")
+		n, err := strconv.Atoi(strings.TrimSpace(secs))
+		if !ok || strings.TrimSpace(name) == "" || err != nil || n < 1 || n > int(day) {
+			return nil, fmt.Errorf("%q is not Command=seconds (1..%d)", p, int(day))
+		}
+		m[strings.TrimSpace(name)] = time.Duration(n) * time.Second
+	}
+	return m, nil
 }

@@ -1,6 +1,10 @@
 package impl
 
-import "time"
+import (
+	"time"
+
+	"github.com/csconform/csconform/model/vm"
+)
 
 // Message kinds on the agent link, named after CloudStack's commands and answers.
 const (
@@ -14,7 +18,10 @@ const (
 	MsgStop          = "StopCommand"        // MS → agent
 	MsgDeleteVolume  = "DeleteCommand"      // MS → agent
 	MsgCheckHealth   = "CheckHealthCommand"
-	MsgAnswer        = "Answer" // the reply to any request; Seq names the request
+	MsgCheckOnHost   = "CheckOnHostCommand"         // MS → a neighbour: is Target's storage heartbeat beating?
+	MsgFence         = "FenceCommand"               // MS → a neighbour: fence VMName on Target (KVMFencer)
+	MsgCheckVM       = "CheckVirtualMachineCommand" // MS → agent: the power state of VMName
+	MsgAnswer        = "Answer"                     // the reply to any request; Seq names the request
 )
 
 // Message is one frame on the agent link. It is a flat struct so that the real transport can encode it
@@ -41,7 +48,13 @@ type Message struct {
 	CheckFirst bool          `json:"checkBeforeCleanup,omitempty"`
 	Path       string        `json:"path,omitempty"`
 
+	// CheckOnHost / Fence / CheckVirtualMachine (HA investigation, spec 8 item 2)
+	Target        string `json:"target,omitempty"`        // the investigated host
+	CheckActivity bool   `json:"checkActivity,omitempty"` // Fence: also look for the VM's disk activity (the H1 fix)
+
 	// Answer
 	Result  bool   `json:"result,omitempty"`
 	Details string `json:"details,omitempty"`
+	// CheckVirtualMachineAnswer's state
+	Power vm.PowerState `json:"power,omitempty"`
 }

@@ -20,6 +20,7 @@ type Server struct {
 
 	agents  *AgentManager
 	jobs    *AsyncJobManager
+	ha      *HighAvailabilityManager
 	started time.Time
 
 	// mu guards threadNo and unknownOnHost when the server's threads are real goroutines. Like every
@@ -49,6 +50,7 @@ func NewServer(id string, env Env, db *DB, cfg *Config, defects Switches, net Tr
 	s := &Server{ID: id, Env: env, DB: db, Config: cfg, Defects: defects, Net: net}
 	s.agents = newAgentManager(s)
 	s.jobs = newAsyncJobManager(s)
+	s.ha = newHighAvailabilityManager(s)
 	return s
 }
 

@@ -56,6 +56,8 @@ type VMVO struct {
 	UpdateTime  time.Time
 	Created     time.Time
 	Removed     bool
+	// HAEnabled is the offering's offer_ha (vm_instance.ha_enabled): HA restarts the VM.
+	HAEnabled bool `json:",omitempty"`
 
 	PowerState            vm.PowerState
 	PowerStateUpdateTime  time.Time
@@ -113,6 +115,8 @@ type HostVO struct {
 	MSID           string
 	LastPinged     time.Time
 	DisconnectedOn time.Time
+	// ResourceState is the host's resource_state; "" is Enabled.
+	ResourceState ResourceState `json:",omitempty"`
 }
 
 // JobVO is an async_job row (vm_work_job rows are jobs with a VM instance and a Cmd of VmWork*).

@@ -239,7 +239,7 @@ func TestServerAndAgentProcesses(t *testing.T) {
 	bin := buildCSConform(t, dir)
 	hist := filepath.Join(dir, "history.jsonl")
 	srv, srvOut := startProc(t, bin, "server", "--listen", "127.0.0.1:0", "--control", "127.0.0.1:0",
-		"--config", "ping.interval=1", "--config", "vm.job.check.interval=200", "--history", hist)
+		"--config", "ping.interval=1", "--config", "vm.job.check.interval=200", "--config", "commands.timeout=CheckHealthCommand=1,CheckOnHostCommand=1", "--history", hist)
 	addrs, _ := listening(srvOut, "agents", "control")
 	agentAddr, base := addrs["agents"], addrs["control"]
 	if agentAddr == "" || base == "" {
@@ -286,8 +286,13 @@ func TestServerAndAgentProcesses(t *testing.T) {
 
 	agents["h2"].cmd.Process.Signal(syscall.SIGSTOP)
 	poll(t, 15*time.Second, "h2 Alert after its agent was paused", func() bool { return status("h2") == "Alert" })
-	if ev := why("h2", "Alert"); ev != "PingTimeout" {
-		t.Fatalf("h2 went Alert on %q, want PingTimeout (a paused agent is noticed only by missed pings)", ev)
+	// A paused agent is noticed only by missed pings: the investigation starts from PingTimeout; found
+	// Disconnected-but-up from Up, handleDisconnectWithInvestigation moves it with AgentDisconnected.
+	if b, err := os.ReadFile(hist); err != nil || !bytes.Contains(b, []byte("Investigating why host h2 has disconnected with event PingTimeout")) {
+		t.Fatalf("h2's investigation did not start from PingTimeout (%v)", err)
+	}
+	if ev := why("h2", "Alert"); ev != "AgentDisconnected" {
+		t.Fatalf("h2 went Alert on %q, want AgentDisconnected (investigated: disconnected, host still up)", ev)
 	}
 	agents["h2"].cmd.Process.Signal(syscall.SIGCONT)
 	poll(t, 20*time.Second, "h2 Up again after its agent resumed", func() bool { return status("h2") == "Up" })
@@ -332,7 +337,7 @@ func TestServerStateFileSurvivesKill(t *testing.T) {
 	agentAddr, controlAddr := free(), free()
 	start := func() *proc {
 		p, out := startProc(t, bin, "server", "--listen", agentAddr, "--control", controlAddr, "--state", state,
-			"--config", "ping.interval=1", "--config", "vm.job.check.interval=200")
+			"--config", "ping.interval=1", "--config", "vm.job.check.interval=200", "--config", "commands.timeout=CheckHealthCommand=1,CheckOnHostCommand=1")
 		for out.Scan() {
 			if strings.HasPrefix(out.Text(), "control listening on ") {
 				return p

@@ -156,7 +156,8 @@ func TestServerAndAgentsOverTCP(t *testing.T) {
 	}
 	defer ln.Close()
 	rec := &sink{}
-	cfg, err := impl.NewConfig(map[string]string{"ping.interval": "1", "vm.job.check.interval": "200", "lock.poll.interval": "0.2"})
+	cfg, err := impl.NewConfig(map[string]string{"ping.interval": "1", "vm.job.check.interval": "200", "lock.poll.interval": "0.2",
+		"commands.timeout": "CheckHealthCommand=1,CheckOnHostCommand=1"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -234,7 +235,8 @@ func TestConcurrentJobsOverTCP(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	cfg, err := impl.NewConfig(map[string]string{"ping.interval": "1", "vm.job.check.interval": "200", "lock.poll.interval": "0.2"})
+	cfg, err := impl.NewConfig(map[string]string{"ping.interval": "1", "vm.job.check.interval": "200", "lock.poll.interval": "0.2",
+		"commands.timeout": "CheckHealthCommand=1,CheckOnHostCommand=1"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,6 +24,9 @@ type Host struct {
 	// running is Running's answer at version runningAt (each ping asks; few change anything)
 	running   []string
 	runningAt uint64
+	// off: powered off; beatStopped: when the storage heartbeat stopped (zero: beating). See power.go.
+	off         bool
+	beatStopped time.Time
 }
 
 // Version changes whenever what Domains returns may have: a checker re-reads only the hosts whose
@@ -70,6 +73,9 @@ func (h *Host) Start(spec impl.DomainSpec) error {
 	}
 	// define + create
 	h.s.Sleep(300*time.Millisecond + time.Duration(h.s.rng.Int64N(int64(700*time.Millisecond))))
+	if h.off {
+		return fmt.Errorf("host %s lost power", h.ID)
+	}
 	d := &domain{spec: spec, running: true}
 	h.domains[spec.Name] = d
 	h.version++

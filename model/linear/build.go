@@ -224,10 +224,13 @@ func (b *builder) event(e history.Event) {
 		if kind == "" {
 			kind = e.From
 		}
-		if kind != "crash" && kind != "guest-shutdown" {
+		if kind != "crash" && kind != "guest-shutdown" && kind != "host-power-off" && kind != "host-remove" {
 			return
 		}
 		for _, obj := range strings.Split(e.Object, ",") {
+			if modelOf(obj) != "vm" {
+				continue // a power-off names its host and the VMs whose domains it takes down
+			}
 			// The domain goes down some time after the fault (a guest's poweroff takes a while), so
 			// the operation stays open: it may take effect any time after it began.
 			if e.From == "" {
@@ -271,6 +274,9 @@ func (b *builder) event(e history.Event) {
 	case history.State:
 		if id, ok := strings.CutPrefix(e.Object, "host:"); ok {
 			b.hostState(id, e)
+			return
+		}
+		if b.haWork(e) {
 			return
 		}
 		if modelOf(e.Object) != "network" {
@@ -460,4 +466,20 @@ func (r Result) Visualize(path string) error {
 		m = Models[r.Model]
 	}
 	return porcupine.VisualizePath(m, r.info, path)
+}
+
+// haWork turns the VM work jobs the HA manager's worker submits (a restart's forced stop and its
+// start, CloudStack's "HA-Worker-N" threads) into operations on the VM: the server moves the VM with
+// no client call, and either may fail, so their outcome is left open.
+func (b *builder) haWork(e history.Event) bool {
+	if !strings.HasPrefix(e.Object, "job:") || e.From != "" || !strings.HasPrefix(e.Actor, "HA-Worker") {
+		return false
+	}
+	cmd, inst, ok := strings.Cut(e.Detail, " VirtualMachine:")
+	kind := map[string]string{"VmWorkStart": VMStart, "VmWorkStop": VMStop}[cmd]
+	if !ok || kind == "" {
+		return false
+	}
+	b.add("vm:"+inst, "vm", e.Actor, VMInput{Kind: kind, Name: "ha:" + cmd}, Unknown, e.Seq, open, e.Detail)
+	return true
 }

@@ -1,0 +1,104 @@
+package harness
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/csconform/csconform/faults"
+	"github.com/csconform/csconform/impl"
+	"github.com/csconform/csconform/model/history"
+	"github.com/csconform/csconform/model/host"
+)
+
+// The host world states, each by what the management server makes of it (fixed profile, h1 and its
+// neighbour h2, web1 on h1):
+//   - agent-restart is graceful: the agent sends a ShutdownCommand first, which
+//     AgentManagerImpl.AgentHandler.processRequest answers with disconnectWithoutInvestigation(
+//     ShutdownRequested): Up → Disconnected, no investigation;
+//   - agent-kill closes the socket: the DISCONNECT task runs handleDisconnectWithInvestigation
+//     (AgentDisconnected → Alert), the neighbour sees h1's heart beat: Disconnected-but-up, Alert;
+//   - host-unreachable holds the link: MonitorTask's ping timeout, an inconclusive investigation
+//     (nothing answers from h1, its heart beats: Disconnected), Alert until the link is back;
+//   - host-power-off: silence, the ping timeout, and the neighbour reads a stopped heart: Down;
+//   - heartbeat-fail alone changes nothing while the agent is connected (investigations only
+//     follow a disconnect);
+//   - host-remove: ResourceManagerImpl.deleteHost(forced): Removed.
+func TestHostWorldStates(t *testing.T) {
+	cases := []struct {
+		fault      faults.Spec
+		statuses   []host.Status // h1's statuses in order, from Up
+		investiged bool
+	}{
+		{faults.Spec{Kind: "agent-restart", Host: "h1", Duration: 20 * time.Second}, []host.Status{host.Disconnected, host.Connecting, host.Up}, false},
+		{faults.Spec{Kind: "agent-kill", Host: "h1", Duration: 20 * time.Second}, []host.Status{host.Alert, host.Connecting, host.Up}, true},
+		{faults.Spec{Kind: "host-unreachable", Host: "h1"}, []host.Status{host.Alert, host.Connecting, host.Up}, true},
+		{faults.Spec{Kind: "host-power-off", Host: "h1", Duration: 10 * time.Minute}, []host.Status{host.Down, host.Connecting, host.Up}, true},
+		{faults.Spec{Kind: "heartbeat-fail", Host: "h1", Duration: 5 * time.Minute}, nil, false},
+		{faults.Spec{Kind: "host-remove", Host: "h1"}, []host.Status{host.Removed}, false},
+	}
+	for _, c := range cases {
+		t.Run(c.fault.Kind, func(t *testing.T) {
+			fixed, _ := impl.Profile("fixed")
+			cl, err := NewSimCluster(Options{Seed: 3, Hosts: []string{"h1", "h2"}, Defects: fixed})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cl.Close()
+			if err := cl.CreateNetwork("setup", "n1", false); err != nil {
+				t.Fatal(err)
+			}
+			done := false
+			cl.Go("scenario", func() {
+				defer func() { done = true }()
+				if err := cl.Deploy("client-1", "web1", []string{"n1"}, "h1"); err != nil {
+					t.Error(err)
+					return
+				}
+				if err := faults.Run(cl, c.fault); err != nil {
+					t.Error(err)
+				}
+				cl.Sleep(time.Minute)
+			})
+			if err := cl.Sched.RunUntil(cl.Now().Add(time.Hour), func() bool { return done }); err != nil {
+				t.Fatal(err)
+			}
+			var got []host.Status
+			investigated := false
+			started := false
+			for _, e := range cl.Rec.events() {
+				started = started || e.Kind == history.Fault
+				if !started || e.Object != "host:h1" {
+					continue
+				}
+				if e.Kind == history.State && e.To != e.From {
+					got = append(got, host.Status(e.To))
+				}
+				investigated = investigated || e.Kind == history.Log && strings.HasPrefix(e.Detail, "Investigating why host h1")
+			}
+			if !slices.Equal(got, c.statuses) {
+				t.Errorf("h1 went through %v, want %v", got, c.statuses)
+			}
+			if investigated != c.investiged {
+				t.Errorf("investigated: %v, want %v", investigated, c.investiged)
+			}
+		})
+	}
+}
+
+// A real world says why it cannot power a host or fail its heartbeat.
+func TestHostFaultsUnavailableOutsideTheSimulator(t *testing.T) {
+	c := &Cluster{w: &libvirtWorld{}, HostIDs: []string{"h1"}}
+	for _, err := range []error{c.HostPower("h1", false), c.Heartbeat("h1", false)} {
+		if err == nil || !strings.Contains(err.Error(), "is not available on this world") {
+			t.Errorf("got %v", err)
+		}
+	}
+	w := &containerWorld{}
+	for _, err := range []error{w.HostPower("h1", false), w.RemoveHost("h1"), w.Heartbeat("h1", false)} {
+		if err == nil || !strings.Contains(err.Error(), "is not available in containers") {
+			t.Errorf("got %v", err)
+		}
+	}
+}

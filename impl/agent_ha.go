@@ -1,0 +1,58 @@
+package impl
+
+import (
+	"slices"
+
+	"github.com/csconform/csconform/model/vm"
+)
+
+// HAStorage is what a KVM agent sees of the other hosts on the shared NFS primary storage: the
+// heartbeat file each host's KVMHAMonitor writes (kvmheartbeat.sh), and the VMs' disk activity.
+type HAStorage interface {
+	// HeartbeatAlive: the host's heartbeat is fresh (KVMHAChecker reads it).
+	HeartbeatAlive(host string) bool
+	// DiskActivity: the VM's volumes are being written by a domain on host
+	// (CheckVMActivityOnStoragePoolCommand, kvmvmactivity.sh).
+	DiskActivity(host, vmName string) bool
+}
+
+// noHAStorage is the answer of an agent without an NFS pool: KVMInvestigator skips such hosts
+// ("host has no NFS storage. Skipping investigation via NFS").
+const noHAStorage = "no NFS storage pool for HA heartbeats"
+
+// executeHA runs the HA commands: LibvirtCheckOnHostCommandWrapper and LibvirtFenceCommandWrapper
+// answer result=true when the target's heart is NOT beating ("Heart is still beating..." is
+// result=false); LibvirtCheckVirtualMachineCommandWrapper answers the domain's power state.
+func (a *Agent) executeHA(m Message, ans *Message) {
+	switch m.Kind {
+	case MsgCheckVM:
+		ans.Power = vm.PowerOff
+		if slices.Contains(a.HV.Running(), m.VMName) {
+			ans.Power = vm.PowerOn
+		}
+		return
+	}
+	if a.HA == nil {
+		ans.Result, ans.Details = false, noHAStorage
+		return
+	}
+	if a.HA.HeartbeatAlive(m.Target) {
+		ans.Result, ans.Details = false, "Heart is still beating..."
+		return
+	}
+	if m.Kind == MsgFence && m.CheckActivity && a.HA.DiskActivity(m.Target, m.VMName) {
+		// The H1 fix: a stale heartbeat with the VM's disks still written is a live host whose
+		// heartbeat failed, not a dead one.
+		ans.Result, ans.Details = false, "VM "+m.VMName+" is still writing to its volumes"
+		return
+	}
+	ans.Result = true
+}
+
+// PowerLoss is the host losing power under the agent: nothing is sent and the socket is not closed
+// (no FIN, no RST); the management server finds out by missed pings.
+func (a *Agent) PowerLoss() {
+	a.mu.Lock()
+	a.dead = true
+	a.mu.Unlock()
+}

@@ -1,0 +1,420 @@
+package impl
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/csconform/csconform/model/host"
+	"github.com/csconform/csconform/model/vm"
+)
+
+// HighAvailabilityManagerImpl: the HA work queue (op_ha_work), its worker, restart with investigation
+// and fencing. Read: apache/cloudstack server/.../ha/HighAvailabilityManagerImpl.java at 04913a45
+// (scheduleRestartForVmsOnHost, scheduleRestart, restart, checkAndCancelWorkIfNeeded), KVMFencer at
+// 4108507240's copy (fenceOff: FenceCommand to every other Up KVM host of the cluster, the first
+// result=true fences), KVMInvestigator.isVmAlive (isAgentAlive: Up → alive, else UnknownVM).
+//
+// Divergences: the queue lives in the server, not in op_ha_work (an HA item does not survive a
+// management-server restart); one worker (ha.workers 5) started when the first item is scheduled
+// (an idle worker only sleeps); the investigators are CheckOnAgentInvestigator then KVMInvestigator
+// (ha.investigators.order's default, recalled, not read in 4.22); volumes are on shared storage (no
+// local-storage skip).
+
+type haStep string
+
+// HaWorkVO.Step values.
+const (
+	haInvestigating haStep = "Investigating"
+	haScheduled     haStep = "Scheduled"
+	haDone          haStep = "Done"
+	haCancelled     haStep = "Cancelled"
+)
+
+// reasonHostDown is ReasonType.HostDown, one of CancellableWorkReasonTypes: an item for it is
+// cancelled once its host investigates Up again. Restarts for an out-of-band stop have no reason.
+const reasonHostDown = "HostDown"
+
+// haMaxRetries is max.retries: a work item tried more often is given up.
+const haMaxRetries = 5
+
+// haWork is an op_ha_work row of type HA (restart).
+type haWork struct {
+	ID         int64
+	VMID       int64
+	HostID     string
+	Step       haStep
+	PrevState  vm.State
+	PrevUpdate int64 // vm_instance.updated (the update count) when scheduled
+	TimesTried int
+	TimeToTry  time.Time
+	Taken      bool
+	Reason     string
+}
+
+func (w *haWork) String() string {
+	return fmt.Sprintf("HAWork[%d-HA-%d-%s-%s]", w.ID, w.VMID, w.PrevState, w.Step)
+}
+
+// HighAvailabilityManager is HighAvailabilityManagerImpl.
+type HighAvailabilityManager struct {
+	s *Server
+	// mu guards the fields below; never held across a call into Env.
+	mu      sync.Mutex
+	work    []*haWork
+	seq     int64
+	wake    Signal
+	running bool
+}
+
+func newHighAvailabilityManager(s *Server) *HighAvailabilityManager {
+	return &HighAvailabilityManager{s: s}
+}
+
+// hasPendingHaWork: an HA item for the VM is not Done or Cancelled (it postpones power reports).
+func (m *HighAvailabilityManager) hasPendingHaWork(vmID int64) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return slices.ContainsFunc(m.work, func(w *haWork) bool {
+		return w.VMID == vmID && w.Step != haDone && w.Step != haCancelled
+	})
+}
+
+// scheduleRestartForVmsOnHost: every VM the host holds gets an HA item (with investigation when
+// asked); the host-down alert names the HA-enabled ones.
+func (m *HighAvailabilityManager) scheduleRestartForVmsOnHost(t *Thread, hostID string, investigate bool) {
+	s := m.s
+	s.Log(t, "WARN", HostObject(hostID), "Scheduling restart for VMs on host %s", hostID)
+	vms := s.DB.VMs(func(v *VMVO) bool { return !v.Removed && v.HostID == hostID })
+	// system VMs first (reorderedVMList)
+	slices.SortStableFunc(vms, func(a, b *VMVO) int { return cmp.Compare(b2i(a.Type == "User"), b2i(b.Type == "User")) })
+	var ha []string
+	for _, v := range vms {
+		if v.HAEnabled {
+			ha = append(ha, v.Name)
+		}
+	}
+	s.Log(t, "WARN", HostObject(hostID), "ALERT: Host is down, %s. Starting HA on the following VMs: %v", hostID, ha)
+	for _, v := range vms {
+		cur := s.DB.VM(v.ID)
+		if cur == nil || cur.Removed {
+			continue
+		}
+		if cur.HostID != "" && cur.HostID != hostID {
+			s.Log(t, "DEBUG", VMObject(v.ID), "VM %s is not on down host %s it is on other host %s VM HA is done", cur.Name, hostID, cur.HostID)
+			continue
+		}
+		s.Log(t, "DEBUG", VMObject(v.ID), "Notifying HA Mgr of to restart vm %s", cur.Name)
+		m.scheduleRestart(t, cur, investigate, reasonHostDown)
+	}
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// scheduleRestart queues an HA item for the VM; without investigation the VM is force-stopped first.
+func (m *HighAvailabilityManager) scheduleRestart(t *Thread, v *VMVO, investigate bool, reason string) {
+	s := m.s
+	s.Log(t, "DEBUG", VMObject(v.ID), "HA schedule restart")
+	hostID := v.HostID
+	if hostID == "" {
+		s.Log(t, "DEBUG", VMObject(v.ID), "Found a vm that is scheduled to be restarted but has no host id: %s", v.Name)
+		m.forceStop(t, v.ID)
+	}
+	if !investigate {
+		s.Log(t, "DEBUG", VMObject(v.ID), "VM does not require investigation so I'm marking it as Stopped: %s", v.Name)
+		if !v.HAEnabled {
+			s.Log(t, "WARN", VMObject(v.ID), "ALERT: VM %s stopped unexpectedly on host %s", v.Name, v.HostID)
+		}
+		m.forceStop(t, v.ID)
+		if cur := s.DB.VM(v.ID); cur != nil {
+			v = cur
+		}
+	}
+	if hostID == "" {
+		hostID = v.LastHostID
+	}
+	step := haScheduled
+	if investigate {
+		step = haInvestigating
+	}
+	m.mu.Lock()
+	m.seq++
+	w := &haWork{ID: m.seq, VMID: v.ID, HostID: hostID, Step: step, PrevState: v.State, PrevUpdate: v.UpdateCount,
+		TimeToTry: s.Env.Now(), Reason: reason}
+	m.work = append(m.work, w)
+	m.mu.Unlock()
+	s.Log(t, "INFO", VMObject(v.ID), "Schedule vm for HA: %s (%s)", v.Name, w)
+	m.wakeupWorkers()
+}
+
+func (m *HighAvailabilityManager) forceStop(t *Thread, vmID int64) {
+	if err := m.s.advanceStop(t, vmID, forcedCleanup); err != nil { // the HA manager's own decision, as a failed start's cleanup is
+		m.s.Log(t, "WARN", VMObject(vmID), "HA: forced stop of VM %d failed: %v", vmID, err)
+	}
+}
+
+// wakeupWorkers wakes the worker, starting it on first use.
+func (m *HighAvailabilityManager) wakeupWorkers() {
+	m.mu.Lock()
+	start := !m.running
+	m.running = true
+	wake := m.wake
+	m.mu.Unlock()
+	if start {
+		m.s.Go("HA-Worker-1", m.workerThread)
+		return
+	}
+	if wake != nil {
+		wake.Fire()
+	}
+}
+
+// take is HighAvailabilityDaoImpl.take: the first item due, not taken, not finished.
+func (m *HighAvailabilityManager) take(now time.Time) *haWork {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var best *haWork
+	for _, w := range m.work {
+		if w.Taken || w.Step == haDone || w.Step == haCancelled || w.TimeToTry.After(now) {
+			continue
+		}
+		if best == nil || w.TimeToTry.Before(best.TimeToTry) {
+			best = w
+		}
+	}
+	if best != nil {
+		best.Taken = true
+	}
+	return best
+}
+
+// workerThread is WorkerThread.runWithContext: take an item, or sleep time.to.sleep (woken early by
+// wakeupWorkers).
+func (m *HighAvailabilityManager) workerThread(t *Thread) {
+	s := m.s
+	for {
+		w := m.take(s.Env.Now())
+		if w == nil {
+			sig := s.Env.NewSignal()
+			m.mu.Lock()
+			m.wake = sig
+			m.mu.Unlock()
+			sig.Wait(s.Config.Seconds("time.to.sleep"))
+			continue
+		}
+		m.processWork(t, w)
+	}
+}
+
+func (m *HighAvailabilityManager) processWork(t *Thread, w *haWork) {
+	s := m.s
+	s.Log(t, "INFO", VMObject(w.VMID), "Processing work %s", w)
+	next := m.restart(t, w)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	w.Taken = false
+	switch {
+	case w.Step == haCancelled:
+	case next.IsZero():
+		w.Step = haDone
+	case w.TimesTried >= haMaxRetries:
+		w.Step = haDone
+	default:
+		w.TimeToTry = next
+		w.TimesTried++
+	}
+	switch {
+	case w.Step == haDone && !next.IsZero():
+		s.Log(t, "WARN", VMObject(w.VMID), "Giving up, retried max times for work: %s", w)
+	case w.Step == haDone:
+		s.Log(t, "INFO", VMObject(w.VMID), "Completed work %s", w)
+	case w.Step != haCancelled:
+		s.Log(t, "INFO", VMObject(w.VMID), "Rescheduling work %s to try again at %s", w, next.Format("15:04:05"))
+	}
+}
+
+// restart is HighAvailabilityManagerImpl.restart: a zero time is done, else when to try again.
+func (m *HighAvailabilityManager) restart(t *Thread, w *haWork) time.Time {
+	s := m.s
+	s.Log(t, "DEBUG", VMObject(w.VMID), "RESTART with HAWORK")
+	m.mu.Lock()
+	newer := slices.ContainsFunc(m.work, func(o *haWork) bool { return o.VMID == w.VMID && o.ID > w.ID })
+	other := slices.ContainsFunc(m.work, func(o *haWork) bool { return o != w && o.VMID == w.VMID && o.Taken })
+	m.mu.Unlock()
+	if newer {
+		s.Log(t, "INFO", VMObject(w.VMID), "Cancelling this work item because newer ones have been scheduled.")
+		return time.Time{}
+	}
+	if other {
+		s.Log(t, "INFO", VMObject(w.VMID), "Waiting because there's HA work being executed on an item currently.")
+		return s.Env.Now().Add(s.Config.Seconds("investigate.retry.interval"))
+	}
+	v := s.DB.VM(w.VMID)
+	if v == nil || v.Removed {
+		s.Log(t, "INFO", VMObject(w.VMID), "Unable to find vm: %d", w.VMID)
+		return time.Time{}
+	}
+	if m.checkAndCancelWorkIfNeeded(t, w) {
+		return time.Time{}
+	}
+	s.Log(t, "INFO", VMObject(v.ID), "HA on %s", v.Name)
+	if v.State != w.PrevState || v.UpdateCount != w.PrevUpdate {
+		s.Log(t, "INFO", VMObject(v.ID), "VM %s has been changed.  Current State = %s Previous State = %s last updated = %d previous updated = %d",
+			v.Name, v.State, w.PrevState, v.UpdateCount, w.PrevUpdate)
+		return time.Time{}
+	}
+	h := s.DB.Host(w.HostID)
+	removed := h == nil || h.Status == host.Removed
+	if w.Step == haInvestigating {
+		if !removed {
+			if v.HostID != w.HostID {
+				s.Log(t, "INFO", VMObject(v.ID), "VM %s is now no longer on host %s", v.Name, w.HostID)
+				return time.Time{}
+			}
+			alive, known := m.isVmAlive(t, v, w.HostID)
+			fenced := false
+			switch {
+			case !known:
+				s.Log(t, "DEBUG", VMObject(v.ID), "Fencing off VM that we don't know the state of")
+				fenced = m.fenceOff(t, v, w.HostID)
+				s.Log(t, "INFO", VMObject(v.ID), "Fencer KVMFenceBuilder returned %v", fenced)
+			case !alive:
+				fenced = true
+			default:
+				s.Log(t, "DEBUG", VMObject(v.ID), "VM %s is found to be alive by the investigators", v.Name)
+				if h.Status == host.Up {
+					s.Log(t, "INFO", VMObject(v.ID), "%s is alive and host is up. No need to restart it.", v.Name)
+					return time.Time{}
+				}
+				s.Log(t, "DEBUG", VMObject(v.ID), "Rescheduling because the host is not up but the vm is alive")
+				return s.Env.Now().Add(s.Config.Seconds("investigate.retry.interval"))
+			}
+			if !fenced {
+				s.Log(t, "WARN", VMObject(v.ID), "ALERT: Unable to restart %s which was running on host %s: we were unable to fence off the VM", v.Name, w.HostID)
+				return s.Env.Now().Add(s.Config.Seconds("restart.retry.interval"))
+			}
+		} else {
+			s.Log(t, "DEBUG", VMObject(v.ID), "How come that HA step is Investigating and the host is removed? Calling forced Stop on Vm anyways")
+		}
+		m.forceStop(t, v.ID)
+		m.mu.Lock()
+		w.Step = haScheduled
+		m.mu.Unlock()
+	}
+	v = s.DB.VM(v.ID)
+	if !v.HAEnabled {
+		s.Log(t, "DEBUG", VMObject(v.ID), "VM is not HA enabled so we're done.")
+		return time.Time{}
+	}
+	if err := s.advanceStart(t, v.ID, ""); err != nil {
+		s.Log(t, "WARN", VMObject(v.ID), "Unable to restart %s due to %v", v.Name, err)
+	}
+	if started := s.DB.VM(v.ID); started != nil && started.State == vm.Running {
+		s.Log(t, "INFO", VMObject(v.ID), "HA is now restarting %s on %s", started.Name, started.HostID)
+		return time.Time{}
+	}
+	s.Log(t, "DEBUG", VMObject(v.ID), "Rescheduling VM %s to try again in %s", v.Name, s.Config.Seconds("restart.retry.interval"))
+	if cur := s.DB.VM(v.ID); cur != nil {
+		m.mu.Lock()
+		w.PrevState, w.PrevUpdate = cur.State, cur.UpdateCount
+		m.mu.Unlock()
+	}
+	return s.Env.Now().Add(s.Config.Seconds("restart.retry.interval"))
+}
+
+// checkAndCancelWorkIfNeeded: an Investigating item for a host-down whose host investigates Up again
+// is cancelled.
+func (m *HighAvailabilityManager) checkAndCancelWorkIfNeeded(t *Thread, w *haWork) bool {
+	if w.Step != haInvestigating || w.Reason != reasonHostDown {
+		return false
+	}
+	if m.s.investigateHost(t, w.HostID) != host.Up {
+		return false
+	}
+	m.s.Log(t, "DEBUG", VMObject(w.VMID), "Cancelling %s as it is not needed anymore", w)
+	m.mu.Lock()
+	w.Step = haCancelled
+	m.mu.Unlock()
+	return true
+}
+
+// isVmAlive runs the investigators in order; known=false is every one throwing UnknownVM.
+// CheckOnAgentInvestigator asks the VM's host (CheckVirtualMachineCommand); KVMInvestigator says
+// alive when the host's agent is judged Up, and does not know otherwise.
+func (m *HighAvailabilityManager) isVmAlive(t *Thread, v *VMVO, hostID string) (alive, known bool) {
+	s := m.s
+	ans, err := s.agents.Send(t, hostID, Message{Kind: MsgCheckVM, VMName: v.Name}, s.Config.CommandTimeout(MsgCheckVM))
+	if err == nil && ans.Result {
+		s.Log(t, "INFO", VMObject(v.ID), "SimpleInvestigator found %s to be alive? %v", v.Name, ans.Power == vm.PowerOn)
+		return ans.Power == vm.PowerOn, true
+	}
+	s.Log(t, "INFO", VMObject(v.ID), "SimpleInvestigator could not find %s", v.Name)
+	if s.kvmIsAgentAlive(t, hostID) == host.Up {
+		s.Log(t, "INFO", VMObject(v.ID), "KVMInvestigator found %s to be alive? true", v.Name)
+		return true, true
+	}
+	s.Log(t, "INFO", VMObject(v.ID), "KVMInvestigator could not find %s", v.Name)
+	return false, false
+}
+
+// fenceOff is KVMFencer.fenceOff: a FenceCommand to each other Up host; the first result=true fences.
+// A KVM "fence" kills nothing: the neighbour only checks that the host's storage heartbeat stopped
+// (LibvirtFenceCommandWrapper). With H1 off the neighbour also requires that the VM's volumes are
+// not being written (the activity check KVM host HA already has, CheckVMActivityOnStoragePoolCommand).
+func (m *HighAvailabilityManager) fenceOff(t *Thread, v *VMVO, hostID string) bool {
+	s := m.s
+	asked := 0
+	for _, h := range s.DB.Hosts() {
+		if h.Status != host.Up {
+			continue
+		}
+		asked++
+		if h.ID == hostID {
+			continue
+		}
+		ans, err := s.agents.Send(t, h.ID, Message{Kind: MsgFence, Target: hostID, VMName: v.Name, CheckActivity: !s.Defects["H1"]}, s.Config.CommandTimeout(MsgFence))
+		if err != nil {
+			s.Log(t, "INFO", HostObject(h.ID), "Moving on to the next host because %s is unavailable", h.ID)
+			continue
+		}
+		if ans.Result {
+			return true
+		}
+	}
+	s.Log(t, "WARN", HostObject(hostID), "ALERT: Unable to fence off host: %s. Fencing off host %s did not succeed after asking %d hosts.", hostID, hostID, asked)
+	s.Log(t, "ERROR", VMObject(v.ID), "Unable to fence off %s on %s", v.Name, hostID)
+	return false
+}
+
+// restartOnPowerOff is the HA shortcut of handlePowerOffReportWithNoPendingJobsOnVM: an HA-enabled
+// Running VM reported off is restarted by HA (with investigation) instead of being synced to Stopped.
+func (m *HighAvailabilityManager) restartOnPowerOff(t *Thread, v *VMVO) bool {
+	s := m.s
+	if !v.HAEnabled || v.State != vm.Running || !s.Config.Bool("ha.vm.restart.hostup") {
+		return false
+	}
+	s.Log(t, "INFO", VMObject(v.ID), "Detected out-of-band stop of a HA enabled VM %s, will schedule restart.", v.Name)
+	if m.hasPendingHaWork(v.ID) {
+		s.Log(t, "INFO", VMObject(v.ID), "VM %s already has a pending HA task working on it.", v.Name)
+		return true
+	}
+	m.scheduleRestart(t, v, true, "")
+	return true
+}
+
+// SetHAEnabled sets a VM's ha_enabled (the service offering's offer_ha at deploy).
+func (db *DB) SetHAEnabled(id int64, on bool) {
+	db.lock()
+	defer db.commit()
+	if v, ok := db.vms[id]; ok {
+		v.HAEnabled = on
+		db.touch(tVM, id)
+	}
+}

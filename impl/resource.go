@@ -1,0 +1,48 @@
+package impl
+
+import (
+	"fmt"
+
+	"github.com/csconform/csconform/model/host"
+	"github.com/csconform/csconform/model/vm"
+)
+
+// DeleteHost is ResourceManagerImpl.deleteHost with forced=true, as an operator removes a host
+// (doDeleteHost): HA-disabled VMs and VMs in Stopping are force-stopped, HA-enabled Running or
+// Starting VMs get an HA restart without investigation; then the agent is disconnected and the host
+// goes Removed. Without forced, a host with VMs is refused.
+func (s *Server) DeleteHost(hostID string, forced bool) error {
+	t := &Thread{Name: s.nextThread("API-Job-Executor")}
+	h := s.DB.Host(hostID)
+	if h == nil || h.Status == host.Removed {
+		return fmt.Errorf("InvalidParameterValueException: Host with id %s doesn't exist", hostID)
+	}
+	vms := s.DB.VMs(func(v *VMVO) bool { return !v.Removed && v.HostID == hostID })
+	if len(vms) > 0 && !forced {
+		return fmt.Errorf("Unable to delete host: %s as there are vms running on it; use forced=true", hostID)
+	}
+	for _, v := range vms {
+		if !v.HAEnabled || v.State == vm.Stopping {
+			s.Log(t, "DEBUG", VMObject(v.ID), "Stopping vm: %s as a part of deleteHost id=%s", v.Name, hostID)
+			if err := s.advanceStop(t, v.ID, forcedByCaller); err != nil { // the operator's deleteHost forced=true
+				return fmt.Errorf("There was an error stopping the vm: %s as a part of hostDelete id=%s: %v", v.Name, hostID, err)
+			}
+		} else if v.State == vm.Running || v.State == vm.Starting {
+			s.Log(t, "DEBUG", VMObject(v.ID), "Scheduling restart for vm: %s %s, as a part of deleteHost id=%s", v.Name, v.State, hostID)
+			s.ha.scheduleRestart(t, v, false, "")
+		}
+	}
+	s.agents.mu.Lock()
+	a := s.agents.attaches[hostID]
+	s.agents.mu.Unlock()
+	if a != nil {
+		s.agents.removeAgent(a)
+	}
+	if _, ok := s.DB.HostTransit(t.Name, hostID, host.Remove, s.ID); !ok {
+		// Connecting/Up without a Remove edge: the row goes anyway (the Java marks it removed).
+		s.DB.HostTransit(t.Name, hostID, host.ShutdownRequested, s.ID)
+		s.DB.HostTransit(t.Name, hostID, host.Remove, s.ID)
+	}
+	s.Log(t, "INFO", HostObject(hostID), "Host %s removed", hostID)
+	return nil
+}
