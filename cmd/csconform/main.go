@@ -9,7 +9,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"strings"
 	"time"
@@ -126,53 +125,6 @@ a run stopped at a bound, 3 could not decide (the linearizability checker timed 
 and nothing else was found; logcheck: nothing decidable), 4 an outcome that differs from the scenario's expectations, 130
 interrupted.
 `
-
-func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
-
-func run(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		fmt.Fprint(stdout, usage)
-		return 0
-	}
-	switch args[0] {
-	case "scenarios":
-		return listScenarios(args[1:], stdout, stderr)
-	case "profiles":
-		return listProfiles(args[1:], stdout, stderr)
-	case "faults":
-		return listFaults(args[1:], stdout, stderr)
-	case "config":
-		return listConfig(args[1:], stdout, stderr)
-	case "repro":
-		return repro(args[1:], stdout, stderr)
-	case "explore":
-		return exploreCmd(args[1:], stdout, stderr)
-	case "check":
-		return checkCmd(args[1:], stdout, stderr)
-	case "bench":
-		return benchCmd(args[1:], stdout, stderr)
-	case "server":
-		return serverCmd(args[1:], stdout, stderr)
-	case "agent":
-		return agentCmd(args[1:], stdout, stderr)
-	case "hypervisor":
-		return hypervisorCmd(args[1:], stdout, stderr)
-	case "cleanup":
-		return cleanupCmd(args[1:], stdout, stderr)
-	case "audit":
-		return auditCmd(args[1:], stdout, stderr)
-	case "inject":
-		return injectCmd(args[1:], stdout, stderr)
-	case "mutants":
-		return mutantsCmd(args[1:], stdout, stderr)
-	case "version":
-		return versionCmd(stdout)
-	case "logcheck":
-		return logcheckCmd(args[1:], os.Stdin, stdout, stderr)
-	}
-	fmt.Fprintf(stderr, "csconform: unknown command %q\n\n%s", args[0], usage)
-	return 2
-}
 
 // exitInterrupted is the status of a run stopped by Ctrl-C or SIGTERM (128 + SIGINT, as a shell has it).
 const exitInterrupted = 130

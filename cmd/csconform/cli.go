@@ -1,0 +1,112 @@
+package main
+
+// The command tree, on github.com/spf13/cobra: the library of kubectl, docker and etcdctl, so its
+// help layout, "did you mean" suggestions, flags after arguments and shell completion are what users
+// of Go tools already know, and each command's help is generated from its flag definitions.
+//
+// Every command keeps two parts apart: a function that defines its flags into an options struct
+// (reproFlags, exploreFlags, ...) and the command's logic, which gets the parsed options and returns
+// the exit status.
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+)
+
+func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
+
+// run is the whole CLI: it parses args, runs the command and returns its exit status.
+func run(args []string, stdout, stderr io.Writer) int { return runIO(args, os.Stdin, stdout, stderr) }
+
+// runIO is run with logcheck's standard input given (tests give their own).
+func runIO(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	code := exitOK
+	root := rootCmd(&cliEnv{stdin: stdin, stdout: stdout, stderr: stderr, code: &code})
+	root.SetArgs(args)
+	root.SetIn(stdin)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	cmd, err := root.ExecuteC()
+	if err != nil {
+		// cobra's own errors are all bad input: an unknown command or flag, a bad value, an argument
+		// too many
+		fmt.Fprintf(stderr, "%s: %s\n", cmd.CommandPath(), strings.TrimRight(err.Error(), "\n"))
+		fmt.Fprintf(stderr, "See '%s --help'.\n", cmd.CommandPath())
+		return exitBadInput
+	}
+	return code
+}
+
+// cliEnv is what every command's run needs: the streams and where to put its exit status.
+type cliEnv struct {
+	stdin          io.Reader
+	stdout, stderr io.Writer
+	code           *int
+}
+
+// exitStatus is the root help's footer, the one place the exit statuses are documented.
+const exitStatus = `
+Exit status (every command):
+  0    nothing found and every expectation met
+  1    a violation: an invariant broken or a history no sequential order explains
+  2    bad input (unknown command or flag, bad value, extra argument, unreadable file), or a run
+       stopped at a bound or could not be done
+  3    undecided: the linearizability checker timed out on some object and nothing else was found
+       (logcheck: nothing in the logs was decidable)
+  4    an outcome that differs from the scenario's expectations
+  130  interrupted (Ctrl-C or SIGTERM)
+`
+
+func rootCmd(e *cliEnv) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "csconform",
+		Short: "find orchestration races in CloudStack-style management servers",
+		Long: `csconform finds orchestration races in CloudStack-style management servers: it reproduces them
+in a deterministic simulator (or on libvirt, in containers, against a real CloudStack) and checks the
+safety invariants and linearizability on every step.`,
+		SilenceErrors: true,
+		SilenceUsage:  true,
+	}
+	root.SetUsageTemplate(root.UsageTemplate() + `{{if not .HasParent}}` + exitStatus + `{{end}}`)
+	for _, c := range []*cobra.Command{
+		legacyCmd(e, "scenarios", "list the built-in scenarios, or show one's file", usage, listScenarios),
+		legacyCmd(e, "profiles", "list the profiles and defect switches", usage, listProfiles),
+		legacyCmd(e, "faults", "list the faults a scenario can inject", usage, listFaults),
+		legacyCmd(e, "config", "list the configuration keys and their defaults", usage, listConfig),
+		legacyCmd(e, "repro", "run scenarios and check the invariants", usage, repro),
+		legacyCmd(e, "explore", "random programs with faults until a detector flags one", usage, exploreCmd),
+		legacyCmd(e, "check", "re-check a saved history (JSON lines)", usage, checkCmd),
+		legacyCmd(e, "bench", "time to find each defect, simulator and checker speed", usage, benchCmd),
+		legacyCmd(e, "server", "run the management server over TCP", serveUsage, serverCmd),
+		legacyCmd(e, "agent", "run one host's agent over TCP", serveUsage, agentCmd),
+		legacyCmd(e, "hypervisor", "one host's simulated domains, for agents in containers", hypervisorUsage, hypervisorCmd),
+		legacyCmd(e, "cleanup", "remove what any run left (or one run's)", cleanupUsage, cleanupCmd),
+		legacyCmd(e, "audit", "CloudStack's records against the hosts' domains, read-only", auditUsage, auditCmd),
+		legacyCmd(e, "inject", "a time-boxed fault on allowlisted staging hosts", injectUsage(), injectCmd),
+		legacyCmd(e, "mutants", "the mutation catalogue, and its score", mutantsUsage, mutantsCmd),
+		legacyCmd(e, "version", "the module version and VCS revision of this binary", "", func(_ []string, stdout, _ io.Writer) int { return versionCmd(stdout) }),
+		legacyCmd(e, "logcheck", "judge CloudStack management-server.log files", logcheckUsage, func(args []string, stdout, stderr io.Writer) int {
+			return logcheckCmd(args, e.stdin, stdout, stderr)
+		}),
+	} {
+		root.AddCommand(c)
+	}
+	return root
+}
+
+// legacyCmd is a command that still parses its own flags.
+func legacyCmd(e *cliEnv, name, short, long string, run func(args []string, stdout, stderr io.Writer) int) *cobra.Command {
+	return &cobra.Command{
+		Use:                name,
+		Short:              short,
+		Long:               long,
+		DisableFlagParsing: true,
+		Run: func(_ *cobra.Command, args []string) {
+			*e.code = run(args, e.stdout, e.stderr)
+		},
+	}
+}
