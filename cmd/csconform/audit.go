@@ -70,6 +70,7 @@ Exit status: 0 nothing found, 1 something found, 2 bad input, unreadable records
 type hostFlags []audit.LibvirtHost
 
 func (h *hostFlags) String() string { return "" }
+func (h *hostFlags) Type() string   { return "NAME=URI" }
 func (h *hostFlags) Set(v string) error {
 	name, uri, ok := strings.Cut(v, "=")
 	if !ok || name == "" || uri == "" {

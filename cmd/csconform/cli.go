@@ -71,16 +71,18 @@ safety invariants and linearizability on every step.`,
 		SilenceErrors: true,
 		SilenceUsage:  true,
 	}
-	root.SetUsageTemplate(root.UsageTemplate() + `{{if not .HasParent}}` + exitStatus + `{{end}}`)
+	// flag help wrapped at 100 columns, and the exit statuses under the root's help only
+	tmpl := strings.ReplaceAll(root.UsageTemplate(), ".FlagUsages", ".FlagUsagesWrapped 100")
+	root.SetUsageTemplate(tmpl + `{{if not .HasParent}}` + exitStatus + `{{end}}`)
 	for _, c := range []*cobra.Command{
 		legacyCmd(e, "scenarios", "list the built-in scenarios, or show one's file", usage, listScenarios),
 		legacyCmd(e, "profiles", "list the profiles and defect switches", usage, listProfiles),
 		legacyCmd(e, "faults", "list the faults a scenario can inject", usage, listFaults),
 		legacyCmd(e, "config", "list the configuration keys and their defaults", usage, listConfig),
-		legacyCmd(e, "repro", "run scenarios and check the invariants", usage, repro),
-		legacyCmd(e, "explore", "random programs with faults until a detector flags one", usage, exploreCmd),
-		legacyCmd(e, "check", "re-check a saved history (JSON lines)", usage, checkCmd),
-		legacyCmd(e, "bench", "time to find each defect, simulator and checker speed", usage, benchCmd),
+		newReproCmd(e),
+		newExploreCmd(e),
+		newCheckCmd(e),
+		newBenchCmd(e),
 		legacyCmd(e, "server", "run the management server over TCP", serveUsage, serverCmd),
 		legacyCmd(e, "agent", "run one host's agent over TCP", serveUsage, agentCmd),
 		legacyCmd(e, "hypervisor", "one host's simulated domains, for agents in containers", hypervisorUsage, hypervisorCmd),
@@ -93,9 +95,18 @@ safety invariants and linearizability on every step.`,
 			return logcheckCmd(args, e.stdin, stdout, stderr)
 		}),
 	} {
+		c.Flags().SortFlags = false // in definition order: related flags stay together
 		root.AddCommand(c)
 	}
 	return root
+}
+
+// noArgs refuses positional arguments, in the words of the commands that check their own.
+func noArgs(_ *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return fmt.Errorf("unexpected argument %q", args[0])
+	}
+	return nil
 }
 
 // legacyCmd is a command that still parses its own flags.

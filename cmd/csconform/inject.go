@@ -114,6 +114,7 @@ func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
 type tagFlags []inject.Tag
 
 func (t *tagFlags) String() string { return "" }
+func (t *tagFlags) Type() string   { return "KEY=VALUE" }
 func (t *tagFlags) Set(v string) error {
 	tag, err := inject.ParseTag(v)
 	if err != nil {

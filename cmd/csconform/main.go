@@ -6,15 +6,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
+	"github.com/spf13/pflag"
 	"io"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/csconform/csconform/conformance"
-	"github.com/csconform/csconform/drivers/container"
 	"github.com/csconform/csconform/drivers/sim"
 	"github.com/csconform/csconform/harness"
 	"github.com/csconform/csconform/impl"
@@ -135,10 +134,10 @@ type limitFlags struct {
 	simTime *time.Duration
 }
 
-func addLimitFlags(fs *flag.FlagSet) limitFlags {
+func addLimitFlags(fs *pflag.FlagSet) limitFlags {
 	return limitFlags{
-		steps:   fs.Uint64("max-steps", harness.DefaultMaxSteps, "stop a simulated run after this many scheduler steps"),
-		simTime: fs.Duration("max-sim-time", harness.DefaultMaxSimTime, "stop a simulated run after this much simulated time (settle included)"),
+		steps:   fs.Uint64("max-steps", harness.DefaultMaxSteps, "stop a simulated run after `N` scheduler steps"),
+		simTime: fs.Duration("max-sim-time", harness.DefaultMaxSimTime, "stop a simulated run after `D` of simulated time (settle included)"),
 	}
 }
 
@@ -162,40 +161,16 @@ func orNone(x []string) []string {
 	return x
 }
 
-func repro(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("repro", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	profile := fs.String("profile", "cloudstack-4.22", "")
-	defects := fs.String("defects", "", "")
-	seed := fs.Uint64("seed", 0, "")
-	driver := fs.String("driver", "sim", "")
-	uri := fs.String("uri", "", "")
-	domains := fs.String("domains", container.DomainsAuto, "")
-	asJSON := fs.Bool("json", false, "")
-	historyFile := fs.String("history", "", "")
-	lim := addLimitFlags(fs)
-	ext := addExternalFlags(fs)
-	fs.Usage = func() { fmt.Fprint(stderr, usage) }
-	// Accept the scenario name before or after the flags.
-	var names []string
-	for len(args) > 0 {
-		if err := fs.Parse(args); err != nil {
-			return 2
-		}
-		args = fs.Args()
-		if len(args) > 0 {
-			names = append(names, args[0])
-			args = args[1:]
-		}
-	}
+// repro runs the named scenario (or all, or a scenario file) and prints the table and each
+// violation; set names the flags given on the command line.
+func repro(o *reproOpts, args []string, set map[string]bool, stdout, stderr io.Writer) int {
+	names := args
 	if len(names) != 1 {
 		fmt.Fprintln(stderr, "csconform repro: name one scenario (or all)")
 		return 2
 	}
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	if *ext.api != "" {
-		return reproExternalCmd(ext, set, names[0], *asJSON, *historyFile, stdout, stderr)
+	if *o.ext.api != "" {
+		return reproExternalCmd(o.ext, set, names[0], o.asJSON, o.historyFile, stdout, stderr)
 	}
 	for _, n := range externalOnly {
 		if set[n] {
@@ -203,17 +178,17 @@ func repro(args []string, stdout, stderr io.Writer) int {
 			return 2
 		}
 	}
-	if !slices.Contains(drivers, *driver) {
-		fmt.Fprintf(stderr, "csconform repro: unknown driver %q (known: %s)\n", *driver, strings.Join(drivers, ", "))
+	if !slices.Contains(drivers, o.driver) {
+		fmt.Fprintf(stderr, "csconform repro: unknown driver %q (known: %s)\n", o.driver, strings.Join(drivers, ", "))
 		return 2
 	}
-	if err := checkDomains(*domains); err != nil {
+	if err := checkDomains(o.domains); err != nil {
 		fmt.Fprintln(stderr, "csconform repro:", err)
 		return 2
 	}
 	ctx, stop := reproContext()
 	defer stop()
-	sw, err := switches(profile, *defects)
+	sw, err := switches(&o.profile, o.defects)
 	if err != nil {
 		fmt.Fprintln(stderr, "csconform repro:", err)
 		return 2
@@ -233,17 +208,17 @@ func repro(args []string, stdout, stderr io.Writer) int {
 	var results []*harness.Result
 	for i, sc := range scs {
 		s := sc.Seed
-		if *seed != 0 {
-			s = *seed
+		if o.seed != 0 {
+			s = o.seed
 		}
-		if !*asJSON && len(scs) > 1 {
+		if !o.asJSON && len(scs) > 1 {
 			fmt.Fprintf(stderr, "[%d/%d] %s\n", i+1, len(scs), sc.Name)
 		}
-		r, err := runOn(ctx, *driver, *uri, *domains, sc, *profile, sw, s, lim.limits(ctx), stderr)
+		r, err := runOn(ctx, o.driver, o.uri, o.domains, sc, o.profile, sw, s, o.lim.limits(ctx), stderr)
 		var stopped *harness.StoppedError
 		if errors.As(err, &stopped) {
 			// what the run had until it stopped, then why it stopped
-			if r != nil && !*asJSON {
+			if r != nil && !o.asJSON {
 				r.WriteText(stdout, sim.Epoch)
 			}
 			fmt.Fprintln(stderr, "csconform repro:", err)
@@ -256,23 +231,23 @@ func repro(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintln(stderr, "csconform repro:", err)
 			return 2
 		}
-		if *historyFile != "" {
-			if err := writeHistory(*historyFile, r); err != nil {
+		if o.historyFile != "" {
+			if err := writeHistory(o.historyFile, r); err != nil {
 				fmt.Fprintln(stderr, "csconform repro:", err)
 				return 2
 			}
 		}
 		r.Cluster = nil
 		results = append(results, r)
-		if !*asJSON {
+		if !o.asJSON {
 			epoch := sim.Epoch
-			if *driver != "sim" {
+			if o.driver != "sim" {
 				epoch = r.Started // real time: count from the scenario's start
 			}
 			r.WriteText(stdout, epoch)
 		}
 	}
-	if *asJSON {
+	if o.asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		if err := enc.Encode(results); err != nil {

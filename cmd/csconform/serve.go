@@ -143,6 +143,7 @@ func printServeUsage(w io.Writer) { fmt.Fprintf(w, serveUsage, hypervisorDocs())
 type configFlags map[string]string
 
 func (c configFlags) String() string { return "" }
+func (c configFlags) Type() string   { return "KEY=VALUE" }
 func (c configFlags) Set(v string) error {
 	k, val, ok := strings.Cut(v, "=")
 	if !ok || k == "" {
