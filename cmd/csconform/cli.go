@@ -34,8 +34,12 @@ func runIO(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if err != nil {
 		// cobra's own errors are all bad input: an unknown command or flag, a bad value, an argument
 		// too many
-		fmt.Fprintf(stderr, "%s: %s\n", cmd.CommandPath(), strings.TrimRight(err.Error(), "\n"))
-		fmt.Fprintf(stderr, "See '%s --help'.\n", cmd.CommandPath())
+		msg := strings.TrimRight(err.Error(), "\n")
+		if strings.Contains(msg, "\n") { // an unknown command, and the near ones
+			fmt.Fprintf(stderr, "%s: %s\nSee '%s --help'.\n", cmd.CommandPath(), msg, cmd.CommandPath())
+		} else {
+			fmt.Fprintf(stderr, "%s: %s (see %s --help)\n", cmd.CommandPath(), msg, cmd.CommandPath())
+		}
 		return exitBadInput
 	}
 	return code
@@ -75,10 +79,10 @@ safety invariants and linearizability on every step.`,
 	tmpl := strings.ReplaceAll(root.UsageTemplate(), ".FlagUsages", ".FlagUsagesWrapped 100")
 	root.SetUsageTemplate(tmpl + `{{if not .HasParent}}` + exitStatus + `{{end}}`)
 	for _, c := range []*cobra.Command{
-		legacyCmd(e, "scenarios", "list the built-in scenarios, or show one's file", usage, listScenarios),
-		legacyCmd(e, "profiles", "list the profiles and defect switches", usage, listProfiles),
-		legacyCmd(e, "faults", "list the faults a scenario can inject", usage, listFaults),
-		legacyCmd(e, "config", "list the configuration keys and their defaults", usage, listConfig),
+		newScenariosCmd(e),
+		newProfilesCmd(e),
+		newFaultsCmd(e),
+		newConfigCmd(e),
 		newReproCmd(e),
 		newExploreCmd(e),
 		newCheckCmd(e),
@@ -89,11 +93,9 @@ safety invariants and linearizability on every step.`,
 		legacyCmd(e, "cleanup", "remove what any run left (or one run's)", cleanupUsage, cleanupCmd),
 		legacyCmd(e, "audit", "CloudStack's records against the hosts' domains, read-only", auditUsage, auditCmd),
 		legacyCmd(e, "inject", "a time-boxed fault on allowlisted staging hosts", injectUsage(), injectCmd),
-		legacyCmd(e, "mutants", "the mutation catalogue, and its score", mutantsUsage, mutantsCmd),
-		legacyCmd(e, "version", "the module version and VCS revision of this binary", "", func(_ []string, stdout, _ io.Writer) int { return versionCmd(stdout) }),
-		legacyCmd(e, "logcheck", "judge CloudStack management-server.log files", logcheckUsage, func(args []string, stdout, stderr io.Writer) int {
-			return logcheckCmd(args, e.stdin, stdout, stderr)
-		}),
+		newMutantsCmd(e),
+		newVersionCmd(e),
+		newLogcheckCmd(e),
 	} {
 		c.Flags().SortFlags = false // in definition order: related flags stay together
 		root.AddCommand(c)
@@ -107,6 +109,19 @@ func noArgs(_ *cobra.Command, args []string) error {
 		return fmt.Errorf("unexpected argument %q", args[0])
 	}
 	return nil
+}
+
+// exactArgs wants n positional arguments; why says which.
+func exactArgs(n int, why string) cobra.PositionalArgs {
+	return func(_ *cobra.Command, args []string) error {
+		if len(args) > n {
+			return fmt.Errorf("unexpected argument %q", args[n])
+		}
+		if len(args) < n {
+			return fmt.Errorf("%s", why)
+		}
+		return nil
+	}
 }
 
 // legacyCmd is a command that still parses its own flags.
