@@ -25,11 +25,17 @@ func run(args []string, stdout, stderr io.Writer) int { return runIO(args, os.St
 // runIO is run with logcheck's standard input given (tests give their own).
 func runIO(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	code := exitOK
-	root := rootCmd(&cliEnv{stdin: stdin, stdout: stdout, stderr: stderr, code: &code})
+	e := &cliEnv{stdin: stdin, stdout: stdout, stderr: stderr, code: &code, places: cleanupPlaces}
+	return execute(rootCmd(e), args, e)
+}
+
+// execute runs the command tree on args and returns the exit status.
+func execute(root *cobra.Command, args []string, e *cliEnv) int {
 	root.SetArgs(args)
-	root.SetIn(stdin)
-	root.SetOut(stdout)
-	root.SetErr(stderr)
+	root.SetIn(e.stdin)
+	root.SetOut(e.stdout)
+	root.SetErr(e.stderr)
+	stderr := e.stderr
 	cmd, err := root.ExecuteC()
 	if err != nil {
 		// cobra's own errors are all bad input: an unknown command or flag, a bad value, an argument
@@ -42,7 +48,7 @@ func runIO(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 		return exitBadInput
 	}
-	return code
+	return *e.code
 }
 
 // cliEnv is what every command's run needs: the streams and where to put its exit status.
@@ -50,6 +56,7 @@ type cliEnv struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
 	code           *int
+	places         placesFunc // where cleanup looks (tests give fakes)
 }
 
 // exitStatus is the root help's footer, the one place the exit statuses are documented.
@@ -90,8 +97,8 @@ safety invariants and linearizability on every step.`,
 		legacyCmd(e, "server", "run the management server over TCP", serveUsage, serverCmd),
 		legacyCmd(e, "agent", "run one host's agent over TCP", serveUsage, agentCmd),
 		legacyCmd(e, "hypervisor", "one host's simulated domains, for agents in containers", hypervisorUsage, hypervisorCmd),
-		legacyCmd(e, "cleanup", "remove what any run left (or one run's)", cleanupUsage, cleanupCmd),
-		legacyCmd(e, "audit", "CloudStack's records against the hosts' domains, read-only", auditUsage, auditCmd),
+		newCleanupCmd(e),
+		newAuditCmd(e),
 		legacyCmd(e, "inject", "a time-boxed fault on allowlisted staging hosts", injectUsage(), injectCmd),
 		newMutantsCmd(e),
 		newVersionCmd(e),
