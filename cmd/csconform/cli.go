@@ -94,9 +94,9 @@ safety invariants and linearizability on every step.`,
 		newExploreCmd(e),
 		newCheckCmd(e),
 		newBenchCmd(e),
-		legacyCmd(e, "server", "run the management server over TCP", serveUsage, serverCmd),
-		legacyCmd(e, "agent", "run one host's agent over TCP", serveUsage, agentCmd),
-		legacyCmd(e, "hypervisor", "one host's simulated domains, for agents in containers", hypervisorUsage, hypervisorCmd),
+		newServerCmd(e),
+		newAgentCmd(e),
+		newHypervisorCmd(e),
 		newCleanupCmd(e),
 		newAuditCmd(e),
 		newInjectCmd(e),
@@ -128,18 +128,5 @@ func exactArgs(n int, why string) cobra.PositionalArgs {
 			return fmt.Errorf("%s", why)
 		}
 		return nil
-	}
-}
-
-// legacyCmd is a command that still parses its own flags.
-func legacyCmd(e *cliEnv, name, short, long string, run func(args []string, stdout, stderr io.Writer) int) *cobra.Command {
-	return &cobra.Command{
-		Use:                name,
-		Short:              short,
-		Long:               long,
-		DisableFlagParsing: true,
-		Run: func(_ *cobra.Command, args []string) {
-			*e.code = run(args, e.stdout, e.stderr)
-		},
 	}
 }
