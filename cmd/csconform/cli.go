@@ -31,10 +31,7 @@ func runIO(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 
 // execute runs the command tree on args and returns the exit status.
 func execute(root *cobra.Command, args []string, e *cliEnv) int {
-	root.SetArgs(args)
-	root.SetIn(e.stdin)
-	root.SetOut(e.stdout)
-	root.SetErr(e.stderr)
+	root.SetArgs(singleDash(root, args))
 	stderr := e.stderr
 	cmd, err := root.ExecuteC()
 	if err != nil {
@@ -106,6 +103,14 @@ safety invariants and linearizability on every step.`,
 	} {
 		c.Flags().SortFlags = false // in definition order: related flags stay together
 		root.AddCommand(c)
+	}
+	root.SetIn(e.stdin) // before the completion command takes its output stream
+	root.SetOut(e.stdout)
+	root.SetErr(e.stderr)
+	// cobra's completion command, which alone would answer an unknown shell with its help and exit 0
+	root.InitDefaultCompletionCmd()
+	if comp, _, err := root.Find([]string{"completion"}); err == nil && comp != root {
+		comp.RunE = func(c *cobra.Command, _ []string) error { return c.Help() } // runnable: its NoArgs refuses the shell
 	}
 	return root
 }
