@@ -76,32 +76,44 @@ func rootCmd(e *cliEnv) *cobra.Command {
 		Long: `csconform finds orchestration races in CloudStack-style management servers: it reproduces them
 in a deterministic simulator (or on libvirt, in containers, against a real CloudStack) and checks the
 safety invariants and linearizability on every step.`,
+		Example: `  csconform scenarios
+  csconform repro all --profile fixed
+  csconform explore --budget 1000 --out reports
+  csconform check reports/history.jsonl --json
+  csconform logcheck /var/log/cloudstack/management/`,
 		SilenceErrors: true,
 		SilenceUsage:  true,
 	}
 	// flag help wrapped at 100 columns, and the exit statuses under the root's help only
 	tmpl := strings.ReplaceAll(root.UsageTemplate(), ".FlagUsages", ".FlagUsagesWrapped 100")
 	root.SetUsageTemplate(tmpl + `{{if not .HasParent}}` + exitStatus + `{{end}}`)
+	root.AddGroup(
+		&cobra.Group{ID: "sim", Title: "The simulator:"},
+		&cobra.Group{ID: "real", Title: "A real CloudStack:"},
+		&cobra.Group{ID: "proc", Title: "Processes the drivers start:"},
+	)
+	cobra.EnableCommandSorting = false // the commands in the order below, the most used first
 	for _, c := range []*cobra.Command{
 		newScenariosCmd(e),
-		newProfilesCmd(e),
-		newFaultsCmd(e),
-		newConfigCmd(e),
 		newReproCmd(e),
 		newExploreCmd(e),
 		newCheckCmd(e),
 		newBenchCmd(e),
+		newProfilesCmd(e),
+		newFaultsCmd(e),
+		newConfigCmd(e),
+		newMutantsCmd(e),
+		newLogcheckCmd(e),
+		newAuditCmd(e),
+		newInjectCmd(e),
+		newCleanupCmd(e),
 		newServerCmd(e),
 		newAgentCmd(e),
 		newHypervisorCmd(e),
-		newCleanupCmd(e),
-		newAuditCmd(e),
-		newInjectCmd(e),
-		newMutantsCmd(e),
 		newVersionCmd(e),
-		newLogcheckCmd(e),
 	} {
 		c.Flags().SortFlags = false // in definition order: related flags stay together
+		c.GroupID = groupOf[c.Name()]
 		root.AddCommand(c)
 	}
 	root.SetIn(e.stdin) // before the completion command takes its output stream
@@ -113,6 +125,15 @@ safety invariants and linearizability on every step.`,
 		comp.RunE = func(c *cobra.Command, _ []string) error { return c.Help() } // runnable: its NoArgs refuses the shell
 	}
 	return root
+}
+
+// groupOf is each command's group in the root's help; the others (version, help, completion) come
+// last.
+var groupOf = map[string]string{
+	"scenarios": "sim", "repro": "sim", "explore": "sim", "check": "sim", "bench": "sim",
+	"profiles": "sim", "faults": "sim", "config": "sim", "mutants": "sim",
+	"logcheck": "real", "audit": "real", "inject": "real", "cleanup": "real",
+	"server": "proc", "agent": "proc", "hypervisor": "proc",
 }
 
 // noArgs refuses positional arguments, in the words of the commands that check their own.
