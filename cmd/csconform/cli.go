@@ -119,6 +119,19 @@ safety invariants and linearizability on every step.`,
 	root.SetIn(e.stdin) // before the completion command takes its output stream
 	root.SetOut(e.stdout)
 	root.SetErr(e.stderr)
+	// cobra's help command, which would answer an unknown topic with the root's usage and exit 0
+	root.InitDefaultHelpCmd()
+	if h, _, err := root.Find([]string{"help"}); err == nil && h != root {
+		help := h.Run
+		h.Run = nil
+		h.RunE = func(c *cobra.Command, args []string) error {
+			if _, _, err := c.Root().Find(args); err != nil {
+				return err
+			}
+			help(c, args)
+			return nil
+		}
+	}
 	// cobra's completion command, which alone would answer an unknown shell with its help and exit 0
 	root.InitDefaultCompletionCmd()
 	if comp, _, err := root.Find([]string{"completion"}); err == nil && comp != root {

@@ -102,6 +102,7 @@ func TestCLIExitCodes(t *testing.T) {
 		{[]string{"scenaros"}, exitBadInput, "Did you mean this?\n\tscenarios"},
 		{[]string{"expore", "--seed", "1"}, exitBadInput, "Did you mean this?\n\texplore"},
 		{[]string{"help", "inject"}, exitOK, "allow-host"},
+		{[]string{"help", "injet"}, exitBadInput, "Did you mean this?\n\tinject"},
 		{[]string{"check", hist, "--json"}, exitFound, `"partitions"`},
 		{[]string{"check", "--json", hist}, exitFound, `"partitions"`},
 		{[]string{"check", hist, "-json"}, exitFound, `"partitions"`}, // Go flag's single dash, as before
