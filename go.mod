@@ -16,7 +16,13 @@ require (
 	pgregory.net/rapid v1.3.0
 )
 
-require libvirt.org/go/libvirtxml v1.12008.0
+require (
+	github.com/spf13/cobra v1.10.2
+	github.com/spf13/pflag v1.1.0
+	libvirt.org/go/libvirtxml v1.12008.0
+)
+
+require github.com/inconshreveable/mousetrap v1.1.0 // indirect
 
 require (
 	dario.cat/mergo v1.0.2 // indirect

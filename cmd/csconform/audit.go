@@ -5,71 +5,20 @@ package main
 import (
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/csconform/csconform/harness/audit"
 )
-
-const auditUsage = `Usage:
-  csconform audit --api URL [credentials] (--host NAME=URI ... | --hosts-from-api TEMPLATE) [flags]
-  csconform audit --db DSN (--host NAME=URI ... | --hosts-from-records TEMPLATE) [flags]
-
-Compares what CloudStack records (read through its API with list* commands only, or from its MySQL
-database with SELECTs in a READ ONLY transaction) with what the hosts run (their libvirtd, read
-only), and reports:
-  orphan-domain   a running domain whose VM record is missing (expunged), Destroyed, Expunging, Error,
-                  Stopped, or places it on another host (the end state of D2 and D3)
-  ip-conflict     a guest IP used by two running domains, or free in CloudStack (held by no NIC) while a
-                  running domain uses it, or allocated to another VM
-  volume-in-use   a disk a running domain holds whose volume is Destroy, Expunging, Expunged or gone
-  network-router  a network recorded Shutdown while its virtual router's domain runs (D1)
-
-Records (one source: --api or --db, not both):
-  --api URL              CloudStack's API, e.g. http://mgmt:8080/client/api
-  --api-key KEY, --secret-key SECRET
-                         else $CSCONFORM_API_KEY and $CSCONFORM_SECRET_KEY, else --api-keys-file FILE
-                         (KEY=VALUE lines). The secret is never printed or logged.
-  --insecure             do not verify the API's TLS certificate
-  --db DSN               read the records from CloudStack's MySQL database instead, read-only:
-                         USER[:PASSWORD]@tcp(HOST:3306)/cloud (go-sql-driver/mysql's DSN; the database
-                         defaults to cloud). Give the password in $CSCONFORM_DB_PASSWORD rather than
-                         in the DSN; it is never printed (the DSN is shown as USER:***@...). A
-                         read-only MySQL user is enough (SELECT on cloud.*). The rows read are those
-                         the API lists: removed rows (expunged VMs, their NICs, expunged volumes) are
-                         not records, as in listVirtualMachines
-  --zone ZONE            only this zone (uuid or name; id or name with --api)
-Hosts:
-  --host NAME=URI        a host (its name in CloudStack) and its libvirt URI, repeatable:
-                         qemu:///system, qemu+ssh://root@kvm1/system, qemu+tcp://kvm1/system
-  --hosts-from-api TEMPLATE, --hosts-from-records TEMPLATE (the same)
-                         every Routing host the records give (of --zone), its URI from TEMPLATE:
-                         {name} is the host's name, {id} its id, {ip} its address,
-                         e.g. 'qemu+ssh://root@{name}/system' or 'qemu+tcp://{ip}/system'
-  --domain-prefix P      strip P from domain names to get instance names ({host} is the host's name);
-                         domains without it are ignored, e.g. 'csc-RUN-{host}-' for drivers/libvirt
-  --run ID               only the domains a csconform run made for each host (their libvirt label),
-                         named by the label
-  --all-domains          judge every domain, not only those named i-…, r-…, s-…, v-…
-Output:
-  --confirm DURATION     read everything again after DURATION and report only what both passes find
-                         (an operation in flight can look like damage once); default: one pass
-  --json                 the report as JSON
-  --timeout DURATION     per API request, or connecting to and reading the database (default 30s)
-
-Exit status: 0 nothing found, 1 something found, 2 bad input, unreadable records or an unreadable host
-(with nothing found on the others).
-`
 
 // hostFlags collects repeated --host NAME=URI.
 type hostFlags []audit.LibvirtHost
 
 func (h *hostFlags) String() string { return "" }
+func (h *hostFlags) Type() string   { return "NAME=URI" }
 func (h *hostFlags) Set(v string) error {
 	name, uri, ok := strings.Cut(v, "=")
 	if !ok || name == "" || uri == "" {
@@ -82,84 +31,55 @@ func (h *hostFlags) Set(v string) error {
 	return nil
 }
 
-func auditCmd(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("audit", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {}
-	apiURL := fs.String("api", "", "")
-	apiKey := fs.String("api-key", "", "")
-	secretKey := fs.String("secret-key", "", "")
-	keysFile := fs.String("api-keys-file", "", "")
-	zone := fs.String("zone", "", "")
-	insecure := fs.Bool("insecure", false, "")
-	dsn := fs.String("db", "", "")
-	var hosts hostFlags
-	fs.Var(&hosts, "host", "")
-	fromAPI := fs.String("hosts-from-api", "", "")
-	fs.StringVar(fromAPI, "hosts-from-records", "", "")
-	prefix := fs.String("domain-prefix", "", "")
-	run := fs.String("run", "", "")
-	allDomains := fs.Bool("all-domains", false, "")
-	confirm := fs.Duration("confirm", 0, "")
-	asJSON := fs.Bool("json", false, "")
-	timeout := fs.Duration("timeout", 30*time.Second, "")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprint(stdout, auditUsage)
-			return 0
-		}
-		fmt.Fprintln(stderr, "csconform audit: see csconform audit -h")
-		return 2
-	}
+// auditCmd compares CloudStack's records with the hosts' domains, read-only.
+func auditCmd(o *auditOpts, stdout, stderr io.Writer) int {
 	fail := func(format string, a ...any) int {
 		fmt.Fprintf(stderr, "csconform audit: "+format+"\n", a...)
 		return 2
 	}
 	switch {
-	case fs.NArg() > 0:
-		return fail("unexpected argument %q", fs.Arg(0))
-	case *apiURL != "" && *dsn != "":
+	case o.apiURL != "" && o.dsn != "":
 		return fail("--api and --db are two sources of the same records: give one")
-	case *apiURL == "" && *dsn == "":
+	case o.apiURL == "" && o.dsn == "":
 		return fail("--api URL (or --db DSN) is required")
-	case len(hosts) == 0 && *fromAPI == "":
+	case len(o.hosts) == 0 && o.fromAPI == "":
 		return fail("give the hosts: --host NAME=URI (repeatable) or --hosts-from-api TEMPLATE")
-	case len(hosts) > 0 && *fromAPI != "":
+	case len(o.hosts) > 0 && o.fromAPI != "":
 		return fail("--host and --hosts-from-api do not go together")
 	}
 	cfg := audit.Config{
-		Options: audit.Options{DomainPrefix: *prefix, AllDomains: *allDomains},
-		Confirm: *confirm,
+		Options: audit.Options{DomainPrefix: o.prefix, AllDomains: o.allDomains},
+		Confirm: o.confirm,
 	}
-	if *dsn != "" {
+	if o.dsn != "" {
 		// connect (and check the schema) before touching any host: a bad DSN is bad input
-		db, err := audit.OpenDB(audit.DBOptions{DSN: *dsn, Password: os.Getenv(envDBPassword), Zone: *zone, Timeout: *timeout})
+		db, err := audit.OpenDB(audit.DBOptions{DSN: o.dsn, Password: os.Getenv(envDBPassword), Zone: o.zone, Timeout: o.timeout})
 		if err != nil {
 			return fail("--db: %v", err)
 		}
 		defer db.Close()
 		cfg.Records = db.Records
 	} else {
-		creds, err := auditCredentials(*apiKey, *secretKey, *keysFile)
+		creds, err := auditCredentials(o.apiKey, o.secretKey, o.keysFile)
 		if err != nil {
 			return fail("%v", err)
 		}
-		client := audit.NewAPIClient(audit.APIOptions{URL: *apiURL, APIKey: creds[0], SecretKey: creds[1], Zone: *zone, Timeout: *timeout, Insecure: *insecure})
-		cfg.Records = func() (audit.Records, error) { return audit.FromAPI(client, *zone) }
+		client := audit.NewAPIClient(audit.APIOptions{URL: o.apiURL, APIKey: creds[0], SecretKey: creds[1], Zone: o.zone, Timeout: o.timeout, Insecure: o.insecure})
+		cfg.Records = func() (audit.Records, error) { return audit.FromAPI(client, o.zone) }
 	}
-	for i := range hosts {
-		hosts[i].Run = *run
-		cfg.Hosts = append(cfg.Hosts, hosts[i])
+	for i := range o.hosts {
+		o.hosts[i].Run = o.run
+		cfg.Hosts = append(cfg.Hosts, o.hosts[i])
 	}
-	if *fromAPI != "" {
-		tmpl := *fromAPI
+	if o.fromAPI != "" {
+		tmpl := o.fromAPI
 		cfg.HostsFor = func(rec audit.Records) ([]audit.HostSource, error) {
 			if len(rec.Hosts) == 0 {
 				return nil, errors.New("the records have no Routing host (listHosts / host table)")
 			}
 			var out []audit.HostSource
 			for _, h := range rec.Hosts {
-				out = append(out, audit.LibvirtHost{Host: h.Name, URI: audit.HostURI(tmpl, h), Run: *run})
+				out = append(out, audit.LibvirtHost{Host: h.Name, URI: audit.HostURI(tmpl, h), Run: o.run})
 			}
 			return out, nil
 		}
@@ -170,7 +90,7 @@ func auditCmd(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail("%v", err)
 	}
-	if *asJSON {
+	if o.asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		if rep.Findings == nil {

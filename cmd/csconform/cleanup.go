@@ -6,30 +6,13 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
+	"os"
 
 	"github.com/csconform/csconform/drivers/container"
 	"github.com/csconform/csconform/drivers/libvirt"
 )
-
-const cleanupUsage = `Usage: csconform cleanup [--run ID | --all] [--uri URI] [--dir DIR] [--containers]
-
-Removes what csconform runs left behind, libvirt and container runs alike (a run killed with kill -9
-leaves containers and domains both): Docker containers, networks, volumes and images labelled
-org.csconform.run, libvirt domains carrying csconform's metadata label, and run directories marked
-.csconform-run. Nothing without those labels is touched. It prints each thing removed, then each
-thing that remains, and a summary.
-  --run ID      only this run's (default: every run's, as --all)
-  --uri URI     libvirtd (default qemu:///system)
-  --dir DIR     base directory of the run files (default $CSCONFORM_RUN_DIR or /var/lib/csconform)
-  --containers  kept for old scripts: Docker must answer (it is looked at in any case)
-
-A place that does not answer (no Docker daemon, no libvirtd) is reported as not looked at; it fails
-the cleanup only when a flag names it (--containers for Docker, --uri for libvirtd).
-Exit status: 0 nothing remains, 2 something remains, a named place did not answer, or bad usage.
-`
 
 // leftoverPlace is where runs leave one kind of thing, and how to remove it and see what remains.
 type leftoverPlace struct {
@@ -39,6 +22,9 @@ type leftoverPlace struct {
 	remove func(ctx context.Context, run string) ([]string, error)
 	list   func(ctx context.Context, run string) ([]string, error)
 }
+
+// placesFunc gives the places to clean up.
+type placesFunc func(uri, dir string, uriNamed, containersNamed bool) []leftoverPlace
 
 // cleanupPlaces are the real places (tests give fakes).
 func cleanupPlaces(uri, dir string, uriNamed, containersNamed bool) []leftoverPlace {
@@ -56,35 +42,22 @@ func cleanupPlaces(uri, dir string, uriNamed, containersNamed bool) []leftoverPl
 	}
 }
 
-func cleanupCmd(args []string, stdout, stderr io.Writer) int {
-	return cleanupWith(args, stdout, stderr, cleanupPlaces)
+// cleanupWith runs csconform cleanup with args on these places (tests give fakes).
+func cleanupWith(args []string, stdout, stderr io.Writer, places placesFunc) int {
+	code := exitOK
+	e := &cliEnv{stdin: os.Stdin, stdout: stdout, stderr: stderr, code: &code, places: places}
+	return execute(rootCmd(e), append([]string{"cleanup"}, args...), e)
 }
 
-func cleanupWith(args []string, stdout, stderr io.Writer, places func(uri, dir string, uriNamed, containersNamed bool) []leftoverPlace) int {
-	fs := flag.NewFlagSet("cleanup", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	uri := fs.String("uri", libvirt.DefaultURI, "")
-	run := fs.String("run", "", "")
-	all := fs.Bool("all", false, "")
-	dir := fs.String("dir", "", "")
-	containers := fs.Bool("containers", false, "")
-	if err := fs.Parse(args); err != nil {
-		if err == flag.ErrHelp {
-			fmt.Fprint(stdout, cleanupUsage)
-			return 0
-		}
-		fmt.Fprintf(stderr, "csconform cleanup: %v (see csconform cleanup -h)\n", err)
-		return 2
-	}
-	if fs.NArg() > 0 || (*all && *run != "") {
+// cleanup removes what runs left; uriNamed says --uri was given.
+func cleanup(o *cleanupOpts, uriNamed bool, places placesFunc, stdout, stderr io.Writer) int {
+	if o.all && o.run != "" {
 		fmt.Fprintln(stderr, "csconform cleanup: usage: csconform cleanup [--run ID | --all] [--uri URI] [--dir DIR] [--containers]")
 		return 2
 	}
-	uriNamed := false
-	fs.Visit(func(f *flag.Flag) { uriNamed = uriNamed || f.Name == "uri" })
 	ctx, stop := reproContext()
 	defer stop()
-	return cleanupAll(ctx, places(*uri, *dir, uriNamed, *containers), *run, stdout, stderr)
+	return cleanupAll(ctx, places(o.uri, o.dir, uriNamed, o.containers), o.run, stdout, stderr)
 }
 
 // cleanupAll removes from every place, then looks again at what remains.

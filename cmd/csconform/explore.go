@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -17,7 +16,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/csconform/csconform/drivers/container"
 	"github.com/csconform/csconform/drivers/sim"
 	"github.com/csconform/csconform/harness/explore"
 	"github.com/csconform/csconform/impl"
@@ -52,81 +50,60 @@ func parseShard(s string) (int, int, error) {
 	return i, n, nil
 }
 
-func exploreCmd(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("explore", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	profile := fs.String("profile", "fixed", "")
-	defects := fs.String("defects", "", "")
-	budget := fs.Int("budget", 1000, "")
-	seed := fs.Uint64("seed", 0, "")
-	shard := fs.String("shard", "", "")
-	detectors := fs.String("detectors", "both", "")
-	out := fs.String("out", "", "")
-	quiet := fs.Bool("quiet", false, "")
-	driver := fs.String("driver", "sim", "")
-	domains := fs.String("domains", container.DomainsAuto, "")
-	// PCT by default: the fixed profile stays clean under it (1000 cases on seeds 1, 2, 3) and it
-	// reaches check-then-act interleavings the random strategy cannot.
-	sched := &strategyFlag{st: sim.Strategy{Kind: sim.PCT}}
-	fs.Var(sched, "scheduler", "")
-	fs.Usage = func() { fmt.Fprint(stderr, usage) }
-	if err := fs.Parse(args); err != nil {
-		return 2
-	}
+// exploreCmd runs random programs with faults until a detector flags one, or the budget is spent.
+func exploreCmd(o *exploreOpts, args []string, stdout, stderr io.Writer) int {
 	fail := func(err error) int { fmt.Fprintln(stderr, "csconform explore:", err); return 2 }
-	if fs.NArg() > 0 {
-		return fail(fmt.Errorf("unexpected argument %q", fs.Arg(0)))
+	if len(args) > 0 {
+		return fail(fmt.Errorf("unexpected argument %q", args[0]))
 	}
-	sw, err := switches(profile, *defects)
+	sw, err := switches(&o.profile, o.defects)
 	if err != nil {
 		return fail(err)
 	}
-	det, ok := detectorNames[*detectors]
+	det, ok := detectorNames[o.detectors]
 	if !ok {
-		return fail(fmt.Errorf("--detectors wants both, invariants or linear, got %q", *detectors))
+		return fail(fmt.Errorf("--detectors wants both, invariants or linear, got %q", o.detectors))
 	}
-	if *budget < 1 {
+	if o.budget < 1 {
 		return fail(fmt.Errorf("--budget must be at least 1"))
 	}
-	si, sn, err := parseShard(*shard)
+	si, sn, err := parseShard(o.shard)
 	if err != nil {
 		return fail(err)
 	}
-	if *seed == 0 {
-		*seed = rand.Uint64()
+	if o.seed == 0 {
+		o.seed = rand.Uint64()
 	}
-	if *driver != "sim" && *driver != "container" {
-		return fail(fmt.Errorf("unknown driver %q: explore runs on sim (default) or container", *driver))
+	if o.driver != "sim" && o.driver != "container" {
+		return fail(fmt.Errorf("unknown driver %q: explore runs on sim (default) or container", o.driver))
 	}
-	if err := checkDomains(*domains); err != nil {
+	if err := checkDomains(o.domains); err != nil {
 		return fail(err)
 	}
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	if *driver != "sim" {
-		if set["scheduler"] && sched.st.Kind != sim.Random {
-			return fail(fmt.Errorf("--scheduler is the simulator's: --driver %s runs in real time", *driver))
+	if o.driver != "sim" {
+		if o.schedSet && o.sched.st.Kind != sim.Random {
+			return fail(fmt.Errorf("--scheduler is the simulator's: --driver %s runs in real time", o.driver))
 		}
-		sched.st = sim.Strategy{}
+		o.sched.st = sim.Strategy{}
 	}
 	ctx, stopSignals := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stopSignals()
-	sum := &explore.Summary{Profile: *profile, Defects: sw.On(), Seed: *seed, Shard: *shard, Budget: *budget, Driver: *driver}
-	if sched.st.Kind != sim.Random {
-		sum.Scheduler = sched.st.String()
+	sum := &explore.Summary{Profile: o.profile, Defects: sw.On(), Seed: o.seed, Shard: o.shard, Budget: o.budget, Driver: o.driver}
+	if o.sched.st.Kind != sim.Random {
+		sum.Scheduler = o.sched.st.String()
 	}
 	start := time.Now()
 	done, shown := 0, -1
 	tty := isTerminal(stderr)
 	progress := func() {
 		// a bar redrawn in place on a terminal; in a CI log, a line every 10%
-		pct := 100 * done / *budget
-		if *quiet || pct == shown || (!tty && pct%10 != 0) {
+		pct := 100 * done / o.budget
+		if o.quiet || pct == shown || (!tty && pct%10 != 0) {
 			return
 		}
 		shown = pct
-		w := 30 * done / *budget
-		line := fmt.Sprintf("[%s%s] %d/%d cases, %.0f s", strings.Repeat("#", w), strings.Repeat(" ", 30-w), done, *budget, time.Since(start).Seconds())
+		w := 30 * done / o.budget
+		line := fmt.Sprintf("[%s%s] %d/%d cases, %.0f s", strings.Repeat("#", w), strings.Repeat(" ", 30-w), done, o.budget, time.Since(start).Seconds())
 		if tty {
 			fmt.Fprint(stderr, "\r"+line)
 		} else {
@@ -135,11 +112,11 @@ func exploreCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	guide := explore.NewGuide() // one for the whole run: coverage and feedback span the chunks
 	coverage := func() {
-		if *driver != "container" {
+		if o.driver != "container" {
 			sum.Coverage = guide.Coverage.Summary()
 		}
 	}
-	o := explore.Options{Profile: *profile, Defects: sw, Detectors: det, Driver: *driver, Domains: *domains, Scheduler: sched.st, Ctx: ctx, Guide: guide, Seen: func(out *explore.Outcome) {
+	xo := explore.Options{Profile: o.profile, Defects: sw, Detectors: det, Driver: o.driver, Domains: o.domains, Scheduler: o.sched.st, Ctx: ctx, Guide: guide, Seen: func(out *explore.Outcome) {
 		done++
 		if det.Linear && len(out.Undecided) > 0 {
 			sum.Undecided++ // never counted as linearizable
@@ -147,25 +124,25 @@ func exploreCmd(args []string, stdout, stderr io.Writer) int {
 		progress()
 	}}
 	shrink := time.Duration(0)
-	if *driver == "container" {
+	if o.driver == "container" {
 		shrink = 5 * time.Minute // a case takes a minute or two of real time
 	}
-	for k := 0; done < *budget && !sum.Found; k++ {
+	for k := 0; done < o.budget && !sum.Found; k++ {
 		if k%sn != si {
 			continue
 		}
-		n := min(chunk, *budget-done)
-		f, _, err := explore.Explore(o, n, chunkSeed(*seed, k), shrink)
+		n := min(chunk, o.budget-done)
+		f, _, err := explore.Explore(xo, n, chunkSeed(o.seed, k), shrink)
 		if errors.Is(err, explore.ErrInterrupted) {
 			// what ran until Ctrl-C, then stop
-			if !*quiet && tty {
+			if !o.quiet && tty {
 				fmt.Fprintln(stderr)
 			}
 			sum.Cases = done
 			sum.WallSecs = time.Since(start).Seconds()
 			coverage()
 			fmt.Fprint(stdout, sum.Text())
-			fmt.Fprintf(stderr, "csconform explore: interrupted after %d of %d cases\n", done, *budget)
+			fmt.Fprintf(stderr, "csconform explore: interrupted after %d of %d cases\n", done, o.budget)
 			return exitInterrupted
 		}
 		if err != nil {
@@ -177,18 +154,18 @@ func exploreCmd(args []string, stdout, stderr io.Writer) int {
 			sum.Found, sum.Finding, sum.ReplaySeed = true, f, f.Seed
 		}
 	}
-	if !*quiet && tty {
+	if !o.quiet && tty {
 		fmt.Fprintln(stderr)
 	}
 	sum.Cases = done
 	sum.WallSecs = time.Since(start).Seconds()
 	coverage()
 	fmt.Fprint(stdout, sum.Text())
-	if *out != "" {
-		if err := sum.WriteReports(*out); err != nil {
+	if o.out != "" {
+		if err := sum.WriteReports(o.out); err != nil {
 			return fail(err)
 		}
-		fmt.Fprintf(stdout, "reports in %s\n", *out)
+		fmt.Fprintf(stdout, "reports in %s\n", o.out)
 	}
 	return verdictExit(sum.Found, sum.Undecided > 0)
 }
@@ -221,36 +198,27 @@ func parseBytes(s string) (int64, error) {
 	return n * mult, nil
 }
 
-func checkCmd(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("check", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	out := fs.String("out", "", "")
-	asJSON := fs.Bool("json", false, "")
-	timeout := fs.Duration("timeout", 30*time.Second, "")
-	maxInput := fs.String("max-input", "1GiB", "")
-	maxLine := fs.String("max-line", "1MiB", "")
-	fs.Usage = func() { fmt.Fprint(stderr, usage) }
-	if err := fs.Parse(args); err != nil {
-		return exitBadInput
-	}
+// checkCmd re-checks a saved history: the violations it records and the linearizability of each
+// partition.
+func checkCmd(o *checkOpts, args []string, stdout, stderr io.Writer) int {
 	fail := func(err error) int { fmt.Fprintln(stderr, "csconform check:", err); return exitBadInput }
-	if fs.NArg() != 1 {
+	if len(args) != 1 {
 		return fail(fmt.Errorf("name one history file (JSON lines, as written by repro --history or explore --out)"))
 	}
-	if *timeout < 0 {
+	if o.timeout < 0 {
 		return fail(fmt.Errorf("--timeout must not be negative (0: no limit)"))
 	}
 	var lim history.Limits
 	var err error
-	if lim.MaxTotal, err = parseBytes(*maxInput); err != nil {
+	if lim.MaxTotal, err = parseBytes(o.maxInput); err != nil {
 		return fail(fmt.Errorf("--max-input: %v", err))
 	}
-	line, err := parseBytes(*maxLine)
+	line, err := parseBytes(o.maxLine)
 	if err != nil || line > 1<<30 {
 		return fail(fmt.Errorf("--max-line: want a size up to 1GiB such as 65536 or 4MiB"))
 	}
 	lim.MaxLine = int(line)
-	events, err := history.ReadFile(fs.Arg(0), lim)
+	events, err := history.ReadFile(args[0], lim)
 	if err != nil {
 		return fail(err)
 	}
@@ -260,9 +228,9 @@ func checkCmd(args []string, stdout, stderr io.Writer) int {
 			violations = append(violations, e)
 		}
 	}
-	results := linear.Check(linear.Partitions(events), *timeout)
+	results := linear.Check(linear.Partitions(events), o.timeout)
 	bad, undecided := linear.Illegal(results), linear.Undecided(results)
-	if *asJSON {
+	if o.asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		_ = enc.Encode(map[string]any{"events": len(events), "partitions": results, "violations": violations, "undecided": len(undecided)})
@@ -279,7 +247,7 @@ func checkCmd(args []string, stdout, stderr io.Writer) int {
 		}
 		// undecided is neither linearizable nor not: it gets its own line, never "linearizable"
 		if len(undecided) > 0 {
-			fmt.Fprintf(stdout, "%d partitions undecided: no answer within %s each (--timeout raises it)\n", len(undecided), *timeout)
+			fmt.Fprintf(stdout, "%d partitions undecided: no answer within %s each (--timeout raises it)\n", len(undecided), o.timeout)
 		}
 		switch {
 		case len(violations) > 0 || len(bad) > 0:
@@ -289,12 +257,12 @@ func checkCmd(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintln(stdout, "no violation recorded; every partition is linearizable")
 		}
 	}
-	if *out != "" {
-		if err := os.MkdirAll(*out, 0o755); err != nil {
+	if o.out != "" {
+		if err := os.MkdirAll(o.out, 0o755); err != nil {
 			return fail(err)
 		}
 		for _, r := range bad {
-			if err := r.Visualize(filepath.Join(*out, r.FileName())); err != nil {
+			if err := r.Visualize(filepath.Join(o.out, r.FileName())); err != nil {
 				return fail(err)
 			}
 		}
@@ -304,63 +272,40 @@ func checkCmd(args []string, stdout, stderr io.Writer) int {
 
 // benchCmd prints how fast each defect is found (each switched on alone), how fast the simulator runs
 // and how long porcupine takes on a 10,000-operation history. Figures, never assertions.
-func benchCmd(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	seeds := fs.Int("seeds", 20, "")
-	budget := fs.Int("budget", 100, "")
-	detectors := fs.String("detectors", "both", "")
-	scale := fs.String("scale", "", "")
-	scaleRun := fs.Int("scale-run", 0, "") // one size, in this process (the bench's child)
-	profile := fs.String("profile", "fixed", "")
-	cpuprofile := fs.String("cpuprofile", "", "")
-	sf := addScaleFlags(fs)
-	shrink := fs.Duration("shrink", time.Millisecond, "")
-	throughput := fs.Int("throughput", 1000, "")
-	only := fs.String("defects", "", "")
-	classicGen := fs.Bool("classic", false, "")
-	sched := &strategyFlag{}
-	fs.Var(sched, "scheduler", "")
-	fs.Usage = func() { fmt.Fprint(stderr, usage) }
-	if err := fs.Parse(args); err != nil {
-		return 2
+func benchCmd(o *benchOpts, stdout, stderr io.Writer) int {
+	if o.scaleRun > 0 {
+		return runScaleOne(o.scaleRun, o.sf, o.profile, o.cpuprofile, stdout, stderr)
 	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "csconform bench: unexpected %q\n", fs.Arg(0))
-		return 2
+	if o.scale != "" {
+		return benchScale(o.scale, o.sf, o.profile, o.cpuprofile, stdout, stderr)
 	}
-	if *scaleRun > 0 {
-		return runScaleOne(*scaleRun, sf, *profile, *cpuprofile, stdout, stderr)
-	}
-	if *scale != "" {
-		return benchScale(*scale, sf, *profile, *cpuprofile, stdout, stderr)
-	}
-	if *shrink <= 0 || *throughput < 0 {
+	if o.shrink <= 0 || o.throughput < 0 {
 		fmt.Fprintln(stderr, "csconform bench: --shrink must be positive and --throughput not negative")
 		return 2
 	}
-	if *seeds < 1 || *budget < 1 {
+	if o.seeds < 1 || o.budget < 1 {
 		fmt.Fprintln(stderr, "csconform bench: --seeds and --budget must be at least 1")
 		return 2
 	}
-	det, ok := detectorNames[*detectors]
+	det, ok := detectorNames[o.detectors]
 	if !ok {
-		fmt.Fprintf(stderr, "csconform bench: --detectors wants both, invariants or linear, got %q\n", *detectors)
+		fmt.Fprintf(stderr, "csconform bench: --detectors wants both, invariants or linear, got %q\n", o.detectors)
 		return 2
 	}
 	gen := "current"
-	if *classicGen {
+	if o.classic {
 		gen = "classic"
 	}
-	fmt.Fprintf(stdout, "cases and wall time to the first finding (detectors: %s, %s generator, scheduler: %s), each defect alone, %d seeds, budget %d:\n", *detectors, gen, sched.st, *seeds, *budget)
+	fmt.Fprintf(stdout, "cases and wall time to the first finding (detectors: %s, %s generator, scheduler: %s), each defect alone, %d seeds, budget %d:\n", o.detectors, gen, o.sched.st, o.seeds, o.budget)
 	fmt.Fprintf(stdout, "%-32s %6s %13s %12s %13s %12s %9s %9s\n", "defect", "found", "median cases", "worst cases", "median time", "worst time", "not fixed", "shrunk")
 	fixed, _ := impl.Profile("fixed")
-	defects := []string{"D1", "D2", "D3", "C1", "C2", impl.PlantedStopTimeoutIsSuccess, impl.PlantedIPFromStaleRead}
-	if *only != "" {
-		defects = strings.Split(*only, ",")
+	all := []string{"D1", "D2", "D3", "C1", "C2", impl.PlantedStopTimeoutIsSuccess, impl.PlantedIPFromStaleRead}
+	defects := all
+	if o.only != "" {
+		defects = strings.Split(o.only, ",")
 		for _, d := range defects {
-			if !slices.Contains([]string{"D1", "D2", "D3", "C1", "C2", impl.PlantedStopTimeoutIsSuccess, impl.PlantedIPFromStaleRead}, d) {
-				fmt.Fprintf(stderr, "csconform bench: --defects takes D1, D2, D3, C1, C2, %s and %s, got %q\n", impl.PlantedStopTimeoutIsSuccess, impl.PlantedIPFromStaleRead, d)
+			if !slices.Contains(all, d) {
+				fmt.Fprintf(stderr, "csconform bench: --defects takes %s, got %q\n", strings.Join(all, ", "), d)
 				return 2
 			}
 		}
@@ -373,9 +318,9 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 		var cases, shrunk []int
 		var secs []float64
 		found, own := 0, 0
-		for s := 1; s <= *seeds; s++ {
+		for s := 1; s <= o.seeds; s++ {
 			t0 := time.Now()
-			f, ran, err := explore.Explore(explore.Options{Profile: d, Defects: sw, Detectors: det, Classic: *classicGen, Scheduler: sched.st}, *budget, uint64(s)*7919, *shrink)
+			f, ran, err := explore.Explore(explore.Options{Profile: d, Defects: sw, Detectors: det, Classic: o.classic, Scheduler: o.sched.st}, o.budget, uint64(s)*7919, o.shrink)
 			if err != nil {
 				fmt.Fprintln(stderr, "csconform bench:", err)
 				return 2
@@ -392,7 +337,7 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 			}
 			cases = append(cases, ran)
 			secs = append(secs, time.Since(t0).Seconds())
-			fmt.Fprintf(stderr, "\r%s seed %d/%d", d, s, *seeds)
+			fmt.Fprintf(stderr, "\r%s seed %d/%d", d, s, o.seeds)
 		}
 		fmt.Fprint(stderr, "\r                    \r")
 		slices.Sort(cases)
@@ -402,17 +347,17 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 		if len(shrunk) > 0 {
 			sh = fmt.Sprintf("%d/%d", shrunk[len(shrunk)/2], shrunk[len(shrunk)-1])
 		}
-		fmt.Fprintf(stdout, "%-32s %3d/%-2d %13d %12d %12.2fs %11.2fs %6d/%-2d %9s\n", d, found, *seeds, cases[len(cases)/2], cases[len(cases)-1], secs[len(secs)/2], secs[len(secs)-1], own, found, sh)
+		fmt.Fprintf(stdout, "%-32s %3d/%-2d %13d %12d %12.2fs %11.2fs %6d/%-2d %9s\n", d, found, o.seeds, cases[len(cases)/2], cases[len(cases)-1], secs[len(secs)/2], secs[len(secs)-1], own, found, sh)
 	}
-	fmt.Fprintf(stdout, "(not fixed: of the findings, those whose shrunk program passes under fixed; shrunk: median/worst actions, shrinking up to %s)\n", *shrink)
-	if *throughput > 0 {
-		classic, current, err := explore.CompareThroughput(*throughput, 1)
+	fmt.Fprintf(stdout, "(not fixed: of the findings, those whose shrunk program passes under fixed; shrunk: median/worst actions, shrinking up to %s)\n", o.shrink)
+	if o.throughput > 0 {
+		classic, current, err := explore.CompareThroughput(o.throughput, 1)
 		if err != nil {
 			fmt.Fprintln(stderr, "csconform bench:", err)
 			return 2
 		}
 		tp := [2]explore.Throughput{classic, current}
-		fmt.Fprintf(stdout, "explore under fixed, %d cases with each generator in turns of 100, one run:\n", *throughput)
+		fmt.Fprintf(stdout, "explore under fixed, %d cases with each generator in turns of 100, one run:\n", o.throughput)
 		for i, name := range []string{"classic", "swarm + config + multi-NIC + guide"} {
 			fmt.Fprintf(stdout, "  %-34s %7.1f cases/s, %s\n", name, tp[i].CasesPerSecond(), tp[i].Coverage.Text())
 		}

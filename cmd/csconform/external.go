@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"maps"
@@ -19,12 +18,14 @@ import (
 	"github.com/csconform/csconform/harness"
 	"github.com/csconform/csconform/harness/audit"
 	"github.com/csconform/csconform/harness/cloudclient"
+	"github.com/spf13/pflag"
 )
 
 // mapFlags collects repeated NAME=VALUE.
 type mapFlags map[string]string
 
 func (m mapFlags) String() string { return "" }
+func (m mapFlags) Type() string   { return "NAME=VALUE" }
 func (m mapFlags) Set(v string) error {
 	k, val, ok := strings.Cut(v, "=")
 	if !ok || k == "" || val == "" {
@@ -47,41 +48,42 @@ type extFlags struct {
 	hostsFromAPI, domainPrefix, labelRun  *string
 	mapHost, sshTargets                   mapFlags
 	expect                                *string
-	allowHosts, allowVMs, sshOpts         listFlag
+	allowHosts, allowVMs, sshOpts         []string
 	maxTargets, mgmtPort                  *int
 	yes, local                            *bool
 	sshUser, auditLog                     *string
 }
 
-func addExternalFlags(fs *flag.FlagSet) *extFlags {
+// addExternalFlags defines repro's flags for a run against an external CloudStack.
+func addExternalFlags(fs *pflag.FlagSet) *extFlags {
 	f := &extFlags{mapHost: mapFlags{}, sshTargets: mapFlags{}}
-	f.api = fs.String("api", "", "")
-	f.apiKey = fs.String("api-key", "", "")
-	f.secretKey = fs.String("secret-key", "", "")
-	f.keysFile = fs.String("api-keys-file", "", "")
-	f.zone = fs.String("zone", "", "")
-	f.offering = fs.String("service-offering", "", "")
-	f.template = fs.String("template", "", "")
-	f.netOffering = fs.String("network-offering", "", "")
-	f.insecure = fs.Bool("insecure", false, "")
-	f.timeout = fs.Duration("timeout", 30*time.Second, "")
-	f.poll = fs.Duration("poll", time.Second, "")
-	fs.Var(&f.hosts, "host", "")
-	f.hostsFromAPI = fs.String("hosts-from-api", "", "")
-	f.domainPrefix = fs.String("domain-prefix", "", "")
-	f.labelRun = fs.String("run", "", "")
-	fs.Var(f.mapHost, "map-host", "")
-	f.expect = fs.String("expect", "", "")
-	fs.Var(&f.allowHosts, "allow-host", "")
-	fs.Var(&f.allowVMs, "allow-vm", "")
-	f.maxTargets = fs.Int("max-targets", 1, "")
-	f.yes = fs.Bool("yes", false, "")
-	f.sshUser = fs.String("ssh-user", "root", "")
-	fs.Var(&f.sshOpts, "ssh-opt", "")
-	fs.Var(f.sshTargets, "ssh-target", "")
-	f.local = fs.Bool("local", false, "")
-	f.auditLog = fs.String("audit-log", "csconform-inject.log", "")
-	f.mgmtPort = fs.Int("mgmt-port", 8250, "")
+	f.api = fs.String("api", "", "run against the external CloudStack whose API is at `URL`, e.g. http://mgmt:8080/client/api")
+	f.apiKey = fs.String("api-key", "", "the API `KEY` (else $CSCONFORM_API_KEY, else --api-keys-file); never printed or logged")
+	f.secretKey = fs.String("secret-key", "", "the `SECRET` key (else $CSCONFORM_SECRET_KEY, else --api-keys-file); never printed or logged")
+	f.keysFile = fs.String("api-keys-file", "", "the key pair as KEY=VALUE lines in `FILE`")
+	f.zone = fs.String("zone", "", "--api: the `ZONE` to deploy in, id or name (default: the first usable one)")
+	f.offering = fs.String("service-offering", "", "--api: the service `OFFERING`, id or name (default: the first usable one)")
+	f.template = fs.String("template", "", "--api: the `TEMPLATE`, id or name (default: the first usable one)")
+	f.netOffering = fs.String("network-offering", "", "--api: the network `OFFERING`, id or name (default: the first usable one)")
+	f.insecure = fs.Bool("insecure", false, "--api: do not verify the API's TLS certificate")
+	f.timeout = fs.Duration("timeout", 30*time.Second, "--api: the timeout `D` of one request")
+	f.poll = fs.Duration("poll", time.Second, "--api: how often (`D`) the records and domains are read")
+	fs.Var(&f.hosts, "host", "--api: a host (CloudStack's name) and where to read its domains: a libvirt URI, or http://ADDR (csconform hypervisor --listen); `NAME=URI`, repeatable")
+	f.hostsFromAPI = fs.String("hosts-from-api", "", "--api: every host CloudStack lists, its URI from `TEMPLATE` ({name}, {id}, {ip}), instead of --host")
+	f.domainPrefix = fs.String("domain-prefix", "", "--api: strip `P` from domain names to get instance names, as csconform audit has it")
+	f.labelRun = fs.String("run", "", "--api: only the domains csconform run `ID` made, as csconform audit has it")
+	fs.Var(f.mapHost, "map-host", "--api: a scenario host is this CloudStack host (`h1=NAME`; default: the same name); repeatable")
+	f.expect = fs.String("expect", "", "--api: compare the outcome with the scenario's expectations for `PROFILE`")
+	fs.StringArrayVar(&f.allowHosts, "allow-host", nil, "--api: hosts csconform inject may touch for a fault (shell `PATTERN`); repeatable")
+	fs.StringArrayVar(&f.allowVMs, "allow-vm", nil, "--api: domains csconform inject may crash (shell `PATTERN`); repeatable")
+	f.maxTargets = fs.Int("max-targets", 1, "--api: refuse a fault on more than `N` targets")
+	f.yes = fs.Bool("yes", false, "--api: really inject the faults (else the run refuses them)")
+	f.sshUser = fs.String("ssh-user", "root", "--api: the ssh `USER` for faults")
+	fs.StringArrayVar(&f.sshOpts, "ssh-opt", nil, "--api: an extra ssh `OPT` for faults, repeatable")
+	fs.Var(f.sshTargets, "ssh-target", "--api: reach this host over ssh at this address (`NAME=ADDR`); repeatable")
+	f.local = fs.Bool("local", false, "--api: run the fault commands on this machine instead of over ssh")
+	f.auditLog = fs.String("audit-log", "csconform-inject.log", "--api: csconform inject's append-only log `FILE` of the faults")
+	f.mgmtPort = fs.Int("mgmt-port", 8250, "--api: the management server's agent `PORT` (disconnect)")
 	return f
 }
 

@@ -8,7 +8,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -22,55 +21,34 @@ import (
 	"github.com/csconform/csconform/impl"
 )
 
-const hypervisorUsage = `Usage:
-  csconform hypervisor --host ID --socket PATH [--listen ADDR]
-
-Runs the simulated domains of one host (no libvirt: FAKE domains in this process, in real time).
-Agents use it with csconform agent --hypervisor unix:PATH. --listen serves the same HTTP API on TCP
-for the harness: GET /domains (the truth: running domains, IPs, disks), and the host's faults:
-POST /crash?name=[&detail=FAILED|CRASHED] (the domain's QEMU dies or its guest panics),
-POST /guestShutdown?name= (the guest powers itself off) and POST /routerBoot?d=DURATION (router
-guests created from now on take d to say ready; 0 restores the default, 1 s).
-`
-
-func hypervisorCmd(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("hypervisor", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	hostID := fs.String("host", "", "")
-	socket := fs.String("socket", "", "")
-	listen := fs.String("listen", "", "")
-	fs.Usage = func() { fmt.Fprint(stderr, hypervisorUsage) }
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
-	}
+// hypervisorCmd serves one host's simulated domains on a unix socket (and --listen) until SIGINT or
+// SIGTERM.
+func hypervisorCmd(o *hypervisorOpts, stdout, stderr io.Writer) int {
 	fail := func(err error) int { fmt.Fprintln(stderr, "csconform hypervisor:", err); return 2 }
-	if *hostID == "" || *socket == "" || fs.NArg() > 0 {
+	if o.hostID == "" || o.socket == "" {
 		return fail(errors.New("--host and --socket are required, and nothing else"))
 	}
 	env := live.NewEnv()
 	defer env.Close()
-	h := live.NewFakeHost(env, *hostID)
+	h := live.NewFakeHost(env, o.hostID)
 	handler := live.HypervisorHandler(h)
-	os.Remove(*socket)
-	uln, err := net.Listen("unix", *socket)
+	os.Remove(o.socket)
+	uln, err := net.Listen("unix", o.socket)
 	if err != nil {
 		return fail(err)
 	}
 	defer uln.Close()
 	go (&http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}).Serve(uln)
-	if *listen != "" {
-		tln, err := net.Listen("tcp", *listen)
+	if o.listen != "" {
+		tln, err := net.Listen("tcp", o.listen)
 		if err != nil {
 			return fail(err)
 		}
 		defer tln.Close()
 		go (&http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}).Serve(tln)
-		fmt.Fprintf(stdout, "hypervisor %s: truth on http://%s\n", *hostID, tln.Addr())
+		fmt.Fprintf(stdout, "hypervisor %s: truth on http://%s\n", o.hostID, tln.Addr())
 	}
-	fmt.Fprintf(stdout, "hypervisor %s: simulated domains (no libvirt) on unix:%s\n", *hostID, *socket)
+	fmt.Fprintf(stdout, "hypervisor %s: simulated domains (no libvirt) on unix:%s\n", o.hostID, o.socket)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	<-ctx.Done()

@@ -44,7 +44,11 @@ func TestInjectCLI(t *testing.T) {
 	if n := strings.Count(string(b), "\n"); n < 8 || !strings.Contains(string(b), `"action":"refuse"`) || !strings.Contains(string(b), `"action":"dry-run"`) {
 		t.Fatalf("audit log (%d lines):\n%s", n, b)
 	}
-	help := injectUsage()
+	var helpOut, helpErr bytes.Buffer
+	if code := run([]string{"inject", "--help"}, &helpOut, &helpErr); code != 0 {
+		t.Fatalf("inject --help: exit %d %s", code, helpErr.String())
+	}
+	help := helpOut.String()
 	for _, w := range []string{"crash", "agent-restart", "agent-kill", "disconnect", "slow-router-boot", "backdate", "crash-domain, agent-stop, cut-link", "inject heal", "--dry-run", "--allow-host", "--max-targets", "--yes", "Healing",
 		"--allow-tag KEY=VALUE", "--allow-host-tag TAG", "--api URL"} {
 		if !strings.Contains(help, w) {

@@ -14,17 +14,8 @@ import (
 	"github.com/csconform/csconform/impl"
 )
 
-// list runs a list command: --json prints rows() as JSON, no argument prints text; anything else is
-// bad input, answered with usage.
-func list(cmd, usage string, args []string, stdout, stderr io.Writer, rows func() any, text func(io.Writer)) int {
-	asJSON := false
-	for _, a := range args {
-		if a != "--json" && a != "-json" {
-			fmt.Fprintf(stderr, "csconform %s: unexpected %q (usage: %s)\n", cmd, a, usage)
-			return exitBadInput
-		}
-		asJSON = true
-	}
+// list prints rows() as JSON with --json, else the text.
+func list(asJSON bool, stdout, stderr io.Writer, rows func() any, text func(io.Writer)) int {
 	if !asJSON {
 		text(stdout)
 		return exitOK
@@ -38,19 +29,18 @@ func list(cmd, usage string, args []string, stdout, stderr io.Writer, rows func(
 	return exitOK
 }
 
-func listScenarios(args []string, stdout, stderr io.Writer) int {
-	if len(args) > 0 && args[0] == "scale" {
-		return scaleScenarioCmd(args[1:], stdout, stderr)
+// showScenario prints a built-in scenario's file.
+func showScenario(name string, stdout, stderr io.Writer) int {
+	src, err := conformance.Source(name)
+	if err != nil {
+		fmt.Fprintln(stderr, "csconform scenarios:", err)
+		return exitBadInput
 	}
-	if len(args) == 2 && args[0] == "show" {
-		src, err := conformance.Source(args[1])
-		if err != nil {
-			fmt.Fprintln(stderr, "csconform scenarios:", err)
-			return exitBadInput
-		}
-		stdout.Write(src)
-		return exitOK
-	}
+	stdout.Write(src)
+	return exitOK
+}
+
+func listScenarios(asJSON bool, stdout, stderr io.Writer) int {
 	all, err := conformance.Builtin()
 	if err != nil {
 		fmt.Fprintln(stderr, "csconform:", err)
@@ -61,7 +51,7 @@ func listScenarios(args []string, stdout, stderr io.Writer) int {
 		Report string `json:"report,omitempty"`
 		Title  string `json:"title"`
 	}
-	return list("scenarios", "csconform scenarios [--json] | scenarios show NAME", args, stdout, stderr, func() any {
+	return list(asJSON, stdout, stderr, func() any {
 		var rows []row
 		for _, s := range all {
 			rows = append(rows, row{s.Name, s.Report, s.Title})
@@ -77,7 +67,7 @@ func listScenarios(args []string, stdout, stderr io.Writer) int {
 	})
 }
 
-func listProfiles(args []string, stdout, stderr io.Writer) int {
+func listProfiles(asJSON bool, stdout, stderr io.Writer) int {
 	type profile struct {
 		Name    string   `json:"name"`
 		Defects []string `json:"defectsOn"`
@@ -91,7 +81,7 @@ func listProfiles(args []string, stdout, stderr io.Writer) int {
 		s, _ := impl.Profile(p)
 		profiles = append(profiles, profile{p, orNone(s.On())})
 	}
-	return list("profiles", "csconform profiles [--json]", args, stdout, stderr, func() any {
+	return list(asJSON, stdout, stderr, func() any {
 		out := struct {
 			Profiles []profile `json:"profiles"`
 			Defects  []defect  `json:"defects"`
@@ -111,7 +101,7 @@ func listProfiles(args []string, stdout, stderr io.Writer) int {
 	})
 }
 
-func listFaults(args []string, stdout, stderr io.Writer) int {
+func listFaults(asJSON bool, stdout, stderr io.Writer) int {
 	type kind struct {
 		Name       string   `json:"name"`
 		Needs      []string `json:"needs"`
@@ -122,14 +112,14 @@ func listFaults(args []string, stdout, stderr io.Writer) int {
 	for _, k := range faults.Kinds {
 		kinds = append(kinds, kind{k.Name, orNone(k.Needs), k.Disruptive, k.Doc})
 	}
-	return list("faults", "csconform faults [--json]", args, stdout, stderr, func() any { return kinds }, func(w io.Writer) {
+	return list(asJSON, stdout, stderr, func() any { return kinds }, func(w io.Writer) {
 		for _, k := range kinds {
 			fmt.Fprintf(w, "%-17s needs %-18s %s\n", k.Name, strings.Join(k.Needs, ","), k.Doc)
 		}
 	})
 }
 
-func listConfig(args []string, stdout, stderr io.Writer) int {
+func listConfig(asJSON bool, stdout, stderr io.Writer) int {
 	type key struct {
 		Name        string `json:"name"`
 		Default     string `json:"default"`
@@ -141,7 +131,7 @@ func listConfig(args []string, stdout, stderr io.Writer) int {
 	for _, k := range impl.ConfigKeys {
 		keys = append(keys, key{k.Name, k.Default, k.Unit, k.Range(), k.Description})
 	}
-	return list("config", "csconform config [--json]", args, stdout, stderr, func() any { return keys }, func(w io.Writer) {
+	return list(asJSON, stdout, stderr, func() any { return keys }, func(w io.Writer) {
 		for _, k := range keys {
 			fmt.Fprintf(w, "%-24s %-7s %-16s %-22s %s\n", k.Name, k.Default, k.Unit, k.Range, k.Description)
 		}

@@ -15,10 +15,10 @@ import (
 // --bogus and profiles extra exited 0).
 func TestListCommands(t *testing.T) {
 	runCLICases(t, []cliCase{
-		{[]string{"scenarios", "--bogus"}, exitBadInput, "unexpected"},
+		{[]string{"scenarios", "--bogus"}, exitBadInput, "unknown flag: --bogus"},
 		{[]string{"profiles", "extra"}, exitBadInput, "unexpected"},
 		{[]string{"faults", "x"}, exitBadInput, "unexpected"},
-		{[]string{"config", "--yaml"}, exitBadInput, "unexpected"},
+		{[]string{"config", "--yaml"}, exitBadInput, "unknown flag: --yaml"},
 		{[]string{"scenarios", "show", "nope"}, exitBadInput, "unknown scenario"},
 	})
 	all, err := conformance.Builtin()

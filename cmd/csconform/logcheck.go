@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -14,74 +13,26 @@ import (
 	"github.com/csconform/csconform/model/history"
 )
 
-const logcheckUsage = `Usage: csconform logcheck FILE|DIR|- ... [flags]
-
-Reads CloudStack management-server.log files (any 4.x layout; rotated .gz files too; a directory
-gives its *.log* files; - reads standard input), one directory per management server, merges them
-by time and judges them with the invariants a log can decide and the porcupine models.
-
-Flags:
-  --since T, --until T   only entries in this window ("2006-01-02 15:04:05" or RFC 3339)
-  --stuck D              how long an object may sit in a transitional state (default 30m)
-  --json                 print the report as JSON
-  --out DIR              write report.txt, report.json and junit.xml into DIR
-  --junit FILE           write a JUnit report (one case per check) to FILE
-  --events FILE          write the extracted events as a model/history JSON-lines file (each
-                         event's detail ends with the file:line it came from)
-
-  csconform logcheck --render HISTORY [--style 4.22|4.5]
-                         write the management-server.log of a saved reference history
-                         (csconform repro NAME --history HISTORY) to stdout, in the 4.22 or the
-                         4.5 layout and wording, for logcheck to read
-
-Exit status: 0 nothing found, 1 a finding, 2 bad input, 3 nothing could be decided (the log carries
-none of the lines the checks need: DEBUG level is needed).
-`
-
+// logcheckCmd runs logcheck with these arguments (tests call it).
 func logcheckCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("logcheck", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	since := fs.String("since", "", "")
-	until := fs.String("until", "", "")
-	stuck := fs.Duration("stuck", 30*time.Minute, "")
-	asJSON := fs.Bool("json", false, "")
-	out := fs.String("out", "", "")
-	junit := fs.String("junit", "", "")
-	events := fs.String("events", "", "")
-	render := fs.String("render", "", "")
-	style := fs.String("style", "4.22", "")
-	// flags may follow the files: parse them in turns
-	var files []string
-	rest := args
-	for {
-		if err := fs.Parse(rest); err != nil {
-			if err == flag.ErrHelp {
-				fmt.Fprint(stdout, logcheckUsage)
-				return 0
-			}
-			fmt.Fprintf(stderr, "csconform logcheck: %v\n", err)
-			return 2
-		}
-		rest = fs.Args()
-		if len(rest) == 0 {
-			break
-		}
-		files = append(files, rest[0])
-		rest = rest[1:]
-	}
-	if *render != "" {
-		return renderLog(*render, *style, stdout, stderr)
+	return runIO(append([]string{"logcheck"}, args...), stdin, stdout, stderr)
+}
+
+// logcheckRun judges the logs in files, or renders a history's log with --render.
+func logcheckRun(f *logcheckOpts, files []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if f.render != "" {
+		return renderLog(f.render, f.style, stdout, stderr)
 	}
 	if len(files) == 0 {
-		fmt.Fprint(stderr, "csconform logcheck: no log given\n\n"+logcheckUsage)
+		fmt.Fprint(stderr, "csconform logcheck: no log given (see csconform logcheck --help)\n")
 		return 2
 	}
 	var o logcheck.Options
-	o.Stuck = *stuck
+	o.Stuck = f.stuck
 	for _, x := range []struct {
 		s   string
 		dst *time.Time
-	}{{*since, &o.Since}, {*until, &o.Until}} {
+	}{{f.since, &o.Since}, {f.until, &o.Until}} {
 		if x.s == "" {
 			continue
 		}
@@ -92,8 +43,8 @@ func logcheckCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 		*x.dst = t
 	}
-	if *events != "" {
-		f, err := os.Create(*events)
+	if f.events != "" {
+		f, err := os.Create(f.events)
 		if err != nil {
 			fmt.Fprintf(stderr, "csconform logcheck: %v\n", err)
 			return 2
@@ -122,7 +73,7 @@ func logcheckCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return 2
 	}
 	rep.Skipped = skipped
-	if *asJSON {
+	if f.asJSON {
 		if err := rep.JSON(stdout); err != nil {
 			fmt.Fprintf(stderr, "csconform logcheck: %v\n", err)
 			return 2
@@ -130,14 +81,14 @@ func logcheckCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	} else {
 		rep.Text(stdout)
 	}
-	if *junit != "" {
-		if err := os.WriteFile(*junit, rep.JUnit(), 0o644); err != nil {
+	if f.junit != "" {
+		if err := os.WriteFile(f.junit, rep.JUnit(), 0o644); err != nil {
 			fmt.Fprintf(stderr, "csconform logcheck: %v\n", err)
 			return 2
 		}
 	}
-	if *out != "" {
-		if err := writeLogcheckReports(*out, rep); err != nil {
+	if f.out != "" {
+		if err := writeLogcheckReports(f.out, rep); err != nil {
 			fmt.Fprintf(stderr, "csconform logcheck: %v\n", err)
 			return 2
 		}

@@ -6,194 +6,19 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
+	"github.com/spf13/pflag"
 	"io"
-	"os"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/csconform/csconform/conformance"
-	"github.com/csconform/csconform/drivers/container"
 	"github.com/csconform/csconform/drivers/sim"
 	"github.com/csconform/csconform/harness"
 	"github.com/csconform/csconform/impl"
 	"github.com/csconform/csconform/model/history"
 )
-
-const usage = `csconform finds orchestration races in CloudStack-style management servers.
-
-Usage:
-  csconform scenarios [--json]             list the built-in scenarios
-  csconform scenarios show NAME            print a built-in scenario's file (a start for your own)
-  csconform scenarios scale --hosts N      print a generated scale scenario: N hosts x 20 VMs over
-                                           networks of 25, then a quiet day (--vms-per-host,
-                                           --vms-per-network, --duration as for bench --scale)
-  csconform repro NAME|FILE|all [flags]    run scenarios and check the invariants
-  csconform repro NAME|FILE --api URL --host N=URI ...
-                                           the same against a real CloudStack (see below)
-  csconform profiles                       list profiles and defect switches
-  csconform faults                         list the faults a scenario can inject
-  csconform config                         list the configuration keys and their defaults
-  csconform explore [flags]                random programs with faults until a detector flags one
-  csconform check FILE [flags]             re-check a saved history (JSON lines); exit 1 on a finding,
-                                           3 if some object is undecided (see check flags)
-  csconform logcheck FILE|DIR|- ...        judge CloudStack management-server.log files (rotated, .gz,
-                                           several servers) with the log-decidable invariants and
-                                           the porcupine models; exit 3 when nothing is decidable
-                                           (csconform logcheck -h)
-  csconform bench [flags]                  time to find each defect, simulator and checker speed
-  csconform version                        the module version and VCS revision of this binary
-  csconform mutants [run]                  the mutation catalogue; run (in a -tags mutants build)
-                                           scores the detectors and exploration against it
-  csconform server [flags]                 run the management server over TCP (csconform server -h)
-  csconform agent --host ID --server ADDR  run one host's agent over TCP (csconform agent -h)
-  csconform hypervisor --host ID --socket P  one host's simulated domains, for agents in containers
-  csconform cleanup [--run ID] [--uri U]   remove what any run left (or one run's): containers,
-                                           networks, volumes, images, domains and run files, and
-                                           say what remains (exit 2 if anything does; cleanup -h)
-  csconform audit --api URL --host N=URI   CloudStack's records (its API, or --db DSN: its MySQL)
-                                           against the hosts' domains, read-only; exit 1 on damage
-                                           (csconform audit -h)
-  csconform inject FAULT [flags]           a time-boxed fault on staging hosts allowlisted by name or
-                                           CloudStack tag; a dry run unless --yes (csconform inject -h)
-
-repro flags:
-  --profile P      cloudstack-4.22 (all known defects) or fixed (default cloudstack-4.22)
-  --defects LIST   switch on exactly these defects instead (D1,D2a,...; D2 = D2a-D2e; none)
-  --seed N         scheduler seed (default: each scenario's own)
-  --driver NAME    where domains live: sim (default) or libvirt (real QEMU domains, real time;
-                   needs ci/setup-libvirt.sh and ci/build-guest.sh; Ctrl-C cleans up)
-                   or container (server and hosts in Docker containers built FROM scratch; any
-                   scenario without primed networks, e.g. seed 004, 001 and
-                   ms-restart-keeps-records; Ctrl-C heals faults and removes them and the run's
-                   domains)
-  --uri URI        libvirtd for --driver libvirt (default qemu:///system)
-  --domains D      --driver container: auto (default: real libvirt domains, driven by the agent
-                   containers through libvirtd's mounted socket, where libvirtd answers and the
-                   guest is built; else simulated), libvirt (or fail) or simulated
-  --json           print the results as JSON
-  --history FILE   write the recorded history of the (last) run as JSON lines
-  --scheduler S    the simulator's strategy: random (default: switches only where tasks block) or
-                   pct[:depth] (PCT: random priorities, depth-1 change points, preemption at every
-                   database read/write, lock and message; default depth 8)
-
-repro against an external CloudStack (one scenario; nothing is started, no profile, seed or driver):
-  --api URL        CloudStack's API, e.g. http://mgmt:8080/client/api
-  --api-key K --secret-key S   else $CSCONFORM_API_KEY/$CSCONFORM_SECRET_KEY, else --api-keys-file F;
-                   never printed or logged
-  --zone Z, --service-offering O, --template T, --network-offering N
-                   what to deploy with, id or name (default: the first usable ones listed)
-  --host NAME=URI  a host (CloudStack's name) and where to read its domains: a libvirt URI, or
-                   http://ADDR (csconform hypervisor --listen); repeatable. Or --hosts-from-api TEMPLATE
-                   ({name}, {id}, {ip}). --domain-prefix P, --run ID as csconform audit has them
-  --map-host h1=NAME   a scenario host is this CloudStack host (default: the same name)
-  --expect PROFILE compare the outcome with the scenario's expectations for PROFILE
-  --poll D         how often the records and domains are read (default 1s); --timeout D per request
-  --insecure       do not verify the API's TLS certificate
-  faults that need a host go through csconform inject, only with:
-  --allow-host PATTERN (repeatable), --allow-vm PATTERN (crash), --max-targets N, --yes,
-  --ssh-user U, --ssh-opt OPT, --ssh-target NAME=ADDR, or --local; --mgmt-port P (disconnect);
-  --audit-log FILE (default csconform-inject.log)
-  The run names what it creates csc-<run>-<name> and removes it all on exit, Ctrl-C included; a step
-  it cannot do from outside (ms-restart, stale-report, setConfig, a primed network, a fault without
-  host access...) is refused up front. Exit 2 also when the cleanup leaves something behind.
-
-explore flags:
-  --profile P, --defects LIST   as for repro (default profile fixed)
-  --budget N       cases to run at most (default 1000)
-  --seed N         where to start (default: random, printed); --seed N --budget 1 replays a finding
-  --shard i/n      run the i-th of n disjoint slices of the seed space (a CI matrix)
-  --scheduler S    pct[:depth] (default pct:8: the fixed profile stays clean under it) or random,
-                   as for repro; a finding's replay line and counterexample.yaml carry it
-  --detectors D    both (default), invariants or linear
-  --driver NAME    sim (default) or container (server and hosts in Docker containers, real time,
-                   a minute or two a case: use a small budget; invariants only)
-  --domains D      --driver container: auto (default), libvirt or simulated, as for repro
-  --out DIR        write summary.txt, result.json, junit.xml and, for a finding, history.jsonl,
-                   counterexample.yaml and one porcupine HTML per failing partition
-  --quiet          no progress bar
-
-check flags:
-  --timeout D      how long the linearizability checker may take per object (default 30s; 0: no
-                   limit); an object it cannot decide in time is UNDECIDED (exit 3 if nothing else
-                   is found)
-  --max-input N    read at most N bytes (default 1GiB; KiB, MiB, GiB suffixes)
-  --max-line N     refuse a line longer than N bytes (default 1MiB)
-  --json           print the verdicts as JSON
-  --out DIR        one porcupine HTML per partition that is not linearizable
-
-bench flags:
-  --seeds N        seeds per defect (default 20)
-  --budget N       cases per seed at most (default 100)
-  --detectors D    both (default), invariants or linear
-  --scale LIST     instead: the scale bench, one generated cloud per host count (e.g. 10,50,100,200),
-                   each in its own process: wall and CPU time, steps/s, simulated:real, peak RSS and
-                   growth from the size before; --vms-per-host N (20), --vms-per-network N (25),
-                   --duration D (24h), --profile P (fixed), --cpuprofile FILE (FILE.<hosts> each)
-  --defects LIST   only these of D1,D2,D3,C1,C2,planted-stop-timeout-is-success,
-                   planted-ip-from-stale-read (default all)
-  --classic        find them with the classic generator (before swarm, config and the guide)
-  --shrink D       how long each finding may shrink (default 1ms; 10s for counterexamples as short
-                   as they get)
-  --throughput N   explore N cases under fixed with the classic generator and with the current one,
-                   and print both speeds and coverages side by side (default 1000, explore's
-                   default budget; 0: skip)
-  --scheduler S    random (default) or pct[:depth]
-
-Exit status: 0 nothing found and every expectation met, 1 a violation was found, 2 bad input or
-a run stopped at a bound, 3 could not decide (the linearizability checker timed out on some object,
-and nothing else was found; logcheck: nothing decidable), 4 an outcome that differs from the scenario's expectations, 130
-interrupted.
-`
-
-func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
-
-func run(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		fmt.Fprint(stdout, usage)
-		return 0
-	}
-	switch args[0] {
-	case "scenarios":
-		return listScenarios(args[1:], stdout, stderr)
-	case "profiles":
-		return listProfiles(args[1:], stdout, stderr)
-	case "faults":
-		return listFaults(args[1:], stdout, stderr)
-	case "config":
-		return listConfig(args[1:], stdout, stderr)
-	case "repro":
-		return repro(args[1:], stdout, stderr)
-	case "explore":
-		return exploreCmd(args[1:], stdout, stderr)
-	case "check":
-		return checkCmd(args[1:], stdout, stderr)
-	case "bench":
-		return benchCmd(args[1:], stdout, stderr)
-	case "server":
-		return serverCmd(args[1:], stdout, stderr)
-	case "agent":
-		return agentCmd(args[1:], stdout, stderr)
-	case "hypervisor":
-		return hypervisorCmd(args[1:], stdout, stderr)
-	case "cleanup":
-		return cleanupCmd(args[1:], stdout, stderr)
-	case "audit":
-		return auditCmd(args[1:], stdout, stderr)
-	case "inject":
-		return injectCmd(args[1:], stdout, stderr)
-	case "mutants":
-		return mutantsCmd(args[1:], stdout, stderr)
-	case "version":
-		return versionCmd(stdout)
-	case "logcheck":
-		return logcheckCmd(args[1:], os.Stdin, stdout, stderr)
-	}
-	fmt.Fprintf(stderr, "csconform: unknown command %q\n\n%s", args[0], usage)
-	return 2
-}
 
 // exitInterrupted is the status of a run stopped by Ctrl-C or SIGTERM (128 + SIGINT, as a shell has it).
 const exitInterrupted = 130
@@ -205,13 +30,13 @@ type limitFlags struct {
 	sched   *strategyFlag
 }
 
-func addLimitFlags(fs *flag.FlagSet) limitFlags {
+func addLimitFlags(fs *pflag.FlagSet) limitFlags {
 	l := limitFlags{
-		steps:   fs.Uint64("max-steps", harness.DefaultMaxSteps, "stop a simulated run after this many scheduler steps"),
-		simTime: fs.Duration("max-sim-time", harness.DefaultMaxSimTime, "stop a simulated run after this much simulated time (settle included)"),
+		steps:   fs.Uint64("max-steps", harness.DefaultMaxSteps, "stop a simulated run after `N` scheduler steps"),
+		simTime: fs.Duration("max-sim-time", harness.DefaultMaxSimTime, "stop a simulated run after `D` of simulated time (settle included)"),
 		sched:   &strategyFlag{},
 	}
-	fs.Var(l.sched, "scheduler", "the simulator's strategy: random or pct[:depth]")
+	fs.Var(l.sched, "scheduler", "the simulator's strategy `S`: random (switches only where tasks block) or pct[:depth] (PCT: random priorities, depth-1 change points, preemption at every database read/write, lock and message; depth 8 by default)")
 	return l
 }
 
@@ -223,6 +48,7 @@ func (l limitFlags) limits(ctx context.Context) harness.Limits {
 type strategyFlag struct{ st sim.Strategy }
 
 func (f *strategyFlag) String() string { return f.st.String() }
+func (f *strategyFlag) Type() string   { return "strategy" }
 func (f *strategyFlag) Set(s string) error {
 	st, err := sim.ParseStrategy(s)
 	if err != nil {
@@ -248,40 +74,16 @@ func orNone(x []string) []string {
 	return x
 }
 
-func repro(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("repro", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	profile := fs.String("profile", "cloudstack-4.22", "")
-	defects := fs.String("defects", "", "")
-	seed := fs.Uint64("seed", 0, "")
-	driver := fs.String("driver", "sim", "")
-	uri := fs.String("uri", "", "")
-	domains := fs.String("domains", container.DomainsAuto, "")
-	asJSON := fs.Bool("json", false, "")
-	historyFile := fs.String("history", "", "")
-	lim := addLimitFlags(fs)
-	ext := addExternalFlags(fs)
-	fs.Usage = func() { fmt.Fprint(stderr, usage) }
-	// Accept the scenario name before or after the flags.
-	var names []string
-	for len(args) > 0 {
-		if err := fs.Parse(args); err != nil {
-			return 2
-		}
-		args = fs.Args()
-		if len(args) > 0 {
-			names = append(names, args[0])
-			args = args[1:]
-		}
-	}
+// repro runs the named scenario (or all, or a scenario file) and prints the table and each
+// violation; set names the flags given on the command line.
+func repro(o *reproOpts, args []string, set map[string]bool, stdout, stderr io.Writer) int {
+	names := args
 	if len(names) != 1 {
 		fmt.Fprintln(stderr, "csconform repro: name one scenario (or all)")
 		return 2
 	}
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	if *ext.api != "" {
-		return reproExternalCmd(ext, set, names[0], *asJSON, *historyFile, stdout, stderr)
+	if *o.ext.api != "" {
+		return reproExternalCmd(o.ext, set, names[0], o.asJSON, o.historyFile, stdout, stderr)
 	}
 	for _, n := range externalOnly {
 		if set[n] {
@@ -289,21 +91,21 @@ func repro(args []string, stdout, stderr io.Writer) int {
 			return 2
 		}
 	}
-	if !slices.Contains(drivers, *driver) {
-		fmt.Fprintf(stderr, "csconform repro: unknown driver %q (known: %s)\n", *driver, strings.Join(drivers, ", "))
+	if !slices.Contains(drivers, o.driver) {
+		fmt.Fprintf(stderr, "csconform repro: unknown driver %q (known: %s)\n", o.driver, strings.Join(drivers, ", "))
 		return 2
 	}
-	if err := checkDomains(*domains); err != nil {
+	if o.driver != "sim" && o.lim.sched.st.Kind != sim.Random {
+		fmt.Fprintf(stderr, "csconform repro: --scheduler is the simulator's: --driver %s runs in real time\n", o.driver)
+		return 2
+	}
+	if err := checkDomains(o.domains); err != nil {
 		fmt.Fprintln(stderr, "csconform repro:", err)
-		return 2
-	}
-	if *driver != "sim" && lim.sched.st.Kind != sim.Random {
-		fmt.Fprintf(stderr, "csconform repro: --scheduler is the simulator's: --driver %s runs in real time\n", *driver)
 		return 2
 	}
 	ctx, stop := reproContext()
 	defer stop()
-	sw, err := switches(profile, *defects)
+	sw, err := switches(&o.profile, o.defects)
 	if err != nil {
 		fmt.Fprintln(stderr, "csconform repro:", err)
 		return 2
@@ -323,17 +125,17 @@ func repro(args []string, stdout, stderr io.Writer) int {
 	var results []*harness.Result
 	for i, sc := range scs {
 		s := sc.Seed
-		if *seed != 0 {
-			s = *seed
+		if o.seed != 0 {
+			s = o.seed
 		}
-		if !*asJSON && len(scs) > 1 {
+		if !o.asJSON && len(scs) > 1 {
 			fmt.Fprintf(stderr, "[%d/%d] %s\n", i+1, len(scs), sc.Name)
 		}
-		r, err := runOn(ctx, *driver, *uri, *domains, sc, *profile, sw, s, lim.limits(ctx), stderr)
+		r, err := runOn(ctx, o.driver, o.uri, o.domains, sc, o.profile, sw, s, o.lim.limits(ctx), stderr)
 		var stopped *harness.StoppedError
 		if errors.As(err, &stopped) {
 			// what the run had until it stopped, then why it stopped
-			if r != nil && !*asJSON {
+			if r != nil && !o.asJSON {
 				r.WriteText(stdout, sim.Epoch)
 			}
 			fmt.Fprintln(stderr, "csconform repro:", err)
@@ -346,23 +148,23 @@ func repro(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintln(stderr, "csconform repro:", err)
 			return 2
 		}
-		if *historyFile != "" {
-			if err := writeHistory(*historyFile, r); err != nil {
+		if o.historyFile != "" {
+			if err := writeHistory(o.historyFile, r); err != nil {
 				fmt.Fprintln(stderr, "csconform repro:", err)
 				return 2
 			}
 		}
 		r.Cluster = nil
 		results = append(results, r)
-		if !*asJSON {
+		if !o.asJSON {
 			epoch := sim.Epoch
-			if *driver != "sim" {
+			if o.driver != "sim" {
 				epoch = r.Started // real time: count from the scenario's start
 			}
 			r.WriteText(stdout, epoch)
 		}
 	}
-	if *asJSON {
+	if o.asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		if err := enc.Encode(results); err != nil {

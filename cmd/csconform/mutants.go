@@ -1,7 +1,6 @@
 package main
 
 import (
-	"flag"
 	"fmt"
 	"io"
 	"strconv"
@@ -12,59 +11,30 @@ import (
 	"github.com/csconform/csconform/impl"
 )
 
-const mutantsUsage = `usage: csconform mutants [list]
-       csconform mutants run [--budget N] [--seeds LIST] [--only ID,...]
-
-The mutation catalogue: plausible one-line regressions of the fixed code paths (impl/mutants.go).
-run switches each on in turn under the fixed profile and says whether the built-in scenarios (repro
-all, load scenarios left out) or exploration (explore --budget N, each seed) catch it, then the score. run needs a binary
-built with the mutation points:
-
-    go run -tags mutants ./cmd/csconform mutants run
-
-Exit status: 0 the score was measured (a figure, not a verdict), 2 bad input.
-`
-
-func mutantsCmd(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] == "list" {
-		for _, m := range impl.Mutants {
-			fmt.Fprintf(stdout, "%-46s %-44s %s\n", m.ID, m.Method, m.Summary)
-		}
-		return 0
+// listMutants prints the mutation catalogue.
+func listMutants(stdout io.Writer) int {
+	for _, m := range impl.Mutants {
+		fmt.Fprintf(stdout, "%-46s %-44s %s\n", m.ID, m.Method, m.Summary)
 	}
-	if args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		fmt.Fprint(stdout, mutantsUsage)
-		return 0
-	}
-	if args[0] != "run" {
-		fmt.Fprintf(stderr, "csconform mutants: unknown subcommand %q\n%s", args[0], mutantsUsage)
-		return 2
-	}
-	fs := flag.NewFlagSet("mutants run", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	budget := fs.Int("budget", 1000, "explore cases per seed")
-	seedList := fs.String("seeds", "1,2,3", "explore seeds, comma-separated")
-	only := fs.String("only", "", "run only these mutants (comma-separated ids)")
-	if err := fs.Parse(args[1:]); err != nil {
-		return 2
-	}
+	return 0
+}
+
+// mutantsRun scores the detectors and exploration against the mutation catalogue.
+func mutantsRun(f *mutantsOpts, stdout, stderr io.Writer) int {
 	fail := func(err error) int { fmt.Fprintln(stderr, "csconform mutants:", err); return 2 }
-	if fs.NArg() > 0 {
-		return fail(fmt.Errorf("unexpected argument %q", fs.Arg(0)))
-	}
 	if !impl.MutantsBuilt() {
 		return fail(fmt.Errorf("this binary has no mutation points: go run -tags mutants ./cmd/csconform mutants run"))
 	}
-	o := explore.MutationOptions{Budget: *budget}
-	for _, f := range strings.Split(*seedList, ",") {
+	o := explore.MutationOptions{Budget: f.budget}
+	for _, f := range strings.Split(f.seeds, ",") {
 		s, err := strconv.ParseUint(strings.TrimSpace(f), 10, 64)
 		if err != nil || s == 0 {
 			return fail(fmt.Errorf("--seeds wants positive integers, got %q", f))
 		}
 		o.Seeds = append(o.Seeds, s)
 	}
-	if *only != "" {
-		for _, id := range strings.Split(*only, ",") {
+	if f.only != "" {
+		for _, id := range strings.Split(f.only, ",") {
 			m := impl.Mutant(strings.TrimSpace(id))
 			if err := impl.SetMutant(m); err != nil {
 				return fail(err)

@@ -6,7 +6,6 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -17,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/spf13/pflag"
 	"gopkg.in/yaml.v3"
 
 	"github.com/csconform/csconform/harness"
@@ -28,11 +28,11 @@ type scaleFlags struct {
 	duration                  *time.Duration
 }
 
-func addScaleFlags(fs *flag.FlagSet) scaleFlags {
+func addScaleFlags(fs *pflag.FlagSet) scaleFlags {
 	return scaleFlags{
-		vmsPerHost:    fs.Int("vms-per-host", 20, ""),
-		vmsPerNetwork: fs.Int("vms-per-network", 25, ""),
-		duration:      fs.Duration("duration", 24*time.Hour, ""),
+		vmsPerHost:    fs.Int("vms-per-host", 20, "`N` VMs on each host of a generated scale cloud"),
+		vmsPerNetwork: fs.Int("vms-per-network", 25, "`N` VMs on each network of a generated scale cloud"),
+		duration:      fs.Duration("duration", 24*time.Hour, "the quiet time `D` a generated scale scenario runs after its deploys"),
 	}
 }
 
@@ -41,20 +41,8 @@ func (f scaleFlags) options(hosts int) harness.ScaleOptions {
 }
 
 // scaleScenarioCmd prints a generated scale scenario's file: a start for a user's own cloud.
-func scaleScenarioCmd(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("scenarios scale", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	hosts := fs.Int("hosts", 10, "")
-	sf := addScaleFlags(fs)
-	fs.Usage = func() { fmt.Fprint(stderr, usage) }
-	if err := fs.Parse(args); err != nil {
-		return exitBadInput
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "csconform scenarios scale: unexpected %q\n", fs.Arg(0))
-		return exitBadInput
-	}
-	sc, err := harness.ScaleScenario(sf.options(*hosts))
+func scaleScenarioCmd(hosts int, sf scaleFlags, stdout, stderr io.Writer) int {
+	sc, err := harness.ScaleScenario(sf.options(hosts))
 	if err != nil {
 		fmt.Fprintln(stderr, "csconform scenarios:", err)
 		return exitBadInput

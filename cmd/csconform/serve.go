@@ -7,7 +7,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -27,68 +26,6 @@ import (
 	"github.com/csconform/csconform/impl/cloudapi"
 	"github.com/csconform/csconform/model/history"
 )
-
-const serveUsage = `Usage:
-  csconform server [--listen ADDR] [--control ADDR] [--control-token-file FILE] [--id MSID]
-                   [--profile P|--defects LIST] [--config KEY=VALUE ...] [--state FILE]
-                   [--history FILE] [--verbose]
-                   [--api ADDR [--api-key KEY --secret-key SECRET | --api-keys-file FILE]]
-  csconform agent  --host ID --server ADDR [--hypervisor sim|unix:PATH|libvirt[:URI]] [--faults ADDR]
-                   [--run ID] [--run-dir DIR] [--guest-dir DIR] [--virt-type kvm|qemu]
-                   [--router-boot DURATION] [--history FILE] [--verbose]
-
-server flags:
-  --listen ADDR       where agents connect (default 127.0.0.1:8250)
-  --control ADDR      the control endpoint, JSON over HTTP (default 127.0.0.1:8096, loopback only: it
-                      drives everything the server does); GET / lists it. Every request needs the
-                      header "Authorization: Bearer TOKEN" (else 401), the token being
-                      $CSCONFORM_CONTROL_TOKEN; else the one in --control-token-file; else a
-                      generated one, written to a new 0600 file (--control-token-file, or one in the
-                      temporary directory) whose path is printed. The token is never printed or logged.
-  --control-token-file FILE
-                      where the control token is read from, or written to when generated
-  --id MSID           management server id (default ms1)
-  --profile P         cloudstack-4.22 or fixed (default cloudstack-4.22)
-  --defects LIST      switch on exactly these defects instead (D1,D2a,...; none)
-  --config KEY=VALUE  a configuration override, repeatable (csconform config lists the keys)
-  --state FILE        keep the database in FILE, as CloudStack keeps it in MySQL: loaded at start when
-                      FILE exists, and every committed write is on disk (FILE.tmp, fsync, rename)
-                      before the write returns, so a server killed at any moment and started again
-                      with the same FILE and --id finds every record (its in-flight jobs are then
-                      cleaned up at startup, as CloudStack does). Default: in memory, lost at exit
-  --api ADDR          also serve CloudStack's API (signed requests, as cloudstack-go sends them) at
-                      http://ADDR/client/api; off by default
-  --api-key KEY, --secret-key SECRET
-                      the API's key pair; else $CSCONFORM_API_KEY and $CSCONFORM_SECRET_KEY; else
-                      the pair in --api-keys-file; else a generated pair, written to a new 0600 file
-                      (--api-keys-file, or one in the temporary directory) whose path is printed.
-                      The secret is never printed or logged.
-agent flags:
-  --host ID           the host this agent serves
-  --server ADDR       the management server's --listen address
-  --hypervisor NAME   where domains run (default sim):` + "%s" + `
-  --faults ADDR       serve the agent's fault hook (POST /delayNextOutOfBand?d=DURATION) on ADDR
-libvirt agent flags (as the libvirt driver names and labels domains, so csconform cleanup finds them):
-  --run ID            the run the domains belong to (default $CSCONFORM_RUN; required): a restarted
-                      agent with the same --run and --host finds its running domains again
-  --run-dir DIR       base directory of run files: volumes, serial logs (default $CSCONFORM_RUN_DIR or
-                      /var/lib/csconform); libvirtd opens them by path, so in a container mount it
-                      at the same path as on the host
-  --guest-dir DIR     the guest from ci/build-guest.sh (default $CSCONFORM_GUEST_DIR or
-                      /var/cache/csconform/guest), also opened by libvirtd by path
-  --virt-type T       kvm or qemu (TCG); default: detected (a KVM probe, cached in --run-dir)
-  --router-boot D     a router's boot delay after reaching userspace (default 36s, as CloudStack's)
-both:
-  --history FILE      append every event as JSON lines to FILE
-  --verbose           log DEBUG lines too (default: INFO and up, and every state change)
-
-The server prints "agents listening on ADDR", "control listening on http://ADDR" (after "control
-token in FILE" when it generated the token) and, with --api, "api listening on
-http://ADDR/client/api" once ready.
-SIGINT/SIGTERM: the agent sends a ShutdownCommand and exits; the server stops, writing nothing more
-to its --state FILE (the file is as a kill at that moment would leave it). Exit status 2 on bad
-flags, an unreadable or unwritable --state FILE, or an unreachable management server.
-`
 
 // hypervisors are the --hypervisor choices, NAME or NAME:ARG: each builds the hypervisor of one host.
 var hypervisors = map[string]struct {
@@ -123,6 +60,7 @@ func hypervisorNames() string {
 	return strings.Join(names, ", ")
 }
 
+// hypervisorDocs lists the --hypervisor choices for the agent's help.
 func hypervisorDocs() string {
 	var names []string
 	for n := range hypervisors {
@@ -131,18 +69,17 @@ func hypervisorDocs() string {
 	sort.Strings(names)
 	var b strings.Builder
 	for _, n := range names {
-		doc := strings.ReplaceAll(hypervisors[n].doc, "\n", "\n"+strings.Repeat(" ", 39))
-		fmt.Fprintf(&b, "\n                        %-14s %s", hypervisors[n].syntax, doc)
+		doc := strings.ReplaceAll(hypervisors[n].doc, "\n", "\n"+strings.Repeat(" ", 17))
+		fmt.Fprintf(&b, "\n  %-14s %s", hypervisors[n].syntax, doc)
 	}
 	return b.String()
 }
-
-func printServeUsage(w io.Writer) { fmt.Fprintf(w, serveUsage, hypervisorDocs()) }
 
 // configFlags collects repeated --config KEY=VALUE.
 type configFlags map[string]string
 
 func (c configFlags) String() string { return "" }
+func (c configFlags) Type() string   { return "KEY=VALUE" }
 func (c configFlags) Set(v string) error {
 	k, val, ok := strings.Cut(v, "=")
 	if !ok || k == "" {
@@ -209,102 +146,64 @@ func newLogSink(stderr io.Writer, verbose bool, historyFile string) (*logSink, f
 	return s, func() { s.mu.Lock(); f.Close(); s.hist = nil; s.mu.Unlock() }, nil
 }
 
-// parseServe parses flags, accepting no positional arguments: -1 to go on, else the exit status.
-func parseServe(name string, fs *flag.FlagSet, args []string, stdout, stderr io.Writer) int {
-	fs.SetOutput(stderr)
-	fs.Usage = func() {}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			printServeUsage(stdout)
-			return 0
-		}
-		fmt.Fprintf(stderr, "csconform %s: see csconform %s -h\n", name, name)
-		return 2
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "csconform %s: unexpected argument %q\n", name, fs.Arg(0))
-		return 2
-	}
-	return -1
-}
-
-func serverCmd(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("server", flag.ContinueOnError)
-	listen := fs.String("listen", "127.0.0.1:8250", "")
-	controlAddr := fs.String("control", "127.0.0.1:8096", "")
-	id := fs.String("id", "ms1", "")
-	profile := fs.String("profile", "cloudstack-4.22", "")
-	defects := fs.String("defects", "", "")
-	historyFile := fs.String("history", "", "")
-	stateFile := fs.String("state", "", "")
-	verbose := fs.Bool("verbose", false, "")
-	apiAddr := fs.String("api", "", "")
-	apiKey := fs.String("api-key", "", "")
-	secretKey := fs.String("secret-key", "", "")
-	keysFile := fs.String("api-keys-file", "", "")
-	tokenFile := fs.String("control-token-file", "", "")
-	overrides := configFlags{}
-	fs.Var(overrides, "config", "")
-	if code := parseServe("server", fs, args, stdout, stderr); code >= 0 {
-		return code
-	}
+func serverCmd(o *serverOpts, stdout, stderr io.Writer) int {
 	fail := func(err error) int { fmt.Fprintln(stderr, "csconform server:", err); return 2 }
 	var sw impl.Switches
 	var err error
-	if *defects != "" {
-		sw, err = impl.ParseDefects(*defects)
+	if o.defects != "" {
+		sw, err = impl.ParseDefects(o.defects)
 	} else {
-		sw, err = impl.Profile(*profile)
+		sw, err = impl.Profile(o.profile)
 	}
 	if err != nil {
 		return fail(err)
 	}
-	cfg, err := impl.NewConfig(overrides)
+	cfg, err := impl.NewConfig(o.overrides)
 	if err != nil {
 		return fail(err)
 	}
 	// Bad credential flags are bad input: refused before anything is bound or written.
 	var creds cloudapi.Credentials
 	var credsFile string
-	if *apiAddr != "" {
-		if creds, credsFile, err = apiCredentials(*apiKey, *secretKey, *keysFile); err != nil {
+	if o.apiAddr != "" {
+		if creds, credsFile, err = apiCredentials(o.apiKey, o.secretKey, o.keysFile); err != nil {
 			return fail(err)
 		}
 	}
-	sink, closeSink, err := newLogSink(stderr, *verbose, *historyFile)
+	sink, closeSink, err := newLogSink(stderr, o.verbose, o.historyFile)
 	if err != nil {
 		return fail(err)
 	}
 	defer closeSink()
-	ln, err := live.Listen(*listen)
+	ln, err := live.Listen(o.listen)
 	if err != nil {
 		return fail(fmt.Errorf("agent listener: %w", err))
 	}
 	defer ln.Close()
-	cl, err := net.Listen("tcp", *controlAddr)
+	cl, err := net.Listen("tcp", o.controlAddr)
 	if err != nil {
 		return fail(fmt.Errorf("control endpoint: %w", err))
 	}
 	var al net.Listener
-	if *apiAddr != "" {
-		if al, err = net.Listen("tcp", *apiAddr); err != nil {
+	if o.apiAddr != "" {
+		if al, err = net.Listen("tcp", o.apiAddr); err != nil {
 			return fail(fmt.Errorf("api endpoint: %w", err))
 		}
 	}
 	env := live.NewEnv()
 	defer env.Close()
 	db := impl.NewDB(env, sink)
-	if *stateFile != "" {
-		if db, err = impl.OpenDB(env, sink, *stateFile); err != nil {
+	if o.stateFile != "" {
+		if db, err = impl.OpenDB(env, sink, o.stateFile); err != nil {
 			return fail(err)
 		}
 	}
 	// last, so that a server that cannot start leaves no generated token file behind
-	token, tokenWritten, err := controlToken(*tokenFile)
+	token, tokenWritten, err := controlToken(o.tokenFile)
 	if err != nil {
 		return fail(err)
 	}
-	srv := impl.NewServer(*id, env, db, cfg, sw, ln)
+	srv := impl.NewServer(o.id, env, db, cfg, sw, ln)
 	srv.Start()
 	hs := &http.Server{Handler: newControl(srv, db, cfg, token), ReadHeaderTimeout: 10 * time.Second}
 	go hs.Serve(cl)
@@ -333,7 +232,7 @@ func serverCmd(args []string, stdout, stderr io.Writer) int {
 	// Like a kill: what the threads still do while the process stops never reaches the database's
 	// file (it would not reach MySQL from a dead server either).
 	db.Detach()
-	fmt.Fprintf(stderr, "csconform server: %s stopping\n", *id)
+	fmt.Fprintf(stderr, "csconform server: %s stopping\n", o.id)
 	sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	hs.Shutdown(sctx)
@@ -343,33 +242,19 @@ func serverCmd(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-func agentCmd(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("agent", flag.ContinueOnError)
-	hostID := fs.String("host", "", "")
-	server := fs.String("server", "", "")
-	hvName := fs.String("hypervisor", "sim", "")
-	faultsAddr := fs.String("faults", "", "")
-	var hf hvFlags
-	fs.StringVar(&hf.run, "run", os.Getenv("CSCONFORM_RUN"), "")
-	fs.StringVar(&hf.runDir, "run-dir", "", "")
-	fs.StringVar(&hf.guestDir, "guest-dir", "", "")
-	fs.StringVar(&hf.virtType, "virt-type", "", "")
-	fs.DurationVar(&hf.routerBoot, "router-boot", libvirt.DefaultBootDelay(impl.DomainSpec{Type: "DomainRouter"}), "")
-	historyFile := fs.String("history", "", "")
-	verbose := fs.Bool("verbose", false, "")
-	if code := parseServe("agent", fs, args, stdout, stderr); code >= 0 {
-		return code
-	}
+// agentCmd runs one host's agent over TCP until SIGINT or SIGTERM.
+func agentCmd(o *agentOpts, stdout, stderr io.Writer) int {
+	hf := &o.hf
 	fail := func(err error) int { fmt.Fprintln(stderr, "csconform agent:", err); return 2 }
 	switch {
-	case *hostID == "":
+	case o.hostID == "":
 		return fail(errors.New("--host is required"))
-	case *server == "":
+	case o.server == "":
 		return fail(errors.New("--server is required"))
 	}
-	hvKind, hvArg, _ := strings.Cut(*hvName, ":")
+	hvKind, hvArg, _ := strings.Cut(o.hvName, ":")
 	if _, ok := hypervisors[hvKind]; !ok {
-		return fail(fmt.Errorf("unknown hypervisor %q; this build has: %s", *hvName, hypervisorNames()))
+		return fail(fmt.Errorf("unknown hypervisor %q; this build has: %s", o.hvName, hypervisorNames()))
 	}
 	switch {
 	case hvKind == "libvirt" && hf.run == "":
@@ -381,12 +266,12 @@ func agentCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	// The agent retries its connection for ever once running; a server that cannot be reached at
 	// start is a mistake to report, not to wait out.
-	probe, err := net.DialTimeout("tcp", *server, 5*time.Second)
+	probe, err := net.DialTimeout("tcp", o.server, 5*time.Second)
 	if err != nil {
-		return fail(fmt.Errorf("cannot reach the management server at %s: %v", *server, err))
+		return fail(fmt.Errorf("cannot reach the management server at %s: %v", o.server, err))
 	}
 	probe.Close()
-	sink, closeSink, err := newLogSink(stderr, *verbose, *historyFile)
+	sink, closeSink, err := newLogSink(stderr, o.verbose, o.historyFile)
 	if err != nil {
 		return fail(err)
 	}
@@ -395,7 +280,7 @@ func agentCmd(args []string, stdout, stderr io.Writer) int {
 	defer env.Close()
 	hf.routerBootNow = new(atomic.Int64)
 	hf.routerBootNow.Store(int64(hf.routerBoot))
-	h, err := hypervisors[hvKind].new(env, *hostID, hvArg, hf)
+	h, err := hypervisors[hvKind].new(env, o.hostID, hvArg, *hf)
 	if err != nil {
 		return fail(err)
 	}
@@ -411,21 +296,21 @@ func agentCmd(args []string, stdout, stderr io.Writer) int {
 			hf.routerBootNow.Store(int64(d))
 		}
 	}
-	tr, err := agentDialer(*server, *faultsAddr, hvKind == "libvirt", routerBoot, stdout, stderr)
+	tr, err := agentDialer(o.server, o.faultsAddr, hvKind == "libvirt", routerBoot, stdout, stderr)
 	if err != nil {
 		return fail(err)
 	}
-	a := impl.NewAgent(*hostID, env, tr, h, sink)
+	a := impl.NewAgent(o.hostID, env, tr, h, sink)
 	a.Start()
-	desc := *hvName
+	desc := o.hvName
 	if d, ok := h.(interface{ Describe() string }); ok {
 		desc += " (" + d.Describe() + ")"
 	}
-	fmt.Fprintf(stdout, "agent %s: management server %s, hypervisor %s\n", *hostID, *server, desc)
+	fmt.Fprintf(stdout, "agent %s: management server %s, hypervisor %s\n", o.hostID, o.server, desc)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	<-ctx.Done()
-	fmt.Fprintf(stderr, "csconform agent: %s shutting down\n", *hostID)
+	fmt.Fprintf(stderr, "csconform agent: %s shutting down\n", o.hostID)
 	a.Shutdown() // ShutdownCommand, then the socket closes; domains keep running
 	return 0
 }

@@ -1,0 +1,59 @@
+package main
+
+import (
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+)
+
+// benchOpts are bench's flags.
+type benchOpts struct {
+	seeds, budget int
+	detectors     string
+	// the scale bench
+	scale               string
+	scaleRun            int
+	profile, cpuprofile string
+	sf                  scaleFlags
+	// the defect table and the generators' throughput
+	shrink     time.Duration
+	throughput int
+	only       string
+	classic    bool
+	sched      *strategyFlag
+}
+
+func benchFlags(fs *pflag.FlagSet, o *benchOpts) {
+	fs.IntVar(&o.seeds, "seeds", 20, "`N` seeds per defect")
+	fs.IntVar(&o.budget, "budget", 100, "at most `N` cases per seed")
+	fs.StringVar(&o.detectors, "detectors", "both", "`D`: both, invariants or linear")
+	fs.StringVar(&o.scale, "scale", "", "instead: the scale bench, one generated cloud per host count in `LIST` (e.g. 10,50,100,200), each in its own process: wall and CPU time, steps/s, simulated:real, peak RSS and growth from the size before")
+	fs.IntVar(&o.scaleRun, "scale-run", 0, "run one size `N` in this process (the scale bench's child)")
+	_ = fs.MarkHidden("scale-run")
+	fs.StringVar(&o.profile, "profile", "fixed", "the scale bench's profile `P`")
+	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "the scale bench: write a CPU profile of each size to `FILE`.<hosts>")
+	o.sf = addScaleFlags(fs)
+	fs.DurationVar(&o.shrink, "shrink", time.Millisecond, "how long `D` each finding may shrink (10s for counterexamples as short as they get)")
+	fs.IntVar(&o.throughput, "throughput", 1000, "explore `N` cases under fixed with the classic generator and with the current one, and print both speeds and coverages side by side (0: skip)")
+	fs.StringVar(&o.only, "defects", "", "only these of D1,D2,D3,C1,C2,planted-stop-timeout-is-success,planted-ip-from-stale-read (`LIST`; default all)")
+	fs.BoolVar(&o.classic, "classic", false, "find them with the classic generator (before swarm, config and the guide)")
+	o.sched = &strategyFlag{}
+	fs.Var(o.sched, "scheduler", "the simulator's strategy `S`: random (default) or pct[:depth]")
+}
+
+func newBenchCmd(e *cliEnv) *cobra.Command {
+	o := &benchOpts{}
+	c := &cobra.Command{
+		Use:   "bench [flags]",
+		Short: "time to find each defect, simulator and checker speed",
+		Long: `Prints how fast exploration finds each defect (each switched on alone), how fast the simulator
+runs and how long porcupine takes on a 10,000-operation history. Figures, never assertions.`,
+		Args: noArgs,
+		Run: func(_ *cobra.Command, _ []string) {
+			*e.code = benchCmd(o, e.stdout, e.stderr)
+		},
+	}
+	benchFlags(c.Flags(), o)
+	return c
+}

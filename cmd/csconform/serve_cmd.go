@@ -1,0 +1,136 @@
+package main
+
+import (
+	"os"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/csconform/csconform/drivers/libvirt"
+	"github.com/csconform/csconform/impl"
+)
+
+// serverOpts are server's flags.
+type serverOpts struct {
+	listen, controlAddr, tokenFile, id string
+	profile, defects                   string
+	overrides                          configFlags
+	stateFile, historyFile             string
+	verbose                            bool
+	apiAddr, apiKey, secretKey         string
+	keysFile                           string
+}
+
+func serverFlags(fs *pflag.FlagSet, o *serverOpts) {
+	o.overrides = configFlags{}
+	fs.StringVar(&o.listen, "listen", "127.0.0.1:8250", "where agents connect (`ADDR`)")
+	fs.StringVar(&o.controlAddr, "control", "127.0.0.1:8096", "the control endpoint's `ADDR`, JSON over HTTP (loopback only: it drives everything the server does); GET / lists it. Every request needs the header \"Authorization: Bearer TOKEN\" (else 401), the token being $CSCONFORM_CONTROL_TOKEN; else the one in --control-token-file; else a generated one, written to a new 0600 file (--control-token-file, or one in the temporary directory) whose path is printed. The token is never printed or logged")
+	fs.StringVar(&o.tokenFile, "control-token-file", "", "where the control token is read from, or written to when generated (`FILE`)")
+	fs.StringVar(&o.id, "id", "ms1", "management server id `MSID`")
+	fs.StringVar(&o.profile, "profile", "cloudstack-4.22", "the profile `P`: cloudstack-4.22 or fixed")
+	fs.StringVar(&o.defects, "defects", "", "switch on exactly the defects in `LIST` instead (D1,D2a,...; none)")
+	fs.Var(o.overrides, "config", "a configuration override, repeatable (csconform config lists the keys)")
+	fs.StringVar(&o.stateFile, "state", "", "keep the database in `FILE`, as CloudStack keeps it in MySQL: loaded at start when FILE exists, and every committed write is on disk (FILE.tmp, fsync, rename) before the write returns, so a server killed at any moment and started again with the same FILE and --id finds every record (its in-flight jobs are then cleaned up at startup, as CloudStack does). Default: in memory, lost at exit")
+	fs.StringVar(&o.historyFile, "history", "", "append every event as JSON lines to `FILE`")
+	fs.BoolVar(&o.verbose, "verbose", false, "log DEBUG lines too (default: INFO and up, and every state change)")
+	fs.StringVar(&o.apiAddr, "api", "", "also serve CloudStack's API (signed requests, as cloudstack-go sends them) at http://`ADDR`/client/api; off by default")
+	fs.StringVar(&o.apiKey, "api-key", "", "the API's `KEY`; else $CSCONFORM_API_KEY; else the pair in --api-keys-file; else a generated pair, written to a new 0600 file (--api-keys-file, or one in the temporary directory) whose path is printed")
+	fs.StringVar(&o.secretKey, "secret-key", "", "the API's `SECRET` key, with --api-key (else $CSCONFORM_SECRET_KEY); never printed or logged")
+	fs.StringVar(&o.keysFile, "api-keys-file", "", "the key pair as KEY=VALUE lines in `FILE`")
+}
+
+func newServerCmd(e *cliEnv) *cobra.Command {
+	o := &serverOpts{}
+	c := &cobra.Command{
+		Use:   "server [flags]",
+		Short: "run the management server over TCP",
+		Long: `Runs the reference management server over TCP, for agents started with csconform agent.
+
+It prints "agents listening on ADDR", "control listening on http://ADDR" (after "control token in
+FILE" when it generated the token) and, with --api, "api listening on http://ADDR/client/api" once
+ready. SIGINT/SIGTERM: the server stops, writing nothing more to its --state FILE (the file is as a
+kill at that moment would leave it). Exit 2 on bad flags or an unreadable or unwritable --state FILE.`,
+		Example: "  csconform server --state ms.db --history ms.jsonl --config vm.destroy.forcestop=true",
+		Args:    noArgs,
+		Run: func(_ *cobra.Command, _ []string) {
+			*e.code = serverCmd(o, e.stdout, e.stderr)
+		},
+	}
+	serverFlags(c.Flags(), o)
+	return c
+}
+
+// agentOpts are agent's flags.
+type agentOpts struct {
+	hostID, server, hvName, faultsAddr string
+	hf                                 hvFlags
+	historyFile                        string
+	verbose                            bool
+}
+
+func agentFlags(fs *pflag.FlagSet, o *agentOpts) {
+	fs.StringVar(&o.hostID, "host", "", "the host `ID` this agent serves")
+	fs.StringVar(&o.server, "server", "", "the management server's --listen `ADDR`")
+	fs.StringVar(&o.hvName, "hypervisor", "sim", "where domains run (`NAME`; see above)")
+	fs.StringVar(&o.faultsAddr, "faults", "", "serve the agent's fault hook (POST /delayNextOutOfBand?d=DURATION) on `ADDR`")
+	// as the libvirt driver names and labels domains, so csconform cleanup finds them
+	fs.StringVar(&o.hf.run, "run", "", "libvirt: the run `ID` the domains belong to (default $CSCONFORM_RUN; required): a restarted agent with the same --run and --host finds its running domains again")
+	fs.StringVar(&o.hf.runDir, "run-dir", "", "libvirt: base directory `DIR` of run files: volumes, serial logs (default $CSCONFORM_RUN_DIR or /var/lib/csconform); libvirtd opens them by path, so in a container mount it at the same path as on the host")
+	fs.StringVar(&o.hf.guestDir, "guest-dir", "", "libvirt: the guest from ci/build-guest.sh, in `DIR` (default $CSCONFORM_GUEST_DIR or /var/cache/csconform/guest), also opened by libvirtd by path")
+	fs.StringVar(&o.hf.virtType, "virt-type", "", "libvirt: `T`, kvm or qemu (TCG); default: detected (a KVM probe, cached in --run-dir)")
+	fs.DurationVar(&o.hf.routerBoot, "router-boot", libvirt.DefaultBootDelay(impl.DomainSpec{Type: "DomainRouter"}), "libvirt: a router's boot delay `D` after reaching userspace, as CloudStack's")
+	fs.StringVar(&o.historyFile, "history", "", "append every event as JSON lines to `FILE`")
+	fs.BoolVar(&o.verbose, "verbose", false, "log DEBUG lines too (default: INFO and up, and every state change)")
+}
+
+func newAgentCmd(e *cliEnv) *cobra.Command {
+	o := &agentOpts{}
+	c := &cobra.Command{
+		Use:   "agent --host ID --server ADDR [flags]",
+		Short: "run one host's agent over TCP",
+		Long: `Runs one host's agent, connected to csconform server's --listen address. --hypervisor is where its
+domains run:` + hypervisorDocs() + `
+
+SIGINT/SIGTERM: the agent sends a ShutdownCommand and exits. Exit 2 on bad flags or an unreachable
+management server.`,
+		Example: "  csconform agent --host h1 --server 127.0.0.1:8250 --hypervisor libvirt --run r1",
+		Args:    noArgs,
+		Run: func(c *cobra.Command, _ []string) {
+			if !c.Flags().Changed("run") {
+				o.hf.run = os.Getenv("CSCONFORM_RUN")
+			}
+			*e.code = agentCmd(o, e.stdout, e.stderr)
+		},
+	}
+	agentFlags(c.Flags(), o)
+	return c
+}
+
+// hypervisorOpts are hypervisor's flags.
+type hypervisorOpts struct{ hostID, socket, listen string }
+
+func hypervisorFlags(fs *pflag.FlagSet, o *hypervisorOpts) {
+	fs.StringVar(&o.hostID, "host", "", "the host `ID` whose domains these are (required)")
+	fs.StringVar(&o.socket, "socket", "", "the unix socket `PATH` agents use (--hypervisor unix:PATH; required)")
+	fs.StringVar(&o.listen, "listen", "", "serve the same HTTP API on TCP at `ADDR`, for the harness")
+}
+
+func newHypervisorCmd(e *cliEnv) *cobra.Command {
+	o := &hypervisorOpts{}
+	c := &cobra.Command{
+		Use:   "hypervisor --host ID --socket PATH [--listen ADDR]",
+		Short: "one host's simulated domains, for agents in containers",
+		Long: `Runs the simulated domains of one host (no libvirt: FAKE domains in this process, in real time).
+Agents use it with csconform agent --hypervisor unix:PATH. --listen serves the same HTTP API on TCP
+for the harness: GET /domains (the truth: running domains, IPs, disks), and the host's faults:
+POST /crash?name=[&detail=FAILED|CRASHED] (the domain's QEMU dies or its guest panics),
+POST /guestShutdown?name= (the guest powers itself off) and POST /routerBoot?d=DURATION (router
+guests created from now on take d to say ready; 0 restores the default, 1 s).`,
+		Args: noArgs,
+		Run: func(_ *cobra.Command, _ []string) {
+			*e.code = hypervisorCmd(o, e.stdout, e.stderr)
+		},
+	}
+	hypervisorFlags(c.Flags(), o)
+	return c
+}
