@@ -190,8 +190,14 @@ func (c *Cluster) startServer() {
 // ghostBound is GhostBound while power sync can work: 0 (the ghost-record check paused) while the
 // management server is down and until its reports have had ReportGrace to come in after it is back —
 // nobody can notice a ghost meanwhile, as nobody can on a host that is away.
+//
+// The same holds while a disruptive host fault is on (a cut link, an agent away: the host may still
+// be Up in its row until the server's ping timeout, but no report gets through) and for ReportGrace
+// after it ends. Pausing the whole check, not only that host's VMs, keeps the full and incremental
+// checkers and the VM model on one rule (their ages restart together).
 func (c *Cluster) ghostBound(now time.Time) time.Duration {
-	if c.msDown || now.Sub(c.msUpSince) < ReportGrace(c.Config) {
+	grace := ReportGrace(c.Config)
+	if c.msDown || now.Sub(c.msUpSince) < grace || c.Rec.hostFaultWithin(now, grace) {
 		return 0
 	}
 	return GhostBound(c.Config)

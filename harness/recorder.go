@@ -6,6 +6,7 @@ package harness
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -171,6 +172,21 @@ func (r *Recorder) op(id int) *invariant.ClientOp {
 		}
 	}
 	panic(fmt.Sprintf("no op %d", id))
+}
+
+// hostFaultWithin says whether a disruptive fault on a host is on, or ended less than d before now.
+func (r *Recorder) hostFaultWithin(now time.Time, d time.Duration) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, f := range r.Faults {
+		if !f.Disruptive || !slices.ContainsFunc(f.Targets, func(t string) bool { return strings.HasPrefix(t, "host:") }) {
+			continue
+		}
+		if f.End.IsZero() || now.Sub(f.End) < d {
+			return true
+		}
+	}
+	return false
 }
 
 // BeginFault records a fault; EndFault closes it.

@@ -125,9 +125,9 @@ type builder struct {
 	now      int64 // the last event's time
 	// hosts are the hosts' states as their state events say, for the VM model's staleness bound
 	hosts map[string]*hostSeen
-	// msDown: a management-server restart is under way (its fault has begun and not ended); no
-	// report is processed, so no staleness clock runs. msUpSince: when the last one ended.
-	msDown    bool
+	// quiet counts the faults under way that stop reports (a management-server restart, a fault on
+	// a host); while one is, no staleness clock runs. msUpSince: when the last one ended.
+	quiet     int
 	msUpSince time.Time
 }
 
@@ -140,7 +140,7 @@ type hostSeen struct {
 
 // hostsSettle says whether every host is Up and the latest time one of them came back (0: none did).
 func (b *builder) hostsSettle() (allUp bool, upSince int64) {
-	allUp = !b.msDown
+	allUp = b.quiet == 0
 	if !b.msUpSince.IsZero() {
 		upSince = b.msUpSince.UnixNano()
 	}
@@ -202,17 +202,28 @@ func (b *builder) event(e history.Event) {
 		if k == "" || modelOf(e.Object) != "vm" {
 			return
 		}
-		out := OK
+		out, ret := OK, e.Seq
 		if e.To != "ok" {
 			out = Failed
+			if k == VMStop || k == VMDestroy {
+				// A failed stop's StopCommand may still be running on the host: the server gives up on
+				// a command when the agent goes away (a graceful restart cancels it at once) and the
+				// API says "Unable to stop", but the agent finishes what it had started. Its effect may
+				// land after the failure was returned, as an unreturned operation's may.
+				ret = open
+			}
 		}
-		b.vmOp(e.Object, c.actor, k, c.name, out, c.seq, e.Seq, e.Detail)
+		b.vmOp(e.Object, c.actor, k, c.name, out, c.seq, ret, e.Detail)
 	case history.Fault:
+		// no report is processed while the server restarts, nor from a host a fault cuts off (its
+		// row may still say Up until the ping timeout): the ghost clock waits, as the invariant's
+		hostCut := strings.HasPrefix(e.Object, "host:") && e.To != "stale-report" && e.From != "stale-report" // a late report still flows
 		switch {
-		case e.To == "ms-restart":
-			b.msDown = true
-		case e.From == "ms-restart":
-			b.msDown, b.msUpSince = false, e.Time
+		case e.To == "ms-restart" || (e.To != "" && hostCut):
+			b.quiet++
+		case (e.From == "ms-restart" || (e.From != "" && hostCut)) && b.quiet > 0:
+			b.quiet--
+			b.msUpSince = e.Time
 		}
 		if e.To == "ms-restart" {
 			// The server's threads die with it, holding what they held: their sections stay open
