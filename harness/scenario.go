@@ -11,7 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/csconform/csconform/drivers/sim"
 	"github.com/csconform/csconform/faults"

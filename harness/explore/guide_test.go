@@ -8,7 +8,7 @@ import (
 	"github.com/csconform/csconform/impl"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 )
 
 func programText(t *testing.T, sc *harness.Scenario) string {

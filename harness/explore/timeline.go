@@ -9,7 +9,7 @@ import (
 	"github.com/csconform/csconform/drivers/sim"
 	"github.com/csconform/csconform/harness"
 	"github.com/csconform/csconform/model/history"
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 )
 
 // Describe is one step of a program in words.
