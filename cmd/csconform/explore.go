@@ -71,6 +71,15 @@ func exploreCmd(o *exploreOpts, args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(err)
 	}
+	if sn > 1 && o.seed == 0 {
+		// each shard would draw its own random seed: the shards would not slice one seed space
+		return fail(fmt.Errorf("--shard needs --seed N, the same for every shard, so that the shards slice one seed space"))
+	}
+	if o.out != "" {
+		if err := explore.CheckOutDir(o.out); err != nil {
+			return fail(err)
+		}
+	}
 	if o.seed == 0 {
 		o.seed = rand.Uint64()
 	}
@@ -118,6 +127,7 @@ func exploreCmd(o *exploreOpts, args []string, stdout, stderr io.Writer) int {
 	}
 	xo := explore.Options{Profile: o.profile, Defects: sw, Detectors: det, Driver: o.driver, Domains: o.domains, Scheduler: o.sched.st, Ctx: ctx, Guide: guide, Seen: func(out *explore.Outcome) {
 		done++
+		sum.Last = out
 		if det.Linear && len(out.Undecided) > 0 {
 			sum.Undecided++ // never counted as linearizable
 		}
@@ -273,6 +283,7 @@ func checkCmd(o *checkOpts, args []string, stdout, stderr io.Writer) int {
 // benchCmd prints how fast each defect is found (each switched on alone), how fast the simulator runs
 // and how long porcupine takes on a 10,000-operation history. Figures, never assertions.
 func benchCmd(o *benchOpts, stdout, stderr io.Writer) int {
+	tty := isTerminal(stderr)
 	if o.scaleRun > 0 {
 		return runScaleOne(o.scaleRun, o.sf, o.profile, o.cpuprofile, stdout, stderr)
 	}
@@ -337,9 +348,13 @@ func benchCmd(o *benchOpts, stdout, stderr io.Writer) int {
 			}
 			cases = append(cases, ran)
 			secs = append(secs, time.Since(t0).Seconds())
-			fmt.Fprintf(stderr, "\r%s seed %d/%d", d, s, o.seeds)
+			if tty { // progress redrawn in place only on a terminal: a CI log gets clean lines
+				fmt.Fprintf(stderr, "\r%s seed %d/%d", d, s, o.seeds)
+			}
 		}
-		fmt.Fprint(stderr, "\r                    \r")
+		if tty {
+			fmt.Fprint(stderr, "\r"+strings.Repeat(" ", 60)+"\r")
+		}
 		slices.Sort(cases)
 		slices.Sort(secs)
 		slices.Sort(shrunk)

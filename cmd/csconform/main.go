@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"github.com/spf13/pflag"
 	"io"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -149,7 +150,7 @@ func repro(o *reproOpts, args []string, set map[string]bool, stdout, stderr io.W
 			return 2
 		}
 		if o.historyFile != "" {
-			if err := writeHistory(o.historyFile, r); err != nil {
+			if err := writeHistory(historyPath(o.historyFile, sc.Name, len(scs)), r); err != nil {
 				fmt.Fprintln(stderr, "csconform repro:", err)
 				return 2
 			}
@@ -251,6 +252,16 @@ func findings(rs []*harness.Result) string {
 		return fmt.Sprintf("%d scenario(s), no invariant violated%s%s", len(rs), lin, und)
 	}
 	return fmt.Sprintf("%d scenario(s), %d with findings (%d in all):\n  %s%s", len(rs), bad, n, strings.Join(names, "\n  "), und)
+}
+
+// historyPath is where --history FILE puts a scenario's history: FILE itself for one scenario, and
+// FILE with the scenario's name before its extension for several (repro all), one file each.
+func historyPath(file, scenario string, n int) string {
+	if n <= 1 {
+		return file
+	}
+	ext := filepath.Ext(file)
+	return strings.TrimSuffix(file, ext) + "." + scenario + ext
 }
 
 func writeHistory(path string, r *harness.Result) error {

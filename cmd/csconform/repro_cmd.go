@@ -26,7 +26,7 @@ func reproFlags(fs *pflag.FlagSet, o *reproOpts) {
 	fs.StringVar(&o.uri, "uri", "", "the libvirtd `URI` for --driver libvirt (default qemu:///system)")
 	fs.StringVar(&o.domains, "domains", container.DomainsAuto, "`D`, for --driver container: auto (real libvirt domains, driven by the agent containers through libvirtd's mounted socket, where libvirtd answers and the guest is built; else simulated), libvirt (or fail) or simulated")
 	fs.BoolVar(&o.asJSON, "json", false, "print the results as JSON")
-	fs.StringVar(&o.historyFile, "history", "", "write the recorded history of the (last) run as JSON lines to `FILE`")
+	fs.StringVar(&o.historyFile, "history", "", "write the recorded history as JSON lines to `FILE` (several scenarios: one file each, FILE with the scenario's name before its extension)")
 	o.lim = addLimitFlags(fs)
 	o.ext = addExternalFlags(fs)
 }

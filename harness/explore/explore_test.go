@@ -2,6 +2,8 @@ package explore
 
 import (
 	"bytes"
+	"encoding/json"
+	"encoding/xml"
 	"flag"
 	"fmt"
 	"os"
@@ -230,9 +232,50 @@ func TestReports(t *testing.T) {
 	if len(html) != len(found.Shrunk.Illegal) {
 		t.Errorf("%d visualizations for %d failing partitions", len(html), len(found.Shrunk.Illegal))
 	}
+	// JUnit: stable names (detector/profile), seed and replay as properties, one failure per finding
+	var suite junitSuite
 	junit, _ := os.ReadFile(filepath.Join(dir, "junit.xml"))
-	if !strings.Contains(string(junit), "<failure") {
-		t.Errorf("junit.xml reports no failure:\n%s", junit)
+	if err := xml.Unmarshal(junit, &suite); err != nil {
+		t.Fatalf("junit.xml: %v\n%s", err, junit)
+	}
+	props := map[string]string{}
+	for _, p := range suite.Properties {
+		props[p.Name] = p.Value
+	}
+	if suite.Name != "csconform explore D1" || suite.Failures != 1 || len(suite.Cases) != 2 ||
+		suite.Cases[0].Name != "invariants/D1" || suite.Cases[1].Name != "linearizability/D1" ||
+		props["seed"] != "3" || !strings.Contains(props["replay"], "--seed "+strconv.FormatUint(found.Seed, 10)+" --budget 1") {
+		t.Errorf("junit.xml:\n%s", junit)
+	}
+	// JSON: the seeds as strings (above 2^53 a number loses digits in jq), and the replay command
+	var res map[string]any
+	data, _ := os.ReadFile(filepath.Join(dir, "result.json"))
+	if err := json.Unmarshal(data, &res); err != nil {
+		t.Fatal(err)
+	}
+	if res["seed"] != "3" || res["replaySeed"] != strconv.FormatUint(found.Seed, 10) || res["replay"] != props["replay"] {
+		t.Errorf("result.json: seed %v, replaySeed %v, replay %v", res["seed"], res["replaySeed"], res["replay"])
+	}
+	// a directory with a run's reports is refused; a run that found nothing writes its last history
+	if err := sum.WriteReports(dir); err == nil || !strings.Contains(err.Error(), "not empty") {
+		t.Errorf("a second run into %s: %v", dir, err)
+	}
+	clean := filepath.Join(t.TempDir(), "clean")
+	quiet := &Summary{Profile: "fixed", Seed: 1 << 62, Budget: 1, Cases: 1, Last: found.Shrunk}
+	if err := quiet.WriteReports(clean); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(clean, "history.jsonl")); err != nil {
+		t.Error("a clean run wrote no history:", err)
+	}
+	if data, _ := os.ReadFile(filepath.Join(clean, "result.json")); !strings.Contains(string(data), `"seed": "4611686018427387904"`) {
+		t.Errorf("result.json:\n%s", data)
+	}
+	if len(html) > 0 {
+		page, _ := os.ReadFile(html[0])
+		if !strings.Contains(string(page), "<title>csconform: ") || !strings.Contains(string(page), ", seed ") {
+			t.Errorf("%s has porcupine's own title", html[0])
+		}
 	}
 }
 

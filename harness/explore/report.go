@@ -3,19 +3,23 @@ package explore
 import (
 	"encoding/json"
 	"encoding/xml"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/csconform/csconform/model/history"
+	"github.com/csconform/csconform/model/linear"
 )
 
 // Summary is a run of explore, for the reports.
 type Summary struct {
 	Profile    string   `json:"profile"`
 	Defects    []string `json:"defects"`
-	Seed       uint64   `json:"seed"`
+	Seed       uint64   `json:"seed,string"` // a string: jq and JavaScript round numbers above 2^53
 	Shard      string   `json:"shard,omitempty"`
 	Driver     string   `json:"driver,omitempty"`
 	Scheduler  string   `json:"scheduler,omitempty"` // the simulator's strategy when not random
@@ -24,7 +28,11 @@ type Summary struct {
 	Found      bool     `json:"found"`
 	Finding    *Finding `json:"-"`
 	WallSecs   float64  `json:"wallSeconds"`
-	ReplaySeed uint64   `json:"replaySeed,omitempty"`
+	ReplaySeed uint64   `json:"replaySeed,omitempty,string"`
+	// Replay is the command that runs the finding again (its seed, profile or defects, scheduler).
+	Replay string `json:"replay,omitempty"`
+	// Last is the last case run (its history is written for a run that found nothing).
+	Last *Outcome `json:"-"`
 	// Undecided counts the cases where the linearizability checker timed out on some object: those
 	// are not known to be linearizable.
 	Undecided int `json:"undecidedCases,omitempty"`
@@ -76,7 +84,16 @@ func (s *Summary) Text() string {
 	f := s.Finding
 	fmt.Fprintf(&b, "FOUND after %d cases; shrunk to %d actions (%d steps):\n", f.Cases, f.Shrunk.Actions, len(f.Shrunk.Program.Steps))
 	b.WriteString(f.Shrunk.Counterexample())
-	cli, gotest := "--profile "+s.Profile, "-csconform.profile="+s.Profile
+	fmt.Fprintf(&b, "replay: %s   (or %s)\n", s.replayCommand(f.Seed), s.replayTest(f.Seed))
+	if s.Undecided > 0 {
+		fmt.Fprintf(&b, "before it, %d case(s) UNDECIDED: the linearizability checker timed out on some object\n", s.Undecided)
+	}
+	return b.String()
+}
+
+// replayFlags are the profile (or defects) and scheduler flags of a replay, for the CLI and go test.
+func (s *Summary) replayFlags() (cli, gotest string) {
+	cli, gotest = "--profile "+s.Profile, "-csconform.profile="+s.Profile
 	if s.Profile == "custom" {
 		d := strings.Join(orNone(s.Defects), ",")
 		cli, gotest = "--defects "+d, "-csconform.defects="+d
@@ -84,12 +101,18 @@ func (s *Summary) Text() string {
 	if s.Scheduler != "" {
 		cli, gotest = cli+" --scheduler "+s.Scheduler, gotest+" -csconform.scheduler="+s.Scheduler
 	}
-	fmt.Fprintf(&b, "replay: csconform explore %s --seed %d --budget 1   (or go test ./harness/explore -run TestExplore %s -rapid.seed=%d)\n",
-		cli, f.Seed, gotest, f.Seed)
-	if s.Undecided > 0 {
-		fmt.Fprintf(&b, "before it, %d case(s) UNDECIDED: the linearizability checker timed out on some object\n", s.Undecided)
-	}
-	return b.String()
+	return cli, gotest
+}
+
+// replayCommand is the CLI command that runs the case of seed again.
+func (s *Summary) replayCommand(seed uint64) string {
+	cli, _ := s.replayFlags()
+	return fmt.Sprintf("csconform explore %s --seed %d --budget 1", cli, seed)
+}
+
+func (s *Summary) replayTest(seed uint64) string {
+	_, gotest := s.replayFlags()
+	return fmt.Sprintf("go test ./harness/explore -run TestExplore %s -rapid.seed=%d", gotest, seed)
 }
 
 func orNone(x []string) []string {
@@ -102,11 +125,25 @@ func orNone(x []string) []string {
 // WriteReports writes, into dir: summary.txt, result.json, junit.xml and, for a finding, the shrunk
 // run's history.jsonl, counterexample.yaml (a scenario file) and one porcupine HTML per failing
 // partition (never the whole history).
+//
+// A directory that already holds a run's reports is refused, so that one run's counterexample never
+// sits beside another's "found nothing"; a run that found nothing writes its last case's history.
 func (s *Summary) WriteReports(dir string) error {
+	if err := CheckOutDir(dir); err != nil {
+		return err
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
 	j := findingJSON{Summary: *s}
+	if s.Found {
+		j.ReplaySeed, j.Replay = s.Finding.Seed, s.replayCommand(s.Finding.Seed)
+	}
+	if !s.Found && s.Last != nil && s.Last.Result != nil && s.Last.Result.Cluster != nil {
+		if err := history.WriteFile(filepath.Join(dir, "history.jsonl"), s.Last.Result.Cluster.Rec.Events); err != nil {
+			return err
+		}
+	}
 	if s.Found {
 		o := s.Finding.Shrunk
 		for _, st := range o.Program.Steps {
@@ -115,9 +152,11 @@ func (s *Summary) WriteReports(dir string) error {
 		for _, v := range o.Result.Violations {
 			j.Violations = append(j.Violations, map[string]string{"invariant": v.Invariant, "object": v.Object, "message": v.Message})
 		}
+		windows := faultWindows(o.Result.Cluster.Rec.Events)
 		for _, r := range o.Illegal {
 			name := r.FileName()
-			if err := r.Visualize(filepath.Join(dir, name)); err != nil {
+			title := fmt.Sprintf("csconform: %s (%s model), seed %d, %s", r.Object, r.Model, s.Finding.Seed, s.Profile)
+			if err := r.VisualizeAs(filepath.Join(dir, name), title, windows); err != nil {
 				return fmt.Errorf("visualizing %s: %v", r.Object, err)
 			}
 			j.Illegal = append(j.Illegal, illegalJSON{Object: r.Object, Model: r.Model, Explain: r.Explain, HTML: name})
@@ -142,13 +181,66 @@ func (s *Summary) WriteReports(dir string) error {
 	return os.WriteFile(filepath.Join(dir, "junit.xml"), s.JUnit(), 0o644)
 }
 
+// CheckOutDir refuses an --out directory that holds files already (an earlier run's reports).
+func CheckOutDir(dir string) error {
+	es, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if len(es) > 0 {
+		return fmt.Errorf("--out %s is not empty (it holds %s, ...): give a fresh directory, so that one run's reports never mix with another's", dir, es[0].Name())
+	}
+	return nil
+}
+
+// faultWindows are the faults of a history as visualization windows: from the begin event's
+// sequence number to the end's (open faults to the last event).
+func faultWindows(es []history.Event) []linear.Window {
+	var out []linear.Window
+	open := map[string]int{} // kind|object -> index in out
+	var last int64
+	for i, e := range es {
+		seq := e.Seq
+		if seq == 0 {
+			seq = int64(i + 1)
+		}
+		last = seq
+		if e.Kind != history.Fault {
+			continue
+		}
+		if e.To != "" {
+			open[e.To+"|"+e.Object] = len(out)
+			out = append(out, linear.Window{Tag: "fault", Start: seq, End: -1, Description: e.To + " " + e.Object})
+		} else if k, ok := open[e.From+"|"+e.Object]; ok {
+			out[k].End = seq
+			delete(open, e.From+"|"+e.Object)
+		}
+	}
+	for i := range out {
+		if out[i].End < 0 {
+			out[i].End = last
+		}
+	}
+	return out
+}
+
 type junitSuite struct {
-	XMLName  xml.Name    `xml:"testsuite"`
-	Name     string      `xml:"name,attr"`
-	Tests    int         `xml:"tests,attr"`
-	Failures int         `xml:"failures,attr"`
-	Time     string      `xml:"time,attr"`
-	Cases    []junitCase `xml:"testcase"`
+	XMLName    xml.Name        `xml:"testsuite"`
+	Name       string          `xml:"name,attr"`
+	Tests      int             `xml:"tests,attr"`
+	Failures   int             `xml:"failures,attr"`
+	Skipped    int             `xml:"skipped,attr"`
+	Time       string          `xml:"time,attr"`
+	Properties []junitProperty `xml:"properties>property"`
+	Cases      []junitCase     `xml:"testcase"`
+}
+
+type junitProperty struct {
+	Name  string `xml:"name,attr"`
+	Value string `xml:"value,attr"`
 }
 
 type junitCase struct {
@@ -167,25 +259,53 @@ type junitFailure struct {
 	Text    string `xml:",chardata"`
 }
 
-// JUnit is the run as JUnit XML: one test case per detector.
+// JUnit is the run as JUnit XML: one test case per detector, named the same from run to run
+// (detector/profile/shard); the seed, the cases run and the replay command are properties; a finding
+// is one failure, on the first detector that flagged it, with the counterexample once (a second
+// detector that flagged the same finding is marked skipped, pointing at the first).
 func (s *Summary) JUnit() []byte {
-	suite := junitSuite{Name: "csconform explore " + s.Profile, Time: fmt.Sprintf("%.3f", s.WallSecs)}
-	inv := junitCase{Name: fmt.Sprintf("invariants over %d cases", s.Cases), Classname: "csconform.explore"}
-	lin := junitCase{Name: fmt.Sprintf("linearizability over %d cases", s.Cases), Classname: "csconform.explore"}
+	run := s.Profile
+	if s.Profile == "custom" {
+		run = "custom " + strings.Join(orNone(s.Defects), ",")
+	}
+	suffix := "/" + s.Profile
+	if s.Shard != "" {
+		suffix += "/shard-" + s.Shard
+	}
+	suite := junitSuite{Name: "csconform explore " + run, Time: fmt.Sprintf("%.3f", s.WallSecs),
+		Properties: []junitProperty{{"seed", strconv.FormatUint(s.Seed, 10)}, {"cases", strconv.Itoa(s.Cases)}, {"budget", strconv.Itoa(s.Budget)}}}
+	if s.Scheduler != "" {
+		suite.Properties = append(suite.Properties, junitProperty{"scheduler", s.Scheduler})
+	}
+	inv := junitCase{Name: "invariants" + suffix, Classname: "csconform.explore"}
+	lin := junitCase{Name: "linearizability" + suffix, Classname: "csconform.explore"}
 	if s.Found {
 		o := s.Finding.Shrunk
+		replay := s.replayCommand(s.Finding.Seed)
+		suite.Properties = append(suite.Properties, junitProperty{"replaySeed", strconv.FormatUint(s.Finding.Seed, 10)}, junitProperty{"replay", replay})
+		var what []string
 		if len(o.Result.Violations) > 0 {
-			inv.Failure = &junitFailure{Message: strings.Join(o.Invariants(), ", ") + " violated", Text: o.Counterexample()}
+			what = append(what, strings.Join(o.Invariants(), ", ")+" violated")
 		}
-		if len(o.Illegal) > 0 {
-			var objs []string
-			for _, r := range o.Illegal {
-				objs = append(objs, r.Object)
+		var objs []string
+		for _, r := range o.Illegal {
+			objs = append(objs, r.Object)
+		}
+		if len(objs) > 0 {
+			what = append(what, "not linearizable: "+strings.Join(objs, ", "))
+		}
+		failure := &junitFailure{Message: strings.Join(what, "; "), Text: o.Counterexample() + "replay: " + replay + "\n"}
+		switch {
+		case len(o.Result.Violations) > 0:
+			inv.Failure = failure
+			if len(objs) > 0 {
+				lin.Skipped = &junitSkipped{Message: "the same finding, reported once under invariants" + suffix}
 			}
-			lin.Failure = &junitFailure{Message: "not linearizable: " + strings.Join(objs, ", "), Text: o.Counterexample()}
+		case len(objs) > 0:
+			lin.Failure = failure
 		}
 	}
-	if lin.Failure == nil && s.Undecided > 0 {
+	if lin.Failure == nil && lin.Skipped == nil && s.Undecided > 0 {
 		lin.Skipped = &junitSkipped{Message: fmt.Sprintf("undecided in %d case(s): the checker timed out", s.Undecided)}
 	}
 	suite.Cases = []junitCase{inv, lin}
@@ -193,6 +313,9 @@ func (s *Summary) JUnit() []byte {
 	for _, c := range suite.Cases {
 		if c.Failure != nil {
 			suite.Failures++
+		}
+		if c.Skipped != nil {
+			suite.Skipped++
 		}
 	}
 	data, _ := xml.MarshalIndent(suite, "", "  ")

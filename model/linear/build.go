@@ -1,9 +1,12 @@
 package linear
 
 import (
+	"bytes"
 	"cmp"
 	"fmt"
+	"html"
 	"maps"
+	"os"
 	"slices"
 	"strings"
 	"time"
@@ -471,12 +474,40 @@ func (r Result) FileName() string {
 }
 
 // Visualize writes porcupine's HTML for one partition (use it for failing partitions only).
-func (r Result) Visualize(path string) error {
+func (r Result) Visualize(path string) error { return r.VisualizeAs(path, "", nil) }
+
+// Window is a stretch of a history (event sequence numbers) shown beside the operations in a
+// visualization: a fault, say.
+type Window struct {
+	Tag         string
+	Start, End  int64
+	Description string
+}
+
+// VisualizeAs writes porcupine's HTML of the partition titled title (porcupine's own when "") with
+// windows as annotations, so a reader sees which fault was on while the operations ran.
+func (r Result) VisualizeAs(path, title string, windows []Window) error {
 	m := r.model
 	if m.Step == nil {
 		m = Models[r.Model]
 	}
-	return porcupine.VisualizePath(m, r.info, path)
+	info := r.info
+	var notes []porcupine.Annotation
+	for _, w := range windows {
+		notes = append(notes, porcupine.Annotation{Tag: w.Tag, Start: w.Start, End: w.End, Description: w.Description, BackgroundColor: "#f6d5d5"})
+	}
+	if len(notes) > 0 {
+		info.AddAnnotations(notes)
+	}
+	if err := porcupine.VisualizePath(m, info, path); err != nil || title == "" {
+		return err
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	b = bytes.Replace(b, []byte("<title>Porcupine</title>"), []byte("<title>"+html.EscapeString(title)+"</title>"), 1)
+	return os.WriteFile(path, b, 0o644)
 }
 
 // haWork turns the VM work jobs the HA manager's worker submits (a restart's forced stop and its
