@@ -276,6 +276,12 @@ func TestReports(t *testing.T) {
 		if !strings.Contains(string(page), "<title>csconform: ") || !strings.Contains(string(page), ", seed ") {
 			t.Errorf("%s has porcupine's own title", html[0])
 		}
+		if !strings.Contains(string(page), "[i] ?? i)") {
+			t.Errorf("%s numbers its rows instead of naming the actors", html[0])
+		}
+		if !strings.Contains(string(page), `"Tag":"fault"`) && !strings.Contains(string(page), `"Tag": "fault"`) {
+			t.Logf("%s: no fault window (the finding may have none)", html[0])
+		}
 	}
 }
 

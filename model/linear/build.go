@@ -3,6 +3,7 @@ package linear
 import (
 	"bytes"
 	"cmp"
+	"encoding/json"
 	"fmt"
 	"html"
 	"maps"
@@ -38,6 +39,8 @@ type Partition struct {
 	Object string // vm:3, network:2, ip:10.1.1.10
 	Model  string // vm, network, ip
 	Ops    []porcupine.Operation
+	// Clients names the operations' ClientIds: the actor (client, thread, observer) of each.
+	Clients []string
 }
 
 // VMKind maps a client operation to the VM model's kind ("" if it has none).
@@ -99,6 +102,10 @@ func Partitions(events []history.Event) []Partition {
 	for _, k := range slices.Sorted(maps.Keys(b.parts)) {
 		p := b.parts[k]
 		if len(p.Ops) > 0 {
+			p.Clients = make([]string, len(b.clients[k]))
+			for actor, id := range b.clients[k] {
+				p.Clients[id] = actor
+			}
 			out = append(out, *p)
 		}
 	}
@@ -338,6 +345,7 @@ type Result struct {
 	info    porcupine.LinearizationInfo
 	ops     []porcupine.Operation
 	model   porcupine.Model
+	clients []string
 }
 
 // Check checks every partition with no staleness bound; each gets at most timeout (0: no limit).
@@ -357,7 +365,7 @@ func CheckWith(parts []Partition, timeout time.Duration, bounds Bounds) []Result
 			continue
 		}
 		res, info := porcupine.CheckOperationsVerbose(m, p.Ops, timeout)
-		r := Result{Object: p.Object, Model: p.Model, Ops: len(p.Ops), info: info, ops: p.Ops, model: m}
+		r := Result{Object: p.Object, Model: p.Model, Ops: len(p.Ops), info: info, ops: p.Ops, model: m, clients: p.Clients}
 		switch res {
 		case porcupine.Ok:
 			r.Verdict = "ok"
@@ -507,6 +515,13 @@ func (r Result) VisualizeAs(path, title string, windows []Window) error {
 		return err
 	}
 	b = bytes.Replace(b, []byte("<title>Porcupine</title>"), []byte("<title>"+html.EscapeString(title)+"</title>"), 1)
+	if len(r.clients) > 0 {
+		// porcupine numbers its rows by ClientId; name them after the actors (its page draws the
+		// labels in one place, which this rewrites)
+		names, _ := json.Marshal(r.clients)
+		b = bytes.Replace(b, []byte("text.textContent = i < realClients ? i : sortedTags[i - realClients]"),
+			[]byte("text.textContent = i < realClients ? ("+string(names)+"[i] ?? i) : sortedTags[i - realClients]"), 1)
+	}
 	return os.WriteFile(path, b, 0o644)
 }
 
