@@ -66,7 +66,10 @@ func TestFaults(t *testing.T) {
 	// Simulated domains: the fault primitives act on the agent containers either way, and
 	// TestLibvirtAgentRestart covers agents on real domains.
 	c, err := Start(ctx, Options{Run: run, Hosts: []string{"h1", "h2"}, Profile: "fixed", Domains: DomainsSimulated,
-		Config: map[string]string{"ping.interval": "2", "ping.timeout": "2.5"}, Log: testWriter{t}})
+		// the investigation a missed ping starts (AgentManagerImpl.handleDisconnectWithInvestigation)
+		// waits 50 s for a CheckHealthCommand and 20 s for a neighbour's check: shortened, as
+		// harness.ContainerScaling does, so a partition shows Alert within the test's window
+		Config: map[string]string{"ping.interval": "2", "ping.timeout": "2.5", "commands.timeout": "CheckHealthCommand=1,CheckOnHostCommand=1"}, Log: testWriter{t}})
 	if err != nil {
 		t.Fatal(err)
 	}
