@@ -18,13 +18,19 @@ import (
 //go:embed scenarios/*.yaml
 var builtin embed.FS
 
-// Builtin returns the built-in scenarios, sorted by name.
-func Builtin() ([]*harness.Scenario, error) {
+// builtinFile is one built-in scenario: its file as written and parsed.
+type builtinFile struct {
+	data []byte
+	sc   *harness.Scenario
+}
+
+// builtinFiles reads and parses every built-in scenario, in directory order.
+func builtinFiles() ([]builtinFile, error) {
 	entries, err := fs.ReadDir(builtin, "scenarios")
 	if err != nil {
 		return nil, err
 	}
-	var out []*harness.Scenario
+	var out []builtinFile
 	for _, e := range entries {
 		data, err := builtin.ReadFile(path.Join("scenarios", e.Name()))
 		if err != nil {
@@ -34,7 +40,20 @@ func Builtin() ([]*harness.Scenario, error) {
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, sc)
+		out = append(out, builtinFile{data, sc})
+	}
+	return out, nil
+}
+
+// Builtin returns the built-in scenarios, sorted by name.
+func Builtin() ([]*harness.Scenario, error) {
+	files, err := builtinFiles()
+	if err != nil {
+		return nil, err
+	}
+	var out []*harness.Scenario
+	for _, f := range files {
+		out = append(out, f.sc)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out, nil
@@ -42,24 +61,16 @@ func Builtin() ([]*harness.Scenario, error) {
 
 // Source returns a built-in scenario's file as written (a user's starting point for their own).
 func Source(name string) ([]byte, error) {
-	entries, err := fs.ReadDir(builtin, "scenarios")
+	files, err := builtinFiles()
 	if err != nil {
 		return nil, err
 	}
 	var names []string
-	for _, e := range entries {
-		data, err := builtin.ReadFile(path.Join("scenarios", e.Name()))
-		if err != nil {
-			return nil, err
+	for _, f := range files {
+		if f.sc.Name == name {
+			return f.data, nil
 		}
-		sc, err := harness.ParseScenario(data, e.Name())
-		if err != nil {
-			return nil, err
-		}
-		if sc.Name == name {
-			return data, nil
-		}
-		names = append(names, sc.Name)
+		names = append(names, f.sc.Name)
 	}
 	sort.Strings(names)
 	return nil, fmt.Errorf("unknown scenario %q (built in: %s)", name, strings.Join(names, ", "))

@@ -274,15 +274,7 @@ func (r *Recorder) fillSnapshot(s *invariant.Snapshot) {
 	s.NetworkChanges = r.netChanges[:len(r.netChanges):len(r.netChanges)]
 	s.Faults = append([]invariant.Fault(nil), r.Faults...)
 	s.Ops = append([]invariant.ClientOp(nil), r.Ops...)
-	if len(r.pendingTouched) > 0 {
-		if r.touched == nil {
-			r.touched = map[string]bool{}
-		}
-		for o := range r.pendingTouched {
-			r.touched[o] = true
-		}
-		clear(r.pendingTouched)
-	}
+	r.moveTouched()
 }
 
 // takeTouched moves the objects events named since the last check to touched (fillSnapshot does
@@ -290,6 +282,11 @@ func (r *Recorder) fillSnapshot(s *invariant.Snapshot) {
 func (r *Recorder) takeTouched() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.moveTouched()
+}
+
+// moveTouched moves pendingTouched into touched; r.mu is held.
+func (r *Recorder) moveTouched() {
 	if len(r.pendingTouched) > 0 {
 		if r.touched == nil {
 			r.touched = map[string]bool{}
