@@ -121,37 +121,12 @@ func (in *Injector) Heal(ctx context.Context, runs []Unhealed) error {
 			}
 			continue
 		}
-		failed := map[string]bool{}
-		for _, s := range u.Heal {
-			o, e := in.Exec.Run(ctx, s.Host, s.Argv)
-			r := Record{Action: "heal", Host: s.Host, Argv: s.Argv, Result: "ok (inject heal)", Output: trim(o)}
-			if e != nil {
-				r.Result = "error: " + e.Error()
-				errs = append(errs, fmt.Errorf("run %s: heal %s: %w", u.ID, s, e))
-				failed[s.Host] = true
-			}
-			rec(r)
-			fmt.Fprintf(out, "  healed %s: %s\n", s, r.Result)
-		}
-		for _, s := range u.Disarm {
-			if failed[s.Host] {
-				fmt.Fprintf(out, "  kept %s armed: the heal failed\n", s)
-				continue
-			}
-			o, e := in.Exec.Run(ctx, s.Host, s.Argv)
-			r := Record{Action: "disarm", Host: s.Host, Argv: s.Argv, Result: "ok", Output: trim(o)}
-			switch {
-			case e != nil && strings.Contains(o, timerGone):
-				r.Result = "ok (already gone)"
-			case e != nil:
-				r.Result = "error: " + e.Error()
-				errs = append(errs, fmt.Errorf("run %s: cancelling the heal timer (%s): %w", u.ID, s, e))
-			}
-			rec(r)
-			fmt.Fprintf(out, "  cancelled heal timer %s: %s\n", s, r.Result)
+		failed, es := in.healSteps(ctx, u.Heal, u.Disarm, "inject heal", "  ", "healed", rec, out)
+		for _, e := range es {
+			errs = append(errs, fmt.Errorf("run %s: %w", u.ID, e))
 		}
 		res := "ok (inject heal)"
-		if len(failed) > 0 {
+		if failed {
 			res = "error: a heal step failed (inject heal)"
 		}
 		rec(Record{Action: "done", Target: u.Target, Result: res})

@@ -718,37 +718,7 @@ func (in *Injector) Run(ctx context.Context, p Plan) (err error) {
 		}
 		hc, cancel := context.WithTimeout(context.Background(), cmpOr(in.HealTimeout, time.Minute))
 		defer cancel()
-		var errs []error
-		failed := map[string]bool{} // hosts with a heal step that failed
-		for _, s := range p.Heal {
-			o, e := in.Exec.Run(hc, s.Host, s.Argv)
-			r := Record{Action: "heal", Host: s.Host, Argv: s.Argv, Result: "ok (" + why + ")", Output: trim(o)}
-			if e != nil {
-				r.Result = "error: " + e.Error()
-				errs = append(errs, fmt.Errorf("heal %s: %w", s, e))
-				failed[s.Host] = true
-			}
-			rec(r)
-			fmt.Fprintf(out, "healed (%s) %s: %s\n", why, s, r.Result)
-		}
-		// a host not fully healed keeps its timer: it is the last resort
-		for _, s := range p.Disarm {
-			if failed[s.Host] {
-				fmt.Fprintf(out, "kept %s armed: the heal failed\n", s)
-				continue
-			}
-			o, e := in.Exec.Run(hc, s.Host, s.Argv)
-			r := Record{Action: "disarm", Host: s.Host, Argv: s.Argv, Result: "ok", Output: trim(o)}
-			switch {
-			case e != nil && strings.Contains(o, timerGone):
-				r.Result = "ok (already gone)"
-			case e != nil:
-				r.Result = "error: " + e.Error()
-				errs = append(errs, fmt.Errorf("cancelling the heal timer (%s): %w; it will heal again when it fires", s, e))
-			}
-			rec(r)
-			fmt.Fprintf(out, "cancelled heal timer %s: %s\n", s, r.Result)
-		}
+		_, errs := in.healSteps(hc, p.Heal, p.Disarm, why, "", "healed ("+why+")", rec, out)
 		return errors.Join(errs...)
 	}
 	defer func() {
@@ -796,6 +766,44 @@ func (in *Injector) Run(ctx context.Context, p Plan) (err error) {
 		return errors.Join(ctx.Err(), he)
 	}
 	return he
+}
+
+// healSteps runs heal steps, then cancels the heal timers of the hosts whose every heal step ran (a
+// host not fully healed keeps its timer: it is the last resort), recording each action and saying
+// it on out (indent before each line, healed the word for a heal step's line). It returns whether
+// a heal step failed, and the errors.
+func (in *Injector) healSteps(ctx context.Context, heal, disarm []Step, why, indent, healed string, rec func(Record), out io.Writer) (bool, []error) {
+	var errs []error
+	failed := map[string]bool{} // hosts with a heal step that failed
+	for _, s := range heal {
+		o, e := in.Exec.Run(ctx, s.Host, s.Argv)
+		r := Record{Action: "heal", Host: s.Host, Argv: s.Argv, Result: "ok (" + why + ")", Output: trim(o)}
+		if e != nil {
+			r.Result = "error: " + e.Error()
+			errs = append(errs, fmt.Errorf("heal %s: %w", s, e))
+			failed[s.Host] = true
+		}
+		rec(r)
+		fmt.Fprintf(out, "%s%s %s: %s\n", indent, healed, s, r.Result)
+	}
+	for _, s := range disarm {
+		if failed[s.Host] {
+			fmt.Fprintf(out, "%skept %s armed: the heal failed\n", indent, s)
+			continue
+		}
+		o, e := in.Exec.Run(ctx, s.Host, s.Argv)
+		r := Record{Action: "disarm", Host: s.Host, Argv: s.Argv, Result: "ok", Output: trim(o)}
+		switch {
+		case e != nil && strings.Contains(o, timerGone):
+			r.Result = "ok (already gone)"
+		case e != nil:
+			r.Result = "error: " + e.Error()
+			errs = append(errs, fmt.Errorf("cancelling the heal timer (%s): %w; it will heal again when it fires", s, e))
+		}
+		rec(r)
+		fmt.Fprintf(out, "%scancelled heal timer %s: %s\n", indent, s, r.Result)
+	}
+	return len(failed) > 0, errs
 }
 
 func cmpOr(d, def time.Duration) time.Duration {

@@ -190,38 +190,7 @@ func (g *gen) classicAction() {
 		g.step(harness.Step{Until: "start-sent", VM: starting})
 		g.step(harness.Step{Fault: kind, VM: bystander, Detail: map[string]string{"crash": "CRASHED"}[kind]})
 	case w < 70: // the host's agent goes away while a VM on it is stopped or destroyed (or started)
-		var v string
-		if rapid.Bool().Draw(g.t, "during a start") {
-			v = g.deploy(g.host(), true)
-			g.step(harness.Step{Until: "start-sent", VM: v})
-		} else {
-			v = g.someVM()
-		}
-		h := g.where[v]
-		kind := rapid.SampledFrom(g.reach.only([]string{"agent-restart", "disconnect", "agent-kill", "ms-restart"})).Draw(g.t, "fault")
-		// short outages, and cuts longer than the ping timeout (the server notices only then)
-		down := time.Duration(rapid.SampledFrom([]int{5, 10, 20, 60, 200, 200, 200}).Draw(g.t, "down")) * time.Second
-		fault := harness.Step{Fault: kind, Host: h, Duration: down, Async: true}
-		if kind == "ms-restart" {
-			fault.Host = "" // the management server, not the host, goes away
-		}
-		op := harness.Step{Op: rapid.SampledFrom([]string{"destroyExpunge", "destroy", "forceStop", "stop"}).Draw(g.t, "op"), VM: v}
-		if rapid.IntRange(0, 2).Draw(g.t, "operation first") > 0 {
-			// the agent goes away with the operation's command in flight
-			op.Async = true
-			fault.Wait = time.Duration(rapid.IntRange(0, 40).Draw(g.t, "tenths")) * 100 * time.Millisecond
-			g.step(op)
-			g.step(fault)
-		} else {
-			op.Wait = g.wait("wait", 10*time.Second) + time.Second
-			g.step(fault)
-			g.step(op)
-		}
-		if rapid.Bool().Draw(g.t, "come back later") {
-			// once the host has reported again: what did the server make of the VM?
-			g.step(harness.Step{Wait: time.Duration(rapid.IntRange(1, 4).Draw(g.t, "minutes")) * time.Minute,
-				Op: rapid.SampledFrom([]string{"destroyExpunge", "start", "stop"}).Draw(g.t, "op"), VM: v})
-		}
+		g.agentAway(g.reach.only([]string{"agent-restart", "disconnect", "agent-kill", "ms-restart"}))
 	case w < 90: // a fault on its own
 		g.fault(rapid.SampledFrom(g.reach.only(soloFaults)).Draw(g.t, "fault"))
 	default: // time passes: GC ticks, pings, network GC
