@@ -2,7 +2,9 @@ package explore
 
 import (
 	"fmt"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -61,8 +63,8 @@ func (o *Outcome) Counterexample() string {
 	var b strings.Builder
 	sc := o.Program
 	fmt.Fprintf(&b, "program (seed %d, hosts %s", sc.Seed, strings.Join(sc.Hosts, ","))
-	for k, v := range sc.Config {
-		fmt.Fprintf(&b, ", %s=%s", k, v)
+	for _, k := range slices.Sorted(maps.Keys(sc.Config)) { // a map's order: same seed, same bytes
+		fmt.Fprintf(&b, ", %s=%s", k, sc.Config[k])
 	}
 	b.WriteString("):\n")
 	for _, n := range sc.Networks {
