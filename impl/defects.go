@@ -26,6 +26,7 @@ var Defects = []Defect{
 	{"C2", "after a management-server restart, a VM whose start was in flight is moved to Stopped without asking its host (cleanupResources, PR #8394)"},
 	{"C3", "a power-on report collected before a VM's last state change still sets it Running (FollowAgentPowerOnReport): a stop or destroy is undone with no domain behind the record"},
 	{"C4", "the network GC shuts down every network of the list it built at its tick without asking again whether each is still free: a VM started on a later one meanwhile loses its network (NetworkGarbageCollector.reallyRun)"},
+	{"C5", "a network an earlier failed implementation left in Shutdown (its router could not be stopped then) fails the next start on it: implementNetwork has no transition from Shutdown and only that start's own cleanup completes the shutdown (NetworkOrchestrator.implementNetwork)"},
 	// Found reading HighAvailabilityManagerImpl.restart and KVMFencer against a live host whose storage heartbeat failed.
 	{"H1", "KVM fencing only checks the host's storage heartbeat: a live host whose heartbeat failed is \"fenced\" while its domain runs, and HA starts the VM a second time elsewhere"},
 }

@@ -39,7 +39,7 @@ func (s *Server) implementNetwork(t *Thread, id int64, dest string) (n *NetworkV
 	if isNetworkImplemented(n) {
 		return n, nil
 	}
-	failed := true
+	failed, shutdownTried := true, false
 	defer func() {
 		if !failed {
 			return
@@ -51,11 +51,23 @@ func (s *Server) implementNetwork(t *Thread, id int64, dest string) (n *NetworkV
 				s.DB.UpdateNetworkState(t.Name, cur, to, "implementNetwork failed: OperationFailed", false)
 			}
 		}
-		if !mutated(MutImplementFailureStays) {
+		if !mutated(MutImplementFailureStays) && !shutdownTried {
 			s.shutdownNetwork(t, id)
 		}
 		n = nil
 	}()
+	// A network an earlier failed implementation left in Shutdown (its cleanup could not stop the
+	// router: Starting, or its host away) has no ImplementNetwork transition: in 4.22 (C5) this start
+	// fails on NoTransitionException, and only its own cleanup's shutdownNetwork moves the network on to
+	// Allocated, for the next start. The fix completes that shutdown first and implements at once.
+	if n.State == network.Shutdown && !s.Defects["C5"] {
+		s.Log(t, "DEBUG", NetworkObject(id), "Network %d was left in Shutdown by an earlier shutdown that did not complete; completing it before implementing", id)
+		shutdownTried = true
+		if !s.shutdownNetwork(t, id) {
+			return nil, runtimeErr("Unable to implement network %d: its earlier shutdown still cannot complete", id)
+		}
+		n = s.DB.Network(id)
+	}
 	s.Log(t, "DEBUG", NetworkObject(id), "Asking GuestNetworkGuru to implement network %d", id)
 	to, ok := network.Next(n.State, network.ImplementNetwork)
 	if !ok {
