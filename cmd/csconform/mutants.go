@@ -25,7 +25,7 @@ func mutantsRun(f *mutantsOpts, stdout, stderr io.Writer) int {
 	if !impl.MutantsBuilt() {
 		return fail(fmt.Errorf("this binary has no mutation points: go run -tags mutants ./cmd/csconform mutants run"))
 	}
-	o := explore.MutationOptions{Budget: f.budget}
+	o := explore.MutationOptions{Budget: f.budget, Scheduler: f.sched.st}
 	for _, f := range strings.Split(f.seeds, ",") {
 		s, err := strconv.ParseUint(strings.TrimSpace(f), 10, 64)
 		if err != nil || s == 0 {

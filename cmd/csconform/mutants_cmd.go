@@ -3,18 +3,24 @@ package main
 import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+
+	"github.com/csconform/csconform/drivers/sim"
 )
 
 // mutantsOpts are the flags of mutants run.
 type mutantsOpts struct {
 	budget      int
 	seeds, only string
+	sched       *strategyFlag
 }
 
 func mutantsFlags(fs *pflag.FlagSet, o *mutantsOpts) {
 	fs.IntVar(&o.budget, "budget", 1000, "explore cases per seed")
 	fs.StringVar(&o.seeds, "seeds", "1,2,3", "explore seeds, comma-separated")
 	fs.StringVar(&o.only, "only", "", "run only these mutants (comma-separated ids)")
+	// the explore command's default: the score measures what a user's explore run would catch
+	o.sched = &strategyFlag{st: sim.Strategy{Kind: sim.PCT}}
+	fs.Var(o.sched, "scheduler", "the simulator's strategy `S` for the explorations: pct[:depth] or random, as for explore")
 }
 
 func newMutantsCmd(e *cliEnv) *cobra.Command {

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/csconform/csconform/drivers/sim"
 	"github.com/csconform/csconform/harness"
 	"github.com/csconform/csconform/impl"
 )
@@ -17,6 +18,7 @@ type MutationOptions struct {
 	Budget    int                 // explore cases per seed
 	Seeds     []uint64            // explore seeds
 	Only      []impl.Mutant       // a subset of the catalogue (nil: all of it)
+	Scheduler sim.Strategy        // the explorations' strategy (the zero value is random)
 }
 
 // MutantResult is one mutant's fate: killed by a scenario (a violation, a history that is not
@@ -86,7 +88,7 @@ func killMutant(o MutationOptions, fixed impl.Switches, id impl.Mutant) (string,
 			if k > 0 {
 				s = rand.New(rand.NewPCG(seed, k)).Uint64() | 1
 			}
-			f, ran, err := Explore(Options{Profile: "fixed", Defects: fixed}, o.Budget-done, s, 100*time.Millisecond) // the score needs no shrinking
+			f, ran, err := Explore(Options{Profile: "fixed", Defects: fixed, Scheduler: o.Scheduler}, o.Budget-done, s, 100*time.Millisecond) // the score needs no shrinking
 			if err != nil {
 				// rapid reports a case that failed to run (a panic, a step that cannot complete) as an
 				// error: the mutant broke the reference, and that is a kill
@@ -96,7 +98,7 @@ func killMutant(o MutationOptions, fixed impl.Switches, id impl.Mutant) (string,
 			if f == nil {
 				break
 			}
-			own, err := mutantsOwn(f, fixed, id)
+			own, err := mutantsOwn(f, fixed, id, o.Scheduler)
 			if err != nil {
 				return "", "", err
 			}
@@ -113,12 +115,12 @@ func killMutant(o MutationOptions, fixed impl.Switches, id impl.Mutant) (string,
 }
 
 // mutantsOwn says whether a finding is the mutant's: its shrunk program passes with the mutant off.
-func mutantsOwn(f *Finding, fixed impl.Switches, id impl.Mutant) (bool, error) {
+func mutantsOwn(f *Finding, fixed impl.Switches, id impl.Mutant, sched sim.Strategy) (bool, error) {
 	if err := impl.SetMutant(""); err != nil {
 		return false, err
 	}
 	defer func() { _ = impl.SetMutant(id) }()
-	again, err := Run(f.Shrunk.Program, Options{Profile: "fixed", Defects: fixed})
+	again, err := Run(f.Shrunk.Program, Options{Profile: "fixed", Defects: fixed, Scheduler: sched})
 	if err != nil {
 		return false, err
 	}
@@ -147,5 +149,5 @@ func ScoreLine(rs []MutantResult, o MutationOptions) string {
 			killed++
 		}
 	}
-	return fmt.Sprintf("mutation score: %d of %d mutants killed (repro all under fixed + explore --budget %d × %d seeds)\n", killed, len(rs), o.Budget, len(o.Seeds))
+	return fmt.Sprintf("mutation score: %d of %d mutants killed (repro all under fixed + explore --budget %d × %d seeds, scheduler %s)\n", killed, len(rs), o.Budget, len(o.Seeds), o.Scheduler)
 }
