@@ -17,6 +17,7 @@ import (
 	"github.com/csconform/csconform/faults"
 	"github.com/csconform/csconform/impl"
 	"github.com/csconform/csconform/model/history"
+	"github.com/csconform/csconform/model/host"
 	"github.com/csconform/csconform/model/invariant"
 	"github.com/csconform/csconform/model/linear"
 	"github.com/csconform/csconform/model/network"
@@ -542,38 +543,57 @@ func (c *Cluster) runSteps(sc *Scenario, res *Result) error {
 	return nil
 }
 
-// waitUntil polls the condition every 50 ms of virtual time (in real time: at every event recorded,
-// so start-sent fires as the StartCommand leaves the server), for an hour at most.
+// waitUntil waits for the condition for an hour of virtual time at most. It looks every 50 ms (in real
+// time: at every event recorded), and each look reads the history recorded since the last one, so a
+// state that came and went in between still counts (an Implementing of a few milliseconds, a VM that
+// ran and crashed): the condition is "the history reached it", not "it holds at a poll".
 func (c *Cluster) waitUntil(st Step, lenient bool) error {
 	limit := time.Hour
 	if lenient {
 		limit = 5 * time.Minute
 	}
 	deadline := c.Now().Add(limit)
-	scanned := 0 // start-sent: the events already searched (each poll reads only the new ones)
-	for c.Now().Before(deadline) {
+	// the events already searched (each look reads only the new ones): a state condition searches
+	// from the step on (holds covers a state reached before it); start-sent, an event, the whole history
+	scanned := len(c.Rec.events())
+	if st.Until == "start-sent" {
+		scanned = 0
+	}
+	// object, and what one of its events must say, once the object exists
+	target := func() (obj string, hit func(e history.Event) bool, ok bool) {
+		state := func(to string) func(e history.Event) bool {
+			return func(e history.Event) bool { return e.Kind == history.State && e.To == to }
+		}
 		switch st.Until {
 		case "start-sent":
 			if id, err := c.VMID(st.VM); err == nil {
-				obj, sent := VMObj(id), "Sending StartCommand for "+c.DB.VM(id).Name
-				evs := c.Rec.events()
-				for _, e := range evs[scanned:] {
-					if e.Object == obj && strings.HasPrefix(e.Detail, sent) {
-						return nil
-					}
-				}
-				scanned = len(evs)
+				sent := "Sending StartCommand for " + c.DB.VM(id).Name
+				return VMObj(id), func(e history.Event) bool { return strings.HasPrefix(e.Detail, sent) }, true
 			}
 		case "running":
-			if st, ok := c.VMState(st.VM); ok && st == vm.Running {
-				return nil
+			if id, err := c.VMID(st.VM); err == nil {
+				return VMObj(id), state(string(vm.Running)), true
 			}
 		case "implementing":
-			if id, err := c.NetworkID(st.Network); err == nil && c.DB.Network(id).State == network.Implementing {
-				return nil
+			if id, err := c.NetworkID(st.Network); err == nil {
+				return impl.NetworkObject(id), state(string(network.Implementing)), true
 			}
 		case "host-up":
-			if h := c.DB.Host(st.Host); h != nil && h.Status == "Up" {
+			return impl.HostObject(st.Host), state(string(host.Up)), true
+		}
+		return "", nil, false
+	}
+	for c.Now().Before(deadline) {
+		if obj, hit, ok := target(); ok {
+			evs := c.Rec.events()
+			for _, e := range evs[scanned:] {
+				if e.Object == obj && hit(e) {
+					return nil
+				}
+			}
+			scanned = len(evs)
+			// a state reached before the step began (the history before it is not searched)
+			if c.holds(st) {
 				return nil
 			}
 		}
@@ -583,6 +603,22 @@ func (c *Cluster) waitUntil(st Step, lenient bool) error {
 		return nil
 	}
 	return fmt.Errorf("condition %s not met within an hour", st.Until)
+}
+
+// holds says whether a state condition holds now.
+func (c *Cluster) holds(st Step) bool {
+	switch st.Until {
+	case "running":
+		s, ok := c.VMState(st.VM)
+		return ok && s == vm.Running
+	case "implementing":
+		id, err := c.NetworkID(st.Network)
+		return err == nil && c.DB.Network(id).State == network.Implementing
+	case "host-up":
+		h := c.DB.Host(st.Host)
+		return h != nil && h.Status == host.Up
+	}
+	return false
 }
 
 func pathOf(op string) string {
