@@ -531,10 +531,11 @@ func explainedByFault(op ClientOp, faults []Fault, grace time.Duration) bool {
 
 func explainedByOp(op ClientOp, ops []ClientOp) bool {
 	for _, o := range ops {
-		// The client destroyed the VM before, or its deploy failed and left it in Error: starting it
-		// again is refused, rightly.
+		// The client destroyed the VM before (a destroy that failed may have destroyed it too: a
+		// restart of the server cancels the job after its DestroyRequested), or its deploy failed and
+		// left it in Error: starting it again is refused, rightly.
 		if o.ID != op.ID && op.VMID != "" && o.VMID == op.VMID && o.Call.Before(op.Call) &&
-			((o.OK && slices.Contains(destroyKinds, o.Kind)) || (!o.OK && !o.Return.IsZero() && o.Kind == "deploy")) {
+			(slices.Contains(destroyKinds, o.Kind) || (!o.OK && !o.Return.IsZero() && o.Kind == "deploy")) {
 			return true
 		}
 		if o.ID == op.ID || !slices.Contains(DisruptiveKinds, o.Kind) || !overlaps(op.Call, op.Return, o.Call, o.Return) {

@@ -74,7 +74,7 @@ type call struct {
 // object's section another's; and an event numbered before an earlier one counts as happening when
 // it is read, so that no operation returns before it is called.
 func Partitions(events []history.Event) []Partition {
-	b := builder{parts: map[string]*Partition{}, calls: map[int]*call{}, sections: map[section]int{}, clients: map[string]map[string]int{},
+	b := builder{parts: map[string]*Partition{}, calls: map[int]*call{}, sections: map[section]int{}, failedStarts: map[string]int{}, clients: map[string]map[string]int{},
 		hosts: map[string]*hostSeen{}}
 	for _, e := range events {
 		if e.Seq <= b.now {
@@ -131,6 +131,8 @@ type builder struct {
 	parts    map[string]*Partition
 	calls    map[int]*call
 	sections map[section]int // index of the open critical section's op in its object's partition
+	// failedStarts: the failed start left open on each VM (its index), closed by the next call on it
+	failedStarts map[string]int
 	clients  map[string]map[string]int
 	now      int64 // the last event's time
 	// hosts are the hosts' states as their state events say, for the VM model's staleness bound
@@ -202,6 +204,10 @@ func (b *builder) event(e history.Event) {
 	case history.Call:
 		name, _, _ := strings.Cut(e.Detail, " ")
 		b.calls[e.Op] = &call{seq: e.Seq, actor: e.Actor, name: name, object: e.Object}
+		if i, ok := b.failedStarts[e.Object]; ok {
+			b.parts[e.Object].Ops[i].Return = e.Seq
+			delete(b.failedStarts, e.Object)
+		}
 	case history.Return:
 		c := b.calls[e.Op]
 		if c == nil {
@@ -215,12 +221,19 @@ func (b *builder) event(e history.Event) {
 		out, ret := OK, e.Seq
 		if e.To != "ok" {
 			out = Failed
-			if k == VMStop || k == VMDestroy {
-				// A failed stop's StopCommand may still be running on the host: the server gives up on
-				// a command when the agent goes away (a graceful restart cancels it at once) and the
-				// API says "Unable to stop", but the agent finishes what it had started. Its effect may
-				// land after the failure was returned, as an unreturned operation's may.
-				ret = open
+			// A failed stop's StopCommand (or a failed start's StartCommand) may still be running on
+			// the host: the server gives up on a command when the agent goes away (a graceful restart
+			// cancels it at once) and the API says "Unable to stop" or "Unable to start", but the agent
+			// finishes what it had started, and a domain it started boots after the answer. Its effect
+			// may land after the failure was returned, as an unreturned operation's may. A failed
+			// start's, though, lands before the next call on the VM (whose command the host runs after
+			// the boot): it explains no domain that runs again after a later stop. (The invariants
+			// still judge the record: a failed start's running domain under a record in Error or
+			// Stopped is an orphan.)
+			ret = open
+			if k == VMStart && modelOf(e.Object) == "vm" {
+				b.failedStarts[e.Object] = b.add(e.Object, "vm", c.actor, VMInput{Kind: k, Name: c.name}, out, c.seq, ret, e.Detail)
+				return
 			}
 		}
 		b.vmOp(e.Object, c.actor, k, c.name, out, c.seq, ret, e.Detail)
