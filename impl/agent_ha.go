@@ -46,6 +46,16 @@ func (a *Agent) executeHA(m Message, ans *Message) {
 		ans.Result, ans.Details = false, "VM "+m.VMName+" is still writing to its volumes"
 		return
 	}
+	if m.Kind == MsgCheckOnHost && m.CheckActivity {
+		// The H2 fix: the same activity check for the investigation, over the VMs the database puts
+		// on the host (KVMHostActivityChecker.isVMActivtyOnHost of KVM host HA)
+		for _, name := range m.VMNames {
+			if a.HA.DiskActivity(m.Target, name) {
+				ans.Result, ans.Details = false, "VM "+name+" is still writing to its volumes"
+				return
+			}
+		}
+	}
 	ans.Result = true
 }
 

@@ -116,9 +116,10 @@ func TestDisconnectWithInvestigation(t *testing.T) {
 		{name: "agent killed, single host: Disconnected, Alert", hosts: []string{"h1"},
 			want: host.Alert, wantVM: vm.Running,
 			logs: []string{"HA: HOST is ineligible legacy state Disconnected for host h1"}, noLogs: []string{"Investigating host:h1 via neighbouring"}},
-		{name: "agent killed, heart stopped, domain runs: Down, not fenced", hosts: []string{"h1", "h2"}, heartbeat: true,
-			want: host.Down, wantVM: vm.Running,
-			logs: []string{"Host h1 is down. Starting HA on the VMs", "Fencer KVMFenceBuilder returned false"}},
+		// (with H2 on, the heartbeat alone, it is Down: TestInvestigationAsksAboutVMActivity, TestHAKVMFencing)
+		{name: "agent killed, heart stopped, domain runs: its disks are written, Alert", hosts: []string{"h1", "h2"}, heartbeat: true,
+			want: host.Alert, wantVM: vm.Running,
+			logs: []string{"Neighbouring host:h2 returned status:Up for the investigated host:h1"}, noLogs: []string{"Host h1 is down. Starting HA on the VMs"}},
 		{name: "power off: Down, VM force-stopped by HA", hosts: []string{"h1", "h2"}, powerOff: true,
 			want: host.Down, wantVM: vm.Stopped,
 			logs: []string{"Ping timeout for agent h1, do investigation", "Host h1 is down. Starting HA on the VMs", "Scheduling restart for VMs on host h1", "Fencer KVMFenceBuilder returned true", "VM is not HA enabled so we're done."}},
@@ -182,7 +183,8 @@ func TestHAKVMFencing(t *testing.T) {
 	for _, h1 := range []bool{true, false} {
 		name := map[bool]string{true: "cloudstack-4.22 (H1 on): two domains", false: "fixed (H1 off): not fenced"}[h1]
 		t.Run(name, func(t *testing.T) {
-			w := newHAWorld(t, impl.Switches{"H1": h1}, "h1", "h2")
+			// H2 on in both: the heartbeat-only investigation judges h1 Down, so HA reaches the fence
+			w := newHAWorld(t, impl.Switches{"H1": h1, "H2": true}, "h1", "h2")
 			web := w.deploy("web1", "h1", true)
 			w.hosts["h1"].StopHeartbeat(true)
 			w.runUntil(sim.HeartbeatWindow+time.Second, nil)
@@ -203,6 +205,31 @@ func TestHAKVMFencing(t *testing.T) {
 			require.Equal(t, vm.Running, got.State)
 			require.Equal(t, "h1", got.HostID)
 			require.NotContains(t, w.hosts["h2"].Running(), web.Name)
+		})
+	}
+}
+
+// TestInvestigationAsksAboutVMActivity pins H2, found by csconform explore under fixed (scenario
+// heartbeat-fail-destroy). KVMInvestigator.isAgentAlive (0506649f) sends CheckOnHostCommand to the
+// host and then to its Up neighbours; LibvirtCheckOnHostCommandWrapper answers from the host's
+// heartbeat file alone (KVMHAChecker), so a live host whose heartbeat writes failed, with its agent
+// gone, is Down while its domains run (4.22, H2 on), and everything that trusts Down may release
+// their resources. The fix asks about the activity on the volumes of the VMs the database puts on
+// the host too, as KVM host HA's KVMHostActivityChecker.isVMActivtyOnHost does: web1's disks are
+// written, h1 is not Down.
+func TestInvestigationAsksAboutVMActivity(t *testing.T) {
+	for _, h2 := range []bool{true, false} {
+		name := map[bool]string{true: "cloudstack-4.22 (H2 on): Down", false: "fixed (H2 off): not Down"}[h2]
+		t.Run(name, func(t *testing.T) {
+			w := newHAWorld(t, impl.Switches{"H2": h2}, "h1", "h2")
+			web := w.deploy("web1", "h1", false)
+			w.hosts["h1"].StopHeartbeat(true)
+			w.runUntil(sim.HeartbeatWindow+time.Second, nil)
+			w.agents["h1"].Kill() // its domains run on
+			w.runUntil(5*time.Minute, func() bool { return w.status("h1") == host.Down })
+			require.Contains(t, w.hosts["h1"].Running(), web.Name)
+			require.Equal(t, h2, w.status("h1") == host.Down, "h1 is %s", w.status("h1"))
+			require.Equal(t, !h2, w.logged("Neighbouring host:h2 returned status:Up for the investigated host:h1"))
 		})
 	}
 }

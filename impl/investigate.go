@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/csconform/csconform/model/host"
+	"github.com/csconform/csconform/model/vm"
 )
 
 // Investigation of a host whose agent went away (AgentManagerImpl.handleDisconnectWithInvestigation,
@@ -94,8 +95,19 @@ func (s *Server) investigateHost(t *Thread, hostID string) host.Status {
 // neighbour seeing the heart beat makes an unreachable host Disconnected, one seeing it stopped makes
 // it Down. Without NFS storage the answer is Disconnected (the KVM HA agent client is not modelled:
 // it is off unless kvm.ha.webservice is installed).
+//
+// In 4.22 (H2) the answer is the heartbeat alone: a live host whose heartbeat writes failed is Down
+// once its agent is out of reach, and every path that trusts Down (a forced stop's release, a start's
+// cleanup, HA) then acts on domains that still run. The fix asks about the activity on the volumes of
+// the VMs the database puts on the host as well, as KVM host HA's KVMHostActivityChecker does.
 func (s *Server) kvmIsAgentAlive(t *Thread, hostID string) host.Status {
 	cmd := Message{Kind: MsgCheckOnHost, Target: hostID}
+	if !s.Defects["H2"] {
+		cmd.CheckActivity = true
+		for _, v := range s.DB.VMs(func(v *VMVO) bool { return v.HostID == hostID && onHostStates[v.State] }) {
+			cmd.VMNames = append(cmd.VMNames, v.Name)
+		}
+	}
 	hostStatus := host.Disconnected
 	if ans := s.agents.easySend(t, hostID, cmd, checkOnHostWait); ans != nil && ans.Details != noHAStorage {
 		hostStatus = host.Up
@@ -131,6 +143,9 @@ func (s *Server) kvmIsAgentAlive(t *Thread, hostID string) host.Status {
 	s.Log(t, "DEBUG", HostObject(hostID), "HA: HOST is ineligible legacy state %s for host %s", hostStatus, hostID)
 	return hostStatus
 }
+
+// onHostStates are the states of a VM whose domain may run on its host_id.
+var onHostStates = map[vm.State]bool{vm.Starting: true, vm.Running: true, vm.Stopping: true, vm.Migrating: true}
 
 // handleDisconnectWithInvestigation (spec 3.14 step 6, AgentManagerImpl.handleDisconnectWithInvestigation).
 func (am *AgentManager) handleDisconnectWithInvestigation(t *Thread, a *attache, ev host.Event) {

@@ -50,7 +50,9 @@ type Message struct {
 
 	// CheckOnHost / Fence / CheckVirtualMachine (HA investigation, spec 8 item 2)
 	Target        string `json:"target,omitempty"`        // the investigated host
-	CheckActivity bool   `json:"checkActivity,omitempty"` // Fence: also look for the VM's disk activity (the H1 fix)
+	CheckActivity bool   `json:"checkActivity,omitempty"` // Fence: also look for the VM's disk activity (the H1 fix); CheckOnHost: for VMNames' (the H2 fix)
+	// VMNames: CheckOnHost with CheckActivity, the VMs the database puts on the target host
+	VMNames []string `json:"vmNames,omitempty"`
 
 	// Answer
 	Result  bool   `json:"result,omitempty"`
