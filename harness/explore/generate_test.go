@@ -49,3 +49,21 @@ func TestProgramsStayWithinReach(t *testing.T) {
 	// a swarm leaves whole kinds out: some programs deploy and stop without any fault
 	assert.Less(t, seen["fault:crash"], 300)
 }
+
+// The simulator's programs draw HA VMs and the host states of the investigation (issue 12): a host
+// powered off, unreachable, or with its storage heartbeat failing.
+func TestProgramsDrawHAAndHostStates(t *testing.T) {
+	draw := programOf(Everything)
+	seen := map[string]int{}
+	for s := uint64(1); s <= 300; s++ {
+		sc := draw(s)
+		require.NoError(t, sc.Validate())
+		for _, f := range Features(sc) {
+			seen[f]++
+		}
+	}
+	for _, f := range []string{"deploy:ha", "fault:host-power-off", "fault:host-unreachable", "fault:heartbeat-fail"} {
+		assert.Positive(t, seen[f], "no program has %s", f)
+	}
+	assert.Zero(t, seen["fault:host-remove"], "a removed host stays gone: not drawn")
+}

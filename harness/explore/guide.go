@@ -58,6 +58,9 @@ func Features(sc *harness.Scenario) []string {
 		if len(st.Networks) > 1 {
 			set["deploy:multi-nic"] = true
 		}
+		if st.HA {
+			set["deploy:ha"] = true
+		}
 		if st.Until != "" {
 			set["until:"+st.Until] = true
 		}
