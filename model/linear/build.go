@@ -133,8 +133,8 @@ type builder struct {
 	sections map[section]int // index of the open critical section's op in its object's partition
 	// failedStarts: the failed start left open on each VM (its index), closed by the next call on it
 	failedStarts map[string]int
-	clients  map[string]map[string]int
-	now      int64 // the last event's time
+	clients      map[string]map[string]int
+	now          int64 // the last event's time
 	// hosts are the hosts' states as their state events say, for the VM model's staleness bound
 	hosts map[string]*hostSeen
 	// quiet counts the faults under way that stop reports (a management-server restart, a fault on
