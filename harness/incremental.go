@@ -56,12 +56,21 @@ func newIncCheck(compare bool) *incCheck {
 	return &incCheck{in: invariant.NewIncremental(), compare: compare}
 }
 
-func invVM(v *impl.VMVO) invariant.VM {
+func invVM(v *impl.VMVO, cfg *impl.Config) invariant.VM {
 	nets := make([]string, len(v.NetworkIDs))
 	for i, n := range v.NetworkIDs {
 		nets[i] = id(n)
 	}
-	return invariant.VM{ID: id(v.ID), Name: v.Name, Type: v.Type, State: v.State, HostID: v.HostID, LastHostID: v.LastHostID, Removed: v.Removed, NetworkIDs: nets}
+	return invariant.VM{ID: id(v.ID), Name: v.Name, Type: v.Type, State: v.State, HostID: v.HostID, LastHostID: v.LastHostID, Removed: v.Removed, NetworkIDs: nets,
+		HAGrace: haGrace(v, cfg)}
+}
+
+// haGrace is an HA-enabled VM's extra time as a ghost (invariant.VM.HAGrace): HA's retry interval.
+func haGrace(v *impl.VMVO, cfg *impl.Config) time.Duration {
+	if !v.HAEnabled {
+		return 0
+	}
+	return cfg.Seconds("restart.retry.interval")
 }
 
 func invNetwork(n *impl.NetworkVO) invariant.Network {
@@ -110,7 +119,7 @@ func (c *Cluster) updateIncremental(full bool) {
 	r.takeTouched()
 	for _, vid := range ch.VMs {
 		if v := c.DB.VM(vid); v != nil {
-			ic.in.SetVM(invVM(v))
+			ic.in.SetVM(invVM(v, c.Config))
 		}
 	}
 	for _, nid := range ch.Networks {

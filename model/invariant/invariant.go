@@ -47,6 +47,10 @@ type VM struct {
 	HostID, LastHostID string
 	Removed            bool
 	NetworkIDs         []string // the networks of its NICs (nil: unknown)
+	// HAGrace lengthens the ghost-record bound for this VM: an HA-enabled VM reported off is handed to
+	// HA (scheduleRestart) instead of being synced to Stopped, and HA, when it cannot fence the host,
+	// tries again after restart.retry.interval.
+	HAGrace time.Duration
 }
 
 // Host is a host row.
@@ -515,10 +519,12 @@ func explainedByFault(op ClientOp, faults []Fault, grace time.Duration) bool {
 	}
 	for _, f := range faults {
 		// A host's outage reaches starts placed elsewhere too (the network's router may be on it, stuck
-		// Starting), and lasts until the server has the host's reports again.
+		// Starting), and lasts until the server has the host's reports again; a fault on the VM (a
+		// crash, a guest's shutdown) reaches its record only with the host's next reports too (a
+		// start in between finds it Running, then power sync stops it under the start).
 		hostWide := slices.ContainsFunc(f.Targets, func(t string) bool { return t == "ms" || strings.HasPrefix(t, "host:") })
 		end := f.End
-		if hostWide && !end.IsZero() {
+		if !end.IsZero() {
 			end = end.Add(grace)
 		}
 		if f.Disruptive && overlaps(op.Call, op.Return, f.Begin, end) &&

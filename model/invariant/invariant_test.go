@@ -316,6 +316,16 @@ func TestCheckStartFailures(t *testing.T) {
 			mutate: with([]ClientOp{failedStart, op(13, "deleteNetwork", "", []string{"n1"}, at(5), at(11))}, noFaults)},
 		{name: "destroy of another VM on another network",
 			mutate: with([]ClientOp{failedStart, op(13, "destroy", "v2", []string{"n2"}, at(12), at(14))}, noFaults), want: unexplained},
+		{name: "a crash of the VM just before the start explains it until the host's next reports",
+			mutate: func(s *Snapshot) {
+				with([]ClientOp{failedStart}, []Fault{fault("vm:v1", at(8), at(9), true)})(s)
+				s.ReportGrace = 2 * time.Second
+			}},
+		{name: "but not a crash long before",
+			mutate: func(s *Snapshot) {
+				with([]ClientOp{failedStart}, []Fault{fault("vm:v1", at(1), at(2), true)})(s)
+				s.ReportGrace = 2 * time.Second
+			}, want: unexplained},
 		{name: "a start after a destroy of the VM that failed (cancelled by a server restart after its DestroyRequested)",
 			mutate: with([]ClientOp{failedStart, {ID: 13, Kind: "destroyExpunge", VMID: "v1", Call: at(1), Return: at(5), Err: "job cancelled"}}, noFaults)},
 		{name: "a start after a failed stop of the VM is not explained by it",

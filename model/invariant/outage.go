@@ -157,6 +157,7 @@ func ghostKey(v VM) string { return GhostRecord + "|vm:" + v.ID + "|" + v.HostID
 
 // ghostViolation: a ghost that has held since first is a violation once it has lasted past bound.
 func ghostViolation(v VM, why string, first, now time.Time, bound time.Duration) (Violation, bool) {
+	bound += v.HAGrace
 	d := now.Sub(first)
 	if d <= bound {
 		return Violation{}, false

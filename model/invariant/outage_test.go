@@ -1,6 +1,7 @@
 package invariant
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -149,6 +150,26 @@ func TestTrackerGhostRecords(t *testing.T) {
 		s.GhostBound = 0
 		if vs := tr.Check(s); len(vs) != 0 {
 			t.Fatalf("check without a bound: %v", vs)
+		}
+	}
+}
+
+// An HA-enabled VM reported off is HA's: its ghost bound is longer by HA's retry interval (HAGrace),
+// and past that it is a ghost all the same.
+func TestTrackerGhostRecordsOfHAVMs(t *testing.T) {
+	tr := NewTracker()
+	for _, st := range []struct {
+		sec  int
+		want bool
+	}{{110, false}, {411, false}, {1009, false}, {1011, true}} {
+		s := withNetworks()
+		s.Time = at(st.sec)
+		s.GhostBound = 5 * time.Minute
+		s.VMs[0].HAGrace = 10 * time.Minute
+		s.Domains = s.Domains[1:] // i-1 no longer runs on h1
+		got := slices.ContainsFunc(tr.Check(s), func(v Violation) bool { return v.Invariant == GhostRecord && v.Object == "vm:v1" })
+		if got != st.want {
+			t.Fatalf("at %d s: ghost-record %v, want %v", st.sec, got, st.want)
 		}
 	}
 }
