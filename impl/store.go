@@ -270,6 +270,13 @@ func (db *DB) VMsOnHost(hostID string, f func(*VMVO) bool) []*VMVO {
 	return rowsOf(db.vms, db.ix.vmByHost[hostID], f)
 }
 
+// HostVMs is VMs restricted to host_id hostID through the host index: the same rows in the same
+// order at the same scheduling point, without a pass over every VM (a per-ping scan of each host).
+func (db *DB) HostVMs(hostID string, f func(*VMVO) bool) []*VMVO {
+	point(db.env, PointRead)
+	return db.VMsOnHost(hostID, f)
+}
+
 // VMsInNetwork lists the VM rows with a NIC in network nid matching f, by id (the network index).
 func (db *DB) VMsInNetwork(nid int64, f func(*VMVO) bool) []*VMVO {
 	db.lock()
