@@ -45,6 +45,7 @@ func stallWorld(t *testing.T, hostStatus host.Status, st vm.State, ps vm.PowerSt
 	if pendingJob {
 		db.CreateJob("api", "VmWorkStart", "VirtualMachine", v.ID, "ms1")
 	}
+	db.reindex() // the row was written behind the store's back: the host index follows it
 	return s, log, v.ID
 }
 

@@ -12,15 +12,16 @@ import (
 // The planted read-then-write race (impl.PlantedIPFromStaleRead: a guest address picked from one read
 // of the pool and claimed by a second statement) has no sleep between its read and its write: the
 // random strategy never cuts it, PCT's preemption at the database's scheduling points does, and the
-// invariants then see two running domains with one address. A handful of seeds; the 20-seed figure is
-// `csconform bench --budget 1000 --scheduler pct` (and random).
+// invariants then see two running domains with one address. The first three of the seeds whose 20
+// make the figure of `csconform bench --budget 1000 --scheduler pct --defects planted-ip-from-stale-read`
+// (s x 7919; 20/20 found, median 120 cases, worst 902, with the HA and host-fault draws), and random.
 func TestPCTFindsAReadThenWriteRace(t *testing.T) {
 	if testing.Short() {
 		t.Skip("explores 1000 cases a seed")
 	}
 	planted := impl.Switches{impl.PlantedIPFromStaleRead: true}
 	inv := Detectors{Invariants: true}
-	for _, seed := range []uint64{1, 2, 3} {
+	for _, seed := range []uint64{1 * 7919, 2 * 7919, 3 * 7919} {
 		f, ran, err := Explore(Options{Profile: "planted", Defects: planted, Detectors: inv, Scheduler: sim.Strategy{Kind: sim.PCT}}, 1000, seed, time.Millisecond)
 		require.NoError(t, err)
 		require.NotNil(t, f, "PCT: not found in %d cases from seed %d", ran, seed)
@@ -28,7 +29,7 @@ func TestPCTFindsAReadThenWriteRace(t *testing.T) {
 		t.Logf("PCT, seed %d: found after %d cases", seed, f.Cases)
 	}
 	// the same budget under the random strategy: the window is never cut
-	f, ran, err := Explore(Options{Profile: "planted", Defects: planted, Detectors: inv}, 1000, 1, time.Millisecond)
+	f, ran, err := Explore(Options{Profile: "planted", Defects: planted, Detectors: inv}, 1000, 7919, time.Millisecond)
 	require.NoError(t, err)
 	require.Nil(t, f, "random found it after %d cases", ran)
 }
