@@ -104,7 +104,7 @@ func (s *Server) kvmIsAgentAlive(t *Thread, hostID string) host.Status {
 	cmd := Message{Kind: MsgCheckOnHost, Target: hostID}
 	if !s.Defects["H2"] {
 		cmd.CheckActivity = true
-		for _, v := range s.DB.VMs(func(v *VMVO) bool { return v.HostID == hostID && onHostStates[v.State] }) {
+		for _, v := range s.DB.HostVMs(hostID, func(v *VMVO) bool { return v.HostID == hostID && onHostStates[v.State] }) {
 			cmd.VMNames = append(cmd.VMNames, v.Name)
 		}
 	}
