@@ -55,12 +55,15 @@ func Program(t *rapid.T) (*harness.Scenario, int) { return ProgramFor(t, Everyth
 // generator draws none.
 type Reach struct {
 	AgedNetworks bool
+	// HA: the world deploys HA-enabled VMs (the simulator; the container world's deploy has no HA
+	// flag, so its programs draw none)
+	HA bool
 	// Faults lists the faults the world can inject; nil: all of them.
 	Faults map[string]bool
 }
 
 // Everything is the simulator's reach.
-var Everything = Reach{AgedNetworks: true}
+var Everything = Reach{AgedNetworks: true, HA: true}
 
 // ContainerReach is what harness.RunScenarioContainer accepts.
 var ContainerReach = Reach{AgedNetworks: true, Faults: map[string]bool{"crash": true, "guest-shutdown": true,
@@ -147,7 +150,7 @@ func (g *gen) deploy(h string, async bool) string {
 	}
 	// an HA-enabled VM now and then (false is where a shrink goes): HA restarts it when its host is
 	// judged Down, and power sync hands its unexplained power-off to HA
-	ha := !g.classic && rapid.IntRange(0, 3).Draw(g.t, "ha") == 3
+	ha := !g.classic && g.reach.HA && rapid.IntRange(0, 3).Draw(g.t, "ha") == 3
 	g.step(harness.Step{Op: "deploy", VM: name, Networks: nets, Host: h, Async: async, HA: ha})
 	g.vms = append(g.vms, name)
 	g.where[name] = h

@@ -48,6 +48,7 @@ func TestProgramsStayWithinReach(t *testing.T) {
 	}
 	// a swarm leaves whole kinds out: some programs deploy and stop without any fault
 	assert.Less(t, seen["fault:crash"], 300)
+	assert.Zero(t, seen["deploy:ha"], "a world without HA gets no HA-enabled VM")
 }
 
 // The simulator's programs draw HA VMs and the host states of the investigation (issue 12): a host
