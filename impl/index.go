@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"maps"
 	"slices"
+
+	"github.com/csconform/csconform/model/job"
 )
 
 // index holds the DB's secondary indexes, where CloudStack's schema has them (vm_instance by
@@ -19,6 +21,7 @@ type index struct {
 	nicByVM    map[int64][]int64
 	volByVM    map[int64][]int64
 	jobByObj   map[jobObject][]int64
+	jobLive    []int64 // IN_PROGRESS jobs: the job GC's expiry and a restart's clean-up read only these
 	watching   bool
 	changedSet map[rowRef]struct{} // rows written since the last TakeChanges (when watching)
 }
@@ -115,6 +118,9 @@ func (db *DB) indexJob(j *JobVO) {
 	db.ix.jobOrder = insertID(db.ix.jobOrder, j.ID)
 	k := jobObject{j.InstanceType, j.InstanceID}
 	db.ix.jobByObj[k] = insertID(db.ix.jobByObj[k], j.ID)
+	if j.Status == job.InProgress {
+		db.ix.jobLive = insertID(db.ix.jobLive, j.ID)
+	}
 }
 
 // rowsOf copies the rows of ids (in the order given) that match f (nil: all).

@@ -237,7 +237,7 @@ func (m *AsyncJobManager) cancelBlockedQueueItems(t *Thread) {
 func (m *AsyncJobManager) expungeExpiredUnfinishedJobs(t *Thread) {
 	s := m.s
 	cut := s.Env.Now().Add(-time.Duration(s.Config.Int("job.expire.minutes")) * time.Minute)
-	expired := s.DB.Jobs(func(j *JobVO) bool { return j.Status == job.InProgress && !j.Created.After(cut) })
+	expired := s.DB.JobsInProgress(func(j *JobVO) bool { return j.Status == job.InProgress && !j.Created.After(cut) })
 	slices.SortStableFunc(expired, func(a, b *JobVO) int { return a.Created.Compare(b.Created) })
 	if len(expired) > 100 {
 		expired = expired[:100]
@@ -271,7 +271,7 @@ func (m *AsyncJobManager) purgeItem(vmID, jobID int64) {
 // out of transitional states (cleanupResources, PR #8394) — without any network lock.
 func (m *AsyncJobManager) cleanupLeftOverJobs(t *Thread) {
 	s := m.s
-	for _, j := range s.DB.Jobs(func(j *JobVO) bool { return j.MSID == s.ID && j.Status == job.InProgress }) {
+	for _, j := range s.DB.JobsInProgress(func(j *JobVO) bool { return j.MSID == s.ID && j.Status == job.InProgress }) {
 		s.Log(t, "DEBUG", JobObject(j.ID), "Cancel left-over job-%d", j.ID)
 		s.DB.CompleteJob(t.Name, j.ID, job.Failed, 530, "job cancelled because of management server restart or shutdown")
 		switch j.InstanceType {

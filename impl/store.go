@@ -786,6 +786,7 @@ func (db *DB) CompleteJob(actor string, id int64, st job.Status, code int, resul
 		return
 	}
 	j.Status, j.ResultCode, j.Result = st, code, result
+	db.ix.jobLive = removeID(db.ix.jobLive, id)
 	db.touch(tJob, id)
 	db.emit(history.Event{Actor: actor, Kind: history.State, Object: JobObject(id), From: string(job.InProgress), To: string(st), Detail: result})
 }
@@ -800,6 +801,7 @@ func (db *DB) ExpungeJob(actor string, id int64) {
 		return
 	}
 	delete(db.jobs, id)
+	db.ix.jobLive = removeID(db.ix.jobLive, id)
 	db.touch(tJob, id)
 	db.emit(history.Event{Actor: actor, Kind: history.State, Object: JobObject(id), From: string(j.Status), To: "Expunged", Detail: j.Cmd})
 }
@@ -823,6 +825,15 @@ func (db *DB) Jobs(f func(*JobVO) bool) []*JobVO {
 	db.lock()
 	defer db.mu.Unlock()
 	return rowsOf(db.jobs, db.ix.jobOrder, f)
+}
+
+// JobsInProgress is Jobs over the IN_PROGRESS jobs only (the index of live jobs): the same rows in
+// the same order at the same scheduling point, without a pass over every job the run made.
+func (db *DB) JobsInProgress(f func(*JobVO) bool) []*JobVO {
+	point(db.env, PointRead)
+	db.lock()
+	defer db.mu.Unlock()
+	return rowsOf(db.jobs, db.ix.jobLive, f)
 }
 
 // JobsFor lists the jobs of one object (instance_type, instance_id) matching f, by id (the index
