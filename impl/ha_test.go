@@ -1,14 +1,11 @@
 package impl_test
 
 import (
-	"slices"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/csconform/csconform/drivers/sim"
 	"github.com/csconform/csconform/impl"
-	"github.com/csconform/csconform/model/history"
 	"github.com/csconform/csconform/model/host"
 	"github.com/csconform/csconform/model/vm"
 	"github.com/stretchr/testify/require"
@@ -23,14 +20,14 @@ type haWorld struct {
 	srv    *impl.Server
 	hosts  map[string]*sim.Host
 	agents map[string]*impl.Agent
-	evs    *events
+	evs    *eventLog
 	net    int64
 }
 
 func newHAWorld(t *testing.T, defects impl.Switches, hostIDs ...string) *haWorld {
 	s := sim.NewScheduler(5)
 	t.Cleanup(s.Close)
-	w := &haWorld{t: t, s: s, f: sim.NewFabric(s), hosts: map[string]*sim.Host{}, agents: map[string]*impl.Agent{}, evs: &events{}}
+	w := &haWorld{t: t, s: s, f: sim.NewFabric(s), hosts: map[string]*sim.Host{}, agents: map[string]*impl.Agent{}, evs: &eventLog{}}
 	w.db = impl.NewDB(s, w.evs)
 	cfg, err := impl.NewConfig(nil)
 	require.NoError(t, err)
@@ -80,9 +77,7 @@ func (w *haWorld) deploy(name, h string, ha bool) *impl.VMVO {
 
 // logged says whether a management-server line starting with prefix was written.
 func (w *haWorld) logged(prefix string) bool {
-	return slices.ContainsFunc(*w.evs, func(e history.Event) bool {
-		return e.Kind == history.Log && strings.HasPrefix(e.Detail, prefix)
-	})
+	return w.evs.logged(0, prefix)
 }
 
 // TestDisconnectWithInvestigation pins AgentManagerImpl.handleDisconnectWithInvestigation and

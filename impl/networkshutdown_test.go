@@ -2,15 +2,12 @@ package impl_test
 
 import (
 	"fmt"
-	"slices"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/csconform/csconform/impl"
-	"github.com/csconform/csconform/model/history"
 	"github.com/csconform/csconform/model/host"
 	"github.com/csconform/csconform/model/network"
 	"github.com/csconform/csconform/model/vm"
@@ -52,16 +49,12 @@ func TestNetworkLeftShutdown(t *testing.T) {
 			w.runUntil(5*time.Minute, func() bool { return w.status("h1") == host.Up && w.db.VM(net().RouterID).State == vm.Stopped })
 			require.Equal(t, network.Shutdown, net().State, "nothing moves the network on by itself")
 
-			before := len(*w.evs)
+			before := len(w.evs.events)
 			v, j := w.srv.DeployVirtualMachine("web2", []int64{w.net}, "h1")
 			w.runUntil(10*time.Minute, done(j))
 			require.Equal(t, vm.Running, w.db.VM(v.ID).State)
 			require.Equal(t, network.Implemented, net().State)
-			logged := func(prefix string) bool { // during web2's deploy
-				return slices.ContainsFunc((*w.evs)[before:], func(e history.Event) bool {
-					return e.Kind == history.Log && strings.HasPrefix(e.Detail, prefix)
-				})
-			}
+			logged := func(prefix string) bool { return w.evs.logged(before, prefix) } // during web2's deploy
 			require.Equal(t, c.noTransition, logged("NoTransitionException: unable to transition network"))
 			require.Equal(t, c.noTransition, logged("Start of VM "), "the API's retry")
 			require.Equal(t, !c.noTransition, logged(fmt.Sprintf("Network %d was left in Shutdown", w.net)))

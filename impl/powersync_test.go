@@ -48,8 +48,8 @@ func TestLatePowerOnReportAfterStop(t *testing.T) {
 			s := sim.NewScheduler(3)
 			defer s.Close()
 			f := sim.NewFabric(s)
-			var evs events
-			db := impl.NewDB(s, &evs)
+			evs := &eventLog{}
+			db := impl.NewDB(s, evs)
 			cfg, err := impl.NewConfig(nil) // ping.interval 60 s: no periodic report inside the window
 			require.NoError(t, err)
 			f.Listen(true)
@@ -90,7 +90,7 @@ func TestLatePowerOnReportAfterStop(t *testing.T) {
 			require.Equal(t, c.wantHost, got.HostID)
 			require.NotContains(t, hv.Running(), web1.Name, "web1's domain is gone either way")
 			ignored := false
-			for _, e := range evs {
+			for _, e := range evs.events {
 				ignored = ignored || e.Kind == history.Log && strings.HasPrefix(e.Detail, "Ignoring the power-on report of VM "+web1.Name)
 			}
 			require.Equal(t, c.logged, ignored, "the ignored report is logged")

@@ -1,7 +1,6 @@
 package impl_test
 
 import (
-	"strings"
 	"testing"
 	"time"
 
@@ -9,23 +8,9 @@ import (
 
 	"github.com/csconform/csconform/drivers/sim"
 	"github.com/csconform/csconform/impl"
-	"github.com/csconform/csconform/model/history"
 	"github.com/csconform/csconform/model/host"
 	"github.com/csconform/csconform/model/vm"
 )
-
-type eventLog struct{ events []history.Event }
-
-func (l *eventLog) Emit(e history.Event) { l.events = append(l.events, e) }
-
-func (l *eventLog) has(actorPrefix, detail string) bool {
-	for _, e := range l.events {
-		if strings.HasPrefix(e.Actor, actorPrefix) && strings.Contains(e.Detail, detail) {
-			return true
-		}
-	}
-	return false
-}
 
 // startingLeftByDeadServer deploys web1 on h1 and kills the management server while its network's
 // router boots: web1 is Starting on h1 (OperationRetry wrote host_id) and no StartCommand for it was

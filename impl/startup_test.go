@@ -11,10 +11,6 @@ import (
 	"github.com/csconform/csconform/model/host"
 )
 
-type events []history.Event
-
-func (e *events) Emit(ev history.Event) { *e = append(*e, ev) }
-
 // A host whose status is not Up while its agent's link lives is asked, in the next PingAnswer, to
 // re-send its StartupCommand (spec 3.13). That Startup arrives on the connection that already carries
 // the host: CloudStack runs the connect sequence again for the host (AgentConnected → Connecting →
@@ -22,9 +18,9 @@ func (e *events) Emit(ev history.Event) { *e = append(*e, ev) }
 func TestStartupOnSameConnectionReconnectsHost(t *testing.T) {
 	s := sim.NewScheduler(7)
 	defer s.Close()
-	var ev events
+	ev := &eventLog{}
 	f := sim.NewFabric(s)
-	db := impl.NewDB(s, &ev)
+	db := impl.NewDB(s, ev)
 	cfg, err := impl.NewConfig(map[string]string{"ping.interval": "10"})
 	if err != nil {
 		t.Fatal(err)
@@ -32,7 +28,7 @@ func TestStartupOnSameConnectionReconnectsHost(t *testing.T) {
 	f.Listen(true)
 	srv := impl.NewServer("ms1", s, db, cfg, impl.Switches{}, f)
 	srv.Start()
-	impl.NewAgent("h1", s, f, sim.NewHost(s, "h1"), &ev).Start()
+	impl.NewAgent("h1", s, f, sim.NewHost(s, "h1"), ev).Start()
 	up := func() bool { h := db.Host("h1"); return h != nil && h.Status == host.Up }
 	if err := s.RunUntil(s.Now().Add(time.Minute), up); err != nil || !up() {
 		t.Fatalf("h1 not Up after a minute (err %v)", err)
@@ -43,13 +39,13 @@ func TestStartupOnSameConnectionReconnectsHost(t *testing.T) {
 	if _, ok := db.HostTransit("test", "h1", host.ShutdownRequested, ""); !ok {
 		t.Fatal("Up + ShutdownRequested refused")
 	}
-	mark := len(ev)
+	mark := len(ev.events)
 	if err := s.RunFor(45 * time.Second); err != nil {
 		t.Fatal(err)
 	}
 	var trail []string
 	asked := false
-	for _, e := range ev[mark:] {
+	for _, e := range ev.events[mark:] {
 		switch {
 		case e.Kind == history.State && e.Object == "host:h1":
 			trail = append(trail, e.To)
