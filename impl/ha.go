@@ -408,13 +408,3 @@ func (m *HighAvailabilityManager) restartOnPowerOff(t *Thread, v *VMVO) bool {
 	m.scheduleRestart(t, v, true, "")
 	return true
 }
-
-// SetHAEnabled sets a VM's ha_enabled (the service offering's offer_ha at deploy).
-func (db *DB) SetHAEnabled(id int64, on bool) {
-	db.lock()
-	defer db.commit()
-	if v, ok := db.vms[id]; ok {
-		v.HAEnabled = on
-		db.touch(tVM, id)
-	}
-}

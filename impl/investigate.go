@@ -30,16 +30,6 @@ const (
 	checkOnHostWait = 20 * time.Second
 )
 
-// SetHostResourceState sets a host's resource_state (updateHost allocationstate / maintenance).
-func (db *DB) SetHostResourceState(id string, rs ResourceState) {
-	db.lock()
-	defer db.commit()
-	if h, ok := db.hosts[id]; ok {
-		h.ResourceState = rs
-		db.touchKey(tHost, id)
-	}
-}
-
 // easySend is AgentManagerImpl.easySend: nil for a missing or removed host, a host not Up or
 // Connecting, and any failure.
 func (am *AgentManager) easySend(t *Thread, hostID string, m Message, wait time.Duration) *Message {
@@ -104,7 +94,7 @@ func (s *Server) kvmIsAgentAlive(t *Thread, hostID string) host.Status {
 	cmd := Message{Kind: MsgCheckOnHost, Target: hostID}
 	if !s.Defects["H2"] {
 		cmd.CheckActivity = true
-		for _, v := range s.DB.HostVMs(hostID, func(v *VMVO) bool { return v.HostID == hostID && onHostStates[v.State] }) {
+		for _, v := range s.DB.HostVMs(hostID, func(v *VMVO) bool { return onHostStates[v.State] }) {
 			cmd.VMNames = append(cmd.VMNames, v.Name)
 		}
 	}

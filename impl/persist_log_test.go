@@ -61,11 +61,13 @@ func TestEveryWriteReachesTheLog(t *testing.T) {
 	}{
 		{"HostTransit", func() { db.HostTransit("ms1", "h1", host.AgentConnected, "ms1") }},
 		{"SetLastPinged", func() { db.SetLastPinged("h1", time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)) }},
+		{"SetHostResourceState", func() { db.SetHostResourceState("h1", ResourceDisabled) }},
 		{"CreateNetwork", func() { n = db.CreateNetwork("api", "n", false, 3) }},
 		{"UpdateNetworkState", func() { db.UpdateNetworkState("ms1", n, network.Implementing, "implement", false) }},
 		{"SetNetworkCreated", func() { require.NoError(t, db.SetNetworkCreated(n.ID, time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC))) }},
 		{"CreateVM", func() { v = db.CreateVM("api", "", "User", []int64{n.ID}) }},
 		{"SetNetworkRouter", func() { db.SetNetworkRouter(n.ID, v.ID) }},
+		{"SetHAEnabled", func() { db.SetHAEnabled(v.ID, true) }},
 		{"CreateNic", func() { nic = db.CreateNic(v.ID, n.ID) }},
 		{"SetNicState", func() { db.SetNicState(nic.ID, "Reserved") }},
 		{"ReserveIP", func() { require.NotEmpty(t, db.ReserveIP("ms1", nic.ID)) }},

@@ -277,6 +277,16 @@ func (db *DB) HostVMs(hostID string, f func(*VMVO) bool) []*VMVO {
 	return db.VMsOnHost(hostID, f)
 }
 
+// SetHAEnabled sets a VM's ha_enabled (the service offering's offer_ha at deploy).
+func (db *DB) SetHAEnabled(id int64, on bool) {
+	db.lock()
+	defer db.commit()
+	if v, ok := db.vms[id]; ok {
+		v.HAEnabled = on
+		db.touch(tVM, id)
+	}
+}
+
 // VMsInNetwork lists the VM rows with a NIC in network nid matching f, by id (the network index).
 func (db *DB) VMsInNetwork(nid int64, f func(*VMVO) bool) []*VMVO {
 	db.lock()
@@ -760,6 +770,16 @@ func (db *DB) SetLastPinged(id string, t time.Time) {
 }
 
 // ---- async jobs
+
+// SetHostResourceState sets a host's resource_state (updateHost allocationstate / maintenance).
+func (db *DB) SetHostResourceState(id string, rs ResourceState) {
+	db.lock()
+	defer db.commit()
+	if h, ok := db.hosts[id]; ok {
+		h.ResourceState = rs
+		db.touchKey(tHost, id)
+	}
+}
 
 // CreateJob inserts an IN_PROGRESS job.
 func (db *DB) CreateJob(actor, cmd, instanceType string, instanceID int64, msID string) *JobVO {
