@@ -520,7 +520,7 @@ func (s *Server) scanStalledVMInTransitionStateOnUpHost(t *Thread, hostID string
 	stall := time.Duration(s.Config.Int("vm.job.report.interval")*2) * time.Millisecond
 	cut := s.Env.Now().Add(-stall)
 	var stalled, recent []*VMVO
-	for _, v := range s.DB.HostVMs(hostID, func(v *VMVO) bool { return !v.Removed && v.HostID == hostID && inTransition(v.State) }) {
+	for _, v := range s.DB.HostVMs(hostID, func(v *VMVO) bool { return !v.Removed && inTransition(v.State) }) {
 		// The Java filters on a 10 s cache of VM ids with pending work jobs (vmIdsInProgressCache);
 		// the reference asks now (docs/fidelity.md).
 		if s.jobs.PendingWorkJobs(v.ID) {
