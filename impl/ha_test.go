@@ -25,15 +25,9 @@ type haWorld struct {
 }
 
 func newHAWorld(t *testing.T, defects impl.Switches, hostIDs ...string) *haWorld {
-	s := sim.NewScheduler(5)
-	t.Cleanup(s.Close)
-	w := &haWorld{t: t, s: s, f: sim.NewFabric(s), hosts: map[string]*sim.Host{}, agents: map[string]*impl.Agent{}, evs: &eventLog{}}
-	w.db = impl.NewDB(s, w.evs)
-	cfg, err := impl.NewConfig(nil)
-	require.NoError(t, err)
-	w.f.Listen(true)
-	w.srv = impl.NewServer("ms1", s, w.db, cfg, defects, w.f)
-	w.srv.Start()
+	sv := newSimServer(t, 5, nil, defects)
+	s := sv.s
+	w := &haWorld{t: t, s: s, f: sv.f, db: sv.db, srv: sv.srv, evs: sv.log, hosts: map[string]*sim.Host{}, agents: map[string]*impl.Agent{}}
 	for _, h := range hostIDs {
 		w.hosts[h] = sim.NewHost(s, h)
 	}

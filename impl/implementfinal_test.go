@@ -8,7 +8,6 @@ import (
 
 	"github.com/csconform/csconform/drivers/sim"
 	"github.com/csconform/csconform/impl"
-	"github.com/csconform/csconform/model/host"
 	"github.com/csconform/csconform/model/job"
 	"github.com/csconform/csconform/model/network"
 	"github.com/csconform/csconform/model/vm"
@@ -34,18 +33,9 @@ func TestImplementNetworkFinalTransition(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(string(c.reading), func(t *testing.T) {
-			s := sim.NewScheduler(2)
-			t.Cleanup(s.Close)
-			f := sim.NewFabric(s)
-			log := &eventLog{}
-			db := impl.NewDB(s, log)
-			cfg, err := impl.NewConfig(map[string]string{"network.implement.final.transition": string(c.reading)})
-			require.NoError(t, err)
-			f.Listen(true)
-			srv := impl.NewServer("ms1", s, db, cfg, impl.Switches{"D1": true}, f)
-			srv.Start()
-			impl.NewAgent("h1", s, f, sim.NewHost(s, "h1"), nil).Start()
-			require.NoError(t, s.RunUntil(s.Now().Add(time.Minute), func() bool { h := db.Host("h1"); return h != nil && h.Status == host.Up }))
+			w := newSimServer(t, 2, map[string]string{"network.implement.final.transition": string(c.reading)}, impl.Switches{"D1": true})
+			s, db, log, srv := w.s, w.db, w.log, w.srv
+			w.agent(t, "h1", sim.NewHost(s, "h1"))
 			n := srv.CreateNetwork("net1", false, 4)
 			require.NoError(t, db.SetNetworkCreated(n.ID, s.Now().Add(-48*time.Hour)))
 			// started once, as a boot group does: a retry would implement the network again

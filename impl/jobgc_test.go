@@ -14,16 +14,8 @@ import (
 
 // jobGCWorld is a management server with no hosts: only its job manager's tasks run.
 func jobGCWorld(t *testing.T, overrides map[string]string) (*sim.Scheduler, *impl.DB, *eventLog, *impl.Server) {
-	s := sim.NewScheduler(1)
-	t.Cleanup(s.Close)
-	f := sim.NewFabric(s)
-	log := &eventLog{}
-	db := impl.NewDB(s, log)
-	cfg, err := impl.NewConfig(overrides)
-	require.NoError(t, err)
-	srv := impl.NewServer("ms1", s, db, cfg, impl.Switches{}, f)
-	srv.Start()
-	return s, db, log, srv
+	w := newSimServer(t, 1, overrides, impl.Switches{})
+	return w.s, w.db, w.log, w.srv
 }
 
 func jobOf(db *impl.DB, cmd string) *impl.JobVO {

@@ -8,7 +8,6 @@ import (
 	"github.com/csconform/csconform/drivers/sim"
 	"github.com/csconform/csconform/impl"
 	"github.com/csconform/csconform/model/history"
-	"github.com/csconform/csconform/model/host"
 	"github.com/csconform/csconform/model/vm"
 	"github.com/stretchr/testify/require"
 )
@@ -45,21 +44,10 @@ func TestLatePowerOnReportAfterStop(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			s := sim.NewScheduler(3)
-			defer s.Close()
-			f := sim.NewFabric(s)
-			evs := &eventLog{}
-			db := impl.NewDB(s, evs)
-			cfg, err := impl.NewConfig(nil) // ping.interval 60 s: no periodic report inside the window
-			require.NoError(t, err)
-			f.Listen(true)
-			srv := impl.NewServer("ms1", s, db, cfg, c.defects, f)
-			srv.Start()
+			w := newSimServer(t, 3, nil, c.defects) // ping.interval 60 s: no periodic report inside the window
+			s, f, db, evs, srv := w.s, w.f, w.db, w.log, w.srv
 			hv := sim.NewHost(s, "h1")
-			impl.NewAgent("h1", s, f, hv, nil).Start()
-			up := func() bool { h := db.Host("h1"); return h != nil && h.Status == host.Up }
-			require.NoError(t, s.RunUntil(s.Now().Add(time.Minute), up))
-			require.True(t, up(), "h1 not Up")
+			w.agent(t, "h1", hv)
 
 			n := srv.CreateNetwork("n1", true, 8)
 			deploy := func(name string) *impl.VMVO {

@@ -9,7 +9,6 @@ import (
 
 	"github.com/csconform/csconform/drivers/sim"
 	"github.com/csconform/csconform/impl"
-	"github.com/csconform/csconform/model/host"
 	"github.com/csconform/csconform/model/job"
 	"github.com/csconform/csconform/model/network"
 	"github.com/csconform/csconform/model/vm"
@@ -18,20 +17,10 @@ import (
 // routerWorld deploys web1 into net1 on h1 (so net1's router runs), then destroys and expunges web1:
 // net1 is free and Implemented, its router Running.
 func routerWorld(t *testing.T, sw impl.Switches) (*sim.Scheduler, *impl.DB, *eventLog, *impl.Server, *sim.Host, *impl.Agent, *impl.NetworkVO) {
-	s := sim.NewScheduler(5)
-	t.Cleanup(s.Close)
-	f := sim.NewFabric(s)
-	log := &eventLog{}
-	db := impl.NewDB(s, log)
-	cfg, err := impl.NewConfig(nil)
-	require.NoError(t, err)
-	f.Listen(true)
-	srv := impl.NewServer("ms1", s, db, cfg, sw, f)
-	srv.Start()
+	w := newSimServer(t, 5, nil, sw)
+	s, db, log, srv := w.s, w.db, w.log, w.srv
 	h1 := sim.NewHost(s, "h1")
-	agent := impl.NewAgent("h1", s, f, h1, nil)
-	agent.Start()
-	require.NoError(t, s.RunUntil(s.Now().Add(time.Minute), func() bool { h := db.Host("h1"); return h != nil && h.Status == host.Up }))
+	agent := w.agent(t, "h1", h1)
 	n := srv.CreateNetwork("net1", false, 4)
 	v, j := srv.DeployVirtualMachine("web1", []int64{n.ID}, "h1")
 	done := func(j *impl.JobVO) func() bool { return func() bool { return db.Job(j.ID).Status.Done() } }

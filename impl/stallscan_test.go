@@ -8,7 +8,6 @@ import (
 
 	"github.com/csconform/csconform/drivers/sim"
 	"github.com/csconform/csconform/impl"
-	"github.com/csconform/csconform/model/host"
 	"github.com/csconform/csconform/model/vm"
 )
 
@@ -24,19 +23,10 @@ func startingLeftByDeadServer(t *testing.T, overrides map[string]string) (*sim.S
 // leftByDeadServer is startingLeftByDeadServer with the switches of both incarnations and the moment
 // of the kill: 10 s into the deploy (killAfter ""), or just after a log line containing killAfter.
 func leftByDeadServer(t *testing.T, overrides map[string]string, sw impl.Switches, killAfter string) (*sim.Scheduler, *impl.DB, *eventLog, int64, *impl.Server) {
-	s := sim.NewScheduler(3)
-	t.Cleanup(s.Close)
-	f := sim.NewFabric(s)
-	log := &eventLog{}
-	db := impl.NewDB(s, log)
-	cfg, err := impl.NewConfig(overrides)
-	require.NoError(t, err)
-	f.Listen(true)
-	srv := impl.NewServer("ms1", s, db, cfg, sw, f)
-	srv.Start()
-	impl.NewAgent("h1", s, f, sim.NewHost(s, "h1"), nil).Start()
-	up := func() bool { h := db.Host("h1"); return h != nil && h.Status == host.Up }
-	require.NoError(t, s.RunUntil(s.Now().Add(time.Minute), up))
+	w := newSimServer(t, 3, overrides, sw)
+	s, f, db, log, cfg, srv := w.s, w.f, w.db, w.log, w.cfg, w.srv
+	w.agent(t, "h1", sim.NewHost(s, "h1"))
+	up := func() bool { return w.up("h1") }
 	// Deploy shortly before h1's next ping, so the agent notices the dead server at once and its first
 	// ping after reconnecting comes within the power-report graceful period of web1's last change:
 	// then it is the stall scan, not the missing-VM report, that acts on that ping.
@@ -159,19 +149,10 @@ func (h *stopCounter) Stop(name string) error {
 // Release, so a start that failed before its StartCommand (here: no address left at prepareNic) still
 // stops the VM on the host it had been given.
 func TestFailedStartSendsStopCommandFromRelease(t *testing.T) {
-	s := sim.NewScheduler(5)
-	t.Cleanup(s.Close)
-	f := sim.NewFabric(s)
-	db := impl.NewDB(s, nil)
-	cfg, err := impl.NewConfig(nil)
-	require.NoError(t, err)
-	f.Listen(true)
-	srv := impl.NewServer("ms1", s, db, cfg, impl.Switches{}, f)
-	srv.Start()
+	w := newSimServer(t, 5, nil, impl.Switches{})
+	s, db, srv := w.s, w.db, w.srv
 	h := &stopCounter{Host: sim.NewHost(s, "h1"), stops: map[string]int{}}
-	impl.NewAgent("h1", s, f, h, nil).Start()
-	up := func() bool { h := db.Host("h1"); return h != nil && h.Status == host.Up }
-	require.NoError(t, s.RunUntil(s.Now().Add(time.Minute), up))
+	w.agent(t, "h1", h)
 	n := srv.CreateNetwork("n1", false, 1)
 	deploy := func(name string) (int64, error) {
 		v, j := srv.DeployVirtualMachine(name, []int64{n.ID}, "h1")
@@ -181,7 +162,7 @@ func TestFailedStartSendsStopCommandFromRelease(t *testing.T) {
 		require.NoError(t, s.RunUntil(s.Now().Add(5*time.Minute), func() bool { return done }))
 		return v.ID, err
 	}
-	_, err = deploy("web1")
+	_, err := deploy("web1")
 	require.NoError(t, err)
 	id, err := deploy("web2")
 	require.ErrorContains(t, err, "Insufficient address capacity")
