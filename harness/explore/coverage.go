@@ -56,6 +56,19 @@ func Transitions() []Transition {
 
 var allTransitions = Transitions()
 
+// rows and networkRows index allTransitions for rowOf, which reads every state event of every case: a
+// row by itself, and a network's row by its two states.
+var rows, networkRows = func() (map[Transition]bool, map[[2]string]Transition) {
+	all, nets := map[Transition]bool{}, map[[2]string]Transition{}
+	for _, t := range allTransitions {
+		all[t] = true
+		if _, dup := nets[[2]string{t.From, t.To}]; t.Machine == MachineNetwork && !dup {
+			nets[[2]string{t.From, t.To}] = t // the first, as the scan it replaces took
+		}
+	}
+	return all, nets
+}()
+
 // Coverage is what runs reached: rows of the model tables, and kinds of log line (a line with its
 // numbers blanked out, so that vm3 and vm4 say the same thing).
 type Coverage struct {
@@ -110,25 +123,12 @@ func rowOf(e history.Event) (Transition, bool) {
 		if e.Direct {
 			return Transition{}, false
 		}
-		for _, r := range allTransitions {
-			if r.Machine == MachineNetwork && r.From == e.From && r.To == e.To {
-				return r, true
-			}
-		}
-		return Transition{}, false
+		r, ok := networkRows[[2]string{e.From, e.To}]
+		return r, ok
 	default:
 		return Transition{}, false
 	}
-	return t, lookup(t)
-}
-
-func lookup(t Transition) bool {
-	for _, r := range allTransitions {
-		if r == t {
-			return true
-		}
-	}
-	return false
+	return t, rows[t]
 }
 
 // logKind is a log line with its digits blanked: "Network 7 is still free" and "Network 12 is still
