@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/go-sql-driver/mysql"
 )
@@ -61,7 +62,24 @@ func RedactDSN(dsn string) string {
 	if strings.Contains(dsn, "?") {
 		s += "?…"
 	}
-	return s
+	return escapeControls(s)
+}
+
+// escapeControls writes control characters as \xNN: the driver decodes %0A in a database name into a
+// newline, which would break an error (or a log line) quoting the DSN in two.
+func escapeControls(s string) string {
+	if !strings.ContainsFunc(s, unicode.IsControl) {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		if unicode.IsControl(r) {
+			fmt.Fprintf(&b, "\\x%02x", r)
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }
 
 // knownNet: the networks a DSN may name.
