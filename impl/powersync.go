@@ -15,8 +15,8 @@ func (s *Server) processHostVmStateReport(t *Thread, hostID string, report []str
 	var reported []int64
 	var unknown []string
 	for _, name := range report {
-		if v := s.DB.VMByName(name); v != nil {
-			reported = append(reported, v.ID)
+		if id, ok := s.DB.VMIDByName(name); ok {
+			reported = append(reported, id)
 		} else {
 			unknown = append(unknown, name)
 		}
@@ -47,8 +47,8 @@ func (s *Server) reportPredatesStateChange(t *Thread, id int64, collected time.T
 	if collected.IsZero() {
 		return false // a report that does not say when it was collected: 4.22's behaviour
 	}
-	v := s.DB.VM(id)
-	if v == nil || collected.After(v.UpdateTime) {
+	v, ok := s.DB.VMStampOf(id)
+	if !ok || collected.After(v.UpdateTime) {
 		return false
 	}
 	s.Log(t, "DEBUG", VMObject(id), "Ignoring the power-on report of VM %s collected at %s: its state changed to %s at %s, after the report was collected.",

@@ -242,6 +242,40 @@ func (db *DB) VMByName(name string) *VMVO {
 	return &c
 }
 
+// VMIDByName is VMByName for callers that need only the id (power sync, once per reported domain
+// per report): the same read and the same scheduling point, without copying the row.
+func (db *DB) VMIDByName(name string) (int64, bool) {
+	point(db.env, PointRead)
+	db.lock()
+	defer db.mu.Unlock()
+	for _, v := range db.ix.vmByName[name] {
+		if !v.Removed {
+			return v.ID, true
+		}
+	}
+	return 0, false
+}
+
+// VMStamp is what a VM's last state change left in its row: name, state and update_time.
+type VMStamp struct {
+	Name       string
+	State      vm.State
+	UpdateTime time.Time
+}
+
+// VMStampOf reads a VM's stamp (false if missing): the same read and scheduling point as VM, without
+// copying the row, for the C3 check that power sync runs on every reported VM.
+func (db *DB) VMStampOf(id int64) (VMStamp, bool) {
+	point(db.env, PointRead)
+	db.lock()
+	defer db.mu.Unlock()
+	v, ok := db.vms[id]
+	if !ok {
+		return VMStamp{}, false
+	}
+	return VMStamp{Name: v.Name, State: v.State, UpdateTime: v.UpdateTime}, true
+}
+
 // rows copies the rows of a table that match f (nil: all), in id order: never map order, so every
 // caller's decisions replay with the seed.
 func rows[K cmp.Ordered, V any](table map[K]*V, f func(*V) bool) []*V {
