@@ -183,6 +183,13 @@ func (am *AgentManager) send(t *Thread, hostID string, m Message, wait time.Dura
 	a := am.attaches[hostID]
 	closed := a == nil || a.closed
 	am.mu.Unlock()
+	if closed && s.Clustered {
+		// ClusteredAgentManagerImpl.getAttache: a host Up and owned by another server gets a
+		// forwarding attache (isHostOwnerSwitched)
+		if h := s.DB.Host(hostID); h != nil && h.Status == host.Up && h.MSID != "" && h.MSID != s.ID {
+			return am.forward(t, h, m, wait)
+		}
+	}
 	if closed {
 		if h := s.DB.Host(hostID); h != nil && h.Status != host.Up {
 			return nil, &AgentUnavailableError{Host: hostID, Reason: "Host with specified id is not in the right state: " + string(h.Status)}

@@ -31,6 +31,8 @@ var Defects = []Defect{
 	{"H1", "KVM fencing only checks the host's storage heartbeat: a live host whose heartbeat failed is \"fenced\" while its domain runs, and HA starts the VM a second time elsewhere"},
 	// Found by csconform explore under fixed once it drew the host faults (seed 5, case 1604).
 	{"H2", "KVMInvestigator judges a host Down from its storage heartbeat alone: a live host whose heartbeat failed is Down once its agent is cut off, and a start's cleanup or a forced stop then releases the NICs of a domain that still runs (KVMInvestigator.isAgentAlive)"},
+	// Found reading AsyncJobManagerImpl.onManagementNodeLeft for several management servers.
+	{"M1", "a peer's onManagementNodeLeft cleans up the left server's jobs by its mshost row id, which no job's msid column holds: its IN_PROGRESS jobs, and the VMs and networks they left in transition, stay until the GC cancels or expires them or the server comes back (AsyncJobManagerImpl.onManagementNodeLeft)"},
 }
 
 // PlantedStopTimeoutIsSuccess is not a CloudStack defect: it is a bug the detector tests plant to show

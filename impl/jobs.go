@@ -188,6 +188,10 @@ func (m *AsyncJobManager) gcTask(t *Thread) {
 	next := m.s.Env.Now().Add(period)
 	for {
 		m.s.Env.Sleep(GCInterval)
+		release, ok := m.s.globalLock(t, "AsyncJobManagerGC")
+		if !ok {
+			continue // a peer runs this tick's GC
+		}
 		m.cancelBlockedQueueItems(t)
 		m.expungeExpiredUnfinishedJobs(t)
 		m.s.cleanupOrphanedNetworks(t)
@@ -195,6 +199,7 @@ func (m *AsyncJobManager) gcTask(t *Thread) {
 			m.s.transitionTask(t)
 			next = next.Add(period)
 		}
+		release()
 	}
 }
 
@@ -269,9 +274,13 @@ func (m *AsyncJobManager) purgeItem(vmID, jobID int64) {
 
 // cleanupLeftOverJobs cancels this server's IN_PROGRESS jobs after a restart and moves their objects
 // out of transitional states (cleanupResources, PR #8394) — without any network lock.
-func (m *AsyncJobManager) cleanupLeftOverJobs(t *Thread) {
+func (m *AsyncJobManager) cleanupLeftOverJobs(t *Thread) { m.cleanupLeftOverJobsOf(t, m.s.ID) }
+
+// cleanupLeftOverJobsOf is cleanupLeftOverJobs(msid): a server at start-up for its own previous
+// incarnation, a peer for a server that left (onManagementNodeLeft).
+func (m *AsyncJobManager) cleanupLeftOverJobsOf(t *Thread, msid string) {
 	s := m.s
-	for _, j := range s.DB.JobsInProgress(func(j *JobVO) bool { return j.MSID == s.ID && j.Status == job.InProgress }) {
+	for _, j := range s.DB.JobsInProgress(func(j *JobVO) bool { return j.MSID == msid && j.Status == job.InProgress }) {
 		s.Log(t, "DEBUG", JobObject(j.ID), "Cancel left-over job-%d", j.ID)
 		s.DB.CompleteJob(t.Name, j.ID, job.Failed, 530, "job cancelled because of management server restart or shutdown")
 		switch j.InstanceType {

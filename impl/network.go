@@ -324,6 +324,12 @@ func (s *Server) networkGarbageCollector(t *Thread) {
 	lastFree := map[int64]time.Time{}
 	for {
 		s.Env.Sleep(s.Config.Seconds("network.gc.interval"))
+		// Network.GC.Lock: one server a tick; lastFree is this server's memory, so a network is shut
+		// down only when the same server has seen it free network.gc.wait apart
+		release, ok := s.globalLock(t, "Network.GC.Lock")
+		if !ok {
+			continue
+		}
 		now := s.Env.Now()
 		stillFree := map[int64]time.Time{}
 		var shutdown []int64
@@ -349,6 +355,7 @@ func (s *Server) networkGarbageCollector(t *Thread) {
 				s.Log(t, "WARN", NetworkObject(id), "Unable to shutdown network: %d", id)
 			}
 		}
+		release()
 	}
 }
 

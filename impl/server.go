@@ -2,6 +2,7 @@ package impl
 
 import (
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -17,6 +18,14 @@ type Server struct {
 	Config  *Config
 	Defects Switches
 	Net     Transport
+
+	// Clustered: the server is one of several on the database (cluster.go): it keeps an mshost
+	// row, watches its peers and takes the cluster-wide locks; Peers finds a running peer.
+	Clustered bool
+	Peers     PeerServers
+	// TaskPrefix names the server's tasks in its world ("ms/" by default, so a world can end one
+	// process's tasks by prefix); ThreadPrefix its threads, when several servers share a history.
+	TaskPrefix, ThreadPrefix string
 
 	agents  *AgentManager
 	jobs    *AsyncJobManager
@@ -59,19 +68,29 @@ func NewServer(id string, env Env, db *DB, cfg *Config, defects Switches, net Tr
 func (s *Server) Start() {
 	s.started = s.Env.Now()
 	s.syncTransitioningVmPowerState = s.Config.Bool("vm.sync.power.state.transitioning")
-	t := &Thread{Name: "main"}
+	t := &Thread{Name: s.ThreadPrefix + "main"}
 	s.DB.CleanupLocksForServer(s.ID)
 	s.jobs.cleanupLeftOverJobs(t)
 	s.agents.start(t)
 	s.jobs.start()
+	if s.Clustered {
+		s.startCluster(t)
+	}
 	s.Go("Network-Scavenger", s.networkGarbageCollector)
 	s.Log(t, "INFO", "", "Management server %s started", s.ID)
 }
 
 // Go starts a server thread.
 func (s *Server) Go(name string, fn func(t *Thread)) {
+	if !strings.HasPrefix(name, s.ThreadPrefix) {
+		name = s.ThreadPrefix + name
+	}
 	t := &Thread{Name: name}
-	s.Env.Go("ms/"+name, func() { fn(t) })
+	prefix := s.TaskPrefix
+	if prefix == "" {
+		prefix = "ms/"
+	}
+	s.Env.Go(prefix+name, func() { fn(t) })
 }
 
 // nextThread names a pooled worker thread ("API-Job-Executor-3").
@@ -80,7 +99,7 @@ func (s *Server) nextThread(pool string) string {
 	s.threadNo++
 	n := s.threadNo
 	s.mu.Unlock()
-	return fmt.Sprintf("%s-%d", pool, n)
+	return fmt.Sprintf("%s%s-%d", s.ThreadPrefix, pool, n)
 }
 
 // Log writes a management-server.log line into the history.

@@ -36,6 +36,7 @@ type DB struct {
 	hosts    map[string]*HostVO
 	jobs     map[int64]*JobVO
 	locks    map[string]*LockVO
+	mshosts  map[string]*MSHostVO // by msid; memory only: several servers run only in the simulator
 	nextID   int64
 	ix       index // secondary indexes (index.go)
 
@@ -790,6 +791,30 @@ func (db *DB) HostTransit(actor, id string, ev host.Event, msID string) (host.St
 		h.MSID = msID
 	}
 	return to, true
+}
+
+// MarkHostsAsDisconnected is HostDaoImpl.markHostsAsDisconnected(msid, lastPing): the hosts a
+// server owned become Disconnected with no owner, by a direct UPDATE (not the host state machine),
+// so that another server can take them. It returns the hosts it changed.
+func (db *DB) MarkHostsAsDisconnected(actor, msID string, lastPing time.Time) []string {
+	point(db.env, PointWrite)
+	db.lock()
+	defer db.commit()
+	var changed []string
+	for _, id := range slices.Sorted(maps.Keys(db.hosts)) {
+		h := db.hosts[id]
+		if h.MSID != msID {
+			continue
+		}
+		from := h.Status
+		h.Status, h.MSID, h.LastPinged, h.DisconnectedOn = host.Disconnected, "", lastPing, db.env.Now()
+		db.touchKey(tHost, id)
+		changed = append(changed, id)
+		if from != host.Disconnected {
+			db.emit(history.Event{Actor: actor, Kind: history.State, Object: HostObject(id), From: string(from), To: string(host.Disconnected), Detail: "markHostsAsDisconnected " + msID, Direct: true})
+		}
+	}
+	return changed
 }
 
 // SetLastPinged records a ping.

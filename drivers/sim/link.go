@@ -11,11 +11,13 @@ import (
 // on each connection (TCP), take a seeded latency, are held while a host's link is cut and flow again
 // when it heals; a closed connection is seen by both ends.
 type Fabric struct {
-	s         *Scheduler
-	listening bool
-	backlog   []*end
-	acceptSig impl.Signal
-	conns     []*conn
+	s *Scheduler
+	// def is the management server's endpoint (Listen, Accept); peers are the other servers' when
+	// several share the database, and prefs each host's order of servers (its agent's host= list).
+	def   *Endpoint
+	peers map[string]*Endpoint
+	prefs map[string][]string
+	conns []*conn
 	cut       map[string]bool
 	// stale: the next out-of-band ping from a host is processed this much later (a report collected at
 	// t and handled at t+d), without holding back the messages behind it.
@@ -26,6 +28,7 @@ type Fabric struct {
 
 type conn struct {
 	host   string
+	ep     *Endpoint // the server end's endpoint
 	closed bool
 	ms     *end // the management server's end
 	agent  *end
@@ -43,25 +46,79 @@ type end struct {
 
 // NewFabric returns a fabric whose management server is not listening yet.
 func NewFabric(s *Scheduler) *Fabric {
-	return &Fabric{s: s, cut: map[string]bool{}, stale: map[string]time.Duration{},
+	f := &Fabric{s: s, cut: map[string]bool{}, stale: map[string]time.Duration{},
 		MinLatency: time.Millisecond, MaxLatency: 20 * time.Millisecond}
+	f.def = &Endpoint{f: f}
+	return f
 }
 
-// Listen starts (or stops) accepting agent connections; stopping closes every connection, as a
-// management server's process exit does.
-func (f *Fabric) Listen(on bool) {
-	f.listening = on
+// Endpoint is one management server's listening address on the fabric.
+type Endpoint struct {
+	f         *Fabric
+	name      string
+	listening bool
+	backlog   []*end
+	acceptSig impl.Signal
+}
+
+// Endpoint returns the endpoint of the server named name ("" or the first name asked for: the
+// default one, which Listen and Accept use), making it on first use.
+func (f *Fabric) Endpoint(name string) *Endpoint {
+	if name == "" || name == f.def.name {
+		return f.def
+	}
+	if f.def.name == "" && f.peers == nil {
+		f.def.name = name
+		return f.def
+	}
+	if e, ok := f.peers[name]; ok {
+		return e
+	}
+	if f.peers == nil {
+		f.peers = map[string]*Endpoint{}
+	}
+	e := &Endpoint{f: f, name: name}
+	f.peers[name] = e
+	return e
+}
+
+// Prefer sets the order in which host's agent tries the servers (the host= list of its
+// agent.properties, behind the balancer): the first listening one gets the connection.
+func (f *Fabric) Prefer(host string, servers []string) {
+	if f.prefs == nil {
+		f.prefs = map[string][]string{}
+	}
+	f.prefs[host] = servers
+}
+
+// Listen starts (or stops) accepting agent connections on the default endpoint; stopping closes its
+// connections, as a management server's process exit does.
+func (f *Fabric) Listen(on bool) { f.def.Listen(on) }
+
+// Listen starts (or stops) accepting agent connections; stopping closes every connection to this
+// server, as its process exit does.
+func (e *Endpoint) Listen(on bool) {
+	f := e.f
+	e.listening = on
 	if !on {
+		var kept []*conn
 		for _, c := range f.conns {
-			c.close()
+			if c.ep == e {
+				c.close()
+			} else {
+				kept = append(kept, c)
+			}
 		}
-		f.conns = nil
-		f.backlog = nil
-		if f.acceptSig != nil {
-			f.acceptSig.Fire()
+		f.conns = kept
+		e.backlog = nil
+		if e.acceptSig != nil {
+			e.acceptSig.Fire()
 		}
 	}
 }
+
+// Dial is the agent's side (the fabric chooses the server).
+func (e *Endpoint) Dial(host string) (impl.Pipe, error) { return e.f.Dial(host) }
 
 // Cut holds (true) or releases (false) every message on host's link, in both directions.
 func (f *Fabric) Cut(host string, on bool) {
@@ -91,37 +148,50 @@ func (f *Fabric) CloseHost(host string) {
 
 // Dial is the agent's side.
 func (f *Fabric) Dial(host string) (impl.Pipe, error) {
-	if !f.listening {
+	ep := f.def
+	if order, ok := f.prefs[host]; ok {
+		ep = nil
+		for _, name := range order {
+			if e := f.Endpoint(name); e.listening {
+				ep = e
+				break
+			}
+		}
+	}
+	if ep == nil || !ep.listening {
 		return nil, fmt.Errorf("dial management server: connection refused")
 	}
 	if f.cut[host] {
 		return nil, fmt.Errorf("dial management server: i/o timeout")
 	}
-	c := &conn{host: host}
+	c := &conn{host: host, ep: ep}
 	c.ms = &end{f: f, c: c}
 	c.agent = &end{f: f, c: c}
 	c.ms.peer, c.agent.peer = c.agent, c.ms
 	f.conns = append(f.conns, c)
-	f.backlog = append(f.backlog, c.ms)
-	if f.acceptSig != nil {
-		f.acceptSig.Fire()
+	ep.backlog = append(ep.backlog, c.ms)
+	if ep.acceptSig != nil {
+		ep.acceptSig.Fire()
 	}
 	return c.agent, nil
 }
 
+// Accept is the default management server's side.
+func (f *Fabric) Accept() (impl.Pipe, error) { return f.def.Accept() }
+
 // Accept is the management server's side.
-func (f *Fabric) Accept() (impl.Pipe, error) {
+func (e *Endpoint) Accept() (impl.Pipe, error) {
 	for {
-		if !f.listening {
+		if !e.listening {
 			return nil, impl.ErrClosed
 		}
-		if len(f.backlog) > 0 {
-			e := f.backlog[0]
-			f.backlog = f.backlog[1:]
-			return e, nil
+		if len(e.backlog) > 0 {
+			b := e.backlog[0]
+			e.backlog = e.backlog[1:]
+			return b, nil
 		}
-		f.acceptSig = f.s.NewSignal()
-		f.acceptSig.Wait(0)
+		e.acceptSig = e.f.s.NewSignal()
+		e.acceptSig.Wait(0)
 	}
 }
 
