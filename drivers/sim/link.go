@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/csconform/csconform/impl"
@@ -102,7 +103,8 @@ func (e *Endpoint) Listen(on bool) {
 	e.listening = on
 	if !on {
 		var kept []*conn
-		for _, c := range f.conns {
+		// over a copy: close takes the connection out of f.conns
+		for _, c := range slices.Clone(f.conns) {
 			if c.ep == e {
 				c.close()
 			} else {
@@ -124,7 +126,7 @@ func (e *Endpoint) Dial(host string) (impl.Pipe, error) { return e.f.Dial(host) 
 func (f *Fabric) Cut(host string, on bool) {
 	f.cut[host] = on
 	if !on {
-		for _, c := range f.conns {
+		for _, c := range slices.Clone(f.conns) {
 			if c.host == host && !c.closed {
 				c.ms.flush()
 				c.agent.flush()
@@ -139,7 +141,7 @@ func (f *Fabric) DelayNextOutOfBand(host string, d time.Duration) { f.stale[host
 
 // CloseHost closes host's connections (an agent process dying closes its socket).
 func (f *Fabric) CloseHost(host string) {
-	for _, c := range f.conns {
+	for _, c := range slices.Clone(f.conns) {
 		if c.host == host {
 			c.close()
 		}
