@@ -25,7 +25,7 @@ import (
 )
 
 // Scenario is a scenario file: topology, config, timed steps with faults, and the expected outcome per
-// profile. See conformance/README.md for the format.
+// profile. See docs/scenario-format.md for the format (every field, op, until condition and fault).
 type Scenario struct {
 	Name        string            `yaml:"name"`
 	Title       string            `yaml:"title"`
@@ -96,6 +96,10 @@ type Expect struct {
 	// States: a VM's record at the end (Running, Stopped, Error, Expunged, …).
 	States map[string]string `yaml:"states,omitempty"`
 }
+
+// CaseResults are the results expect.cases may name: passed, failed, retried (passed after a failed
+// first attempt) or any.
+var CaseResults = []string{"passed", "failed", "retried", "any"}
 
 // Ops a step may name.
 var Ops = []string{"createNetwork", "deploy", "allocate", "start", "startNoRetry", "stop", "forceStop", "destroy", "destroyExpunge", "expunge", "setConfig"}
@@ -202,7 +206,7 @@ func (s *Scenario) Validate() error {
 			}
 		}
 		for c, r := range e.Cases {
-			if !slices.Contains([]string{"passed", "failed", "retried", "any"}, r) {
+			if !slices.Contains(CaseResults, r) {
 				return fmt.Errorf("scenario %s: expect %s: case %s: result must be passed, failed, retried or any", s.Name, p, c)
 			}
 		}
