@@ -205,4 +205,3 @@ func (am *AgentManager) forward(t *Thread, h *HostVO, m Message, wait time.Durat
 	s.Log(t, "DEBUG", HostObject(h.ID), "Forwarding %s to the management server %s that host %s is connected to", m.Kind, h.MSID, h.ID)
 	return peer.agents.send(t, h.ID, m, wait, false)
 }
-

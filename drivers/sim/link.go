@@ -19,7 +19,7 @@ type Fabric struct {
 	peers map[string]*Endpoint
 	prefs map[string][]string
 	conns []*conn
-	cut       map[string]bool
+	cut   map[string]bool
 	// stale: the next out-of-band ping from a host is processed this much later (a report collected at
 	// t and handled at t+d), without holding back the messages behind it.
 	stale map[string]time.Duration
