@@ -36,6 +36,9 @@ type World interface {
 	Heartbeat(host string, on bool) error
 	ServerStop() error
 	ServerStart() error
+	// PeerStop and PeerStart stop and start a peer management server (ms2 …) on the same database.
+	PeerStop(server string) error
+	PeerStart(server string) error
 	// Backdate moves a network's creation time back by d (UPDATE networks SET created = created - d).
 	Backdate(network string, d time.Duration) error
 	// Begin and End record the fault in the history.
@@ -51,6 +54,7 @@ type Spec struct {
 	Network  string        `yaml:"network,omitempty" json:"network,omitempty"`
 	Duration time.Duration `yaml:"duration,omitempty" json:"duration,omitempty"`
 	Detail   string        `yaml:"detail,omitempty" json:"detail,omitempty"`
+	Server   string        `yaml:"server,omitempty" json:"server,omitempty"`
 }
 
 // Kind describes a fault.
@@ -124,6 +128,12 @@ var Kinds = []Kind{
 			return timeBoxed(w, "ms-restart", "management server restart", dur(s.Duration, 30*time.Second),
 				w.ServerStop, w.ServerStart, "management server started", "ms")
 		}},
+	{"peer-stop", "a peer management server (server: ms2 …) dies and comes back after duration (default 10m: past the 150 s cluster heartbeat threshold, so the others see it leave and take its hosts)",
+		true, []string{"server"}, func(w World, s Spec) error {
+			d := dur(s.Duration, 10*time.Minute)
+			return timeBoxed(w, "peer-stop", "management server "+s.Server+" stopped for "+d.String(), d,
+				func() error { return w.PeerStop(s.Server) }, func() error { return w.PeerStart(s.Server) }, "management server "+s.Server+" started", "ms")
+		}},
 	{"backdate", "move a network's creation time back by duration (the seed 000 A/B's UPDATE networks SET created = …)",
 		false, []string{"network", "duration"}, func(w World, s Spec) error {
 			return instant(w, "backdate", false, "created -= "+s.Duration.String(), func() error { return w.Backdate(s.Network, s.Duration) }, "network:"+s.Network)
@@ -191,7 +201,8 @@ func Validate(s Spec) error {
 		case n == "host" && s.Host == "",
 			n == "vm" && s.VM == "",
 			n == "network" && s.Network == "",
-			n == "duration" && s.Duration <= 0:
+			n == "duration" && s.Duration <= 0,
+			n == "server" && s.Server == "":
 			return fmt.Errorf("fault %s needs %s", s.Kind, n)
 		}
 	}

@@ -44,8 +44,10 @@ func (w *world) RemoveHost(h string) error { return w.do("remove " + h) }
 func (w *world) Heartbeat(h string, on bool) error {
 	return w.do(fmt.Sprintf("heartbeat %s %v", h, on))
 }
-func (w *world) ServerStop() error  { return w.do("ms-stop") }
-func (w *world) ServerStart() error { return w.do("ms-start") }
+func (w *world) ServerStop() error        { return w.do("ms-stop") }
+func (w *world) ServerStart() error       { return w.do("ms-start") }
+func (w *world) PeerStop(s string) error  { return w.do("peer-stop " + s) }
+func (w *world) PeerStart(s string) error { return w.do("peer-start " + s) }
 func (w *world) Backdate(n string, d time.Duration) error {
 	return w.do("backdate " + n + " " + d.String())
 }

@@ -21,22 +21,35 @@ type ClientAPI interface {
 }
 
 // client is the Cluster's way to the server: the direct one unless a world set another.
-func (c *Cluster) client() ClientAPI {
+func (c *Cluster) client() ClientAPI { return c.clientFor("") }
+
+// clientFor is the way for one client: with several servers, the one its step names, or the
+// balancer's pick.
+func (c *Cluster) clientFor(client string) ClientAPI {
 	if c.api != nil {
 		return c.api
 	}
-	return directAPI{c}
+	if c.servers > 1 {
+		if name := c.via[client]; name != "" {
+			if s := c.runningServer(name); s != nil {
+				return directAPI{s}
+			}
+		}
+		return directAPI{c.apiServer()}
+	}
+	return directAPI{c.Server}
 }
 
-// directAPI calls the current management server incarnation's API-level operations.
-type directAPI struct{ c *Cluster }
+// directAPI calls a management server incarnation's API-level operations: the current one, or with
+// several servers the one the balancer picks (apiServer).
+type directAPI struct{ s *impl.Server }
 
 func (d directAPI) CreateNetwork(name string, persistent bool) (int64, error) {
-	return d.c.Server.CreateNetwork(name, persistent, 32).ID, nil
+	return d.s.CreateNetwork(name, persistent, 32).ID, nil
 }
 
 func (d directAPI) Deploy(_ string, networks []int64, hostID string, start bool) (int64, func() error, error) {
-	s := d.c.Server
+	s := d.s
 	if !start {
 		return s.AllocateVirtualMachine("", networks).ID, func() error { return nil }, nil
 	}
@@ -45,7 +58,7 @@ func (d directAPI) Deploy(_ string, networks []int64, hostID string, start bool)
 }
 
 func (d directAPI) VMOp(kind string, vmID int64, hostID string) (func() error, error) {
-	s := d.c.Server
+	s := d.s
 	var j *impl.JobVO
 	switch kind {
 	case "start":

@@ -27,6 +27,8 @@ type Options struct {
 	Defects impl.Switches
 	Config  map[string]string
 	Limits  Limits
+	// ManagementServers is how many servers share the database (0 or 1: one; simulator only).
+	ManagementServers int
 }
 
 // Limits bound one run, so that a careless scenario (a settle of a million hours, a hundred thousand
@@ -121,6 +123,11 @@ type Cluster struct {
 	routerBoot   time.Duration
 	msGen        int
 	api          ClientAPI // nil: the direct path (see client.go)
+	// servers is how many management servers share the database; peers are ms2 … msN (peers.go).
+	servers int
+	peers   []*peerServer
+	apiTurn int               // the balancer's next server (apiServer)
+	via     map[string]string // a client's server, when its step names one
 }
 
 // NewSimCluster builds a cluster in the simulator and runs it until every host is Up.
@@ -147,6 +154,10 @@ func NewSimCluster(o Options) (*Cluster, error) {
 		c.inc = newIncCheck(mode == checkCompare)
 		c.DB.Watch()
 	}
+	if o.ManagementServers > MaxManagementServers {
+		return nil, fmt.Errorf("managementServers %d: at most %d", o.ManagementServers, MaxManagementServers)
+	}
+	c.servers = max(o.ManagementServers, 1)
 	c.startServer()
 	for _, h := range o.Hosts {
 		if _, dup := c.Hosts[h]; dup {
@@ -162,7 +173,15 @@ func NewSimCluster(o Options) (*Cluster, error) {
 		}
 		c.Hosts[h] = hv
 		c.HostIDs = append(c.HostIDs, h)
-		c.startAgent(h)
+		if c.servers == 1 {
+			c.startAgent(h)
+		}
+	}
+	if c.servers > 1 { // the peers listen before the agents dial
+		c.startPeers(c.servers)
+		for _, h := range c.HostIDs {
+			c.startAgent(h)
+		}
 	}
 	s.AfterStep = c.check
 	s.MaxSteps = o.Limits.maxSteps()
@@ -182,6 +201,9 @@ func NewSimCluster(o Options) (*Cluster, error) {
 func (c *Cluster) startServer() {
 	c.msGen++
 	c.Server = c.w.newServer()
+	if c.servers > 1 {
+		c.Server.Clustered, c.Server.Peers = true, c.runningServer
+	}
 	c.Server.Start()
 	c.msDown = false
 	c.msUpSince = c.Now()
@@ -424,7 +446,7 @@ func (c *Cluster) CreateNetwork(client, name string, persistent bool) error {
 		c.Rec.EndOp(op, err)
 		return err
 	}
-	nid, err := c.client().CreateNetwork(name, persistent)
+	nid, err := c.clientFor(client).CreateNetwork(name, persistent)
 	if err != nil {
 		c.Rec.EndOp(op, err)
 		return err
@@ -450,7 +472,7 @@ func (c *Cluster) DeployHA(client, name string, networks []string, hostID string
 		c.Rec.EndOp(op, errServerDown)
 		return errServerDown
 	}
-	vmID, wait, err := c.client().Deploy(name, nids, hostID, true)
+	vmID, wait, err := c.clientFor(client).Deploy(name, nids, hostID, true)
 	if err != nil {
 		c.Rec.EndOp(op, err)
 		return err
@@ -492,7 +514,7 @@ func (c *Cluster) Allocate(client, name string, networks []string) error {
 		c.Rec.EndOp(op, errServerDown)
 		return errServerDown
 	}
-	vmID, wait, err := c.client().Deploy(name, nids, "", false)
+	vmID, wait, err := c.clientFor(client).Deploy(name, nids, "", false)
 	if err == nil {
 		c.vmIDs[name] = vmID
 		c.Rec.SetOpVM(op, id(vmID), "")
@@ -532,7 +554,7 @@ func (c *Cluster) VMOp(client, kind, name, hostID string) error {
 		c.Rec.EndOp(op, errServerDown)
 		return errServerDown
 	}
-	wait, err := c.client().VMOp(kind, vmID, hostID)
+	wait, err := c.clientFor(client).VMOp(kind, vmID, hostID)
 	if err != nil {
 		c.Rec.EndOp(op, err)
 		return err

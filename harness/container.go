@@ -78,6 +78,9 @@ type ContainerOptions struct {
 // RunScenarioContainer runs a scenario with the server and hosts in containers; everything the run
 // created is removed before it returns, whatever the outcome.
 func RunScenarioContainer(sc *Scenario, profile string, defects impl.Switches, seed uint64, co ContainerOptions) (*Result, error) {
+	if sc.ManagementServers > 1 {
+		return nil, errPeersSimOnly
+	}
 	if co.Ctx == nil {
 		co.Ctx = context.Background()
 	}

@@ -103,6 +103,7 @@ var externalFaults = map[string]externalFault{
 	"stale-report":     {why: "delaying the agent's next out-of-band report needs the agent's internals"},
 	"slow-router-boot": {why: "the routers' boot time is the hypervisor's internals (csconform inject slow-router-boot suspends one router by hand)"},
 	"ms-restart":       {why: "restarting the management server with its database kept needs the server's host: csconform inject cannot"},
+	"peer-stop":        {why: "stopping one management server of several needs its host: csconform inject cannot"},
 	"backdate":         {why: "backdating a network writes CloudStack's database: run csconform inject backdate by hand"},
 	"host-power-off":   {why: "powering a real host off needs its BMC (IPMI/Redfish): csconform inject does not"},
 	"host-remove":      {why: "removing a host is an operator's deleteHost (forced=true): do it by hand"},
@@ -114,6 +115,9 @@ var externalFaults = map[string]externalFault{
 // nil means it can run.
 func (eo ExternalOptions) Preflight(sc *Scenario) error {
 	var errs []error
+	if sc.ManagementServers > 1 {
+		errs = append(errs, fmt.Errorf("managementServers %d: the external CloudStack has the servers it has; run the scenario without the field", sc.ManagementServers))
+	}
 	for _, n := range sc.Networks {
 		if n.Primed || n.Age > 0 {
 			errs = append(errs, fmt.Errorf("network %s is primed or aged: that needs the network GC's timing or a write to CloudStack's database; not available against an external CloudStack", n.Name))

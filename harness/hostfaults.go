@@ -121,6 +121,11 @@ func (w *containerWorld) RemoveHost(h string) error {
 	return fmt.Errorf("host-remove is not available in containers: the control endpoint has no deleteHost")
 }
 
+func (w *containerWorld) PeerStop(server string) error  { return errPeersSimOnly }
+func (w *containerWorld) PeerStart(server string) error { return errPeersSimOnly }
+
+var errPeersSimOnly = fmt.Errorf("several management servers run only in the simulator (--driver sim)")
+
 func (w *containerWorld) Heartbeat(h string, on bool) error {
 	return fmt.Errorf("heartbeat-fail is not available in containers: there is no shared NFS primary storage whose heartbeat file the hosts write")
 }

@@ -127,6 +127,9 @@ type lvHost struct {
 
 // NewLibvirtCluster builds a cluster on real domains and waits until every host is Up.
 func NewLibvirtCluster(o Options, lo LibvirtOptions) (*Cluster, error) {
+	if o.ManagementServers > 1 {
+		return nil, errPeersSimOnly
+	}
 	if len(o.Hosts) == 0 {
 		o.Hosts = []string{"h1"}
 	}

@@ -228,6 +228,9 @@ type liveHost struct {
 
 // NewLiveCluster builds a cluster in the live world and waits until every host is Up.
 func NewLiveCluster(o Options, lo LiveOptions) (*Cluster, error) {
+	if o.ManagementServers > 1 {
+		return nil, errPeersSimOnly
+	}
 	if len(o.Hosts) == 0 {
 		o.Hosts = []string{"h1"}
 	}

@@ -179,7 +179,9 @@ func (r *Recorder) hostFaultWithin(now time.Time, d time.Duration) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, f := range r.Faults {
-		if !f.Disruptive || !slices.ContainsFunc(f.Targets, func(t string) bool { return strings.HasPrefix(t, "host:") }) {
+		// a peer server's stop is a fault on the hosts it owned: their reports stop until they are
+		// connected to another server
+		if !f.Disruptive || (f.Kind != "peer-stop" && !slices.ContainsFunc(f.Targets, func(t string) bool { return strings.HasPrefix(t, "host:") })) {
 			continue
 		}
 		if f.End.IsZero() || now.Sub(f.End) < d {

@@ -45,6 +45,9 @@ type Scenario struct {
 	// pct[:depth]; a program explore found under PCT replays only under PCT). A run's own
 	// Limits.Scheduler, when not random, takes precedence.
 	Scheduler sim.Strategy `yaml:"scheduler,omitempty"`
+	// ManagementServers is how many management servers share the database (default 1; simulator
+	// only): ms1 takes the API calls, ms2 … msN own the hosts the balancer gives them.
+	ManagementServers int `yaml:"managementServers,omitempty"`
 }
 
 // NetworkDef is a network that exists before the steps run.
@@ -75,6 +78,8 @@ type Step struct {
 	Network  string        `yaml:"network,omitempty"`
 	Duration time.Duration `yaml:"duration,omitempty"`
 	Detail   string        `yaml:"detail,omitempty"`
+	// Server: the management server a fault acts on (peer-stop: ms2 … msN).
+	Server string `yaml:"server,omitempty"`
 	// HA: a deploy of an HA-enabled VM (the service offering's offer_ha).
 	HA bool `yaml:"ha,omitempty"`
 	// Until waits, before the step, for a condition: start-sent (a StartCommand for vm went out),
@@ -129,6 +134,9 @@ func (s *Scenario) Validate() error {
 	if _, err := impl.NewConfig(s.Config); err != nil {
 		return fmt.Errorf("scenario %s: %v", s.Name, err)
 	}
+	if s.ManagementServers < 0 || s.ManagementServers > MaxManagementServers {
+		return fmt.Errorf("scenario %s: managementServers %d: from 1 to %d", s.Name, s.ManagementServers, MaxManagementServers)
+	}
 	nets := map[string]bool{}
 	vms := map[string]bool{}
 	for _, n := range s.Networks {
@@ -154,12 +162,18 @@ func (s *Scenario) Validate() error {
 		if st.Until != "" && !slices.Contains(Untils, st.Until) {
 			return fmt.Errorf("%s: unknown until %q (known: %s)", where, st.Until, strings.Join(Untils, ", "))
 		}
+		if st.Op != "" && st.Server != "" && !slices.Contains(serverNames(max(s.ManagementServers, 1)), st.Server) {
+			return fmt.Errorf("%s: unknown server %q (a scenario with managementServers: %d has %v)", where, st.Server, max(s.ManagementServers, 1), serverNames(max(s.ManagementServers, 1)))
+		}
 		switch {
 		case st.Op != "" && st.Fault != "":
 			return fmt.Errorf("%s: a step is an op or a fault, not both", where)
 		case st.Fault != "":
 			if err := faults.Validate(st.faultSpec()); err != nil {
 				return fmt.Errorf("%s: %v", where, err)
+			}
+			if st.Server != "" && !slices.Contains(serverNames(max(s.ManagementServers, 1))[1:], st.Server) {
+				return fmt.Errorf("%s: unknown server %q (the peers of a scenario with managementServers: %d are %v)", where, st.Server, max(s.ManagementServers, 1), serverNames(max(s.ManagementServers, 1))[1:])
 			}
 		case st.Op == "":
 			if st.Wait <= 0 && st.Until == "" {
@@ -217,7 +231,7 @@ func (s *Scenario) Validate() error {
 var invariantNames = invariant.Names
 
 func (st Step) faultSpec() faults.Spec {
-	return faults.Spec{Kind: st.Fault, Host: st.Host, VM: st.VM, Network: st.Network, Duration: st.Duration, Detail: st.Detail}
+	return faults.Spec{Kind: st.Fault, Host: st.Host, VM: st.VM, Network: st.Network, Duration: st.Duration, Detail: st.Detail, Server: st.Server}
 }
 
 // CaseResult is one row of the repro table.
@@ -298,7 +312,7 @@ func runScenario(sc *Scenario, profile string, defects impl.Switches, seed uint6
 	if lim.Scheduler.Kind == sim.Random {
 		lim.Scheduler = sc.Scheduler
 	}
-	c, err := newCluster(Options{Seed: seed, Hosts: sc.Hosts, Defects: defects, Config: sc.Config, Limits: lim})
+	c, err := newCluster(Options{Seed: seed, Hosts: sc.Hosts, Defects: defects, Config: sc.Config, Limits: lim, ManagementServers: sc.ManagementServers})
 	if err != nil {
 		return nil, stopped(err, lim)
 	}
@@ -521,6 +535,12 @@ func (c *Cluster) runSteps(sc *Scenario, res *Result) error {
 			}
 			cr.client = client
 			res.Cases = append(res.Cases, cr)
+			if st.Server != "" {
+				if c.via == nil {
+					c.via = map[string]string{}
+				}
+				c.via[client] = st.Server
+			}
 			fn := func() {
 				switch st.Op {
 				case "createNetwork":

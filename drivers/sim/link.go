@@ -49,7 +49,7 @@ type end struct {
 func NewFabric(s *Scheduler) *Fabric {
 	f := &Fabric{s: s, cut: map[string]bool{}, stale: map[string]time.Duration{},
 		MinLatency: time.Millisecond, MaxLatency: 20 * time.Millisecond}
-	f.def = &Endpoint{f: f}
+	f.def = &Endpoint{f: f, name: "ms1"}
 	return f
 }
 
@@ -62,14 +62,10 @@ type Endpoint struct {
 	acceptSig impl.Signal
 }
 
-// Endpoint returns the endpoint of the server named name ("" or the first name asked for: the
-// default one, which Listen and Accept use), making it on first use.
+// Endpoint returns the endpoint of the server named name ("" or "ms1": the default one, which
+// Listen and Accept use), making it on first use.
 func (f *Fabric) Endpoint(name string) *Endpoint {
 	if name == "" || name == f.def.name {
-		return f.def
-	}
-	if f.def.name == "" && f.peers == nil {
-		f.def.name = name
 		return f.def
 	}
 	if e, ok := f.peers[name]; ok {

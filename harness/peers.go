@@ -1,0 +1,145 @@
+package harness
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/csconform/csconform/impl"
+)
+
+// Several management servers on one database (a scenario's managementServers, simulator only).
+// ms1 is the Cluster's Server: the clients' API goes to it and ms-restart restarts it. The others are
+// peers: they own the hosts whose agents connected to them, run their own job and network GC (the
+// cluster-wide try-locks decide which one runs a tick), and leave when peer-stop stops them; ms1
+// then notices by the mshost heartbeat and cleans up after them (impl/cluster.go).
+
+// peerServer is one peer's process.
+type peerServer struct {
+	name string
+	srv  *impl.Server
+	inc  *incarnation
+	down bool
+}
+
+// MaxManagementServers bounds a scenario's managementServers.
+const MaxManagementServers = 8
+
+// serverNames are the msids of n servers: ms1 … msN.
+func serverNames(n int) []string {
+	var out []string
+	for i := 1; i <= n; i++ {
+		out = append(out, fmt.Sprintf("ms%d", i))
+	}
+	return out
+}
+
+// startPeers starts ms2 … msN and gives every host its order of servers (the agent's host= list,
+// rotated per host so that the hosts spread over the servers as a balancer spreads them).
+func (c *Cluster) startPeers(n int) {
+	names := serverNames(n)
+	for i, h := range c.HostIDs {
+		k := i % n
+		c.Fabric.Prefer(h, append(slices.Clone(names[k:]), names[:k]...))
+	}
+	for _, name := range names[1:] {
+		p := &peerServer{name: name}
+		c.peers = append(c.peers, p)
+		c.startPeer(p)
+	}
+}
+
+func (c *Cluster) startPeer(p *peerServer) {
+	ep := c.Fabric.Endpoint(p.name)
+	ep.Listen(true)
+	p.inc = &incarnation{Scheduler: c.Sched}
+	p.srv = impl.NewServer(p.name, p.inc, c.DB, c.Config, c.Defects, ep)
+	p.srv.Clustered, p.srv.Peers = true, c.runningServer
+	p.srv.TaskPrefix, p.srv.ThreadPrefix = p.name+"/", p.name+":"
+	p.srv.Start()
+	p.down = false
+}
+
+// runningServer finds a server process that runs (nil: none by that msid, or it is stopped).
+func (c *Cluster) runningServer(msid string) *impl.Server {
+	if c.Server != nil && c.Server.ID == msid {
+		if c.msDown {
+			return nil
+		}
+		return c.Server
+	}
+	for _, p := range c.peers {
+		if p.name == msid && !p.down {
+			return p.srv
+		}
+	}
+	return nil
+}
+
+func (c *Cluster) peer(name string) (*peerServer, error) {
+	for _, p := range c.peers {
+		if p.name == name {
+			return p, nil
+		}
+	}
+	if len(c.peers) == 0 {
+		return nil, fmt.Errorf("no peer management server %q: the scenario runs one server (managementServers: 2 or more)", name)
+	}
+	return nil, fmt.Errorf("no peer management server %q (peers: %s)", name, peerList(c.peers))
+}
+
+func peerList(ps []*peerServer) string {
+	var n []string
+	for _, p := range ps {
+		n = append(n, p.name)
+	}
+	return fmt.Sprint(n)
+}
+
+// PeerStop ends a peer's process: its threads die, its agents' connections close (they reconnect to
+// the next server in their order), its mshost row stops being updated. The database stays.
+func (c *Cluster) PeerStop(name string) error {
+	p, err := c.peer(name)
+	if err != nil {
+		return err
+	}
+	if p.down {
+		return fmt.Errorf("management server %s is already down", name)
+	}
+	p.down = true
+	c.Fabric.Endpoint(name).Listen(false)
+	p.inc.dead = true
+	c.Sched.Kill(name + "/")
+	return nil
+}
+
+// PeerStart starts a stopped peer again with the same msid (a new run id).
+func (c *Cluster) PeerStart(name string) error {
+	p, err := c.peer(name)
+	if err != nil {
+		return err
+	}
+	if !p.down {
+		return fmt.Errorf("management server %s is already up", name)
+	}
+	c.startPeer(p)
+	return nil
+}
+
+// apiServer is the balancer in front of the API: the running servers in turn, one call each.
+func (c *Cluster) apiServer() *impl.Server {
+	all := append([]string{c.Server.ID}, func() []string {
+		var n []string
+		for _, p := range c.peers {
+			n = append(n, p.name)
+		}
+		return n
+	}()...)
+	for range all {
+		name := all[c.apiTurn%len(all)]
+		c.apiTurn++
+		if s := c.runningServer(name); s != nil {
+			return s
+		}
+	}
+	return c.Server
+}
