@@ -3,6 +3,7 @@ package conformance
 import (
 	"bytes"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/csconform/csconform/harness"
@@ -48,7 +49,13 @@ func TestBuiltinScenariosMeetTheirExpectations(t *testing.T) {
 				crossObject := func(inv string) bool {
 					return inv == invariant.NetworkOutage || inv == invariant.UnexplainedStartFailure
 				}
-				if !slices.ContainsFunc(r.Violations, func(v harness.Violation) bool { return !crossObject(v.Invariant) }) {
+				// (and a running domain behind a record that is not dead, Stopped or Error: the VM model
+				// lets a failed start leave its domain running behind a live record — an agent that
+				// answered too late — and only the invariant judges the record's state)
+				liveRecordOrphan := func(v harness.Violation) bool {
+					return v.Invariant == invariant.OrphanDomain && (strings.HasSuffix(v.Message, " is Stopped") || strings.HasSuffix(v.Message, " is Error"))
+				}
+				if !slices.ContainsFunc(r.Violations, func(v harness.Violation) bool { return !crossObject(v.Invariant) && !liveRecordOrphan(v) }) {
 					return
 				}
 				if len(r.Violations) > 0 && len(r.NotLinearizable) == 0 {

@@ -666,6 +666,9 @@ func (c *Cluster) ServerStop() error {
 	}
 	c.msDown = true
 	c.w.stopServer()
+	if c.servers > 1 {
+		c.Server.PeerLinksClosed()
+	}
 	return nil
 }
 

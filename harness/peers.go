@@ -109,6 +109,7 @@ func (c *Cluster) PeerStop(name string) error {
 	c.Fabric.Endpoint(name).Listen(false)
 	p.inc.dead = true
 	c.Sched.Kill(name + "/")
+	p.srv.PeerLinksClosed()
 	return nil
 }
 

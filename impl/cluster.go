@@ -1,6 +1,7 @@
 package impl
 
 import (
+	"maps"
 	"slices"
 	"strconv"
 	"time"
@@ -93,9 +94,18 @@ type clusterManager struct {
 
 func (s *Server) startCluster(t *Thread) {
 	cm := &clusterManager{s: s, active: map[string]*MSHostVO{}}
+	s.cluster = cm
 	cm.self = s.DB.MSHostJoin(s.ID, s.Env.Now().UnixNano())
 	s.Log(t, "INFO", "", "Management server %s (mshost id %d, runid %d) joins the cluster", s.ID, cm.self.ID, cm.self.RunID)
 	s.Go("Cluster-Heartbeat", cm.heartbeatTask)
+}
+
+// isActive says whether this server believes msid is up (in _activePeers).
+func (cm *clusterManager) isActive(msid string) bool {
+	cm.s.mu.Lock()
+	defer cm.s.mu.Unlock()
+	_, ok := cm.active[msid]
+	return ok
 }
 
 // heartbeatTask is getHeartbeatTask: update the own row, then peerScan.
@@ -120,31 +130,27 @@ func (cm *clusterManager) peerScan(t *Thread) {
 	s := cm.s
 	cut := s.Env.Now().Add(-ClusterHeartbeatThreshold)
 	rows := s.DB.MSHosts()
-	current := map[string]*MSHostVO{}
+	var left, joined []*MSHostVO
+	s.mu.Lock() // cm.active is read by the GC's isActive; no Env call under it
 	for _, m := range rows {
-		if m.LastUpdate.After(cut) {
-			current[m.MSID] = m
-		}
-	}
-	var left []*MSHostVO
-	for _, m := range rows {
-		if old, was := cm.active[m.MSID]; was {
-			if _, still := current[m.MSID]; !still {
-				left = append(left, old)
-				delete(cm.active, m.MSID)
-			} else if m.RunID != old.RunID {
-				// "left and rejoined quickly": only the run id is updated, no listener hears of it
-				cm.active[m.MSID] = m
-			}
-		}
-	}
-	for _, m := range rows {
-		if _, was := cm.active[m.MSID]; !was && current[m.MSID] != nil {
+		old, was := cm.active[m.MSID]
+		alive := m.LastUpdate.After(cut)
+		switch {
+		case was && !alive:
+			left = append(left, old)
+			delete(cm.active, m.MSID)
+		case was && m.RunID != old.RunID:
+			cm.active[m.MSID] = m // "left and rejoined quickly": no listener hears of it
+		case !was && alive:
 			cm.active[m.MSID] = m
 			if m.MSID != s.ID {
-				s.Log(t, "INFO", "", "Detected management node joined, id:%d, nodeIP:%s", m.ID, m.MSID)
+				joined = append(joined, m)
 			}
 		}
+	}
+	s.mu.Unlock()
+	for _, m := range joined {
+		s.Log(t, "INFO", "", "Detected management node joined, id:%d, nodeIP:%s", m.ID, m.MSID)
 	}
 	for _, m := range left {
 		s.Log(t, "INFO", "", "Detected management node left, id:%d, nodeIP:%s", m.ID, m.MSID)
@@ -204,4 +210,28 @@ func (am *AgentManager) forward(t *Thread, h *HostVO, m Message, wait time.Durat
 	}
 	s.Log(t, "DEBUG", HostObject(h.ID), "Forwarding %s to the management server %s that host %s is connected to", m.Kind, h.MSID, h.ID)
 	return peer.agents.send(t, h.ID, m, wait, false)
+}
+
+// PeerLinksClosed is what the other servers see when this server's process ends: every request they
+// forwarded through it is left unanswered, and each caller learns at once, as the Java's caller does
+// when the host's forwarding attache is replaced on its reconnection elsewhere (AgentAttache.disconnect
+// cancels its commands): OperationTimedout, as for any request a disconnect leaves unanswered (the
+// host may have run it). The server's own threads are gone with it.
+func (s *Server) PeerLinksClosed() {
+	am := s.agents
+	var hosts []string
+	pendings := map[string]map[int64]*pendingReq{}
+	am.mu.Lock()
+	for _, h := range slices.Sorted(maps.Keys(am.attaches)) {
+		a := am.attaches[h]
+		if len(a.pending) > 0 {
+			hosts = append(hosts, h)
+			pendings[h] = a.pending
+			a.pending = map[int64]*pendingReq{}
+		}
+	}
+	am.mu.Unlock()
+	for _, h := range hosts {
+		cancelPending(h, pendings[h])
+	}
 }

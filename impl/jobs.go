@@ -146,10 +146,14 @@ func (m *AsyncJobManager) heartbeat(t *Thread) {
 		// schedule depends on) without it.
 		var heads []*workItem
 		var vmIDs []int64
+		var blocked map[int64]bool
+		if s.Clustered {
+			blocked = m.blockedByPeers()
+		}
 		m.mu.Lock()
 		for _, id := range slices.Sorted(maps.Keys(m.queues)) {
 			q := m.queues[id]
-			if len(q) == 0 || q[0].running {
+			if len(q) == 0 || q[0].running || blocked[q[0].job.ID] {
 				continue
 			}
 			q[0].running = true
@@ -177,6 +181,34 @@ func (m *AsyncJobManager) heartbeat(t *Thread) {
 			})
 		}
 	}
+}
+
+// blockedByPeers are the heads of this server's queues that another server's work job on the same
+// VM, queued earlier, still holds back. CloudStack's VM work queue is one table (sync_queue_item,
+// one active item per VM, in item order) whichever server queued the item; here each server keeps
+// its queue in memory, and the earlier IN_PROGRESS VmWork row of a peer stands for the item ahead.
+// A server that left holds its items until the GC cancels them (job.cancel.threshold.minutes), as
+// in CloudStack.
+func (m *AsyncJobManager) blockedByPeers() map[int64]bool {
+	s := m.s
+	type head struct{ vm, job int64 }
+	var hs []head
+	m.mu.Lock()
+	for _, id := range slices.Sorted(maps.Keys(m.queues)) {
+		if q := m.queues[id]; len(q) > 0 && !q[0].running {
+			hs = append(hs, head{id, q[0].job.ID})
+		}
+	}
+	m.mu.Unlock()
+	blocked := map[int64]bool{}
+	for _, h := range hs {
+		if len(s.DB.JobsFor("VirtualMachine", h.vm, func(j *JobVO) bool {
+			return j.Status == job.InProgress && j.MSID != s.ID && j.ID < h.job && strings.HasPrefix(j.Cmd, "VmWork")
+		})) > 0 {
+			blocked[h.job] = true
+		}
+	}
+	return blocked
 }
 
 // gcTask is the GC task: every 10 s, among other things, the orphaned-network cleanup. It also runs
@@ -231,6 +263,25 @@ func (m *AsyncJobManager) cancelBlockedQueueItems(t *Thread) {
 		// completeAsyncJob(FAILED, 0, ...): JobError reads the result from the row
 		s.DB.CompleteJob(t.Name, w.job.ID, job.Failed, 0, BlockedJobResult)
 		m.purgeItem(vmIDs[i], w.job.ID)
+	}
+	m.cancelLeftServersBlockedItems(t, cut)
+}
+
+// cancelLeftServersBlockedItems is the part of getBlockedQueueItems a peer sees: sync_queue_item is a
+// table, so the GC of any server cancels an item a server that left was processing. The queues are
+// each server's memory here; the work job's row stands in for its item (queued at its creation,
+// dispatched by the next heartbeat, so its age is the item's within 2 s). A running server's items
+// are left to its own GC, which cancels them at the same age.
+func (m *AsyncJobManager) cancelLeftServersBlockedItems(t *Thread, cut time.Time) {
+	s := m.s
+	if !s.Clustered || s.cluster == nil {
+		return
+	}
+	for _, j := range s.DB.JobsInProgress(func(j *JobVO) bool {
+		return j.MSID != s.ID && strings.HasPrefix(j.Cmd, "VmWork") && j.Created.Before(cut) && !s.cluster.isActive(j.MSID)
+	}) {
+		s.Log(t, "INFO", JobObject(j.ID), "Remove Job-%d from Queue-%d since it has been blocked for too long", j.ID, j.InstanceID)
+		s.DB.CompleteJob(t.Name, j.ID, job.Failed, 0, BlockedJobResult)
 	}
 }
 

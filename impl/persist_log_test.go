@@ -62,6 +62,10 @@ func TestEveryWriteReachesTheLog(t *testing.T) {
 		{"HostTransit", func() { db.HostTransit("ms1", "h1", host.AgentConnected, "ms1") }},
 		{"SetLastPinged", func() { db.SetLastPinged("h1", time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)) }},
 		{"SetHostResourceState", func() { db.SetHostResourceState("h1", ResourceDisabled) }},
+		{"MarkHostsAsDisconnected", func() {
+			require.Equal(t, []string{"h1"}, db.MarkHostsAsDisconnected("ms2", "ms1", time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)))
+			db.HostTransit("ms1", "h1", host.AgentConnected, "ms1")
+		}},
 		{"CreateNetwork", func() { n = db.CreateNetwork("api", "n", false, 3) }},
 		{"UpdateNetworkState", func() { db.UpdateNetworkState("ms1", n, network.Implementing, "implement", false) }},
 		{"SetNetworkCreated", func() { require.NoError(t, db.SetNetworkCreated(n.ID, time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC))) }},

@@ -23,6 +23,7 @@ type Server struct {
 	// row, watches its peers and takes the cluster-wide locks; Peers finds a running peer.
 	Clustered bool
 	Peers     PeerServers
+	cluster   *clusterManager
 	// TaskPrefix names the server's tasks in its world ("ms/" by default, so a world can end one
 	// process's tasks by prefix); ThreadPrefix its threads, when several servers share a history.
 	TaskPrefix, ThreadPrefix string

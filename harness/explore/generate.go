@@ -58,12 +58,15 @@ type Reach struct {
 	// HA: the world deploys HA-enabled VMs (the simulator; the container world's deploy has no HA
 	// flag, so its programs draw none)
 	HA bool
+	// Peers: the world runs several management servers on one database (the simulator), so a
+	// program may have two and stop the second (peer-stop)
+	Peers bool
 	// Faults lists the faults the world can inject; nil: all of them.
 	Faults map[string]bool
 }
 
 // Everything is the simulator's reach.
-var Everything = Reach{AgedNetworks: true, HA: true}
+var Everything = Reach{AgedNetworks: true, HA: true, Peers: true}
 
 // ContainerReach is what harness.RunScenarioContainer accepts.
 var ContainerReach = Reach{AgedNetworks: true, Faults: map[string]bool{"crash": true, "guest-shutdown": true,
@@ -223,6 +226,11 @@ func (g *gen) fault(kind string) {
 		s.Duration = time.Duration(rapid.IntRange(36, 120).Draw(g.t, "boot")) * time.Second
 	case "ms-restart":
 		s.Duration = time.Duration(rapid.IntRange(5, 60).Draw(g.t, "down")) * time.Second
+	case "peer-stop":
+		// gone past the 150 s heartbeat threshold (judged gone, its hosts and jobs taken over), or back
+		// before anyone noticed
+		s.Server = "ms2"
+		s.Duration = rapid.SampledFrom([]time.Duration{10 * time.Minute, time.Minute, 30 * time.Minute}).Draw(g.t, "for")
 	case "host-power-off", "host-unreachable", "heartbeat-fail":
 		// long enough for the ping timeout and the investigation (each fault's default first), or
 		// shorter than them
@@ -300,6 +308,11 @@ func ProgramFor(t *rapid.T, r Reach) (*harness.Scenario, int) {
 	for i := range rapid.IntRange(1, maxHosts).Draw(t, "hosts") {
 		g.sc.Hosts = append(g.sc.Hosts, fmt.Sprintf("h%d", i+1))
 	}
+	// now and then a second management server (the hosts split between the two, the API calls
+	// alternate): the peer's cleanups race the other's work, and a peer can die (peer-stop)
+	if r.Peers && len(g.sc.Hosts) > 1 && rapid.IntRange(0, 3).Draw(t, "servers") == 3 {
+		g.sc.ManagementServers = 2
+	}
 	cfg := map[string]string{}
 	if rapid.Bool().Draw(t, "vm.destroy.forcestop") {
 		cfg["vm.destroy.forcestop"] = "true"
@@ -367,6 +380,9 @@ func thresholds(cfg map[string]string) []time.Duration {
 // deploys always remain, and so does some operation.
 func (g *gen) swarm() {
 	all := g.reach.only(append(slices.Clone(soloFaults), hostFaults...))
+	if g.sc.ManagementServers > 1 {
+		all = append(all, "peer-stop")
+	}
 	swarm := rapid.Bool().Draw(g.t, "swarm")
 	for _, f := range all {
 		if !swarm || !rapid.Bool().Draw(g.t, "no "+f) {
@@ -410,9 +426,9 @@ func (g *gen) faultsOf(k kind) []string {
 		}
 		return pick("crash", "guest-shutdown")
 	case kindAgentAway:
-		return pick("agent-restart", "disconnect", "agent-kill", "ms-restart", "host-power-off", "host-unreachable")
+		return pick("agent-restart", "disconnect", "agent-kill", "ms-restart", "host-power-off", "host-unreachable", "peer-stop")
 	case kindRestartStart:
-		return pick("ms-restart")
+		return pick("ms-restart", "peer-stop")
 	case kindFault:
 		return g.faults
 	}
@@ -445,7 +461,7 @@ func (g *gen) action() {
 	case kindAgentAway:
 		g.agentAway(g.faultsOf(k))
 	case kindRestartStart:
-		g.restartStart()
+		g.restartStart(g.faultsOf(k))
 	case kindFault:
 		g.fault(rapid.SampledFrom(g.faults).Draw(g.t, "fault"))
 	case kindWait:
@@ -483,8 +499,11 @@ func (g *gen) agentAway(kinds []string) {
 	kind := rapid.SampledFrom(kinds).Draw(g.t, "fault")
 	down := time.Duration(rapid.SampledFrom([]int{5, 10, 20, 60, 200, 200, 200}).Draw(g.t, "down")) * time.Second
 	fault := harness.Step{Fault: kind, Host: h, Duration: down, Async: true}
-	if kind == "ms-restart" {
+	switch kind {
+	case "ms-restart":
 		fault.Host = ""
+	case "peer-stop":
+		fault.Host, fault.Server = "", "ms2"
 	}
 	op := harness.Step{Op: rapid.SampledFrom([]string{"destroyExpunge", "destroy", "forceStop", "stop"}).Draw(g.t, "op"), VM: v}
 	if rapid.IntRange(0, 2).Draw(g.t, "operation first") > 0 {
@@ -504,8 +523,20 @@ func (g *gen) agentAway(kinds []string) {
 // ran and was stopped, so that its power state is tracked from the earlier run (cleanupLeftOverJobs,
 // C2). A VM that ran has sent a StartCommand before, which start-sent would take for this one: the
 // restart comes after a drawn delay instead (the new StartCommand leaves within a few seconds).
-func (g *gen) restartStart() {
+//
+// With two servers the one that dies may be the peer (peer-stop), with the start sent through it.
+func (g *gen) restartStart(kinds []string) {
 	restart := harness.Step{Fault: "ms-restart", Duration: time.Duration(rapid.IntRange(5, 60).Draw(g.t, "down")) * time.Second}
+	peer := slices.Equal(kinds, []string{"peer-stop"}) || (len(kinds) > 1 && rapid.Bool().Draw(g.t, "the peer"))
+	if peer {
+		restart.Fault, restart.Server = "peer-stop", "ms2"
+		restart.Duration = rapid.SampledFrom([]time.Duration{10 * time.Minute, time.Minute}).Draw(g.t, "for")
+	}
+	through := func() {
+		if peer {
+			g.sc.Steps[len(g.sc.Steps)-1].Server = "ms2"
+		}
+	}
 	var v string
 	ran := len(g.vms) > 0 && rapid.Bool().Draw(g.t, "a VM that ran")
 	switch {
@@ -515,12 +546,14 @@ func (g *gen) restartStart() {
 		v, ran = g.deploy(g.host(), false), true
 	default:
 		v = g.deploy(g.host(), true)
+		through()
 		g.step(harness.Step{Until: "start-sent", VM: v})
 		restart.Wait = time.Duration(rapid.IntRange(0, 30).Draw(g.t, "tenths")) * 100 * time.Millisecond
 	}
 	if ran {
 		g.step(harness.Step{Op: "stop", VM: v})
 		g.step(harness.Step{Op: "start", VM: v, Async: true})
+		through()
 		restart.Wait = time.Duration(rapid.IntRange(0, 50).Draw(g.t, "tenths")) * 100 * time.Millisecond
 	}
 	g.step(restart)

@@ -538,11 +538,22 @@ func (r Result) VisualizeAs(path, title string, windows []Window) error {
 	return os.WriteFile(path, b, 0o644)
 }
 
+// threadName is an actor without the prefix several management servers give their threads
+// ("ms2:HA-Worker-1" is ms2's HA-Worker-1).
+func threadName(actor string) string {
+	if name, ok := strings.CutPrefix(actor, "ms"); ok {
+		if i := strings.IndexByte(name, ':'); i > 0 && strings.Trim(name[:i], "0123456789") == "" {
+			return name[i+1:]
+		}
+	}
+	return actor
+}
+
 // haWork turns the VM work jobs the HA manager's worker submits (a restart's forced stop and its
 // start, CloudStack's "HA-Worker-N" threads) into operations on the VM: the server moves the VM with
 // no client call, and either may fail, so their outcome is left open.
 func (b *builder) haWork(e history.Event) bool {
-	if !strings.HasPrefix(e.Object, "job:") || e.From != "" || !strings.HasPrefix(e.Actor, "HA-Worker") {
+	if !strings.HasPrefix(e.Object, "job:") || e.From != "" || !strings.HasPrefix(threadName(e.Actor), "HA-Worker") {
 		return false
 	}
 	cmd, inst, ok := strings.Cut(e.Detail, " VirtualMachine:")
