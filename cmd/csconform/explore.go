@@ -90,6 +90,9 @@ func exploreCmd(o *exploreOpts, args []string, stdout, stderr io.Writer) int {
 		return fail(err)
 	}
 	if o.driver != "sim" {
+		if o.peers {
+			return fail(fmt.Errorf("--peers is the simulator's: several management servers run only there"))
+		}
 		if o.schedSet && o.sched.st.Kind != sim.Random {
 			return fail(fmt.Errorf("--scheduler is the simulator's: --driver %s runs in real time", o.driver))
 		}
@@ -97,7 +100,7 @@ func exploreCmd(o *exploreOpts, args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stopSignals := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stopSignals()
-	sum := &explore.Summary{Profile: o.profile, Defects: sw.On(), Seed: o.seed, Shard: o.shard, Budget: o.budget, Driver: o.driver}
+	sum := &explore.Summary{Profile: o.profile, Defects: sw.On(), Seed: o.seed, Shard: o.shard, Budget: o.budget, Driver: o.driver, Peers: o.peers}
 	if o.sched.st.Kind != sim.Random {
 		sum.Scheduler = o.sched.st.String()
 	}
@@ -125,7 +128,7 @@ func exploreCmd(o *exploreOpts, args []string, stdout, stderr io.Writer) int {
 			sum.Coverage = guide.Coverage.Summary()
 		}
 	}
-	xo := explore.Options{Profile: o.profile, Defects: sw, Detectors: det, Driver: o.driver, Domains: o.domains, Scheduler: o.sched.st, Ctx: ctx, Guide: guide, Seen: func(out *explore.Outcome) {
+	xo := explore.Options{Profile: o.profile, Defects: sw, Detectors: det, Driver: o.driver, Domains: o.domains, Scheduler: o.sched.st, Peers: o.peers, Ctx: ctx, Guide: guide, Seen: func(out *explore.Outcome) {
 		done++
 		sum.Last = out
 		if det.Linear && len(out.Undecided) > 0 {

@@ -19,6 +19,7 @@ type exploreOpts struct {
 	driver, domains  string
 	sched            *strategyFlag
 	schedSet         bool // --scheduler given on the command line
+	peers            bool
 }
 
 func exploreFlags(fs *pflag.FlagSet, o *exploreOpts) {
@@ -30,6 +31,7 @@ func exploreFlags(fs *pflag.FlagSet, o *exploreOpts) {
 	fs.StringVar(&o.detectors, "detectors", "both", "`D`: both, invariants or linear")
 	fs.StringVar(&o.out, "out", "", "write summary.txt, result.json (seeds as strings, the replay command), junit.xml (one test case per detector, seed and replay as properties), history.jsonl (the finding's, or the last case's) and, for a finding, counterexample.yaml and one porcupine HTML per failing partition into `DIR`, a fresh one (a non-empty directory is refused)")
 	fs.BoolVar(&o.quiet, "quiet", false, "no progress bar")
+	fs.BoolVar(&o.peers, "peers", false, "draw programs with two management servers now and then (the hosts split between them, the API calls alternating) and peer-stop; the simulator only")
 	fs.StringVar(&o.driver, "driver", "sim", "`NAME`: sim or container (server and hosts in Docker containers, real time, a minute or two a case: use a small budget; invariants only)")
 	fs.StringVar(&o.domains, "domains", container.DomainsAuto, "`D`, for --driver container: auto, libvirt or simulated, as for repro")
 	// PCT by default: the fixed profile stays clean under it (1000 cases on seeds 1, 2, 3) and it

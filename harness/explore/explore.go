@@ -53,6 +53,8 @@ type Options struct {
 	// and coverage feedback (ClassicProgramFor, rapid's own sequence of seeds): csconform bench's
 	// baseline.
 	Classic bool
+	// Peers draws programs with two management servers now and then, and peer-stop (the simulator).
+	Peers bool
 	// Scheduler is the simulator's strategy (sim driver only; the zero value is random).
 	Scheduler sim.Strategy
 }
@@ -105,7 +107,9 @@ func (o Options) reach() Reach {
 	if o.Driver == "container" {
 		return ContainerReach
 	}
-	return Everything
+	r := Everything
+	r.Peers = o.Peers
+	return r
 }
 
 func (o Options) program(t *rapid.T, r Reach) (*harness.Scenario, int) {

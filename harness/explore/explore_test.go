@@ -23,6 +23,7 @@ var (
 	profileFlag = flag.String("csconform.profile", "fixed", "profile the property test runs against")
 	defectsFlag = flag.String("csconform.defects", "", "defect switches instead of the profile (D1,D2a,…)")
 	schedFlag   = flag.String("csconform.scheduler", "random", "the simulator's strategy: random or pct[:depth]")
+	peersFlag   = flag.Bool("csconform.peers", false, "draw programs with two management servers now and then (explore --peers)")
 	randomFlag  = flag.Bool("csconform.random", false, "explore from a random seed instead of the fixed ones (csconform bench measures 20)")
 )
 
@@ -59,7 +60,7 @@ func TestExplore(t *testing.T) {
 		seed = uint64(time.Now().UnixNano()) | 1
 	}
 	checks, _ := strconv.Atoi(flag.Lookup("rapid.checks").Value.String())
-	found, ran, err := Explore(Options{Profile: *profileFlag, Defects: sw, Scheduler: st}, checks, seed, 0)
+	found, ran, err := Explore(Options{Profile: *profileFlag, Defects: sw, Scheduler: st, Peers: *peersFlag}, checks, seed, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -58,15 +58,16 @@ type Reach struct {
 	// HA: the world deploys HA-enabled VMs (the simulator; the container world's deploy has no HA
 	// flag, so its programs draw none)
 	HA bool
-	// Peers: the world runs several management servers on one database (the simulator), so a
-	// program may have two and stop the second (peer-stop)
+	// Peers: programs may run two management servers on one database and stop the second
+	// (peer-stop); the simulator only, and only when asked (Options.Peers, explore --peers): under
+	// fixed they find a race of their own (docs/exploration.md)
 	Peers bool
 	// Faults lists the faults the world can inject; nil: all of them.
 	Faults map[string]bool
 }
 
 // Everything is the simulator's reach.
-var Everything = Reach{AgedNetworks: true, HA: true, Peers: true}
+var Everything = Reach{AgedNetworks: true, HA: true}
 
 // ContainerReach is what harness.RunScenarioContainer accepts.
 var ContainerReach = Reach{AgedNetworks: true, Faults: map[string]bool{"crash": true, "guest-shutdown": true,

@@ -23,6 +23,7 @@ type Summary struct {
 	Shard      string   `json:"shard,omitempty"`
 	Driver     string   `json:"driver,omitempty"`
 	Scheduler  string   `json:"scheduler,omitempty"` // the simulator's strategy when not random
+	Peers      bool     `json:"peers,omitempty"`     // programs drew a second management server
 	Budget     int      `json:"budget"`
 	Cases      int      `json:"cases"`
 	Found      bool     `json:"found"`
@@ -100,6 +101,9 @@ func (s *Summary) replayFlags() (cli, gotest string) {
 	}
 	if s.Scheduler != "" {
 		cli, gotest = cli+" --scheduler "+s.Scheduler, gotest+" -csconform.scheduler="+s.Scheduler
+	}
+	if s.Peers {
+		cli, gotest = cli+" --peers", gotest+" -csconform.peers"
 	}
 	return cli, gotest
 }
