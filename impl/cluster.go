@@ -213,10 +213,11 @@ func (am *AgentManager) forward(t *Thread, h *HostVO, m Message, wait time.Durat
 }
 
 // PeerLinksClosed is what the other servers see when this server's process ends: every request they
-// forwarded through it is left unanswered, and each caller learns at once, as the Java's caller does
-// when the host's forwarding attache is replaced on its reconnection elsewhere (AgentAttache.disconnect
-// cancels its commands): OperationTimedout, as for any request a disconnect leaves unanswered (the
-// host may have run it). The server's own threads are gone with it.
+// forwarded through it is left unanswered, and each caller learns it at once with OperationTimedout,
+// as for any request a disconnect leaves unanswered (the host may have run it). The reference's
+// choice: in the Java the caller learns it when its forwarding attache is replaced (the host
+// reconnects elsewhere, seconds later) or its wait ends; the peer socket's close is the nearest
+// moment. The server's own threads are gone with it.
 func (s *Server) PeerLinksClosed() {
 	am := s.agents
 	var hosts []string
