@@ -437,7 +437,7 @@ var errServerDown = fmt.Errorf("connect: connection refused (management server i
 // CreateNetwork creates a network named name.
 func (c *Cluster) CreateNetwork(client, name string, persistent bool) error {
 	op := c.Rec.BeginOp(client, "createNetwork", "", "", nil, name)
-	if c.msDown {
+	if c.apiDown() {
 		c.Rec.EndOp(op, errServerDown)
 		return errServerDown
 	}
@@ -468,7 +468,7 @@ func (c *Cluster) DeployHA(client, name string, networks []string, hostID string
 		return err
 	}
 	op := c.Rec.BeginOp(client, "deploy", "", hostID, ns, name)
-	if c.msDown {
+	if c.apiDown() {
 		c.Rec.EndOp(op, errServerDown)
 		return errServerDown
 	}
@@ -510,7 +510,7 @@ func (c *Cluster) Allocate(client, name string, networks []string) error {
 		return err
 	}
 	op := c.Rec.BeginOp(client, "allocate", "", "", ns, name)
-	if c.msDown {
+	if c.apiDown() {
 		c.Rec.EndOp(op, errServerDown)
 		return errServerDown
 	}
@@ -550,7 +550,7 @@ func (c *Cluster) VMOp(client, kind, name, hostID string) error {
 		}
 	}
 	op := c.Rec.BeginOp(client, kind, id(vmID), hostID, ns, name)
-	if c.msDown {
+	if c.apiDown() {
 		c.Rec.EndOp(op, errServerDown)
 		return errServerDown
 	}

@@ -8,10 +8,11 @@ import (
 )
 
 // Several management servers on one database (a scenario's managementServers, simulator only).
-// ms1 is the Cluster's Server: the clients' API goes to it and ms-restart restarts it. The others are
-// peers: they own the hosts whose agents connected to them, run their own job and network GC (the
-// cluster-wide try-locks decide which one runs a tick), and leave when peer-stop stops them; ms1
-// then notices by the mshost heartbeat and cleans up after them (impl/cluster.go).
+// ms1 is the Cluster's Server, the one ms-restart restarts; the others are peers, which peer-stop
+// stops. Each owns the hosts whose agents connected to it and runs its own job and network GC (the
+// cluster-wide try-locks decide which one runs a tick); the API calls go to the running servers in
+// turn (apiServer) or to the one a step names. A server that stops is noticed by the others through
+// the mshost heartbeat, and they clean up after it (impl/cluster.go).
 
 // peerServer is one peer's process.
 type peerServer struct {
@@ -143,4 +144,25 @@ func (c *Cluster) apiServer() *impl.Server {
 		}
 	}
 	return c.Server
+}
+
+// apiDown says no server takes API calls: the one server is down, or every one of several is.
+func (c *Cluster) apiDown() bool {
+	if c.servers <= 1 {
+		return c.msDown
+	}
+	return c.apiServerRunning() == nil
+}
+
+// apiServerRunning is a running server, if any (without moving the balancer).
+func (c *Cluster) apiServerRunning() *impl.Server {
+	if !c.msDown {
+		return c.Server
+	}
+	for _, p := range c.peers {
+		if !p.down {
+			return p.srv
+		}
+	}
+	return nil
 }
