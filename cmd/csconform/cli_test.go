@@ -15,7 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-var update = flag.Bool("update", false, "rewrite testdata/help/*.txt from the commands' help")
+var update = flag.Bool("update", false, "rewrite the golden files: testdata/help/*.txt from the commands' help, testdata/report/*.txt from repro's reports")
 
 // commandPaths are the arguments naming every command (cobra's help and completion included), each
 // with its cobra command, from a tree as an execution leaves it.
