@@ -129,13 +129,7 @@ func (c *Cluster) PeerStart(name string) error {
 
 // apiServer is the balancer in front of the API: the running servers in turn, one call each.
 func (c *Cluster) apiServer() *impl.Server {
-	all := append([]string{c.Server.ID}, func() []string {
-		var n []string
-		for _, p := range c.peers {
-			n = append(n, p.name)
-		}
-		return n
-	}()...)
+	all := serverNames(c.servers)
 	for range all {
 		name := all[c.apiTurn%len(all)]
 		c.apiTurn++
@@ -151,18 +145,5 @@ func (c *Cluster) apiDown() bool {
 	if c.servers <= 1 {
 		return c.msDown
 	}
-	return c.apiServerRunning() == nil
-}
-
-// apiServerRunning is a running server, if any (without moving the balancer).
-func (c *Cluster) apiServerRunning() *impl.Server {
-	if !c.msDown {
-		return c.Server
-	}
-	for _, p := range c.peers {
-		if !p.down {
-			return p.srv
-		}
-	}
-	return nil
+	return !slices.ContainsFunc(serverNames(c.servers), func(n string) bool { return c.runningServer(n) != nil })
 }

@@ -137,6 +137,7 @@ func (s *Scenario) Validate() error {
 	if s.ManagementServers < 0 || s.ManagementServers > MaxManagementServers {
 		return fmt.Errorf("scenario %s: managementServers %d: from 1 to %d", s.Name, s.ManagementServers, MaxManagementServers)
 	}
+	servers := serverNames(max(s.ManagementServers, 1))
 	nets := map[string]bool{}
 	vms := map[string]bool{}
 	for _, n := range s.Networks {
@@ -162,8 +163,8 @@ func (s *Scenario) Validate() error {
 		if st.Until != "" && !slices.Contains(Untils, st.Until) {
 			return fmt.Errorf("%s: unknown until %q (known: %s)", where, st.Until, strings.Join(Untils, ", "))
 		}
-		if st.Op != "" && st.Server != "" && !slices.Contains(serverNames(max(s.ManagementServers, 1)), st.Server) {
-			return fmt.Errorf("%s: unknown server %q (a scenario with managementServers: %d has %v)", where, st.Server, max(s.ManagementServers, 1), serverNames(max(s.ManagementServers, 1)))
+		if st.Op != "" && st.Server != "" && !slices.Contains(servers, st.Server) {
+			return fmt.Errorf("%s: unknown server %q (a scenario with managementServers: %d has %v)", where, st.Server, len(servers), servers)
 		}
 		switch {
 		case st.Op != "" && st.Fault != "":
@@ -172,8 +173,8 @@ func (s *Scenario) Validate() error {
 			if err := faults.Validate(st.faultSpec()); err != nil {
 				return fmt.Errorf("%s: %v", where, err)
 			}
-			if st.Server != "" && !slices.Contains(serverNames(max(s.ManagementServers, 1))[1:], st.Server) {
-				return fmt.Errorf("%s: unknown server %q (the peers of a scenario with managementServers: %d are %v)", where, st.Server, max(s.ManagementServers, 1), serverNames(max(s.ManagementServers, 1))[1:])
+			if st.Server != "" && !slices.Contains(servers[1:], st.Server) {
+				return fmt.Errorf("%s: unknown server %q (the peers of a scenario with managementServers: %d are %v)", where, st.Server, len(servers), servers[1:])
 			}
 		case st.Op == "":
 			if st.Wait <= 0 && st.Until == "" {

@@ -1,6 +1,7 @@
 package impl
 
 import (
+	"cmp"
 	"maps"
 	"slices"
 	"strconv"
@@ -81,7 +82,7 @@ func (db *DB) MSHosts() []*MSHostVO {
 		c := *m
 		out = append(out, &c)
 	}
-	slices.SortFunc(out, func(a, b *MSHostVO) int { return int(a.ID - b.ID) })
+	slices.SortFunc(out, func(a, b *MSHostVO) int { return cmp.Compare(a.ID, b.ID) })
 	return out
 }
 

@@ -224,7 +224,8 @@ func (db *DB) VM(id int64) *VMVO {
 }
 
 // VMByName finds a live (not removed) VM by instance name: the one with the lowest id (the name index
-// lists ids in order). Power sync asks for each domain of each report.
+// lists ids in order). Power sync, which asks for each domain of each report, needs only the id
+// (VMIDByName).
 func (db *DB) VMByName(name string) *VMVO {
 	point(db.env, PointRead)
 	db.lock()
@@ -828,8 +829,6 @@ func (db *DB) SetLastPinged(id string, t time.Time) {
 	}
 }
 
-// ---- async jobs
-
 // SetHostResourceState sets a host's resource_state (updateHost allocationstate / maintenance).
 func (db *DB) SetHostResourceState(id string, rs ResourceState) {
 	db.lock()
@@ -839,6 +838,8 @@ func (db *DB) SetHostResourceState(id string, rs ResourceState) {
 		db.touchKey(tHost, id)
 	}
 }
+
+// ---- async jobs
 
 // CreateJob inserts an IN_PROGRESS job.
 func (db *DB) CreateJob(actor, cmd, instanceType string, instanceID int64, msID string) *JobVO {
