@@ -41,6 +41,7 @@ type end struct {
 	peer    *end
 	inbox   []impl.Message
 	held    []impl.Message // sent while the link was cut
+	wire    []impl.Message // sent, not arrived yet, in sending order
 	lastArr time.Time
 	sig     impl.Signal
 }
@@ -249,7 +250,14 @@ func (e *end) transmit(m impl.Message) {
 		at = e.lastArr // in order, as on one TCP connection
 	}
 	e.lastArr = at
-	f.s.After(at.Sub(f.s.now), func() { peer.arrive(m) })
+	// Messages clamped to one arrival time would be woken in the scheduler's tie order: each wake-up
+	// delivers the oldest message on the wire instead, so the order is the sending order.
+	e.wire = append(e.wire, m)
+	f.s.After(at.Sub(f.s.now), func() {
+		next := e.wire[0]
+		e.wire = e.wire[1:]
+		peer.arrive(next)
+	})
 }
 
 func (e *end) flush() {
