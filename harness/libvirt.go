@@ -419,8 +419,10 @@ func (w *libvirtWorld) stopServer() {
 func (w *libvirtWorld) newAgent(h string) *impl.Agent {
 	lh := w.hosts[h]
 	lh.env = newProcEnv(w.base)
-	return impl.NewAgent(h, lh.env, lh.stale.Wrap(&live.Dialer{Addr: lh.proxy.Addr()}),
+	a := impl.NewAgent(h, lh.env, lh.stale.Wrap(&live.Dialer{Addr: lh.proxy.Addr()}),
 		&agentHV{Host: lh.hv, env: lh.env, name: "agent/" + h + "/libvirt-events"}, w.c.Rec)
+	a.Defects = w.c.Defects
+	return a
 }
 
 func (w *libvirtWorld) agentStopped(h string) {

@@ -461,7 +461,9 @@ func (w *liveWorld) stopServer() {
 func (w *liveWorld) newAgent(h string) *impl.Agent {
 	lh := w.hosts[h]
 	lh.env = newLiveEnv(w.clk, w.base)
-	return impl.NewAgent(h, lh.env, &liveDialer{Dialer: live.Dialer{Addr: lh.proxy.Addr()}, h: lh, w: w}, &liveAgentHV{lh}, w.c.Rec)
+	a := impl.NewAgent(h, lh.env, &liveDialer{Dialer: live.Dialer{Addr: lh.proxy.Addr()}, h: lh, w: w}, &liveAgentHV{lh}, w.c.Rec)
+	a.Defects = w.c.Defects
+	return a
 }
 
 func (w *liveWorld) agentStopped(h string) {

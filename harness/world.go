@@ -107,6 +107,7 @@ func (w *simWorld) newAgent(h string) *impl.Agent {
 	c := w.c
 	a := impl.NewAgent(h, c.Sched, c.Fabric, c.Hosts[h], c.Rec)
 	a.HA = w.haView()
+	a.Defects = c.Defects
 	return a
 }
 

@@ -20,6 +20,8 @@ type Agent struct {
 	Sink   history.Sink // agent.log lines
 	// HA is the shared primary storage's HA view (heartbeats, disk activity); nil: no NFS pool.
 	HA HAStorage
+	// Defects are the switches of the profile the agent plays (C6 is the agent's); nil: none on.
+	Defects Switches
 
 	// mu guards the fields below; it is never held across a call into Env, a Pipe or the Hypervisor.
 	mu           sync.Mutex
@@ -29,6 +31,8 @@ type Agent struct {
 	dead         bool
 	startupAck   Signal
 	generation   int
+	// starting holds, per VM name, the StartCommand still creating its domain (C6's fix).
+	starting map[string]Signal
 }
 
 // Reconnect back-off after a link drop (issue #8517).
@@ -202,15 +206,59 @@ func (a *Agent) reader(p Pipe, gen int) {
 			continue
 		}
 		req := m
-		a.task("cmd", func() { a.execute(p, req) })
+		created, after := a.order(req)
+		a.task("cmd", func() { a.execute(p, req, created, after) })
 	}
 }
 
-func (a *Agent) execute(p Pipe, m Message) {
+// order is C6's fix, taken in arrival order by the reader (the pool runs the commands in any order):
+// a StopCommand that arrives while a StartCommand of the same VM is still preparing and creating its
+// domain waits until the domain exists or the start failed, so that its checkBeforeCleanup sees a
+// domain the start is about to run. 4.22's agent (Agent.processRequest on the AgentRequest-Handler
+// pool; LibvirtStartCommandWrapper and LibvirtStopCommandWrapper take no per-VM lock) runs the stop
+// beside the start: it finds no domain, answers stopped, and the start then boots a domain whose
+// record the server has just released. created is the start's signal, after the stop's wait.
+func (a *Agent) order(m Message) (created, after Signal) {
+	if a.Defects["C6"] {
+		return nil, nil
+	}
+	switch {
+	case m.Kind == MsgStart && m.Domain != nil:
+		created = a.Env.NewSignal()
+		a.mu.Lock()
+		if a.starting == nil {
+			a.starting = map[string]Signal{}
+		}
+		a.starting[m.Domain.Name] = created
+		a.mu.Unlock()
+	case m.Kind == MsgStop:
+		a.mu.Lock()
+		after = a.starting[m.VMName]
+		a.mu.Unlock()
+	}
+	return created, after
+}
+
+// domainCreated ends a start's part of the order: its domain exists, or it never will.
+func (a *Agent) domainCreated(name string, created Signal) {
+	if created == nil {
+		return
+	}
+	a.mu.Lock()
+	if a.starting[name] == created {
+		delete(a.starting, name)
+	}
+	a.mu.Unlock()
+	created.Fire()
+}
+
+func (a *Agent) execute(p Pipe, m Message, created, after Signal) {
 	ans := Message{Seq: m.Seq, Kind: MsgAnswer, HostID: a.HostID, Result: true}
 	switch m.Kind {
 	case MsgStart:
-		if err := a.HV.Start(*m.Domain); err != nil {
+		err := a.HV.Start(*m.Domain)
+		a.domainCreated(m.Domain.Name, created)
+		if err != nil {
 			ans.Result, ans.Details = false, err.Error()
 		} else if m.WaitReady > 0 {
 			if err := a.HV.WaitReady(m.Domain.Name, m.WaitReady); err != nil {
@@ -218,6 +266,10 @@ func (a *Agent) execute(p Pipe, m Message) {
 			}
 		}
 	case MsgStop:
+		if after != nil {
+			a.log("DEBUG", "StopCommand for %s waits for the StartCommand still creating its domain", m.VMName)
+			after.Wait(0)
+		}
 		if m.CheckFirst && slices.Contains(a.HV.Running(), m.VMName) {
 			ans.Result, ans.Details = false, "vm is still running on host"
 		} else if err := a.HV.Stop(m.VMName); err != nil {

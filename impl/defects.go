@@ -27,6 +27,8 @@ var Defects = []Defect{
 	{"C3", "a power-on report collected before a VM's last state change still sets it Running (FollowAgentPowerOnReport): a stop or destroy is undone with no domain behind the record"},
 	{"C4", "the network GC shuts down every network of the list it built at its tick without asking again whether each is still free: a VM started on a later one meanwhile loses its network (NetworkGarbageCollector.reallyRun)"},
 	{"C5", "a network an earlier failed implementation left in Shutdown (its router could not be stopped then) fails the next start on it: implementNetwork has no transition from Shutdown and only that start's own cleanup completes the shutdown (NetworkOrchestrator.implementNetwork)"},
+	// Found by csconform explore --peers under fixed (seeds 2, 4, 8): a StartCommand held on a cut link.
+	{"C6", "the agent runs a StopCommand beside a StartCommand of the same VM: a stop that arrives while the start still prepares the domain finds none and answers stopped, the server releases the VM's NICs and volumes, and the start then boots its domain (Agent.processRequest, LibvirtStopCommandWrapper)"},
 	// Found reading HighAvailabilityManagerImpl.restart and KVMFencer against a live host whose storage heartbeat failed.
 	{"H1", "KVM fencing only checks the host's storage heartbeat: a live host whose heartbeat failed is \"fenced\" while its domain runs, and HA starts the VM a second time elsewhere"},
 	// Found by csconform explore under fixed once it drew the host faults (seed 5, case 1604).

@@ -28,6 +28,8 @@ func TestReportGolden(t *testing.T) {
 		{"peer-gc-races-implement", "cloudstack-4.22"},
 		{"peer-leaves-mid-start", "cloudstack-4.22"},
 		{"peer-leaves-mid-start", "fixed"},
+		{"stop-overtakes-held-start", "cloudstack-4.22"},
+		{"stop-overtakes-held-start", "fixed"},
 	} {
 		t.Run(c.scenario+"/"+c.profile, func(t *testing.T) {
 			var out, errb bytes.Buffer

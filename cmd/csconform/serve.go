@@ -252,6 +252,16 @@ func agentCmd(o *agentOpts, stdout, stderr io.Writer) int {
 	case o.server == "":
 		return fail(errors.New("--server is required"))
 	}
+	var sw impl.Switches
+	var err error
+	if o.defects != "" {
+		sw, err = impl.ParseDefects(o.defects)
+	} else {
+		sw, err = impl.Profile(o.profile)
+	}
+	if err != nil {
+		return fail(err)
+	}
 	hvKind, hvArg, _ := strings.Cut(o.hvName, ":")
 	if _, ok := hypervisors[hvKind]; !ok {
 		return fail(fmt.Errorf("unknown hypervisor %q; this build has: %s", o.hvName, hypervisorNames()))
@@ -301,6 +311,7 @@ func agentCmd(o *agentOpts, stdout, stderr io.Writer) int {
 		return fail(err)
 	}
 	a := impl.NewAgent(o.hostID, env, tr, h, sink)
+	a.Defects = sw
 	a.Start()
 	desc := o.hvName
 	if d, ok := h.(interface{ Describe() string }); ok {

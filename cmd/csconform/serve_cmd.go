@@ -63,6 +63,7 @@ kill at that moment would leave it). Exit 2 on bad flags or an unreadable or unw
 // agentOpts are agent's flags.
 type agentOpts struct {
 	hostID, server, hvName, faultsAddr string
+	profile, defects                   string
 	hf                                 hvFlags
 	historyFile                        string
 	verbose                            bool
@@ -72,6 +73,8 @@ func agentFlags(fs *pflag.FlagSet, o *agentOpts) {
 	fs.StringVar(&o.hostID, "host", "", "the host `ID` this agent serves")
 	fs.StringVar(&o.server, "server", "", "the management server's --listen `ADDR`")
 	fs.StringVar(&o.hvName, "hypervisor", "sim", "where domains run (`NAME`; see above)")
+	fs.StringVar(&o.profile, "profile", "cloudstack-4.22", "the profile `P` of the agent's switches (C6), as the server's: cloudstack-4.22 or fixed")
+	fs.StringVar(&o.defects, "defects", "", "switch on exactly the defects in `LIST` instead, as the server's")
 	fs.StringVar(&o.faultsAddr, "faults", "", "serve the agent's fault hook (POST /delayNextOutOfBand?d=DURATION) on `ADDR`")
 	// as the libvirt driver names and labels domains, so csconform cleanup finds them
 	fs.StringVar(&o.hf.run, "run", "", "libvirt: the run `ID` the domains belong to (default $CSCONFORM_RUN; required): a restarted agent with the same --run and --host finds its running domains again")

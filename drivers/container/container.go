@@ -236,11 +236,7 @@ func Start(ctx context.Context, o Options) (c *Cluster, err error) {
 	if o.Verbose {
 		args = append(args, "--verbose")
 	}
-	if o.Defects != "" {
-		args = append(args, "--defects", o.Defects)
-	} else {
-		args = append(args, "--profile", o.Profile)
-	}
+	args = append(args, c.switchArgs()...)
 	keys := make([]string, 0, len(o.Config))
 	for k := range o.Config {
 		keys = append(keys, k)
@@ -507,9 +503,17 @@ func (c *Cluster) startHost(ctx context.Context, h string) error {
 	if hst.truth, err = endpoint(ctx, hv, truthPort); err != nil {
 		return err
 	}
-	hst.Agent, err = c.run(ctx, h+"-agent", "agent", h, []string{"agent", "--host", h, "--server", "ms:" + agentPort, "--hypervisor", "unix:" + sock, "--faults", "0.0.0.0:8098"},
+	hst.Agent, err = c.run(ctx, h+"-agent", "agent", h, append([]string{"agent", "--host", h, "--server", "ms:" + agentPort, "--hypervisor", "unix:" + sock, "--faults", "0.0.0.0:8098"}, c.switchArgs()...),
 		nil, []string{faultsPort}, "agent "+h+": management server")
 	return err
+}
+
+// switchArgs are the profile's flags, the same for the server and every agent (C6 is the agent's).
+func (c *Cluster) switchArgs() []string {
+	if c.o.Defects != "" {
+		return []string{"--defects", c.o.Defects}
+	}
+	return []string{"--profile", c.o.Profile}
 }
 
 // startLibvirtHost starts a host whose agent drives real domains through libvirtd's mounted socket.
@@ -525,9 +529,9 @@ func (c *Cluster) startLibvirtHost(ctx context.Context, h string) error {
 	same := func(p string, ro bool) mount.Mount {
 		return mount.Mount{Type: mount.TypeBind, Source: p, Target: p, ReadOnly: ro}
 	}
-	hst.Agent, err = c.run(ctx, h+"-agent", "agent", h, []string{"agent", "--host", h, "--server", "ms:" + agentPort,
+	hst.Agent, err = c.run(ctx, h+"-agent", "agent", h, append([]string{"agent", "--host", h, "--server", "ms:" + agentPort,
 		"--hypervisor", "libvirt", "--run", c.Run, "--run-dir", c.o.BaseDir, "--guest-dir", c.o.GuestDir,
-		"--virt-type", c.virtType, "--router-boot", c.o.RouterBoot.String(), "--faults", "0.0.0.0:8098"},
+		"--virt-type", c.virtType, "--router-boot", c.o.RouterBoot.String(), "--faults", "0.0.0.0:8098"}, c.switchArgs()...),
 		nil, []string{faultsPort}, "agent "+h+": management server",
 		same(LibvirtSocket, false), same(lv.RunDir(), false), same(c.o.GuestDir, true))
 	return err
