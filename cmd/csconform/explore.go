@@ -90,9 +90,10 @@ func exploreCmd(o *exploreOpts, args []string, stdout, stderr io.Writer) int {
 		return fail(err)
 	}
 	if o.driver != "sim" {
-		if o.peers {
+		if o.peers && o.peersSet {
 			return fail(fmt.Errorf("--peers is the simulator's: several management servers run only there"))
 		}
+		o.peers = false
 		if o.schedSet && o.sched.st.Kind != sim.Random {
 			return fail(fmt.Errorf("--scheduler is the simulator's: --driver %s runs in real time", o.driver))
 		}

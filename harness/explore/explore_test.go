@@ -23,7 +23,7 @@ var (
 	profileFlag = flag.String("csconform.profile", "fixed", "profile the property test runs against")
 	defectsFlag = flag.String("csconform.defects", "", "defect switches instead of the profile (D1,D2a,…)")
 	schedFlag   = flag.String("csconform.scheduler", "random", "the simulator's strategy: random or pct[:depth]")
-	peersFlag   = flag.Bool("csconform.peers", false, "draw programs with two management servers now and then (explore --peers)")
+	peersFlag   = flag.Bool("csconform.peers", true, "draw programs with two management servers now and then (explore --peers)")
 	randomFlag  = flag.Bool("csconform.random", false, "explore from a random seed instead of the fixed ones (csconform bench measures 20)")
 )
 

@@ -59,8 +59,7 @@ type Reach struct {
 	// flag, so its programs draw none)
 	HA bool
 	// Peers: programs may run two management servers on one database and stop the second
-	// (peer-stop); the simulator only, and only when asked (Options.Peers, explore --peers): under
-	// fixed they find a race of their own (docs/exploration.md)
+	// (peer-stop); the simulator only (Options.Peers; explore --peers, on by default)
 	Peers bool
 	// Faults lists the faults the world can inject; nil: all of them.
 	Faults map[string]bool

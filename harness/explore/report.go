@@ -102,8 +102,8 @@ func (s *Summary) replayFlags() (cli, gotest string) {
 	if s.Scheduler != "" {
 		cli, gotest = cli+" --scheduler "+s.Scheduler, gotest+" -csconform.scheduler="+s.Scheduler
 	}
-	if s.Peers {
-		cli, gotest = cli+" --peers", gotest+" -csconform.peers"
+	if !s.Peers && (s.Driver == "" || s.Driver == "sim") {
+		cli, gotest = cli+" --peers=false", gotest+" -csconform.peers=false"
 	}
 	return cli, gotest
 }
