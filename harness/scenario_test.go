@@ -65,7 +65,7 @@ expect:
 // Simulating a day of GC ticks, heartbeats and pings for a small cluster.
 func BenchmarkSimulateDay(b *testing.B) {
 	for i := 0; i < b.N; i++ {
-		c, err := NewSimCluster(Options{Seed: uint64(i), Hosts: []string{"h1", "h2", "h3"}, Defects: map[string]bool{}})
+		c, err := NewSimCluster(Options{Seed: uint64(i), Hosts: []string{"h1", "h2", "h3"}, Defects: impl.Switches{}})
 		if err != nil {
 			b.Fatal(err)
 		}

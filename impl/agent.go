@@ -219,7 +219,7 @@ func (a *Agent) reader(p Pipe, gen int) {
 // beside the start: it finds no domain, answers stopped, and the start then boots a domain whose
 // record the server has just released. created is the start's signal, after the stop's wait.
 func (a *Agent) order(m Message) (created, after Signal) {
-	if a.Defects["C6"] {
+	if a.Defects[C6] {
 		return nil, nil
 	}
 	switch {

@@ -36,7 +36,7 @@ func TestAgentOrdersAStopBehindTheStartOfItsVM(t *testing.T) {
 			f.Listen(true)
 			hv := sim.NewHost(s, "h1")
 			a := impl.NewAgent("h1", s, f, hv, nil)
-			a.Defects = impl.Switches{"C6": tc.c6}
+			a.Defects = impl.Switches{impl.C6: tc.c6}
 			answers := map[int64]impl.Message{}
 			s.Go("ms", func() {
 				p, err := f.Accept()

@@ -168,7 +168,7 @@ func (cm *clusterManager) onManagementNodeLeft(t *Thread, m *MSHostVO) {
 	// AsyncJobManagerImpl.onManagementNodeLeft: cleanupLeftOverJobs(msHost.getId()) — the mshost
 	// row id where the job columns hold msids (M1), so it matches no job. The fix passes getMsid().
 	key := m.MSID
-	if s.Defects["M1"] {
+	if s.Defects[M1] {
 		key = idKey(m.ID)
 	}
 	s.jobs.cleanupLeftOverJobsOf(t, key)

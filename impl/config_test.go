@@ -107,8 +107,8 @@ func TestProfilesAndDefects(t *testing.T) {
 	// the error lists every switch Defects has, derived from it
 	_, err := ParseDefects("D7")
 	for _, d := range Defects {
-		if !strings.Contains(err.Error(), d.Name) {
-			t.Errorf("%v does not name %s", err, d.Name)
+		if !strings.Contains(err.Error(), d.Name()) {
+			t.Errorf("%v does not name %s", err, d.Name())
 		}
 	}
 	all, _ := Profile("cloudstack-4.22")

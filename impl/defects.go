@@ -7,44 +7,109 @@ import (
 	"strings"
 )
 
-// Defect is one known defect, switchable on its own.
-type Defect struct {
-	Name, Summary string
-}
+// Defect is one switch: a known CloudStack defect, or a bug the detector tests plant. Its constants
+// are the vocabulary the code names them by, so a misspelt switch does not compile; Name is the word
+// users type (--defects, scenario files, reports).
+type Defect uint8
 
-// Defects are the switches, in the order the reports give them.
-var Defects = []Defect{
-	{"D1", "orphaned-network cleanup ages networks from creation, takes no lock and writes Shutdown directly (#12409, #14522)"},
-	{"D2a", "a forced (out-of-band) power report skips the graceful period for missing VMs (#14206 cause 1)"},
-	{"D2b", "PowerReportMissing releases NICs and volumes without sending a StopCommand (#14206 cause 2)"},
-	{"D2c", "expunge never contacts the host for a VM in Error or Stopped: advanceStop returns early (#14206 cause 3)"},
-	{"D2d", "a power-on report for a Destroyed/Expunging VM is only logged (#14206 cause 4)"},
-	{"D2e", "unknown domains in a report are only debug-logged (#14206 cause 5)"},
-	{"D3", "a forced stop releases resources when the host is only transiently unreachable (vm.destroy.forcestop)"},
+// The known defects, in the order the reports give them.
+const (
+	_ Defect = iota
+	D1
+	D2a
+	D2b
+	D2c
+	D2d
+	D2e
+	D3
 	// Found by csconform explore, not in the seed reports: the D2/D3 family through the start path.
-	{"C1", "a failed start's cleanup releases NICs and volumes even when its stop could not reach the host (spec 3.8 step 12)"},
-	{"C2", "after a management-server restart, a VM whose start was in flight is moved to Stopped without asking its host (cleanupResources, PR #8394)"},
-	{"C3", "a power-on report collected before a VM's last state change still sets it Running (FollowAgentPowerOnReport): a stop or destroy is undone with no domain behind the record"},
-	{"C4", "the network GC shuts down every network of the list it built at its tick without asking again whether each is still free: a VM started on a later one meanwhile loses its network (NetworkGarbageCollector.reallyRun)"},
-	{"C5", "a network an earlier failed implementation left in Shutdown (its router could not be stopped then) fails the next start on it: implementNetwork has no transition from Shutdown and only that start's own cleanup completes the shutdown (NetworkOrchestrator.implementNetwork)"},
+	C1
+	C2
+	C3
+	C4
+	C5
 	// Found by csconform explore --peers under fixed (seeds 2, 4, 8): a StartCommand held on a cut link.
-	{"C6", "the agent runs a StopCommand beside a StartCommand of the same VM: a stop that arrives while the start still prepares the domain finds none and answers stopped, the server releases the VM's NICs and volumes, and the start then boots its domain (Agent.processRequest, LibvirtStopCommandWrapper)"},
+	C6
 	// Found reading HighAvailabilityManagerImpl.restart and KVMFencer against a live host whose storage heartbeat failed.
-	{"H1", "KVM fencing only checks the host's storage heartbeat: a live host whose heartbeat failed is \"fenced\" while its domain runs, and HA starts the VM a second time elsewhere"},
+	H1
 	// Found by csconform explore under fixed once it drew the host faults (seed 5, case 1604).
-	{"H2", "KVMInvestigator judges a host Down from its storage heartbeat alone: a live host whose heartbeat failed is Down once its agent is cut off, and a start's cleanup or a forced stop then releases the NICs of a domain that still runs (KVMInvestigator.isAgentAlive)"},
+	H2
 	// Found reading AsyncJobManagerImpl.onManagementNodeLeft for several management servers.
-	{"M1", "a peer's onManagementNodeLeft cleans up the left server's jobs by its mshost row id, which no job's msid column holds: its IN_PROGRESS jobs, and the VMs and networks they left in transition, stay until the GC cancels or expires them or the server comes back (AsyncJobManagerImpl.onManagementNodeLeft)"},
+	M1
+
+	// PlantedStopTimeoutIsSuccess is not a CloudStack defect: it is a bug the detector tests plant to show
+	// that exploration finds bugs nobody described. With it on, a stop whose StopCommand timed out (the
+	// host went away with the command in flight) counts as stopped: resources are released and the record
+	// says Stopped while the domain may run on. No profile has it and ParseDefects does not accept it.
+	PlantedStopTimeoutIsSuccess
+	// PlantedIPFromStaleRead is not a CloudStack defect: it is a read-then-write race the detector tests
+	// plant to show that the simulator's PCT strategy reaches interleavings its default cannot. With it
+	// on, a NIC's guest address is chosen from a read of the pool (the shape of early CloudStack's
+	// GuestNetworkGuru.acquireGuestIpAddress: listIpAddressInNetworkConfiguration, then a pick) and
+	// claimed by a second statement that trusts that read: two NICs of one network reserved at the same
+	// instant can both pick the first free address, and the second claim takes it from the first. There
+	// is no sleep between the read and the claim, so only a preemption at a scheduling point can cut the
+	// two apart. No profile has it and ParseDefects does not accept it.
+	PlantedIPFromStaleRead
+	numDefects
+)
+
+var defectInfo = [numDefects]struct{ name, summary string }{
+	D1:                          {"D1", "orphaned-network cleanup ages networks from creation, takes no lock and writes Shutdown directly (#12409, #14522)"},
+	D2a:                         {"D2a", "a forced (out-of-band) power report skips the graceful period for missing VMs (#14206 cause 1)"},
+	D2b:                         {"D2b", "PowerReportMissing releases NICs and volumes without sending a StopCommand (#14206 cause 2)"},
+	D2c:                         {"D2c", "expunge never contacts the host for a VM in Error or Stopped: advanceStop returns early (#14206 cause 3)"},
+	D2d:                         {"D2d", "a power-on report for a Destroyed/Expunging VM is only logged (#14206 cause 4)"},
+	D2e:                         {"D2e", "unknown domains in a report are only debug-logged (#14206 cause 5)"},
+	D3:                          {"D3", "a forced stop releases resources when the host is only transiently unreachable (vm.destroy.forcestop)"},
+	C1:                          {"C1", "a failed start's cleanup releases NICs and volumes even when its stop could not reach the host (spec 3.8 step 12)"},
+	C2:                          {"C2", "after a management-server restart, a VM whose start was in flight is moved to Stopped without asking its host (cleanupResources, PR #8394)"},
+	C3:                          {"C3", "a power-on report collected before a VM's last state change still sets it Running (FollowAgentPowerOnReport): a stop or destroy is undone with no domain behind the record"},
+	C4:                          {"C4", "the network GC shuts down every network of the list it built at its tick without asking again whether each is still free: a VM started on a later one meanwhile loses its network (NetworkGarbageCollector.reallyRun)"},
+	C5:                          {"C5", "a network an earlier failed implementation left in Shutdown (its router could not be stopped then) fails the next start on it: implementNetwork has no transition from Shutdown and only that start's own cleanup completes the shutdown (NetworkOrchestrator.implementNetwork)"},
+	C6:                          {"C6", "the agent runs a StopCommand beside a StartCommand of the same VM: a stop that arrives while the start still prepares the domain finds none and answers stopped, the server releases the VM's NICs and volumes, and the start then boots its domain (Agent.processRequest, LibvirtStopCommandWrapper)"},
+	H1:                          {"H1", "KVM fencing only checks the host's storage heartbeat: a live host whose heartbeat failed is \"fenced\" while its domain runs, and HA starts the VM a second time elsewhere"},
+	H2:                          {"H2", "KVMInvestigator judges a host Down from its storage heartbeat alone: a live host whose heartbeat failed is Down once its agent is cut off, and a start's cleanup or a forced stop then releases the NICs of a domain that still runs (KVMInvestigator.isAgentAlive)"},
+	M1:                          {"M1", "a peer's onManagementNodeLeft cleans up the left server's jobs by its mshost row id, which no job's msid column holds: its IN_PROGRESS jobs, and the VMs and networks they left in transition, stay until the GC cancels or expires them or the server comes back (AsyncJobManagerImpl.onManagementNodeLeft)"},
+	PlantedStopTimeoutIsSuccess: {"planted-stop-timeout-is-success", "planted: a stop whose StopCommand timed out counts as stopped"},
+	PlantedIPFromStaleRead:      {"planted-ip-from-stale-read", "planted: a NIC's address is claimed from an earlier read of the pool"},
 }
 
-// PlantedStopTimeoutIsSuccess is not a CloudStack defect: it is a bug the detector tests plant to show
-// that exploration finds bugs nobody described. With it on, a stop whose StopCommand timed out (the
-// host went away with the command in flight) counts as stopped: resources are released and the record
-// says Stopped while the domain may run on. No profile has it and ParseDefects does not accept it.
-const PlantedStopTimeoutIsSuccess = "planted-stop-timeout-is-success"
+// Name is the defect's name as users write it (D1, D2a, planted-…).
+func (d Defect) Name() string {
+	if d == 0 || d >= numDefects {
+		return fmt.Sprintf("Defect(%d)", uint8(d))
+	}
+	return defectInfo[d].name
+}
+
+func (d Defect) String() string { return d.Name() }
+
+// Summary says what the defect does, and where in the Java (or the report) it is.
+func (d Defect) Summary() string {
+	if d == 0 || d >= numDefects {
+		return ""
+	}
+	return defectInfo[d].summary
+}
+
+// Defects are CloudStack's switches (the planted bugs are not among them), in the order the reports
+// give them.
+var Defects = []Defect{D1, D2a, D2b, D2c, D2d, D2e, D3, C1, C2, C3, C4, C5, C6, H1, H2, M1}
+
+// Planted returns the planted bug of that name (bench and the detector tests switch them on by name;
+// no profile has them and ParseDefects does not accept them).
+func Planted(name string) (Defect, bool) {
+	for _, d := range []Defect{PlantedStopTimeoutIsSuccess, PlantedIPFromStaleRead} {
+		if d.Name() == name {
+			return d, true
+		}
+	}
+	return 0, false
+}
 
 // Switches says which defects are on.
-type Switches map[string]bool
+type Switches map[Defect]bool
 
 // Profiles are named sets of switches.
 var Profiles = map[string]Switches{
@@ -55,7 +120,7 @@ var Profiles = map[string]Switches{
 func allDefects(on bool) Switches {
 	s := Switches{}
 	for _, d := range Defects {
-		s[d.Name] = on
+		s[d] = on
 	}
 	return s
 }
@@ -93,8 +158,8 @@ func ParseDefects(list string) (Switches, error) {
 		}
 		matched := false
 		for _, d := range Defects {
-			if strings.EqualFold(d.Name, f) || strings.HasPrefix(strings.ToUpper(d.Name), strings.ToUpper(f)) && len(f) == 2 {
-				s[d.Name] = true
+			if strings.EqualFold(d.Name(), f) || strings.HasPrefix(strings.ToUpper(d.Name()), strings.ToUpper(f)) && len(f) == 2 {
+				s[d] = true
 				matched = true
 			}
 		}
@@ -110,10 +175,11 @@ func ParseDefects(list string) (Switches, error) {
 func knownDefects() []string {
 	var out []string
 	for _, d := range Defects {
-		if len(d.Name) > 2 && !slices.Contains(out, d.Name[:2]) {
-			out = append(out, d.Name[:2])
+		n := d.Name()
+		if len(n) > 2 && !slices.Contains(out, n[:2]) {
+			out = append(out, n[:2])
 		}
-		out = append(out, d.Name)
+		out = append(out, n)
 	}
 	return out
 }
@@ -122,8 +188,8 @@ func knownDefects() []string {
 func (s Switches) On() []string {
 	var out []string
 	for _, d := range Defects {
-		if s[d.Name] {
-			out = append(out, d.Name)
+		if s[d] {
+			out = append(out, d.Name())
 		}
 	}
 	return out

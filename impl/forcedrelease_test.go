@@ -31,14 +31,14 @@ func TestForcedReleaseAllowedByOriginAndHost(t *testing.T) {
 	cases := []struct {
 		name    string
 		force   stopForce
-		defects []string
+		defects []Defect
 		status  []host.Status
 		want    bool
 	}{
-		{"unforced never", unforced, []string{"D3", "C1"}, append(gone, mayReturn...), false},
-		{"4.22: caller's forced stop", forcedByCaller, []string{"D3"}, append(gone, mayReturn...), true},
-		{"4.22: vm.destroy.forcestop", forcedBySetting, []string{"D3"}, append(gone, mayReturn...), true},
-		{"4.22: failed start's cleanup", forcedCleanup, []string{"C1"}, append(gone, mayReturn...), true},
+		{"unforced never", unforced, []Defect{D3, C1}, append(gone, mayReturn...), false},
+		{"4.22: caller's forced stop", forcedByCaller, []Defect{D3}, append(gone, mayReturn...), true},
+		{"4.22: vm.destroy.forcestop", forcedBySetting, []Defect{D3}, append(gone, mayReturn...), true},
+		{"4.22: failed start's cleanup", forcedCleanup, []Defect{C1}, append(gone, mayReturn...), true},
 		{"fixed: any force, host gone", forcedBySetting, nil, gone, true},
 		{"fixed: caller, host gone", forcedByCaller, nil, gone, true},
 		{"fixed: cleanup, host gone", forcedCleanup, nil, gone, true},
@@ -46,8 +46,8 @@ func TestForcedReleaseAllowedByOriginAndHost(t *testing.T) {
 		{"fixed: caller, host may return", forcedByCaller, nil, mayReturn, false},
 		{"fixed: cleanup, host may return", forcedCleanup, nil, mayReturn, false},
 		// D3 alone does not license the server's own cleanups, nor C1 alone a destroy's forced stop
-		{"D3 only: cleanup, host may return", forcedCleanup, []string{"D3"}, mayReturn, false},
-		{"C1 only: vm.destroy.forcestop, host may return", forcedBySetting, []string{"C1"}, mayReturn, false},
+		{"D3 only: cleanup, host may return", forcedCleanup, []Defect{D3}, mayReturn, false},
+		{"C1 only: vm.destroy.forcestop, host may return", forcedBySetting, []Defect{C1}, mayReturn, false},
 	}
 	for _, c := range cases {
 		for _, st := range c.status {

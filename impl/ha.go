@@ -379,7 +379,7 @@ func (m *HighAvailabilityManager) fenceOff(t *Thread, v *VMVO, hostID string) bo
 		if h.ID == hostID {
 			continue
 		}
-		ans, err := s.agents.Send(t, h.ID, Message{Kind: MsgFence, Target: hostID, VMName: v.Name, CheckActivity: !s.Defects["H1"]}, s.Config.CommandTimeout(MsgFence))
+		ans, err := s.agents.Send(t, h.ID, Message{Kind: MsgFence, Target: hostID, VMName: v.Name, CheckActivity: !s.Defects[H1]}, s.Config.CommandTimeout(MsgFence))
 		if err != nil {
 			s.Log(t, "INFO", HostObject(h.ID), "Moving on to the next host because %s is unavailable", h.ID)
 			continue

@@ -173,7 +173,7 @@ func TestHAKVMFencing(t *testing.T) {
 		name := map[bool]string{true: "cloudstack-4.22 (H1 on): two domains", false: "fixed (H1 off): not fenced"}[h1]
 		t.Run(name, func(t *testing.T) {
 			// H2 on in both: the heartbeat-only investigation judges h1 Down, so HA reaches the fence
-			w := newHAWorld(t, impl.Switches{"H1": h1, "H2": true}, "h1", "h2")
+			w := newHAWorld(t, impl.Switches{impl.H1: h1, impl.H2: true}, "h1", "h2")
 			web := w.deploy("web1", "h1", true)
 			w.hosts["h1"].StopHeartbeat(true)
 			w.runUntil(sim.HeartbeatWindow+time.Second, nil)
@@ -210,7 +210,7 @@ func TestInvestigationAsksAboutVMActivity(t *testing.T) {
 	for _, h2 := range []bool{true, false} {
 		name := map[bool]string{true: "cloudstack-4.22 (H2 on): Down", false: "fixed (H2 off): not Down"}[h2]
 		t.Run(name, func(t *testing.T) {
-			w := newHAWorld(t, impl.Switches{"H2": h2}, "h1", "h2")
+			w := newHAWorld(t, impl.Switches{impl.H2: h2}, "h1", "h2")
 			web := w.deploy("web1", "h1", false)
 			w.hosts["h1"].StopHeartbeat(true)
 			w.runUntil(sim.HeartbeatWindow+time.Second, nil)

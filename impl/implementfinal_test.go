@@ -33,7 +33,7 @@ func TestImplementNetworkFinalTransition(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(string(c.reading), func(t *testing.T) {
-			w := newSimServer(t, 2, map[string]string{"network.implement.final.transition": string(c.reading)}, impl.Switches{"D1": true})
+			w := newSimServer(t, 2, map[string]string{"network.implement.final.transition": string(c.reading)}, impl.Switches{impl.D1: true})
 			s, db, log, srv := w.s, w.db, w.log, w.srv
 			w.agent(t, "h1", sim.NewHost(s, "h1"))
 			n := srv.CreateNetwork("net1", false, 4)

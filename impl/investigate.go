@@ -92,7 +92,7 @@ func (s *Server) investigateHost(t *Thread, hostID string) host.Status {
 // the VMs the database puts on the host as well, as KVM host HA's KVMHostActivityChecker does.
 func (s *Server) kvmIsAgentAlive(t *Thread, hostID string) host.Status {
 	cmd := Message{Kind: MsgCheckOnHost, Target: hostID}
-	if !s.Defects["H2"] {
+	if !s.Defects[H2] {
 		cmd.CheckActivity = true
 		for _, v := range s.DB.HostVMs(hostID, func(v *VMVO) bool { return onHostStates[v.State] }) {
 			cmd.VMNames = append(cmd.VMNames, v.Name)

@@ -122,7 +122,7 @@ func TestJobGCExpungesExpiredUnfinishedJobs(t *testing.T) {
 // reference cleared it before). Under C2 (4.22) that is the VM web1, left Starting on h1 by a server
 // killed during its deploy.
 func TestCleanupLeftOverJobsKeepsHostID(t *testing.T) {
-	sw := impl.Switches{"C2": true}
+	sw := impl.Switches{impl.C2: true}
 	_, db, log, id, _ := leftByDeadServer(t, nil, sw, "")
 	v := db.VM(id)
 	require.Equal(t, vm.Stopped, v.State)

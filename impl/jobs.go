@@ -337,7 +337,7 @@ func (m *AsyncJobManager) cleanupLeftOverJobsOf(t *Thread, msid string) {
 		switch j.InstanceType {
 		case "VirtualMachine":
 			v := s.DB.VM(j.InstanceID)
-			if v != nil && v.State == vm.Starting && v.HostID != "" && !s.Defects["C2"] && (!mutated(MutRestartStopsUnreported) || v.PowerState == vm.PowerOn) {
+			if v != nil && v.State == vm.Starting && v.HostID != "" && !s.Defects[C2] && (!mutated(MutRestartStopsUnreported) || v.PowerState == vm.PowerOn) {
 				// its StartCommand may have reached the host: leave it Starting for power sync
 				s.Log(t, "INFO", VMObject(v.ID), "Leaving %s in Starting on host %s: its start may have run there; the host's reports will settle it", v.Name, v.HostID)
 				continue

@@ -60,7 +60,7 @@ func (s *Server) implementNetwork(t *Thread, id int64, dest string) (n *NetworkV
 	// router: Starting, or its host away) has no ImplementNetwork transition: in 4.22 (C5) this start
 	// fails on NoTransitionException, and only its own cleanup's shutdownNetwork moves the network on to
 	// Allocated, for the next start. The fix completes that shutdown first and implements at once.
-	if n.State == network.Shutdown && !s.Defects["C5"] {
+	if n.State == network.Shutdown && !s.Defects[C5] {
 		s.Log(t, "DEBUG", NetworkObject(id), "Network %d was left in Shutdown by an earlier shutdown that did not complete; completing it before implementing", id)
 		shutdownTried = true
 		if !s.shutdownNetwork(t, id) {
@@ -367,7 +367,7 @@ func (s *Server) networkGarbageCollector(t *Thread) {
 // that moved its VM to Starting before is seen; one that comes after waits for the lock in
 // implementNetwork and implements the network again.
 func (s *Server) stillFreeForGc(t *Thread) func(n *NetworkVO) bool {
-	if s.Defects["C4"] {
+	if s.Defects[C4] {
 		return nil
 	}
 	return func(n *NetworkVO) bool {
@@ -404,7 +404,7 @@ func (s *Server) cleanupOrphanedNetworks(t *Thread) {
 	now := s.Env.Now()
 	for _, n := range nets {
 		s.Env.Sleep(2 * time.Millisecond) // one query per network
-		if s.Defects["D1"] {
+		if s.Defects[D1] {
 			age := now.Sub(n.Created)
 			if age < threshold {
 				s.Log(t, "DEBUG", NetworkObject(n.ID), "Network %d in Implementing state is only %d min old, expiration threshold: %d minutes", n.ID, int(age.Minutes()), int(threshold.Minutes()))

@@ -32,7 +32,7 @@ func TestNetworkLeftShutdown(t *testing.T) {
 		defects      impl.Switches
 		noTransition bool // the first attempt failed on NoTransitionException
 	}{
-		{"cloudstack-4.22 (C5 on): the first start fails, its cleanup completes the shutdown", impl.Switches{"C5": true}, true},
+		{"cloudstack-4.22 (C5 on): the first start fails, its cleanup completes the shutdown", impl.Switches{impl.C5: true}, true},
 		{"fixed (C5 off): the shutdown is completed first, one attempt", impl.Switches{}, false},
 	}
 	for _, c := range cases {

@@ -2,16 +2,6 @@ package impl
 
 import "github.com/csconform/csconform/model/history"
 
-// PlantedIPFromStaleRead is not a CloudStack defect: it is a read-then-write race the detector tests
-// plant to show that the simulator's PCT strategy reaches interleavings its default cannot. With it
-// on, a NIC's guest address is chosen from a read of the pool (the shape of early CloudStack's
-// GuestNetworkGuru.acquireGuestIpAddress: listIpAddressInNetworkConfiguration, then a pick) and
-// claimed by a second statement that trusts that read: two NICs of one network reserved at the same
-// instant can both pick the first free address, and the second claim takes it from the first. There
-// is no sleep between the read and the claim, so only a preemption at a scheduling point can cut the
-// two apart. No profile has it and ParseDefects does not accept it.
-const PlantedIPFromStaleRead = "planted-ip-from-stale-read"
-
 // reserveIP gives a NIC an address: DB.ReserveIP's atomic claim of the first free one, or, with the
 // planted race, a claim of the address a separate read found free.
 func (s *Server) reserveIP(t *Thread, nic *NicVO) string {

@@ -25,7 +25,7 @@ func (s *Server) processHostVmStateReport(t *Thread, hostID string, report []str
 	s.Log(t, "DEBUG", HostObject(hostID), "Process VM state report. host: %s, number of records in report: %d, force: %v", hostID, len(report), force)
 	now := s.Env.Now()
 	for _, id := range reported {
-		if !s.Defects["C3"] && s.reportPredatesStateChange(t, id, collected) {
+		if !s.Defects[C3] && s.reportPredatesStateChange(t, id, collected) {
 			continue
 		}
 		if s.DB.UpdatePowerState(t.Name, id, vm.PowerOn, hostID, now) {
@@ -59,7 +59,7 @@ func (s *Server) reportPredatesStateChange(t *Thread, id int64, collected time.T
 // reportUnknownInstances: D2e on, one debug line per unknown domain per report; off, a warning when
 // the set of unknown domains on a host changes.
 func (s *Server) reportUnknownInstances(t *Thread, hostID string, names []string) {
-	if s.Defects["D2e"] {
+	if s.Defects[D2e] {
 		for _, n := range names {
 			s.Log(t, "DEBUG", HostObject(hostID), "Unable to find matched VM in CloudStack DB. name: %s powerstate: PowerOn", n)
 		}
@@ -104,7 +104,7 @@ func (s *Server) processMissingVmReport(t *Thread, hostID string, reported []int
 		since := startTime.Sub(last)
 		s.Log(t, "DEBUG", VMObject(v.ID), "Detected missing VM. host: %s, vm id: %d(%s), power state: PowerReportMissing, last state update: %s", hostID, v.ID, v.Name, last.Format("15:04:05.000"))
 		passed := force || since > graceful
-		if !s.Defects["D2a"] && startTime.Sub(v.UpdateTime) <= graceful && !(mutated(MutRecentChangeOnlyUnforced) && force) {
+		if !s.Defects[D2a] && startTime.Sub(v.UpdateTime) <= graceful && !(mutated(MutRecentChangeOnlyUnforced) && force) {
 			// PR #14207 hasRecentStateChange: a report says nothing about a VM whose state changed
 			// within the graceful period, whatever its force flag.
 			passed = false
@@ -161,13 +161,13 @@ func (s *Server) handlePowerOnReportWithNoPendingJobsOnVM(t *Thread, v *VMVO) {
 			s.DB.UpdateVMState(t.Name, v, vm.FollowAgentPowerOnReport, vm.Running, v.PowerHost)
 		}
 	case vm.Destroyed, vm.Expunging:
-		if s.Defects["D2d"] {
+		if s.Defects[D2d] {
 			s.Log(t, "INFO", VMObject(v.ID), "Receive power on report when Instance is in destroyed or expunging state. Instance: %s, state: %s.", v.Name, v.State)
 			return
 		}
 		s.stopUnmanagedInstanceOnReportingHost(t, v)
 	default:
-		if s.Defects["D2d"] {
+		if s.Defects[D2d] {
 			s.Log(t, "INFO", VMObject(v.ID), "Receive power on report when Instance is in error or unexpected state. Instance: %s, state: %s.", v.Name, v.State)
 			return
 		}
@@ -210,7 +210,7 @@ func (s *Server) handlePowerOffReportWithNoPendingJobsOnVM(t *Thread, v *VMVO) {
 	case vm.PowerReportMissing:
 		// D2b: release with no StopCommand and no look at the host. Fixed: a real stop first, which
 		// the agent refuses (checkBeforeCleanup) while the domain runs.
-		if !s.Defects["D2b"] && !s.sendStop(t, v, false, !mutated(MutMissingStopUnchecked)) {
+		if !s.Defects[D2b] && !s.sendStop(t, v, false, !mutated(MutMissingStopUnchecked)) {
 			s.Log(t, "WARN", VMObject(v.ID), "Unable to stop VM %s on its host, not releasing its resources.", v.Name)
 			if !mutated(MutMissingReleaseAfterRefuse) {
 				return

@@ -39,7 +39,7 @@ func TestLatePowerOnReportAfterStop(t *testing.T) {
 		wantHost string
 		logged   bool
 	}{
-		{"cloudstack-4.22 (C3 on): the stop is undone", impl.Switches{"C3": true}, vm.Running, "h1", false},
+		{"cloudstack-4.22 (C3 on): the stop is undone", impl.Switches{impl.C3: true}, vm.Running, "h1", false},
 		{"fixed (C3 off): the stale entry is ignored", impl.Switches{}, vm.Stopped, "", true},
 	}
 	for _, c := range cases {

@@ -48,7 +48,7 @@ func leftByDeadServer(t *testing.T, overrides map[string]string, sw impl.Switche
 	f.Listen(true)
 	srv = impl.NewServer("ms1", s, db, cfg, sw, f)
 	srv.Start()
-	if sw["C2"] {
+	if sw[impl.C2] {
 		require.Equal(t, vm.Stopped, db.VM(v.ID).State, "C2 moves web1 to Stopped at the restart without asking h1")
 	} else {
 		require.Equal(t, vm.Starting, db.VM(v.ID).State, "fixed (C2 off) leaves web1 Starting at the restart")
@@ -108,7 +108,7 @@ func TestC2FixLetsTheHostSettleAStartInFlight(t *testing.T) {
 	for _, nic := range db.Nics(id) {
 		require.Equal(t, "Reserved", nic.State, "web1 runs: its NIC must stay reserved")
 	}
-	_, db, _, id, _ = leftByDeadServer(t, nil, impl.Switches{"C2": true}, "Sending StartCommand for web1")
+	_, db, _, id, _ = leftByDeadServer(t, nil, impl.Switches{impl.C2: true}, "Sending StartCommand for web1")
 	require.NotEqual(t, vm.Starting, db.VM(id).State)
 }
 

@@ -182,7 +182,7 @@ func (s *Server) cleanup(t *Thread, v *VMVO, step string, force stopForce, mayRu
 	s.Log(t, "DEBUG", VMObject(v.ID), "Cleaning up resources for the vm %s in %s state", v.Name, v.State)
 	released := true
 	defer func() {
-		if released || !mayRun || s.Defects["C1"] {
+		if released || !mayRun || s.Defects[C1] {
 			s.releaseVmResources(t, v)
 			return
 		}
@@ -251,9 +251,9 @@ func (s *Server) forcedReleaseAllowed(t *Thread, v *VMVO, hostID string, force s
 		return false
 	case hostID == "":
 		return true
-	case force == forcedCleanup && s.Defects["C1"]:
+	case force == forcedCleanup && s.Defects[C1]:
 		return true
-	case force != forcedCleanup && s.Defects["D3"]:
+	case force != forcedCleanup && s.Defects[D3]:
 		return true
 	}
 	h := s.DB.Host(hostID)
@@ -426,7 +426,7 @@ func (s *Server) advanceExpunge(t *Thread, vmID int64) error {
 	if v.State != vm.Destroyed && v.State != vm.Expunging && v.State != vm.Error {
 		return runtimeErr("VM %s is not destroyed: %s", v.Name, v.State)
 	}
-	if !s.Defects["D2c"] && (!mutated(MutExpungeChecksOnlyError) || v.State == vm.Error) {
+	if !s.Defects[D2c] && (!mutated(MutExpungeChecksOnlyError) || v.State == vm.Error) {
 		s.ensureInstanceIsStoppedOnLastKnownHost(t, v)
 	}
 	if err := s.advanceStop(t, vmID, forceIf(s.Config.Bool("vm.destroy.forcestop"), forcedBySetting)); err != nil {

@@ -314,7 +314,8 @@ func benchCmd(o *benchOpts, stdout, stderr io.Writer) int {
 	fmt.Fprintf(stdout, "cases and wall time to the first finding (detectors: %s, %s generator, scheduler: %s), each defect alone, %d seeds, budget %d:\n", o.detectors, gen, o.sched.st, o.seeds, o.budget)
 	fmt.Fprintf(stdout, "%-32s %6s %13s %12s %13s %12s %9s %9s\n", "defect", "found", "median cases", "worst cases", "median time", "worst time", "not fixed", "shrunk")
 	fixed, _ := impl.Profile("fixed")
-	all := []string{"D1", "D2", "D3", "C1", "C2", impl.PlantedStopTimeoutIsSuccess, impl.PlantedIPFromStaleRead}
+	// D2 is the family D2a-D2e (ParseDefects)
+	all := []string{impl.D1.Name(), "D2", impl.D3.Name(), impl.C1.Name(), impl.C2.Name(), impl.PlantedStopTimeoutIsSuccess.Name(), impl.PlantedIPFromStaleRead.Name()}
 	defects := all
 	if o.only != "" {
 		defects = strings.Split(o.only, ",")
@@ -327,8 +328,8 @@ func benchCmd(o *benchOpts, stdout, stderr io.Writer) int {
 	}
 	for _, d := range defects {
 		sw, err := impl.ParseDefects(d)
-		if err != nil { // the planted bug is no defect ParseDefects knows
-			sw = impl.Switches{d: true}
+		if p, ok := impl.Planted(d); err != nil && ok { // the planted bug is no defect ParseDefects knows
+			sw = impl.Switches{p: true}
 		}
 		var cases, shrunk []int
 		var secs []float64

@@ -87,7 +87,7 @@ func listProfiles(asJSON bool, stdout, stderr io.Writer) int {
 			Defects  []defect  `json:"defects"`
 		}{Profiles: profiles}
 		for _, d := range impl.Defects {
-			out.Defects = append(out.Defects, defect{d.Name, d.Summary})
+			out.Defects = append(out.Defects, defect{d.Name(), d.Summary()})
 		}
 		return out
 	}, func(w io.Writer) {
@@ -96,7 +96,7 @@ func listProfiles(asJSON bool, stdout, stderr io.Writer) int {
 		}
 		fmt.Fprintln(w)
 		for _, d := range impl.Defects {
-			fmt.Fprintf(w, "%-4s %s\n", d.Name, d.Summary)
+			fmt.Fprintf(w, "%-4s %s\n", d.Name(), d.Summary())
 		}
 	})
 }

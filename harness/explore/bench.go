@@ -19,7 +19,7 @@ type Day struct {
 // SimulateDay runs a 3-host cluster for 24 h of virtual time (GC ticks, heartbeats, pings, network GC).
 func SimulateDay() Day {
 	t0 := time.Now()
-	c, err := harness.NewSimCluster(harness.Options{Seed: 1, Hosts: []string{"h1", "h2", "h3"}, Defects: map[string]bool{}})
+	c, err := harness.NewSimCluster(harness.Options{Seed: 1, Hosts: []string{"h1", "h2", "h3"}, Defects: impl.Switches{}})
 	if err != nil {
 		panic(err) // a cluster of defaults always comes up
 	}

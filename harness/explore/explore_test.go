@@ -70,10 +70,10 @@ func TestExplore(t *testing.T) {
 	t.Logf("seed %d: %d cases, nothing found", seed, ran)
 }
 
-func only(names ...string) impl.Switches {
+func only(defects ...impl.Defect) impl.Switches {
 	sw := impl.Switches{}
-	for _, n := range names {
-		sw[n] = true
+	for _, d := range defects {
+		sw[d] = true
 	}
 	return sw
 }
@@ -89,12 +89,12 @@ var families = []struct {
 	// shrink: how long rapid may minimise; the seed defects' counterexamples must come out short
 	shrink time.Duration
 }{
-	{"D1", only("D1"), 100, 10 * time.Second},
-	{"D2", only("D2a", "D2b", "D2c", "D2d", "D2e"), 100, 10 * time.Second},
-	{"D3", only("D3"), 100, 10 * time.Second},
+	{"D1", only(impl.D1), 100, 10 * time.Second},
+	{"D2", only(impl.D2a, impl.D2b, impl.D2c, impl.D2d, impl.D2e), 100, 10 * time.Second},
+	{"D3", only(impl.D3), 100, 10 * time.Second},
 	{"planted: a stop that timed out counts as stopped", only(impl.PlantedStopTimeoutIsSuccess), 100, 2 * time.Second},
-	{"C1", only("C1"), 1000, 2 * time.Second},
-	{"C2", only("C2"), 3000, 2 * time.Second}, // C2 often heals itself (the host's report at reconnect marks the VM Running again): more cases
+	{"C1", only(impl.C1), 1000, 2 * time.Second},
+	{"C2", only(impl.C2), 3000, 2 * time.Second}, // C2 often heals itself (the host's report at reconnect marks the VM Running again): more cases
 }
 
 // TestEachDetectorFindsEachDefect switches each defect on alone and explores from a random start with
@@ -154,7 +154,7 @@ func TestFixedFindsNothing(t *testing.T) {
 // TestFindingReplays: the reported seed fails again on its first case, and a program run twice gives
 // the same history, byte for byte.
 func TestFindingReplays(t *testing.T) {
-	o := Options{Profile: "D3", Defects: only("D3")}
+	o := Options{Profile: "D3", Defects: only(impl.D3)}
 	found, _, err := Explore(o, 100, 42, time.Second)
 	if err != nil || found == nil {
 		t.Fatalf("no finding to replay (err %v)", err)
@@ -214,7 +214,7 @@ func TestSavedCounterexampleIsAScenario(t *testing.T) {
 }
 
 func TestReports(t *testing.T) {
-	o := Options{Profile: "D1", Defects: only("D1")}
+	o := Options{Profile: "D1", Defects: only(impl.D1)}
 	found, ran, err := Explore(o, 100, 3, time.Second)
 	if err != nil || found == nil {
 		t.Fatalf("no finding (err %v)", err)
