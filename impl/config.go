@@ -53,6 +53,7 @@ var ConfigKeys = []ConfigKey{
 	{Name: "vm.op.wait.interval", Default: "120", Unit: "s", Description: "a VM in transition on a host not Up is reported stuck after this long without a power update", Min: 1, Max: day, Whole: true},
 	{Name: "vm.op.cleanup.interval", Default: "86400", Unit: "s", Description: "VMMI TransitionTask period (read at start)", Min: 1, Max: year, Whole: true},
 	{Name: "lock.poll.interval", Default: "1", Unit: "s", Description: "lock-table retry cadence while waiting (Merovingian2)", Min: 0.01, Max: 3600},
+	{Name: "stop.retry.interval", Default: "600", Unit: "s", Description: "HA: when a failed CheckStop is tried again", Min: 1, Max: day, Whole: true},
 	{Name: "restart.retry.interval", Default: "600", Unit: "s", Description: "HA: when a failed restart (or an unfenced VM) is tried again", Min: 1, Max: day, Whole: true},
 	{Name: "investigate.retry.interval", Default: "60", Unit: "s", Description: "HA: when a VM alive on a host that is not Up is investigated again", Min: 1, Max: day, Whole: true},
 	{Name: "time.to.sleep", Default: "60", Unit: "s", Description: "HA: how long an idle HA worker sleeps before it looks for work", Min: 1, Max: day, Whole: true},

@@ -12,6 +12,7 @@ import (
 )
 
 // HighAvailabilityManagerImpl: the HA work queue (op_ha_work), its worker, restart with investigation
+// and the CheckStop of a start that timed out (scheduleStop, stopVM),
 // and fencing. Read: apache/cloudstack server/.../ha/HighAvailabilityManagerImpl.java at 04913a45
 // (scheduleRestartForVmsOnHost, scheduleRestart, restart, checkAndCancelWorkIfNeeded), KVMFencer at
 // 4108507240's copy (fenceOff: FenceCommand to every other Up KVM host of the cluster, the first
@@ -24,6 +25,14 @@ import (
 // local-storage skip).
 
 type haStep string
+
+// haWorkType is HighAvailabilityManager.WorkType: a restart (HA) or a check that a VM stopped.
+type haWorkType string
+
+const (
+	haRestart   haWorkType = "HA"
+	haCheckStop haWorkType = "CheckStop"
+)
 
 // HaWorkVO.Step values.
 const (
@@ -40,9 +49,10 @@ const reasonHostDown = "HostDown"
 // haMaxRetries is max.retries: a work item tried more often is given up.
 const haMaxRetries = 5
 
-// haWork is an op_ha_work row of type HA (restart).
+// haWork is an op_ha_work row: a restart (HA) or a CheckStop.
 type haWork struct {
 	ID         int64
+	Type       haWorkType // "" is HA
 	VMID       int64
 	HostID     string
 	Step       haStep
@@ -55,7 +65,14 @@ type haWork struct {
 }
 
 func (w *haWork) String() string {
-	return fmt.Sprintf("HAWork[%d-HA-%d-%s-%s]", w.ID, w.VMID, w.PrevState, w.Step)
+	return fmt.Sprintf("HAWork[%d-%s-%d-%s-%s]", w.ID, w.typ(), w.VMID, w.PrevState, w.Step)
+}
+
+func (w *haWork) typ() haWorkType {
+	if w.Type == "" {
+		return haRestart
+	}
+	return w.Type
 }
 
 // HighAvailabilityManager is HighAvailabilityManagerImpl.
@@ -73,13 +90,70 @@ func newHighAvailabilityManager(s *Server) *HighAvailabilityManager {
 	return &HighAvailabilityManager{s: s}
 }
 
-// hasPendingHaWork: an HA item for the VM is not Done or Cancelled (it postpones power reports).
+// hasPendingHaWork: a restart item for the VM is not Done or Cancelled (it postpones power reports);
+// listPendingHaWorkForVm asks for type HA only, so a CheckStop does not count.
 func (m *HighAvailabilityManager) hasPendingHaWork(vmID int64) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return slices.ContainsFunc(m.work, func(w *haWork) bool {
-		return w.VMID == vmID && w.Step != haDone && w.Step != haCancelled
+		return w.VMID == vmID && w.typ() == haRestart && w.Step != haDone && w.Step != haCancelled
 	})
+}
+
+// scheduleStop is scheduleStop(vm, hostId, CheckStop): an item that will stop the VM if, when the
+// worker takes it, the VM is still as it was now (state, update count, host). orchestrateStart
+// schedules one when its StartCommand timed out (OperationTimedoutException.isActive, which a
+// non-sequential command - every KVM start - always has). One pending CheckStop per VM
+// (hasBeenScheduled).
+func (m *HighAvailabilityManager) scheduleStop(t *Thread, v *VMVO, hostID string) {
+	s := m.s
+	m.mu.Lock()
+	if slices.ContainsFunc(m.work, func(w *haWork) bool {
+		return w.VMID == v.ID && w.typ() == haCheckStop && w.Step != haDone && w.Step != haCancelled
+	}) {
+		m.mu.Unlock()
+		s.Log(t, "INFO", VMObject(v.ID), "There's already a job scheduled to stop %s", v.Name)
+		return
+	}
+	m.seq++
+	w := &haWork{ID: m.seq, Type: haCheckStop, VMID: v.ID, HostID: hostID, Step: haScheduled, PrevState: v.State,
+		PrevUpdate: v.UpdateCount, TimeToTry: s.Env.Now()}
+	m.work = append(m.work, w)
+	m.mu.Unlock()
+	s.Log(t, "DEBUG", VMObject(v.ID), "Scheduled %s", w)
+	m.wakeupWorkers()
+}
+
+// stopVM is HighAvailabilityManagerImpl.stopVM for CheckStop: a VM that changed since the item was
+// scheduled is left alone; otherwise an unforced advanceStop. A failure is tried again after
+// stop.retry.interval with the VM's state and update count taken anew (processWork's catch).
+func (m *HighAvailabilityManager) stopVM(t *Thread, w *haWork) time.Time {
+	s := m.s
+	v := s.DB.VM(w.VMID)
+	if v == nil || v.Removed {
+		s.Log(t, "INFO", VMObject(w.VMID), "No longer can find VM %d. Throwing away %s", w.VMID, w)
+		return time.Time{}
+	}
+	s.Log(t, "INFO", VMObject(v.ID), "Stopping %s", v.Name)
+	if v.State != w.PrevState || v.UpdateCount != w.PrevUpdate || v.HostID == "" || v.HostID != w.HostID {
+		cur := v.HostID
+		if cur == "" {
+			cur = "none"
+		}
+		s.Log(t, "INFO", VMObject(v.ID), "%s is different now.  Scheduled Host: %s Current Host: %s State: %s", v.Name, w.HostID, cur, v.State)
+		return time.Time{}
+	}
+	if err := s.advanceStop(t, v.ID, unforced); err != nil {
+		s.Log(t, "WARN", VMObject(v.ID), "Encountered unhandled exception during HA process, reschedule work: %v", err)
+		if cur := s.DB.VM(v.ID); cur != nil {
+			m.mu.Lock()
+			w.PrevState, w.PrevUpdate = cur.State, cur.UpdateCount
+			m.mu.Unlock()
+		}
+		return s.Env.Now().Add(s.Config.Seconds("stop.retry.interval"))
+	}
+	s.Log(t, "INFO", VMObject(v.ID), "Stop for %s was successful", v.Name)
+	return time.Time{}
 }
 
 // scheduleRestartForVmsOnHost: every VM the host holds gets an HA item (with investigation when
@@ -216,7 +290,12 @@ func (m *HighAvailabilityManager) workerThread(t *Thread) {
 func (m *HighAvailabilityManager) processWork(t *Thread, w *haWork) {
 	s := m.s
 	s.Log(t, "INFO", VMObject(w.VMID), "Processing work %s", w)
-	next := m.restart(t, w)
+	var next time.Time
+	if w.typ() == haCheckStop {
+		next = m.stopVM(t, w)
+	} else {
+		next = m.restart(t, w)
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	w.Taken = false
@@ -245,8 +324,9 @@ func (m *HighAvailabilityManager) restart(t *Thread, w *haWork) time.Time {
 	s := m.s
 	s.Log(t, "DEBUG", VMObject(w.VMID), "RESTART with HAWORK")
 	m.mu.Lock()
-	newer := slices.ContainsFunc(m.work, func(o *haWork) bool { return o.VMID == w.VMID && o.ID > w.ID })
-	other := slices.ContainsFunc(m.work, func(o *haWork) bool { return o != w && o.VMID == w.VMID && o.Taken })
+	// listFutureHaWorkForVm and the taken-work check look at items of type HA only
+	newer := slices.ContainsFunc(m.work, func(o *haWork) bool { return o.VMID == w.VMID && o.typ() == haRestart && o.ID > w.ID })
+	other := slices.ContainsFunc(m.work, func(o *haWork) bool { return o != w && o.VMID == w.VMID && o.typ() == haRestart && o.Taken })
 	m.mu.Unlock()
 	if newer {
 		s.Log(t, "INFO", VMObject(w.VMID), "Cancelling this work item because newer ones have been scheduled.")

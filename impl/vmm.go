@@ -159,6 +159,10 @@ func (s *Server) orchestrateStart(t *Thread, vmID int64, want string) (err error
 			continue // a failed StartAnswer: next attempt
 		case timedOut:
 			s.Log(t, "DEBUG", VMObject(vmID), "Unable to send the start command to host %s", dest)
+			// e.isActive(): a non-sequential command (every KVM start) that timed out is active
+			if cur := s.DB.VM(vmID); cur != nil {
+				s.ha.scheduleStop(t, cur, dest)
+			}
 			return &AgentUnavailableError{Host: dest, Reason: "Unable to start " + v.Name}
 		case errors.As(aerr, &ue):
 			s.Log(t, "WARN", VMObject(vmID), "Unable to contact resource. %v", aerr)
