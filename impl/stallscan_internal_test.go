@@ -33,7 +33,7 @@ func stallWorld(t *testing.T, hostStatus host.Status, st vm.State, ps vm.PowerSt
 	db.hosts["h1"] = &HostVO{ID: "h1", Status: hostStatus}
 	cfg, err := NewConfig(nil)
 	require.NoError(t, err)
-	s := NewServer("ms1", clockEnv{}, db, cfg, allDefects(false), nil)
+	s := NewServer("ms1", taskEnv{started: new([]string)}, db, cfg, allDefects(false), nil)
 	s.syncTransitioningVmPowerState = true
 	v := db.CreateVM("api", "web1", "User", nil)
 	row := db.vms[v.ID]
@@ -116,6 +116,48 @@ func TestScanStalledVMInTransitionStateOnDisconnectedHosts(t *testing.T) {
 			n := log.count("is stuck in Starting state and its host is unreachable for too long")
 			require.Equal(t, c.alert, n == 1, "alerts: %d", n)
 			require.Equal(t, vm.Starting, s.DB.VM(id).State, "the scan only alerts")
+		})
+	}
+}
+
+// taskEnv is clockEnv that records the tasks it is asked to start (HA's worker) instead of running them.
+type taskEnv struct {
+	clockEnv
+	started *[]string
+}
+
+func (e taskEnv) Go(name string, _ func()) { *e.started = append(*e.started, name) }
+
+// VirtualMachineManagerImpl.TransitionTask (d4da80c5; scheduled every vm.op.cleanup.interval in
+// start()): after the disconnected-host scan, findVMInTransition(now - wait, Starting, Stopping), and
+// for each a Stopping VM gets _haMgr.scheduleStop(vm, hostId, CheckStop), a Starting one
+// _haMgr.scheduleRestart(vm, true). A VM updated within `wait` (1800 s) is left alone.
+func TestTransitionTaskHandsStalledVMsToHA(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		state   vm.State
+		updated time.Duration // ago
+		work    string        // the HA item scheduled, "" for none
+	}{
+		{"Starting for an hour", vm.Starting, time.Hour, "HAWork[1-HA-1-Starting-Investigating]"},
+		{"Stopping for an hour", vm.Stopping, time.Hour, "HAWork[1-CheckStop-1-Stopping-Scheduled]"},
+		{"Starting for 10 minutes", vm.Starting, 10 * time.Minute, ""},
+		{"Running for an hour", vm.Running, time.Hour, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s, _, id := stallWorld(t, host.Up, c.state, vm.PowerOn, time.Minute, false)
+			s.DB.vms[id].UpdateTime = clockEnv{}.Now().Add(-c.updated)
+			s.transitionTask(&Thread{Name: "AsyncJobMgr-Heartbeat-2"})
+			var got []string
+			for _, w := range s.ha.work {
+				got = append(got, w.String())
+			}
+			if c.work == "" {
+				require.Empty(t, got)
+			} else {
+				require.Equal(t, []string{c.work}, got)
+			}
+			require.Equal(t, c.state, s.DB.VM(id).State, "scheduling changes no state")
 		})
 	}
 }

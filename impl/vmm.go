@@ -565,19 +565,25 @@ func (s *Server) scanStalledVMInTransitionStateOnDisconnectedHosts(t *Thread) {
 	}
 }
 
-// transitionTask is TransitionTask (every vm.op.cleanup.interval): the disconnected-host scan, then VMs
-// in Starting or Stopping not updated for `wait`, for which CloudStack schedules HA work (a restart, a
-// CheckStop). There is no HA manager here yet (issue 12 item 2): the reference says so and leaves them.
+// transitionTask is TransitionTask (every vm.op.cleanup.interval, under the cluster-wide
+// "TransitionChecking" lock): the disconnected-host scan, then VMs in Starting or Stopping not updated
+// for `wait` (findVMInTransition): a Starting one is handed to HA for a restart with investigation
+// (scheduleRestart(vm, true)), a Stopping one gets a CheckStop (scheduleStop(vm, hostId, CheckStop)).
 func (s *Server) transitionTask(t *Thread) {
+	release, ok := s.globalLock(t, "TransitionChecking")
+	if !ok {
+		return
+	}
+	defer release()
 	s.scanStalledVMInTransitionStateOnDisconnectedHosts(t)
 	cut := s.Env.Now().Add(-s.Config.Seconds("wait"))
 	for _, v := range s.DB.VMs(func(v *VMVO) bool {
 		return !v.Removed && (v.State == vm.Starting || v.State == vm.Stopping) && v.UpdateTime.Before(cut)
 	}) {
-		work := "scheduleRestart"
 		if v.State == vm.Stopping {
-			work = "scheduleStop(CheckStop)"
+			s.ha.scheduleStop(t, v, v.HostID)
+		} else {
+			s.ha.scheduleRestart(t, v, true, "")
 		}
-		s.Log(t, "INFO", VMObject(v.ID), "VM %s has been %s since %s; CloudStack would %s it through HA, which the reference does not model", v.Name, v.State, v.UpdateTime.Format("15:04:05"), work)
 	}
 }
