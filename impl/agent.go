@@ -206,6 +206,10 @@ func (a *Agent) reader(p Pipe, gen int) {
 			continue
 		}
 		req := m
+		if mutated(MutAgentOrderInTask) {
+			a.task("cmd", func() { created, after := a.order(req); a.execute(p, req, created, after) })
+			continue
+		}
 		created, after := a.order(req)
 		a.task("cmd", func() { a.execute(p, req, created, after) })
 	}
@@ -256,6 +260,9 @@ func (a *Agent) execute(p Pipe, m Message, created, after Signal) {
 	ans := Message{Seq: m.Seq, Kind: MsgAnswer, HostID: a.HostID, Result: true}
 	switch m.Kind {
 	case MsgStart:
+		if mutated(MutAgentOrderBeforeCreate) {
+			a.domainCreated(m.Domain.Name, created)
+		}
 		err := a.HV.Start(*m.Domain)
 		a.domainCreated(m.Domain.Name, created)
 		if err != nil {

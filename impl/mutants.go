@@ -1,7 +1,7 @@
 package impl
 
 // The mutation catalogue: plausible one-line regressions of the fixed code paths — what a CloudStack
-// developer could merge while refactoring the fixes of D1, D2, D3, C1 and C2 — used to measure the
+// developer could merge while refactoring the fixes of D1, D2, D3, C1, C2 and C6 — used to measure the
 // detectors and the random programs (`csconform mutants run`). It was written before the detectors
 // it measures, so that they are judged by it rather than shaped by it.
 //
@@ -43,6 +43,9 @@ const (
 	MutRouterStopFailureStopped  Mutant = "router-stop-failure-is-stopped"
 	MutReleaseNicKeepsCount      Mutant = "release-nic-keeps-active-count"
 	MutImplementFailureStays     Mutant = "implement-failure-leaves-implementing"
+	// the agent's order of a VM's commands (C6)
+	MutAgentOrderBeforeCreate Mutant = "agent-order-ends-before-create"
+	MutAgentOrderInTask       Mutant = "agent-order-taken-by-the-task"
 )
 
 // MutantInfo says what a mutant does, in CloudStack's terms.
@@ -78,6 +81,8 @@ var Mutants = []MutantInfo{
 	{MutRouterStopFailureStopped, "stopRouter", "a router whose StopCommand failed is recorded Stopped"},
 	{MutReleaseNicKeepsCount, "releaseNic", "releasing a NIC does not decrement the network's active NIC count, so the network is never collected"},
 	{MutImplementFailureStays, "implementNetwork", "a failed implementation releases the lock but leaves the network in Implementing"},
+	{MutAgentOrderBeforeCreate, "Agent.execute", "a StartCommand ends its part of the order when it begins, not once its domain exists: a stop behind it no longer waits for the domain"},
+	{MutAgentOrderInTask, "Agent.processRequest", "the order is taken by each command's task on the pool instead of by the reader, so a stop that runs before the start it arrived behind does not wait for it"},
 }
 
 // activeMutant is the one mutant switched on (SetMutant, mutants builds only).
