@@ -3,6 +3,7 @@ package harness
 import (
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/csconform/csconform/impl"
 )
@@ -20,7 +21,11 @@ type peerServer struct {
 	srv  *impl.Server
 	inc  *incarnation
 	down bool
+	// downs are its stops: from, and to (zero while it is still down)
+	downs []span
 }
+
+type span struct{ from, to time.Time }
 
 // MaxManagementServers bounds a scenario's managementServers.
 const MaxManagementServers = 8
@@ -107,6 +112,7 @@ func (c *Cluster) PeerStop(name string) error {
 		return fmt.Errorf("management server %s is already down", name)
 	}
 	p.down = true
+	p.downs = append(p.downs, span{from: c.Now()})
 	c.Fabric.Endpoint(name).Listen(false)
 	p.inc.dead = true
 	c.Sched.Kill(name + "/")
@@ -124,6 +130,7 @@ func (c *Cluster) PeerStart(name string) error {
 		return fmt.Errorf("management server %s is already up", name)
 	}
 	c.startPeer(p)
+	p.downs[len(p.downs)-1].to = c.Now()
 	return nil
 }
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/csconform/csconform/impl"
 	"github.com/csconform/csconform/model/history"
+	"github.com/csconform/csconform/model/invariant"
 )
 
 // Several management servers, pinned to the Java (apache/cloudstack main past 4.22):
@@ -71,4 +72,37 @@ func TestCommandGoesThroughTheHostsOwner(t *testing.T) {
 	require.NotEmpty(t, forwarded, "ms1's start of v1 on h2 (owned by ms2) was not forwarded")
 	assert.Contains(t, forwarded[0], "to the management server ms2 that host h2 is connected to")
 	assert.False(t, strings.HasPrefix(forwarded[0], "ms2:"), "the forward is ms1's: %s", forwarded[0])
+}
+
+// M1 breaks no safety invariant on its own: the left server's jobs stay IN_PROGRESS, power sync
+// postpones every report of the VM they were starting and the stall scan skips it, so the VM waits in
+// Starting, its domain running, until the server comes back (30 minutes here). left-server-job is the
+// detector of that class: a job of a stopped server still in progress leftServerJobBound (the 150 s
+// heartbeat threshold and a minute) after it stopped while another server ran. It fails under M1
+// alone and passes on the fix, whose peer fails the jobs at 150 s.
+func TestLeftServerJobCatchesM1(t *testing.T) {
+	sc := loadScenario(t, "../conformance/scenarios/peer-leaves-mid-start.yaml")
+	sc.Expect = nil
+	for _, c := range []struct {
+		name string
+		sw   impl.Switches
+		want bool
+	}{
+		{"M1 alone", impl.Switches{impl.M1: true}, true},
+		{"fixed", impl.Switches{}, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r, err := RunScenario(sc, "custom", c.sw, 0)
+			require.NoError(t, err)
+			var left []string
+			for _, v := range r.Cluster.Violations {
+				if v.Invariant == invariant.LeftServerJob {
+					left = append(left, v.Object+": "+v.Message)
+				} else {
+					t.Errorf("unexpected violation %s", v.Violation)
+				}
+			}
+			assert.Equal(t, c.want, len(left) > 0, "left-server-job violations: %v", left)
+		})
+	}
 }

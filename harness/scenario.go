@@ -385,6 +385,7 @@ func runScenario(sc *Scenario, profile string, defects impl.Switches, seed uint6
 			}
 			return nil, err
 		}
+		c.checkLeftServerJobs()
 	}
 	if m := c.CheckMismatch(); m != "" {
 		return nil, fmt.Errorf("scenario %s: %s", sc.Name, m)

@@ -154,17 +154,21 @@ const (
 	// StuckInTransition is judged at the end of a run by the harness (it needs the cloud to run on
 	// alone): a VM, network or job still in a transitional state past the run's liveness bound.
 	StuckInTransition = "stuck-in-transition"
+	// LeftServerJob is judged at the end of a run by the harness, which knows when a management
+	// server stopped: a job of a stopped server still in progress once its peers should have judged
+	// it gone and cleaned up after it (onManagementNodeLeft), while another server ran.
+	LeftServerJob = "left-server-job"
 )
 
 // Lasting says whether an invariant judges a state that may heal (a running domain without a live
 // record, an address used twice, …) rather than an event that happened (a write under another's lock,
 // a start that failed): only a state has a duration and can still be present at the end of a run.
 func Lasting(name string) bool {
-	return name != NetworkLock && name != UnexplainedStartFailure
+	return name != NetworkLock && name != UnexplainedStartFailure && name != LeftServerJob
 }
 
 // Names lists every invariant, in the order Check runs them (the timed ones last).
-var Names = []string{OrphanDomain, IPConflict, VolumeInUse, NetworkLock, UnexplainedStartFailure, NetworkOutage, GhostRecord, StuckInTransition}
+var Names = []string{OrphanDomain, IPConflict, VolumeInUse, NetworkLock, UnexplainedStartFailure, NetworkOutage, GhostRecord, StuckInTransition, LeftServerJob}
 
 // StartKinds are the op kinds that start a VM.
 var StartKinds = []string{"deploy", "start", "startNoRetry"}
