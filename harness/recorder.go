@@ -252,6 +252,13 @@ func (r *Recorder) events() []history.Event {
 	return r.Events[:len(r.Events):len(r.Events)]
 }
 
+// faults is a copy of the faults so far.
+func (r *Recorder) faults() []invariant.Fault {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.Faults)
+}
+
 // fault is a copy of fault i.
 func (r *Recorder) fault(i int) invariant.Fault {
 	r.mu.Lock()

@@ -386,6 +386,7 @@ func runScenario(sc *Scenario, profile string, defects impl.Switches, seed uint6
 			return nil, err
 		}
 		c.checkLeftServerJobs()
+		c.checkUnexplainedStops()
 	}
 	if m := c.CheckMismatch(); m != "" {
 		return nil, fmt.Errorf("scenario %s: %s", sc.Name, m)

@@ -158,17 +158,21 @@ const (
 	// server stopped: a job of a stopped server still in progress once its peers should have judged
 	// it gone and cleaned up after it (onManagementNodeLeft), while another server ran.
 	LeftServerJob = "left-server-job"
+	// UnexplainedStop is judged at the end of a run by the harness, from the recorded history: a user
+	// VM's domain that stopped while its record said Running, with no client operation, fault or
+	// host failure to explain it.
+	UnexplainedStop = "unexplained-stop"
 )
 
 // Lasting says whether an invariant judges a state that may heal (a running domain without a live
 // record, an address used twice, …) rather than an event that happened (a write under another's lock,
 // a start that failed): only a state has a duration and can still be present at the end of a run.
 func Lasting(name string) bool {
-	return name != NetworkLock && name != UnexplainedStartFailure && name != LeftServerJob
+	return name != NetworkLock && name != UnexplainedStartFailure && name != LeftServerJob && name != UnexplainedStop
 }
 
 // Names lists every invariant, in the order Check runs them (the timed ones last).
-var Names = []string{OrphanDomain, IPConflict, VolumeInUse, NetworkLock, UnexplainedStartFailure, NetworkOutage, GhostRecord, StuckInTransition, LeftServerJob}
+var Names = []string{OrphanDomain, IPConflict, VolumeInUse, NetworkLock, UnexplainedStartFailure, NetworkOutage, GhostRecord, StuckInTransition, LeftServerJob, UnexplainedStop}
 
 // StartKinds are the op kinds that start a VM.
 var StartKinds = []string{"deploy", "start", "startNoRetry"}
