@@ -119,6 +119,7 @@ type Cluster struct {
 	vmIDs        map[string]int64
 	netIDs       map[string]int64
 	msDown       bool
+	msDowns      []span    // ms1's stops (ServerStop to ServerStart; to zero while down)
 	msUpSince    time.Time // when the current server incarnation started
 	routerBoot   time.Duration
 	msGen        int
@@ -665,6 +666,7 @@ func (c *Cluster) ServerStop() error {
 		return fmt.Errorf("management server is already down")
 	}
 	c.msDown = true
+	c.msDowns = append(c.msDowns, span{from: c.Now()})
 	c.w.stopServer()
 	if c.servers > 1 {
 		c.Server.PeerLinksClosed()
@@ -677,6 +679,7 @@ func (c *Cluster) ServerStart() error {
 		return fmt.Errorf("management server is already up")
 	}
 	c.startServer()
+	c.msDowns[len(c.msDowns)-1].to = c.Now()
 	return nil
 }
 

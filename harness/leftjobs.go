@@ -2,6 +2,7 @@ package harness
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -56,29 +57,11 @@ func (c *Cluster) checkLeftServerJobs() {
 
 // anotherServerUp says whether a server other than p ran throughout [from, to].
 func (c *Cluster) anotherServerUp(p *peerServer, from, to time.Time) bool {
-	overlaps := func(s span) bool { return s.from.Before(to) && (s.to.IsZero() || s.to.After(from)) }
-	ms1 := true
-	for _, f := range c.Rec.Faults {
-		if f.Kind == "ms-restart" && overlaps(span{f.Begin, f.End}) {
-			ms1 = false
-		}
+	upThroughout := func(downs []span) bool {
+		return !slices.ContainsFunc(downs, func(s span) bool { return s.from.Before(to) && (s.to.IsZero() || s.to.After(from)) })
 	}
-	if ms1 {
+	if upThroughout(c.msDowns) {
 		return true
 	}
-	for _, q := range c.peers {
-		if q == p {
-			continue
-		}
-		up := true
-		for _, d := range q.downs {
-			if overlaps(d) {
-				up = false
-			}
-		}
-		if up {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(c.peers, func(q *peerServer) bool { return q != p && upThroughout(q.downs) })
 }

@@ -2,6 +2,7 @@ package harness
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -22,31 +23,29 @@ const unexplainedStopGrace = 15 * time.Minute
 // without breaking any other invariant: its record follows the domain.
 func UnexplainedStops(events []history.Event, faults []invariant.Fault) []invariant.Violation {
 	type op struct {
-		objs       []string
 		call, done time.Time
 		stops      bool // a stop, destroy or expunge: its StopCommand may land after it returned
 	}
 	ops := map[int]*op{}
-	var order []int
+	byObj := map[string][]*op{} // the objects an operation names at its call or its return
 	for _, e := range events {
 		switch e.Kind {
 		case history.Call:
 			kind, _, _ := strings.Cut(e.Detail, " ")
-			ops[e.Op] = &op{objs: []string{e.Object}, call: e.Time,
-				stops: strings.Contains(strings.ToLower(kind), "stop") || strings.Contains(kind, "estroy") || strings.Contains(kind, "xpunge") || strings.Contains(kind, "eboot")}
-			order = append(order, e.Op)
+			o := &op{call: e.Time, stops: slices.Contains(invariant.StopKinds, kind)}
+			ops[e.Op] = o
+			byObj[e.Object] = append(byObj[e.Object], o)
 		case history.Return:
 			if o := ops[e.Op]; o != nil {
 				o.done = e.Time
-				if e.Object != "" {
-					o.objs = append(o.objs, e.Object)
+				if e.Object != "" && !slices.Contains(byObj[e.Object], o) {
+					byObj[e.Object] = append(byObj[e.Object], o)
 				}
 			}
 		}
 	}
 	onVM := func(obj string, t time.Time) bool {
-		for _, id := range order {
-			o := ops[id]
+		for _, o := range byObj[obj] {
 			// a stopping operation's StopCommand can still run after the operation gave up on it (a
 			// request a restart or a disconnect cancelled, a command held on a cut link)
 			grace := time.Second
@@ -54,11 +53,7 @@ func UnexplainedStops(events []history.Event, faults []invariant.Fault) []invari
 				grace = unexplainedStopGrace
 			}
 			if !o.call.After(t) && (o.done.IsZero() || !o.done.Add(grace).Before(t)) {
-				for _, x := range o.objs {
-					if x == obj {
-						return true
-					}
-				}
+				return true
 			}
 		}
 		return false

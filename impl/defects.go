@@ -94,8 +94,14 @@ func (d Defect) Summary() string {
 }
 
 // Defects are CloudStack's switches (the planted bugs are not among them), in the order the reports
-// give them.
-var Defects = []Defect{D1, D2a, D2b, D2c, D2d, D2e, D3, C1, C2, C3, C4, C5, C6, H1, H2, M1}
+// give them: the constants from D1 to M1.
+var Defects = func() []Defect {
+	var out []Defect
+	for d := D1; d <= M1; d++ {
+		out = append(out, d)
+	}
+	return out
+}()
 
 // Planted returns the planted bug of that name (bench and the detector tests switch them on by name;
 // no profile has them and ParseDefects does not accept them).

@@ -52,7 +52,7 @@ const haMaxRetries = 5
 // haWork is an op_ha_work row: a restart (HA) or a CheckStop.
 type haWork struct {
 	ID         int64
-	Type       haWorkType // "" is HA
+	Type       haWorkType
 	VMID       int64
 	HostID     string
 	Step       haStep
@@ -65,14 +65,7 @@ type haWork struct {
 }
 
 func (w *haWork) String() string {
-	return fmt.Sprintf("HAWork[%d-%s-%d-%s-%s]", w.ID, w.typ(), w.VMID, w.PrevState, w.Step)
-}
-
-func (w *haWork) typ() haWorkType {
-	if w.Type == "" {
-		return haRestart
-	}
-	return w.Type
+	return fmt.Sprintf("HAWork[%d-%s-%d-%s-%s]", w.ID, w.Type, w.VMID, w.PrevState, w.Step)
 }
 
 // HighAvailabilityManager is HighAvailabilityManagerImpl.
@@ -95,9 +88,24 @@ func newHighAvailabilityManager(s *Server) *HighAvailabilityManager {
 func (m *HighAvailabilityManager) hasPendingHaWork(vmID int64) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	return m.pending(vmID, haRestart)
+}
+
+// pending says whether an item of that type for the VM is not Done or Cancelled; m.mu is held.
+func (m *HighAvailabilityManager) pending(vmID int64, typ haWorkType) bool {
 	return slices.ContainsFunc(m.work, func(w *haWork) bool {
-		return w.VMID == vmID && w.typ() == haRestart && w.Step != haDone && w.Step != haCancelled
+		return w.VMID == vmID && w.Type == typ && w.Step != haDone && w.Step != haCancelled
 	})
+}
+
+// recapture takes the VM's state and update count anew after a failed try, so the next one
+// compares with what the VM is then (processWork's catch).
+func (m *HighAvailabilityManager) recapture(w *haWork) {
+	if cur := m.s.DB.VM(w.VMID); cur != nil {
+		m.mu.Lock()
+		w.PrevState, w.PrevUpdate = cur.State, cur.UpdateCount
+		m.mu.Unlock()
+	}
 }
 
 // scheduleStop is scheduleStop(vm, hostId, CheckStop): an item that will stop the VM if, when the
@@ -108,9 +116,7 @@ func (m *HighAvailabilityManager) hasPendingHaWork(vmID int64) bool {
 func (m *HighAvailabilityManager) scheduleStop(t *Thread, v *VMVO, hostID string) {
 	s := m.s
 	m.mu.Lock()
-	if slices.ContainsFunc(m.work, func(w *haWork) bool {
-		return w.VMID == v.ID && w.typ() == haCheckStop && w.Step != haDone && w.Step != haCancelled
-	}) {
+	if m.pending(v.ID, haCheckStop) {
 		m.mu.Unlock()
 		s.Log(t, "INFO", VMObject(v.ID), "There's already a job scheduled to stop %s", v.Name)
 		return
@@ -145,11 +151,7 @@ func (m *HighAvailabilityManager) stopVM(t *Thread, w *haWork) time.Time {
 	}
 	if err := s.advanceStop(t, v.ID, unforced); err != nil {
 		s.Log(t, "WARN", VMObject(v.ID), "Encountered unhandled exception during HA process, reschedule work: %v", err)
-		if cur := s.DB.VM(v.ID); cur != nil {
-			m.mu.Lock()
-			w.PrevState, w.PrevUpdate = cur.State, cur.UpdateCount
-			m.mu.Unlock()
-		}
+		m.recapture(w)
 		return s.Env.Now().Add(s.Config.Seconds("stop.retry.interval"))
 	}
 	s.Log(t, "INFO", VMObject(v.ID), "Stop for %s was successful", v.Name)
@@ -220,7 +222,7 @@ func (m *HighAvailabilityManager) scheduleRestart(t *Thread, v *VMVO, investigat
 	}
 	m.mu.Lock()
 	m.seq++
-	w := &haWork{ID: m.seq, VMID: v.ID, HostID: hostID, Step: step, PrevState: v.State, PrevUpdate: v.UpdateCount,
+	w := &haWork{ID: m.seq, Type: haRestart, VMID: v.ID, HostID: hostID, Step: step, PrevState: v.State, PrevUpdate: v.UpdateCount,
 		TimeToTry: s.Env.Now(), Reason: reason}
 	m.work = append(m.work, w)
 	m.mu.Unlock()
@@ -291,7 +293,7 @@ func (m *HighAvailabilityManager) processWork(t *Thread, w *haWork) {
 	s := m.s
 	s.Log(t, "INFO", VMObject(w.VMID), "Processing work %s", w)
 	var next time.Time
-	if w.typ() == haCheckStop {
+	if w.Type == haCheckStop {
 		next = m.stopVM(t, w)
 	} else {
 		next = m.restart(t, w)
@@ -325,8 +327,8 @@ func (m *HighAvailabilityManager) restart(t *Thread, w *haWork) time.Time {
 	s.Log(t, "DEBUG", VMObject(w.VMID), "RESTART with HAWORK")
 	m.mu.Lock()
 	// listFutureHaWorkForVm and the taken-work check look at items of type HA only
-	newer := slices.ContainsFunc(m.work, func(o *haWork) bool { return o.VMID == w.VMID && o.typ() == haRestart && o.ID > w.ID })
-	other := slices.ContainsFunc(m.work, func(o *haWork) bool { return o != w && o.VMID == w.VMID && o.typ() == haRestart && o.Taken })
+	newer := slices.ContainsFunc(m.work, func(o *haWork) bool { return o.VMID == w.VMID && o.Type == haRestart && o.ID > w.ID })
+	other := slices.ContainsFunc(m.work, func(o *haWork) bool { return o != w && o.VMID == w.VMID && o.Type == haRestart && o.Taken })
 	m.mu.Unlock()
 	if newer {
 		s.Log(t, "INFO", VMObject(w.VMID), "Cancelling this work item because newer ones have been scheduled.")
@@ -401,11 +403,7 @@ func (m *HighAvailabilityManager) restart(t *Thread, w *haWork) time.Time {
 		return time.Time{}
 	}
 	s.Log(t, "DEBUG", VMObject(v.ID), "Rescheduling VM %s to try again in %s", v.Name, s.Config.Seconds("restart.retry.interval"))
-	if cur := s.DB.VM(v.ID); cur != nil {
-		m.mu.Lock()
-		w.PrevState, w.PrevUpdate = cur.State, cur.UpdateCount
-		m.mu.Unlock()
-	}
+	m.recapture(w)
 	return s.Env.Now().Add(s.Config.Seconds("restart.retry.interval"))
 }
 

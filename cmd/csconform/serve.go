@@ -148,13 +148,7 @@ func newLogSink(stderr io.Writer, verbose bool, historyFile string) (*logSink, f
 
 func serverCmd(o *serverOpts, stdout, stderr io.Writer) int {
 	fail := func(err error) int { fmt.Fprintln(stderr, "csconform server:", err); return 2 }
-	var sw impl.Switches
-	var err error
-	if o.defects != "" {
-		sw, err = impl.ParseDefects(o.defects)
-	} else {
-		sw, err = impl.Profile(o.profile)
-	}
+	sw, err := switches(&o.profile, o.defects)
 	if err != nil {
 		return fail(err)
 	}
@@ -252,13 +246,7 @@ func agentCmd(o *agentOpts, stdout, stderr io.Writer) int {
 	case o.server == "":
 		return fail(errors.New("--server is required"))
 	}
-	var sw impl.Switches
-	var err error
-	if o.defects != "" {
-		sw, err = impl.ParseDefects(o.defects)
-	} else {
-		sw, err = impl.Profile(o.profile)
-	}
+	sw, err := switches(&o.profile, o.defects)
 	if err != nil {
 		return fail(err)
 	}

@@ -177,6 +177,9 @@ var Names = []string{OrphanDomain, IPConflict, VolumeInUse, NetworkLock, Unexpla
 // StartKinds are the op kinds that start a VM.
 var StartKinds = []string{"deploy", "start", "startNoRetry"}
 
+// StopKinds are the op kinds that stop a VM's domain.
+var StopKinds = []string{"stop", "forceStop", "destroy", "destroyExpunge", "expunge"}
+
 // DisruptiveKinds are the op kinds that legitimately make a concurrent start
 // on the same VM or network fail.
 var DisruptiveKinds = []string{"stop", "forceStop", "destroy", "destroyExpunge", "expunge", "deleteNetwork", "restartNetwork"}
