@@ -991,14 +991,19 @@ func (db *DB) Locks() []LockVO {
 }
 
 // CleanupLocksForServer is Merovingian2.cleanupForServer: a restarting server drops its own rows.
+// Each is released in the history in its holder's name, as if the dead thread had let go: the new
+// incarnation numbers its threads from 1 again, and without the release a thread of the same name
+// taking the lock would continue the dead one's hold in the checker's eyes.
 func (db *DB) CleanupLocksForServer(msID string) {
 	point(db.env, PointWrite)
 	db.lock()
 	defer db.commit()
-	for k, l := range db.locks {
-		if l.MSID == msID {
+	for _, k := range slices.Sorted(maps.Keys(db.locks)) {
+		if l := db.locks[k]; l.MSID == msID {
 			delete(db.locks, k)
 			db.touchKey(tLock, k)
+			db.emit(history.Event{Actor: l.Thread, Kind: history.Lock, Object: k, From: "held", To: "released",
+				Detail: "released by the restart of its server (cleanupForServer)"})
 		}
 	}
 }
