@@ -47,10 +47,11 @@ func TestBuiltinScenariosMeetTheirExpectations(t *testing.T) {
 				// on a network whose router is stopped is each object's history in order; a start that
 				// failed with no fault near it is a legal history of the VM, whose model lets any start fail;
 				// a job left in progress by a stopped server, or a stop nobody asked for, is judged from
-				// the servers' stops and the operations, which no object's model has)
+				// the servers' stops and the operations, which no object's model has; a thing stuck in
+				// transition past its bound is about time, and each step of it may be legal)
 				crossObject := func(inv string) bool {
 					return inv == invariant.NetworkOutage || inv == invariant.UnexplainedStartFailure ||
-						inv == invariant.LeftServerJob || inv == invariant.UnexplainedStop
+						inv == invariant.LeftServerJob || inv == invariant.UnexplainedStop || inv == invariant.StuckInTransition
 				}
 				// (and a running domain behind a record that is not dead, Stopped or Error: the VM model
 				// lets a failed start leave its domain running behind a live record — an agent that
@@ -76,22 +77,24 @@ func TestEachDefectAloneIsFoundAcrossSeeds(t *testing.T) {
 		defects  string
 		scenario string
 		want     string // an invariant that must be violated
+		timed    bool   // want is about time (stuck-in-transition): no object's history need be non-linearizable
 	}{
-		{"D1", "seed-000-ab", "network-lock"},
-		{"D1", "seed-000-ab", "unexplained-start-failure"},
-		{"D1", "seed-000-boot-group", "network-lock"},
-		{"D1", "seed-000-boot-group", "unexplained-start-failure"},
-		{"D2", "seed-001-stale-power-report", "orphan-domain"},
-		{"D2", "seed-001-stale-power-report", "ip-conflict"},
-		{"D3", "seed-004-forced-destroy", "orphan-domain"},
-		{"D3", "seed-004-forced-destroy", "ip-conflict"},
-		{"D3", "seed-004-forced-destroy", "volume-in-use"},
+		{"D1", "seed-000-ab", "network-lock", false},
+		{"D1", "seed-000-ab", "unexplained-start-failure", false},
+		{"D1", "seed-000-boot-group", "network-lock", false},
+		{"D1", "seed-000-boot-group", "unexplained-start-failure", false},
+		{"D2", "seed-001-stale-power-report", "orphan-domain", false},
+		{"D2", "seed-001-stale-power-report", "ip-conflict", false},
+		{"D3", "seed-004-forced-destroy", "orphan-domain", false},
+		{"D3", "seed-004-forced-destroy", "ip-conflict", false},
+		{"D3", "seed-004-forced-destroy", "volume-in-use", false},
 		// H1 (fencing) is reached only through a host judged Down while its domains run, which the
 		// H2 fix (the investigation's disk-activity check) no longer does: the two go together here
-		{"H1,H2", "ha-heartbeat-two-domains", "orphan-domain"},
-		{"H1,H2", "ha-heartbeat-two-domains", "ip-conflict"},
-		{"H2", "heartbeat-fail-starting-vm", "ip-conflict"},
-		{"H2", "heartbeat-fail-starting-vm", "orphan-domain"},
+		{"H1,H2", "ha-heartbeat-two-domains", "orphan-domain", false},
+		{"H1,H2", "ha-heartbeat-two-domains", "ip-conflict", false},
+		{"H2", "heartbeat-fail-starting-vm", "ip-conflict", false},
+		{"H2", "heartbeat-fail-starting-vm", "orphan-domain", false},
+		{"C7", "retry-waits-on-timed-out-start", "stuck-in-transition", true},
 	}
 	for _, c := range cases {
 		sc, err := Find(c.scenario)
@@ -114,7 +117,7 @@ func TestEachDefectAloneIsFoundAcrossSeeds(t *testing.T) {
 			if !found {
 				t.Errorf("%s alone, %s seed %d: no %s violation", c.defects, c.scenario, seed, c.want)
 			}
-			if len(r.NotLinearizable) == 0 {
+			if len(r.NotLinearizable) == 0 && !c.timed {
 				t.Errorf("%s alone, %s seed %d: every history linearizable", c.defects, c.scenario, seed)
 			}
 			none, _ := impl.ParseDefects("none")

@@ -22,7 +22,8 @@ import (
 // Here the StartCommand of web1 waits on a cut link past `wait`: the item is scheduled and taken at
 // once, finds web1 still Starting, and its stop fails (a Starting VM has no StopRequested transition)
 // and is rescheduled; the link heals, the held command boots the domain, the host's report makes web1
-// Running, and the next try finds web1 different and leaves it running.
+// Running, and the next try finds web1 different and leaves it running. (The deploy's second start
+// finds the first one's op_it_work row and fails at once under fixed: TestChangeToStartStateWaitsOnWorkItems.)
 func TestTimedOutStartSchedulesCheckStop(t *testing.T) {
 	w := newSimServer(t, 3, map[string]string{"wait": "120"}, impl.Switches{})
 	s, f, log, srv := w.s, w.f, w.log, w.srv

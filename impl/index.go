@@ -21,7 +21,8 @@ type index struct {
 	nicByVM    map[int64][]int64
 	volByVM    map[int64][]int64
 	jobByObj   map[jobObject][]int64
-	jobLive    []int64 // IN_PROGRESS jobs: the job GC's expiry and a restart's clean-up read only these
+	itWorkByVM map[int64][]int64 // op_it_work rows by instance_id
+	jobLive    []int64           // IN_PROGRESS jobs: the job GC's expiry and a restart's clean-up read only these
 	watching   bool
 	changedSet map[rowRef]struct{} // rows written since the last TakeChanges (when watching)
 }
@@ -55,7 +56,7 @@ func (db *DB) reindex() {
 	watching, changed := db.ix.watching, db.ix.changedSet
 	db.ix = index{vmByName: map[string][]*VMVO{}, vmByHost: map[string][]int64{}, vmByNet: map[int64][]int64{},
 		nicByVM: map[int64][]int64{}, volByVM: map[int64][]int64{}, jobByObj: map[jobObject][]int64{},
-		watching: watching, changedSet: changed}
+		itWorkByVM: map[int64][]int64{}, watching: watching, changedSet: changed}
 	for _, id := range slices.Sorted(maps.Keys(db.vms)) {
 		db.indexVM(db.vms[id])
 	}
@@ -68,6 +69,12 @@ func (db *DB) reindex() {
 	}
 	for _, id := range slices.Sorted(maps.Keys(db.jobs)) {
 		db.indexJob(db.jobs[id])
+	}
+	db.itWorkSeq = 0
+	for _, id := range slices.Sorted(maps.Keys(db.itWork)) {
+		w := db.itWork[id]
+		db.ix.itWorkByVM[w.InstanceID] = append(db.ix.itWorkByVM[w.InstanceID], id)
+		db.itWorkSeq = id // rows are never deleted: the highest id is the sequence
 	}
 }
 

@@ -59,6 +59,7 @@ type dbFile struct {
 	Hosts      []*HostVO
 	Jobs       []*JobVO
 	Locks      []*LockVO
+	ItWork     []*ItWorkVO `json:",omitempty"`
 }
 
 func table[K comparable, V any](m map[K]*V, keys []K) []*V {
@@ -82,6 +83,7 @@ func (db *DB) encodeFile(gen int64) ([]byte, error) {
 		Hosts:    table(db.hosts, slices.Sorted(maps.Keys(db.hosts))),
 		Jobs:     table(db.jobs, slices.Sorted(maps.Keys(db.jobs))),
 		Locks:    table(db.locks, slices.Sorted(maps.Keys(db.locks))),
+		ItWork:   table(db.itWork, slices.Sorted(maps.Keys(db.itWork))),
 	}
 	return json.MarshalIndent(f, "", " ")
 }
@@ -120,6 +122,9 @@ func (db *DB) decode(b []byte) (int64, error) {
 		return 0, err
 	}
 	if err := putRows("Locks", db.locks, f.Locks, func(l *LockVO) string { return l.Key }); err != nil {
+		return 0, err
+	}
+	if err := putRows("ItWork", db.itWork, f.ItWork, func(w *ItWorkVO) int64 { return w.ID }); err != nil {
 		return 0, err
 	}
 	for id, ips := range f.IPs {
@@ -265,6 +270,7 @@ type dbRecord struct {
 	DeletedNics  []int64           `json:",omitempty"`
 	DeletedLocks []string          `json:",omitempty"`
 	DeletedJobs  []int64           `json:",omitempty"`
+	ItWork       []*ItWorkVO       `json:",omitempty"`
 }
 
 // The tables a commit can touch (rowRef.table).
@@ -277,6 +283,7 @@ const (
 	tHost
 	tJob
 	tLock
+	tItWork
 )
 
 // rowRef names a row a write touched: id for the tables keyed by id, key for hosts and locks.
@@ -369,6 +376,8 @@ func (db *DB) record() dbRecord {
 			} else {
 				r.DeletedLocks = append(r.DeletedLocks, ref.key)
 			}
+		case tItWork:
+			r.ItWork = append(r.ItWork, db.itWork[ref.id])
 		}
 	}
 	return r
@@ -396,6 +405,9 @@ func (db *DB) apply(r *dbRecord) error {
 		return err
 	}
 	if err := upsertRows("Locks", db.locks, r.Locks, func(l *LockVO) string { return l.Key }, true); err != nil {
+		return err
+	}
+	if err := upsertRows("ItWork", db.itWork, r.ItWork, func(w *ItWorkVO) int64 { return w.ID }, true); err != nil {
 		return err
 	}
 	for id, ips := range r.IPs {

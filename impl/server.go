@@ -72,6 +72,7 @@ func (s *Server) Start() {
 	t := &Thread{Name: s.ThreadPrefix + "main"}
 	s.DB.CleanupLocksForServer(s.ID)
 	s.jobs.cleanupLeftOverJobs(t)
+	s.cancelWorkItems(t)
 	s.agents.start(t)
 	s.jobs.start()
 	if s.Clustered {

@@ -100,8 +100,13 @@ func TestStallScanSettlesStartingVMLeftByDeadServer(t *testing.T) {
 // handlePowerOnReportWithNoPendingJobsOnVM), keeping its NIC; one that does not is stopped with
 // checkBeforeCleanup and synced to Stopped by the stall scan (the test above). With C2 on, the
 // restart's cleanupResources (AsyncJobManagerImpl, PR #8394; spec 3.1) moves it to Stopped at once.
+// The start's op_it_work row (step Starting) makes the restart's cancelWorkItems schedule an HA
+// restart with investigation; while that item is pending the reports are postponed
+// (hasPendingHaWork), so it is the stall scan of a later ping that follows the domain to Running.
 func TestC2FixLetsTheHostSettleAStartInFlight(t *testing.T) {
-	_, db, _, id, _ := leftByDeadServer(t, nil, impl.Switches{}, "Sending StartCommand for web1")
+	s, db, log, id, _ := leftByDeadServer(t, nil, impl.Switches{}, "Sending StartCommand for web1")
+	require.True(t, log.has("main", "Handling unfinished work item: ItWork[1-Starting-"), "cancelWorkItems did not see the start's row")
+	require.NoError(t, s.RunUntil(s.Now().Add(3*time.Minute), func() bool { return db.VM(id).State == vm.Running }))
 	v := db.VM(id)
 	require.Equal(t, vm.Running, v.State, "h1 runs web1's domain: its report should have settled web1 Running")
 	require.Equal(t, "h1", v.HostID)

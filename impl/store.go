@@ -28,17 +28,19 @@ type DB struct {
 	sink history.Sink
 	seq  int64
 
-	vms      map[int64]*VMVO
-	networks map[int64]*NetworkVO
-	nics     map[int64]*NicVO
-	ips      map[int64][]*IPVO // per network, in pool order
-	volumes  map[int64]*VolumeVO
-	hosts    map[string]*HostVO
-	jobs     map[int64]*JobVO
-	locks    map[string]*LockVO
-	mshosts  map[string]*MSHostVO // by msid; memory only: several servers run only in the simulator
-	nextID   int64
-	ix       index // secondary indexes (index.go)
+	vms       map[int64]*VMVO
+	networks  map[int64]*NetworkVO
+	nics      map[int64]*NicVO
+	ips       map[int64][]*IPVO // per network, in pool order
+	volumes   map[int64]*VolumeVO
+	hosts     map[string]*HostVO
+	jobs      map[int64]*JobVO
+	locks     map[string]*LockVO
+	mshosts   map[string]*MSHostVO // by msid; memory only: several servers run only in the simulator
+	itWork    map[int64]*ItWorkVO  // op_it_work (itwork.go)
+	itWorkSeq int64                // its own id sequence: the other tables' ids do not move
+	nextID    int64
+	ix        index // secondary indexes (index.go)
 
 	disk     *disk       // the state file (nil = memory only); see persist.go
 	detached atomic.Bool // a stopping server: commits no longer reach the disk
@@ -147,7 +149,7 @@ func NewDB(env Env, sink history.Sink) *DB {
 	db := &DB{env: env, sink: sink,
 		vms: map[int64]*VMVO{}, networks: map[int64]*NetworkVO{}, nics: map[int64]*NicVO{},
 		ips: map[int64][]*IPVO{}, volumes: map[int64]*VolumeVO{}, hosts: map[string]*HostVO{},
-		jobs: map[int64]*JobVO{}, locks: map[string]*LockVO{}}
+		jobs: map[int64]*JobVO{}, locks: map[string]*LockVO{}, itWork: map[int64]*ItWorkVO{}}
 	db.reindex()
 	return db
 }

@@ -51,6 +51,94 @@ func (s *Server) planDeployment(v *VMVO, want string, avoid map[string]bool) (st
 	return "", &ResourceUnavailableError{Resource: "Zone:1", Reason: "InsufficientServerCapacityException: Unable to create a deployment for " + v.Name}
 }
 
+// changeToStartState takes a Stopped VM to Starting under a new op_it_work row
+// (VirtualMachineManagerImpl.changeToStartState, source A). Up to vm.op.lock.state.retry rounds: a
+// Running VM is already started (nil, nil, nil); a VM in a transitional state is waited on by
+// checkWorkItems, then tried again; any other state but Stopped cannot be started. The row is kept
+// only when the transition succeeds (the Java also keeps it when the compare-and-set misses).
+func (s *Server) changeToStartState(t *Thread, v *VMVO) (*VMVO, *ItWorkVO, error) {
+	retries := s.Config.Int("vm.op.lock.state.retry")
+	for retry := retries; retry != 0; retry-- {
+		if v.State == vm.Stopped {
+			if s.DB.UpdateVMState(t.Name, v, vm.StartRequested, vm.Starting, "") {
+				return v, s.DB.PersistItWork(s.ID, vm.Starting, v.ID), nil
+			}
+		}
+		cur := s.DB.VM(v.ID)
+		if cur == nil {
+			return nil, nil, &ConcurrentOperationError{Msg: "Unable to acquire lock on " + v.Name}
+		}
+		s.Log(t, "DEBUG", VMObject(v.ID), "Determining why we're unable to update the state to Starting for %s. Retry=%d", v.Name, retry-1)
+		v = cur
+		switch {
+		case v.State == vm.Running:
+			s.Log(t, "DEBUG", VMObject(v.ID), "VM is already started: %s", v.Name)
+			return nil, nil, nil
+		case v.State.IsTransitional():
+			if !s.checkWorkItems(t, v, v.State) {
+				return nil, nil, &ConcurrentOperationError{Msg: "There are concurrent operations on " + v.Name}
+			}
+			v = s.DB.VM(v.ID)
+		case v.State != vm.Stopped:
+			s.Log(t, "WARN", VMObject(v.ID), "Cannot start %s in %s state", v.Name, v.State)
+			return nil, nil, runtimeErr("Cannot start %s in %s state", v.Name, v.State)
+		}
+	}
+	return nil, nil, &ConcurrentOperationError{Msg: "Unable to change the state of " + v.Name}
+}
+
+// checkWorkItems waits while another start of the VM may still be at work
+// (VirtualMachineManagerImpl.checkWorkItems, source A): true at once when no outstanding op_it_work
+// row is of the VM's state or the VM is Running; false once the row has been inactive longer than
+// vm.op.cancel.interval; else it sleeps vm.op.wait.interval and looks again. A row a timed-out start
+// left at step Starting holds a second start for up to an hour after that start's last step, whatever
+// the VM does meanwhile (only Running or a row marked Done ends the wait): C7, whose fix does not wait
+// when the caller runs from the VM's work queue.
+func (s *Server) checkWorkItems(t *Thread, v *VMVO, state vm.State) bool {
+	for {
+		w := s.DB.FindOutstandingItWork(v.ID, state)
+		if w == nil {
+			s.Log(t, "DEBUG", VMObject(v.ID), "Unable to find work for VM: %s and state: %s", v.Name, state)
+			return true
+		}
+		if cur := s.DB.VM(v.ID); cur != nil && cur.State == vm.Running {
+			s.Log(t, "DEBUG", VMObject(v.ID), "VM is already started in DB: %s", v.Name)
+			return true
+		}
+		if !s.Defects[C7] && t.workJob {
+			// C7's fix: a start dispatched from the VM's work queue holds that queue (one item per
+			// VM at a time, whichever server queued it), so no other start or stop of the VM runs: the
+			// row was left by one that has ended, and waiting on it only holds the queue.
+			s.Log(t, "WARN", VMObject(v.ID), "The task item for vm %s (%s) belongs to no running job: this one holds the VM's work queue", v.Name, w)
+			return false
+		}
+		if idle := w.secondsInactive(s.Env.Now()); idle > s.Config.Seconds("vm.op.cancel.interval") {
+			s.Log(t, "WARN", VMObject(v.ID), "The task item for vm %s has been inactive for %d", v.Name, int64(idle.Seconds()))
+			return false
+		}
+		s.Env.Sleep(s.Config.Seconds("vm.op.wait.interval"))
+		s.Log(t, "DEBUG", VMObject(v.ID), "Waiting some more to make sure there's no activity on %s", v.Name)
+	}
+}
+
+// changeState is VirtualMachineManagerImpl.changeState: the work step first, then the VM's transition;
+// the step goes back if the transition did not happen. work nil: the transition alone. Callers check
+// that the transition exists, as they did before the work rows.
+func (s *Server) changeState(t *Thread, v *VMVO, ev vm.Event, to vm.State, host string, work *ItWorkVO, step ItWorkStep) bool {
+	var prev ItWorkStep
+	if work != nil {
+		if w := s.DB.ItWork(work.ID); w != nil {
+			prev = w.Step
+		}
+		s.DB.UpdateItWorkStep(work.ID, step)
+	}
+	ok := s.DB.UpdateVMState(t.Name, v, ev, to, host)
+	if !ok && work != nil {
+		s.DB.UpdateItWorkStep(work.ID, prev)
+	}
+	return ok
+}
+
 // advanceStart runs orchestrateStart as a VmWorkStart job on the VM's queue.
 func (s *Server) advanceStart(t *Thread, vmID int64, host string) error {
 	return s.jobs.runVmWork(t, "VmWorkStart", vmID, func(t *Thread) error { return s.orchestrateStart(t, vmID, host) })
@@ -61,36 +149,15 @@ func (s *Server) orchestrateStart(t *Thread, vmID int64, want string) (err error
 	if v == nil {
 		return runtimeErr("Unable to find VM %d", vmID)
 	}
-	// changeToStartState
-	ok := false
-	for i := 0; i < s.Config.Int("vm.op.lock.state.retry") && !ok; i++ {
-		switch v.State {
-		case vm.Stopped:
-			ok = s.DB.UpdateVMState(t.Name, v, vm.StartRequested, vm.Starting, "")
-			if !ok {
-				s.Log(t, "DEBUG", VMObject(vmID), "Determining why we're unable to update the state to Starting for %s. Retry=%d", v.Name, i)
-				v = s.DB.VM(vmID)
-			}
-		case vm.Running:
-			s.Log(t, "DEBUG", VMObject(vmID), "VM is already started: %s", v.Name)
-			return nil
-		case vm.Starting, vm.Stopping, vm.Migrating, vm.Expunging:
-			return &ConcurrentOperationError{Msg: "There are concurrent operations on " + v.Name}
-		default:
-			return runtimeErr("Cannot start %s in %s state", v.Name, v.State)
-		}
-	}
-	if !ok {
-		return &ConcurrentOperationError{Msg: "Unable to change the state of " + v.Name}
+	v, work, err := s.changeToStartState(t, v)
+	if err != nil || v == nil {
+		return err // nil, nil: already running
 	}
 	started, canRetry := false, true
 	avoid := map[string]bool{}
 	defer func() {
-		if !started && canRetry {
-			cur := s.DB.VM(vmID)
-			if cur.State == vm.Starting {
-				s.DB.UpdateVMState(t.Name, cur, vm.OperationFailed, vm.Stopped, "")
-			}
+		if cur := s.DB.VM(vmID); !started && canRetry && cur.State == vm.Starting {
+			s.changeState(t, cur, vm.OperationFailed, vm.Stopped, "", work, ItWorkDone)
 		}
 		if !started && err == nil {
 			err = runtimeErr("Unable to start Instance '%s' (%d), see management server log for details", v.Name, vmID)
@@ -103,10 +170,10 @@ func (s *Server) orchestrateStart(t *Thread, vmID int64, want string) (err error
 			return perr
 		}
 		avoid[dest] = true
-		if !s.DB.UpdateVMState(t.Name, v, vm.OperationRetry, vm.Starting, dest) {
+		if !s.changeState(t, v, vm.OperationRetry, vm.Starting, dest, work, ItWorkPrepare) {
 			return &ConcurrentOperationError{Msg: "Unable to update the state of the Virtual Machine " + v.Name}
 		}
-		step, answered := "Prepare", false
+		answered := false
 		aerr := func() error {
 			if err := s.prepare(t, v, dest); err != nil {
 				return err
@@ -117,20 +184,23 @@ func (s *Server) orchestrateStart(t *Thread, vmID int64, want string) (err error
 				}
 			}
 			spec := s.domainSpec(v)
-			step = "Starting"
+			if w := s.DB.ItWork(work.ID); w == nil || w.Step != ItWorkPrepare {
+				return &ConcurrentOperationError{Msg: fmt.Sprintf("Work steps have been changed: %v", w)}
+			}
+			s.DB.UpdateItWorkStep(work.ID, ItWorkStarting)
 			s.Log(t, "DEBUG", VMObject(vmID), "Sending StartCommand for %s to host %s", v.Name, dest)
 			ans, err := s.agents.Send(t, dest, Message{Kind: MsgStart, Domain: &spec}, 0)
 			if err != nil {
 				return err
 			}
-			step = "Started"
+			s.DB.UpdateItWorkStep(work.ID, ItWorkStarted)
 			if !ans.Result {
 				s.Log(t, "INFO", VMObject(vmID), "Unable to start VM on %s due to %s", dest, ans.Details)
 				return nil
 			}
 			answered = true
 			cur := s.DB.VM(vmID)
-			if !s.DB.UpdateVMState(t.Name, cur, vm.OperationSucceeded, vm.Running, dest) {
+			if !s.changeState(t, cur, vm.OperationSucceeded, vm.Running, dest, work, ItWorkDone) {
 				s.Log(t, "ERROR", VMObject(vmID), "Unable to transition to a new state. %s", cur.Name)
 				return &ConcurrentOperationError{Msg: "Failed to deploy VM" + v.Name}
 			}
@@ -149,8 +219,10 @@ func (s *Server) orchestrateStart(t *Thread, vmID int64, want string) (err error
 			// per-attempt finally: the work step goes to Release before cleanup, so a StopCommand goes to
 			// the host whatever step failed, forced unless a successful StartAnswer came back; cleanup
 			// always releases NICs and volumes (C1 aside).
-			sent := step == "Started" || step == "Starting"
-			s.cleanup(t, s.DB.VM(vmID), "Release", forceIf(!(sent && answered), forcedCleanup), sent)
+			prev := s.DB.ItWork(work.ID).Step
+			s.DB.UpdateItWorkStep(work.ID, ItWorkRelease)
+			sent := prev == ItWorkStarted || prev == ItWorkStarting
+			s.cleanup(t, s.DB.VM(vmID), ItWorkRelease, forceIf(!(sent && answered), forcedCleanup), sent)
 		}
 		var ue *AgentUnavailableError
 		var re *ResourceUnavailableError
@@ -182,7 +254,7 @@ func (s *Server) orchestrateStart(t *Thread, vmID int64, want string) (err error
 // cleanup stops what a failed start may have left and — in its finally — always releases resources.
 // mayRun says a StartCommand may have reached the host: only then can a stop that did not reach it
 // leave a domain running (C1).
-func (s *Server) cleanup(t *Thread, v *VMVO, step string, force stopForce, mayRun bool) bool {
+func (s *Server) cleanup(t *Thread, v *VMVO, step ItWorkStep, force stopForce, mayRun bool) bool {
 	s.Log(t, "DEBUG", VMObject(v.ID), "Cleaning up resources for the vm %s in %s state", v.Name, v.State)
 	released := true
 	defer func() {
@@ -195,8 +267,15 @@ func (s *Server) cleanup(t *Thread, v *VMVO, step string, force stopForce, mayRu
 	switch v.State {
 	case vm.Starting:
 		switch step {
-		case "Starting", "Started", "Release":
-			if step == "Starting" && force == unforced {
+		case "": // no outstanding work item: stop whatever runs
+			if v.HostID != "" && !s.sendStopAs(t, v, force, false) {
+				s.Log(t, "WARN", VMObject(v.ID), "Failed to stop vm %s in Starting state as a part of cleanup process", v.Name)
+				released = false
+				return false
+			}
+		case ItWorkPrepare: // the StartCommand was not sent: nothing to stop
+		case ItWorkStarting, ItWorkStarted, ItWorkRelease:
+			if step == ItWorkStarting && force == unforced {
 				s.Log(t, "WARN", VMObject(v.ID), "Unable to cleanup vm %s; work state is incorrect: %s", v.Name, step)
 				return false
 			}
@@ -316,12 +395,19 @@ func (s *Server) orchestrateStop(t *Thread, vmID int64, force stopForce) error {
 		s.Log(t, "DEBUG", VMObject(vmID), "Stopped called on %s but the state is %s", v.Name, v.State)
 		return nil
 	}
+	work := s.DB.FindOutstandingItWork(vmID, v.State)
+	if work != nil {
+		s.Log(t, "DEBUG", VMObject(vmID), "Found an outstanding work item for this vm %s with state:%s, work id:%d", v.Name, v.State, work.ID)
+	}
 	if v.HostID == "" {
 		if !forced {
 			s.Log(t, "DEBUG", VMObject(vmID), "HostId is null but this is not a forced stop, cannot stop vm %s", v.Name)
 			return runtimeErr("Unable to stop %s", v.Name)
 		}
 		s.DB.UpdateVMState(t.Name, v, vm.AgentReportStopped, vm.Stopped, "")
+		if work != nil {
+			s.DB.UpdateItWorkStep(work.ID, ItWorkDone)
+		}
 		return nil
 	}
 	hostID := v.HostID
@@ -330,11 +416,14 @@ func (s *Server) orchestrateStop(t *Thread, vmID int64, force stopForce) error {
 			return runtimeErr("We cannot stop %s when it is in state %s", v.Name, v.State)
 		}
 		s.Log(t, "WARN", VMObject(vmID), "Unable to transition the state but we're moving on because it's forced stop")
-		if !s.cleanup(t, v, "Release", force, true) {
+		var step ItWorkStep // "": no outstanding work item
+		if work != nil {
+			step = work.Step
+		}
+		if !s.cleanup(t, v, step, force, true) {
 			return runtimeErr("Failed to cleanup %s , current state %s", v.Name, v.State)
 		}
-		cur := s.DB.VM(vmID)
-		if !s.DB.UpdateVMState(t.Name, cur, vm.AgentReportStopped, vm.Stopped, "") {
+		if !s.changeState(t, s.DB.VM(vmID), vm.AgentReportStopped, vm.Stopped, "", work, ItWorkDone) {
 			return runtimeErr("Unable to stop %s", v.Name)
 		}
 		// The Java falls through to its "Stopping" check with the VM now Stopped, and throws: the VM is
@@ -375,6 +464,9 @@ func (s *Server) orchestrateStop(t *Thread, vmID int64, force stopForce) error {
 	}
 	s.Log(t, "DEBUG", VMObject(vmID), "%s is stopped on the host.  Proceeding to release resource held.", v.Name)
 	s.releaseVmResources(t, v)
+	if work != nil {
+		s.DB.UpdateItWorkStep(work.ID, ItWorkDone)
+	}
 	if !s.DB.UpdateVMState(t.Name, v, vm.OperationSucceeded, vm.Stopped, "") {
 		return runtimeErr("unable to stop %s", v.Name)
 	}
