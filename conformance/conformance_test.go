@@ -77,7 +77,7 @@ func TestEachDefectAloneIsFoundAcrossSeeds(t *testing.T) {
 		defects  string
 		scenario string
 		want     string // an invariant that must be violated
-		timed    bool   // want is about time (stuck-in-transition): no object's history need be non-linearizable
+		timed    bool   // want is about time (stuck-in-transition, ghost-record): no object's history need be non-linearizable
 	}{
 		{"D1", "seed-000-ab", "network-lock", false},
 		{"D1", "seed-000-ab", "unexplained-start-failure", false},
@@ -95,6 +95,7 @@ func TestEachDefectAloneIsFoundAcrossSeeds(t *testing.T) {
 		{"H2", "heartbeat-fail-starting-vm", "ip-conflict", false},
 		{"H2", "heartbeat-fail-starting-vm", "orphan-domain", false},
 		{"C7", "retry-waits-on-timed-out-start", "stuck-in-transition", true},
+		{"C8", "stale-ha-item-hides-power-off", "ghost-record", true},
 	}
 	for _, c := range cases {
 		sc, err := Find(c.scenario)

@@ -84,11 +84,18 @@ func newHighAvailabilityManager(s *Server) *HighAvailabilityManager {
 }
 
 // hasPendingHaWork: a restart item for the VM is not Done or Cancelled (it postpones power reports);
-// listPendingHaWorkForVm asks for type HA only, so a CheckStop does not count.
-func (m *HighAvailabilityManager) hasPendingHaWork(vmID int64) bool {
+// listPendingHaWorkForVm asks for type HA only, so a CheckStop does not count. v is the VM's row as
+// the caller read it. C8's fix counts an item only while a worker runs it or the VM is still as the
+// item saw it (update count): restart() discards an item whose VM has changed since ("VM has been
+// changed"), so waiting for one only keeps the VM's new life from power sync — for up to
+// restart.retry.interval when the item was rescheduled.
+func (m *HighAvailabilityManager) hasPendingHaWork(v *VMVO) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.pending(vmID, haRestart)
+	return slices.ContainsFunc(m.work, func(w *haWork) bool {
+		return w.VMID == v.ID && w.Type == haRestart && w.Step != haDone && w.Step != haCancelled &&
+			(m.s.Defects[C8] || w.Taken || w.PrevUpdate == v.UpdateCount)
+	})
 }
 
 // pending says whether an item of that type for the VM is not Done or Cancelled; m.mu is held.
@@ -479,7 +486,7 @@ func (m *HighAvailabilityManager) restartOnPowerOff(t *Thread, v *VMVO) bool {
 		return false
 	}
 	s.Log(t, "INFO", VMObject(v.ID), "Detected out-of-band stop of a HA enabled VM %s, will schedule restart.", v.Name)
-	if m.hasPendingHaWork(v.ID) {
+	if m.hasPendingHaWork(v) {
 		s.Log(t, "INFO", VMObject(v.ID), "VM %s already has a pending HA task working on it.", v.Name)
 		return true
 	}

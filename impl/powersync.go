@@ -130,7 +130,7 @@ func (s *Server) handlePowerStateReport(t *Thread, id int64) {
 		s.Log(t, "WARN", VMObject(id), "VM %d no longer exists when processing VM state report.", id)
 		return
 	}
-	if (s.jobs.PendingWorkJobs(id) || s.ha.hasPendingHaWork(id)) && !(mutated(MutPendingOnlyForPowerOn) && v.PowerState != vm.PowerOn) {
+	if (s.jobs.PendingWorkJobs(id) || s.ha.hasPendingHaWork(v)) && !(mutated(MutPendingOnlyForPowerOn) && v.PowerState != vm.PowerOn) {
 		s.Log(t, "INFO", VMObject(id), "There is pending job or HA tasks working on the VM. vm: %s, postpone power-change report by resetting power-change counters.", v.Name)
 		s.DB.ResetVMPowerStateTracking(id)
 		return
