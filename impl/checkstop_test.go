@@ -25,14 +25,8 @@ import (
 // Running, and the next try finds web1 different and leaves it running. (The deploy's second start
 // finds the first one's op_it_work row and fails at once under fixed: TestChangeToStartStateWaitsOnWorkItems.)
 func TestTimedOutStartSchedulesCheckStop(t *testing.T) {
-	w := newSimServer(t, 3, map[string]string{"wait": "120"}, impl.Switches{})
-	s, f, log, srv := w.s, w.f, w.log, w.srv
-	w.agent(t, "h1", sim.NewHost(s, "h1"))
-	n := srv.CreateNetwork("n1", true, 4)
-	v, _ := srv.DeployVirtualMachine("web1", []int64{n.ID}, "h1")
-	sent := fmt.Sprintf("Sending StartCommand for %s to host h1", v.Name)
-	require.NoError(t, s.RunUntil(s.Now().Add(3*time.Minute), func() bool { return log.has("", sent) }))
-	require.True(t, log.has("", sent), "web1's StartCommand was not sent")
+	w, v := deployedUntilStartSent(t, impl.Switches{})
+	s, f, log := w.s, w.f, w.log
 	f.Cut("h1", true)
 	scheduled := fmt.Sprintf("Scheduled HAWork[1-CheckStop-%d-Starting-Scheduled]", v.ID)
 	require.NoError(t, s.RunUntil(s.Now().Add(5*time.Minute), func() bool { return log.has("", scheduled) }))
@@ -47,4 +41,17 @@ func TestTimedOutStartSchedulesCheckStop(t *testing.T) {
 	require.Equal(t, vm.Running, w.db.VM(v.ID).State, "the held start ran and the report settled web1")
 	require.True(t, log.has("HA-Worker", v.Name+" is different now.  Scheduled Host: h1 Current Host: h1 State: Running"))
 	require.False(t, log.has("HA-Worker", "Stop for "+v.Name+" was successful"))
+}
+
+// deployedUntilStartSent deploys web1 on h1 (wait 120 s) and runs until its StartCommand is sent.
+func deployedUntilStartSent(t *testing.T, sw impl.Switches) (*simServer, *impl.VMVO) {
+	t.Helper()
+	w := newSimServer(t, 3, map[string]string{"wait": "120"}, sw)
+	w.agent(t, "h1", sim.NewHost(w.s, "h1"))
+	n := w.srv.CreateNetwork("n1", true, 4)
+	v, _ := w.srv.DeployVirtualMachine("web1", []int64{n.ID}, "h1")
+	sent := fmt.Sprintf("Sending StartCommand for %s to host h1", v.Name)
+	require.NoError(t, w.s.RunUntil(w.s.Now().Add(3*time.Minute), func() bool { return w.log.has("", sent) }))
+	require.True(t, w.log.has("", sent), "web1's StartCommand was not sent")
+	return w, v
 }

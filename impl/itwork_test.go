@@ -1,14 +1,12 @@
 package impl_test
 
 import (
-	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/csconform/csconform/drivers/sim"
 	"github.com/csconform/csconform/impl"
 	"github.com/csconform/csconform/model/history"
 	"github.com/csconform/csconform/model/vm"
@@ -38,13 +36,8 @@ func TestChangeToStartStateWaitsOnWorkItems(t *testing.T) {
 		{"fixed", impl.Switches{}, 0, 8 * time.Minute}, // the link heals 5 min after the send
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			w := newSimServer(t, 3, map[string]string{"wait": "120"}, c.sw)
-			s, f, log, srv := w.s, w.f, w.log, w.srv
-			w.agent(t, "h1", sim.NewHost(s, "h1"))
-			n := srv.CreateNetwork("n1", true, 4)
-			v, _ := srv.DeployVirtualMachine("web1", []int64{n.ID}, "h1")
-			sent := fmt.Sprintf("Sending StartCommand for %s to host h1", v.Name)
-			require.NoError(t, s.RunUntil(s.Now().Add(3*time.Minute), func() bool { return log.has("", sent) }))
+			w, v := deployedUntilStartSent(t, c.sw)
+			s, f, log := w.s, w.f, w.log
 			f.Cut("h1", true)
 			require.NoError(t, s.RunFor(5*time.Minute))
 			f.Cut("h1", false)
