@@ -34,6 +34,8 @@ const (
 	C7
 	// Found by csconform explore under fixed (seed 3, 388 cases) once a restart handed its unfinished starts to HA.
 	C8
+	// Found by csconform explore under fixed (seed 1, case 1353, two servers and peer-stop faults).
+	C9
 	// Found reading HighAvailabilityManagerImpl.restart and KVMFencer against a live host whose storage heartbeat failed.
 	H1
 	// Found by csconform explore under fixed once it drew the host faults (seed 5, case 1604).
@@ -74,6 +76,7 @@ var defectInfo = [numDefects]struct{ name, summary string }{
 	C6:                          {"C6", "the agent runs a StopCommand beside a StartCommand of the same VM: a stop that arrives while the start still prepares the domain finds none and answers stopped, the server releases the VM's NICs and volumes, and the start then boots its domain (Agent.processRequest, LibvirtStopCommandWrapper)"},
 	C7:                          {"C7", "a start of a VM that a timed-out start left Starting waits up to vm.op.cancel.interval (an hour) on that start's op_it_work row though no job runs it any more: the wait holds the VM's work queue, so its host's reports are postponed, the VM stays Starting with its domain running and every stop or destroy queues behind (VirtualMachineManagerImpl.checkWorkItems)"},
 	C8:                          {"C8", "an HA restart item that waits to be tried again postpones every power report of its VM even after the VM has changed (stopped, started again): restart() will discard it as changed, but until then — up to restart.retry.interval — a VM whose domain is gone stays Running in its record (HighAvailabilityManagerImpl.hasPendingHaWork)"},
+	C9:                          {"C9", "the stall scan hands a VM in Starting or Stopping whose power state is PowerOn (the host's latest report has its domain running) to the power-off handler, which moves the record to Stopped without stopping the domain or releasing anything: a running domain behind a Stopped record (VirtualMachineManagerImpl.scanStalledVMInTransitionStateOnUpHost, handlePowerOffReportWithNoPendingJobsOnVM)"},
 	H1:                          {"H1", "KVM fencing only checks the host's storage heartbeat: a live host whose heartbeat failed is \"fenced\" while its domain runs, and HA starts the VM a second time elsewhere"},
 	H2:                          {"H2", "KVMInvestigator judges a host Down from its storage heartbeat alone: a live host whose heartbeat failed is Down once its agent is cut off, and a start's cleanup or a forced stop then releases the NICs of a domain that still runs (KVMInvestigator.isAgentAlive)"},
 	M1:                          {"M1", "a peer's onManagementNodeLeft cleans up the left server's jobs by its mshost row id, which no job's msid column holds: its IN_PROGRESS jobs, and the VMs and networks they left in transition, stay until the GC cancels or expires them or the server comes back (AsyncJobManagerImpl.onManagementNodeLeft)"},

@@ -218,7 +218,11 @@ func (s *Server) handlePowerOffReportWithNoPendingJobsOnVM(t *Thread, v *VMVO) {
 		}
 		s.releaseVmResources(t, v)
 	default:
-		return
+		// PowerOn (only the stall scan brings one here): the Java goes on to the transition, with no
+		// stop and no release (C9); the fix never sends a PowerOn VM here
+		if !s.Defects[C9] {
+			return
+		}
 	}
 	from := v.State
 	if !s.DB.UpdateVMState(t.Name, v, vm.FollowAgentPowerOffReport, vm.Stopped, "") {

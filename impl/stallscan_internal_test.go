@@ -52,10 +52,14 @@ func stallWorld(t *testing.T, hostStatus host.Status, st vm.State, ps vm.PowerSt
 // VirtualMachineManagerImpl.scanStalledVMInTransitionStateOnUpHost (bhouse-nexthop/cloudstack@d4da80c5):
 // on an Up host, a VM in Starting/Stopping/Migrating with no work job in progress whose power state was
 // updated before now − vm.job.report.interval × 2 ms (120 ms) goes to handlePowerOffReport…; one updated
-// after it goes to handlePowerOnReport… if PowerOn. Not on a host that is not Up, not with a job.
+// after it goes to handlePowerOnReport… if PowerOn. Not on a host that is not Up, not with a job. The
+// power-off handler (d4da80c5 and a later upstream copy alike) moves a PowerOn VM to Stopped with no
+// StopCommand and no release (FollowAgentPowerOffReport): C9. C9's fix sends a stalled PowerOn VM to
+// the power-on handler, as a recent one.
 func TestScanStalledVMInTransitionStateOnUpHost(t *testing.T) {
 	cases := []struct {
 		name        string
+		c9          bool
 		host        host.Status
 		state       vm.State
 		power       vm.PowerState
@@ -64,16 +68,18 @@ func TestScanStalledVMInTransitionStateOnUpHost(t *testing.T) {
 		want        vm.State
 		offHandled  bool
 	}{
-		{"recent PowerOn: followed to Running", host.Up, vm.Starting, vm.PowerOn, 50 * time.Millisecond, false, vm.Running, false},
-		{"PowerOn 200 ms old is stalled: power-off handler", host.Up, vm.Starting, vm.PowerOn, 200 * time.Millisecond, false, vm.Starting, true},
-		{"recent PowerOff: power-off handler", host.Up, vm.Stopping, vm.PowerOff, 50 * time.Millisecond, false, vm.Stopping, true},
-		{"work job in progress: left alone", host.Up, vm.Starting, vm.PowerOn, 50 * time.Millisecond, true, vm.Starting, false},
-		{"host not Up: left alone", host.Disconnected, vm.Starting, vm.PowerOn, 50 * time.Millisecond, false, vm.Starting, false},
-		{"Running is not in transition", host.Up, vm.Running, vm.PowerOff, time.Hour, false, vm.Running, false},
+		{"recent PowerOn: followed to Running", false, host.Up, vm.Starting, vm.PowerOn, 50 * time.Millisecond, false, vm.Running, false},
+		{"PowerOn 200 ms old is stalled, C9: Stopped with its domain running", true, host.Up, vm.Starting, vm.PowerOn, 200 * time.Millisecond, false, vm.Stopped, true},
+		{"PowerOn 200 ms old is stalled, fixed: followed to Running", false, host.Up, vm.Starting, vm.PowerOn, 200 * time.Millisecond, false, vm.Running, false},
+		{"recent PowerOff: power-off handler", false, host.Up, vm.Stopping, vm.PowerOff, 50 * time.Millisecond, false, vm.Stopping, true},
+		{"work job in progress: left alone", false, host.Up, vm.Starting, vm.PowerOn, 50 * time.Millisecond, true, vm.Starting, false},
+		{"host not Up: left alone", false, host.Disconnected, vm.Starting, vm.PowerOn, 50 * time.Millisecond, false, vm.Starting, false},
+		{"Running is not in transition", false, host.Up, vm.Running, vm.PowerOff, time.Hour, false, vm.Running, false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			s, log, id := stallWorld(t, c.host, c.state, c.power, c.reportedAgo, c.job)
+			s.Defects[C9] = c.c9
 			s.scanStalledVMInTransitionStateOnUpHost(&Thread{Name: "AgentTaskPool-1"}, "h1")
 			require.Equal(t, c.want, s.DB.VM(id).State)
 			n := log.count("we received a Power") // the power-off handler names the power state

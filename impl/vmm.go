@@ -630,6 +630,14 @@ func (s *Server) scanStalledVMInTransitionStateOnUpHost(t *Thread, hostID string
 		}
 	}
 	for _, v := range stalled {
+		if !s.Defects[C9] && v.PowerState == vm.PowerOn {
+			// C9's fix: a stalled VM whose power state is PowerOn has its domain running as of this
+			// very ping (the report lists running domains; an unchanged one keeps its old update
+			// time): follow it, as a VM with a recent report is followed
+			s.Log(t, "INFO", VMObject(v.ID), "VM %s is stalled in %s on Up host %s with no pending work job; its domain runs: following it", v.Name, v.State, hostID)
+			s.handlePowerOnReportWithNoPendingJobsOnVM(t, v)
+			continue
+		}
 		s.Log(t, "INFO", VMObject(v.ID), "VM %s is stalled in %s on Up host %s with no pending work job; handling it as powered off", v.Name, v.State, hostID)
 		s.handlePowerOffReportWithNoPendingJobsOnVM(t, v)
 	}

@@ -53,7 +53,7 @@ func TestServeFlagErrors(t *testing.T) {
 		{[]string{"agent", "--host", "h1", "--server", dead}, 2, "cannot reach the management server"},
 		{[]string{"agent", "--host", "h1", "--server", dead, "--hypervisor", "xen"}, 2, "unknown hypervisor"},
 		{[]string{"agent", "--host", "h1", "--server", dead, "--profile", "fixd"}, 2, "unknown profile \"fixd\""},
-		{[]string{"agent", "--host", "h1", "--server", dead, "--defects", "C9"}, 2, "C9"},
+		{[]string{"agent", "--host", "h1", "--server", dead, "--defects", "X9"}, 2, "X9"},
 		{[]string{"agent", "--host", "h1", "--server", dead, "--hypervisor", "libvirt"}, 2, "needs --run"},
 		{[]string{"agent", "--host", "h1", "--server", dead, "--hypervisor", "libvirt:qemu:///system", "--run", "r1", "--virt-type", "xen"}, 2, "want kvm or qemu"},
 		{[]string{"agent", "--host", "h1", "--server", dead, "--hypervisor", "libvirt", "--run", "r1", "--router-boot", "-1s"}, 2, "negative"},
