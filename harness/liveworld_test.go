@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/csconform/csconform/drivers/sim"
 )
 
 // outcome is what the API path must reproduce: each case's result and each VM's final record.
@@ -65,6 +67,11 @@ func TestSeedScenariosThroughTheAPI(t *testing.T) {
 		}
 		if sc.ManagementServers > 1 {
 			continue // several servers run only in the simulator
+		}
+		if sc.Scheduler.Kind != sim.Random {
+			// its interleaving was found with a simulator strategy (an explore counterexample): real
+			// time takes its own turns, differently in each run
+			continue
 		}
 		if strings.HasPrefix(sc.Name, "load-") {
 			// hundreds of concurrent operations are a load test of the simulator's reference; in real
