@@ -2,6 +2,7 @@ package harness
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/csconform/csconform/impl"
@@ -33,6 +34,11 @@ type transition struct {
 	object, what string
 	since        time.Time
 	bound        time.Duration
+}
+
+// overdue says whether t has been in its state for its bound or longer (an unknown since: never).
+func (t transition) overdue(now time.Time) bool {
+	return !t.since.IsZero() && now.Sub(t.since) >= t.bound
 }
 
 // inTransition lists what is in a transitional state now: VMs Starting, Stopping or Migrating,
@@ -77,19 +83,14 @@ func (c *Cluster) checkLiveness() error {
 	quietOrOverdue := func() bool {
 		now := c.Now()
 		ts := c.inTransition()
-		for _, t := range ts {
-			if !t.since.IsZero() && now.Sub(t.since) >= t.bound {
-				return true
-			}
-		}
-		return len(ts) == 0
+		return len(ts) == 0 || slices.ContainsFunc(ts, func(t transition) bool { return t.overdue(now) })
 	}
 	if err := c.w.runUntil(until.Add(time.Second), quietOrOverdue); err != nil {
 		return err
 	}
 	now := c.Now()
 	for _, t := range c.inTransition() {
-		if t.since.IsZero() || now.Sub(t.since) < t.bound {
+		if !t.overdue(now) {
 			continue // it got there recently: still within its time
 		}
 		v := invariant.Violation{Invariant: invariant.StuckInTransition, Object: t.object, Time: now,

@@ -93,16 +93,18 @@ func (m *HighAvailabilityManager) hasPendingHaWork(v *VMVO) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return slices.ContainsFunc(m.work, func(w *haWork) bool {
-		return w.VMID == v.ID && w.Type == haRestart && w.Step != haDone && w.Step != haCancelled &&
-			(m.s.Defects[C8] || w.Taken || w.PrevUpdate == v.UpdateCount)
+		return w.pending(v.ID, haRestart) && (m.s.Defects[C8] || w.Taken || w.PrevUpdate == v.UpdateCount)
 	})
 }
 
 // pending says whether an item of that type for the VM is not Done or Cancelled; m.mu is held.
 func (m *HighAvailabilityManager) pending(vmID int64, typ haWorkType) bool {
-	return slices.ContainsFunc(m.work, func(w *haWork) bool {
-		return w.VMID == vmID && w.Type == typ && w.Step != haDone && w.Step != haCancelled
-	})
+	return slices.ContainsFunc(m.work, func(w *haWork) bool { return w.pending(vmID, typ) })
+}
+
+// pending says whether the item is of that VM and type and neither Done nor Cancelled.
+func (w *haWork) pending(vmID int64, typ haWorkType) bool {
+	return w.VMID == vmID && w.Type == typ && w.Step != haDone && w.Step != haCancelled
 }
 
 // recapture takes the VM's state and update count anew after a failed try, so the next one

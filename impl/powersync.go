@@ -218,8 +218,9 @@ func (s *Server) handlePowerOffReportWithNoPendingJobsOnVM(t *Thread, v *VMVO) {
 		}
 		s.releaseVmResources(t, v)
 	default:
-		// PowerOn (only the stall scan brings one here): the Java goes on to the transition, with no
-		// stop and no release (C9); the fix never sends a PowerOn VM here
+		// PowerOn or PowerUnknown (only the stall scan brings these here): the Java goes on to the
+		// transition, with no stop and no release (C9); the fix sends a PowerOn VM to the power-on
+		// handler instead and leaves an unknown one as it is
 		if !s.Defects[C9] {
 			return
 		}
