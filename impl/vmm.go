@@ -156,8 +156,10 @@ func (s *Server) orchestrateStart(t *Thread, vmID int64, want string) (err error
 	started, canRetry := false, true
 	avoid := map[string]bool{}
 	defer func() {
-		if cur := s.DB.VM(vmID); !started && canRetry && cur.State == vm.Starting {
-			s.changeState(t, cur, vm.OperationFailed, vm.Stopped, "", work, ItWorkDone)
+		if !started && canRetry {
+			if cur := s.DB.VM(vmID); cur.State == vm.Starting {
+				s.changeState(t, cur, vm.OperationFailed, vm.Stopped, "", work, ItWorkDone)
+			}
 		}
 		if !started && err == nil {
 			err = runtimeErr("Unable to start Instance '%s' (%d), see management server log for details", v.Name, vmID)
