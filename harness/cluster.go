@@ -387,7 +387,7 @@ func (c *Cluster) Snapshot() invariant.Snapshot {
 			s.IPs = append(s.IPs, invariant.IP{Address: ip.Address, NetworkID: id(n.ID), Free: ip.VMID == 0, VMID: idOrEmpty(ip.VMID)})
 		}
 	}
-	s.Domains = c.w.domains()
+	s.Domains = c.Rec.asserted.filter(nil, c.w.domains())
 	for _, l := range c.DB.Locks() {
 		s.Locks = append(s.Locks, invariant.Lock{Key: l.Key, Owner: l.Thread})
 	}
@@ -545,10 +545,17 @@ func (c *Cluster) VMOp(client, kind, name, hostID string) error {
 		return err
 	}
 	var ns []string
+	dom := ""
 	if v := c.DB.VM(vmID); v != nil {
 		for _, n := range v.NetworkIDs {
 			ns = append(ns, id(n))
 		}
+		dom = v.Name
+	}
+	switch kind {
+	case "forceStop":
+		c.forceStopBegins(dom)
+		defer c.forceStopEnds(name, dom)
 	}
 	op := c.Rec.BeginOp(client, kind, id(vmID), hostID, ns, name)
 	if c.apiDown() {

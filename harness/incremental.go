@@ -48,6 +48,7 @@ type incCheck struct {
 	hostVer           []uint64    // by host, in HostIDs order
 	hosts             []*sim.Host // the same order
 	opsVer, faultsVer uint64
+	assertedGen       int // the asserted stops' generation the domains were filtered by
 	compare           bool
 	mismatch          string // compare: the first difference found
 }
@@ -94,7 +95,7 @@ func (c *Cluster) invDomains(h string) []invariant.Domain {
 	for _, d := range c.Hosts[h].Domains() {
 		out = append(out, invariant.Domain{HostID: h, Name: d.Name, Running: d.Running, IPs: d.IPs, Disks: d.Disks})
 	}
-	return out
+	return c.Rec.asserted.filter(map[string]bool{h: true}, out)
 }
 
 // update hands the checker what changed since the last check: the rows the store's writes touched,
@@ -140,8 +141,12 @@ func (c *Cluster) updateIncremental(full bool) {
 			ic.in.SetHost(invariant.Host{ID: h.ID, Name: h.ID, Status: h.Status, UpSince: c.Rec.hostUpSince(h.ID)})
 		}
 	}
+	refilter := false
+	if g := c.Rec.asserted.generation(); g != ic.assertedGen { // rare: a caller's forced stop moved
+		ic.assertedGen, refilter = g, true
+	}
 	for i, hv := range ic.hosts { // a version per host: a comparison each, no lookup
-		if v := hv.Version(); v != ic.hostVer[i] {
+		if v := hv.Version(); v != ic.hostVer[i] || refilter {
 			ic.hostVer[i] = v
 			ic.in.SetDomains(hv.ID, c.invDomains(hv.ID))
 		}
@@ -224,7 +229,7 @@ func (r *Recorder) observationsIncremental(in *invariant.Incremental) []observat
 	}
 	o := &observer{r: r}
 	for _, n := range slices.Sorted(mapsKeys(vms)) {
-		if v, ok := in.VM(id(n)); ok && v.Type == "User" {
+		if v, ok := in.VM(id(n)); ok && v.Type == "User" && !r.asserted.exempt(v.Name) {
 			o.vm(v, in.RunsAnywhere(v.Name))
 		}
 	}

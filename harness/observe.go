@@ -105,7 +105,7 @@ func (r *Recorder) observations(s invariant.Snapshot) []observation {
 	}
 	o := &observer{r: r}
 	for _, v := range s.VMs {
-		if v.Type == "User" {
+		if v.Type == "User" && !r.asserted.exempt(v.Name) {
 			o.vm(v, running[v.Name])
 		}
 	}

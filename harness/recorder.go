@@ -20,6 +20,9 @@ import (
 
 // Recorder is the run's history and what the checkers need from it.
 type Recorder struct {
+	// asserted: the domains a caller's forced stop asserted stopped (asserted.go)
+	asserted assertedStops
+
 	// mu guards every field below when the world's tasks are real goroutines (drivers/live): events
 	// come from the server's threads, the agents and the checker at once. It is never held across a
 	// call out of the recorder.

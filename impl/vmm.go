@@ -305,10 +305,11 @@ type stopForce int
 
 const (
 	unforced stopForce = iota
-	// forcedByCaller is stopVirtualMachine forced=true. CloudStack documents it as marking the VM
-	// Stopped even when the StopCommand cannot reach the host (apache/cloudstack#6798, closed as
-	// documentation); the fork's D3 fix leaves it alone. Here D3's fix still covers it: see
-	// docs/fidelity.md (the harness counts that release as an orphan and an IP conflict).
+	// forcedByCaller is stopVirtualMachine forced=true (and deleteHost forced=true). CloudStack
+	// documents it as marking the VM Stopped even when the StopCommand cannot reach the host
+	// (apache/cloudstack#6798, closed as documentation); the fork's D3 fix leaves it alone, and so
+	// does D3's here: the release is the operator's assertion, which the harness believes
+	// (harness/asserted.go).
 	forcedByCaller
 	// forcedBySetting is vm.destroy.forcestop on destroy and expunge: a global setting applied to
 	// every destroy, not knowledge that the host is gone (report 004). D3 lives here.
@@ -326,15 +327,16 @@ func forceIf(on bool, f stopForce) stopForce {
 }
 
 // forcedReleaseAllowed says whether a forced stop that could not reach the host may treat the VM as
-// stopped. With its defect on, always (CloudStack 4.22): D3 for a stop the caller or the
-// vm.destroy.forcestop setting forced, C1 for the server's own cleanups. With it off, only when the
-// host is gone (Down, Removed, no row): a host that may reconnect — Disconnected, Connecting, Alert,
-// Rebalancing, or Up with its link down — is expected back with the domain still running.
+// stopped. A caller's forced stop always may (its documented meaning). Otherwise, with its defect on,
+// always (CloudStack 4.22): D3 for vm.destroy.forcestop, C1 for the server's own cleanups. With it
+// off, only when the host is gone (Down, Removed, no row): a host that may reconnect — Disconnected,
+// Connecting, Alert, Rebalancing, or Up with its link down — is expected back with the domain still
+// running.
 func (s *Server) forcedReleaseAllowed(t *Thread, v *VMVO, hostID string, force stopForce) bool {
 	switch {
 	case force == unforced:
 		return false
-	case hostID == "":
+	case hostID == "", force == forcedByCaller:
 		return true
 	case force == forcedCleanup && s.Defects[C1]:
 		return true

@@ -106,6 +106,11 @@ type objState struct {
 	since    time.Time
 	ref      lref
 	released *Entry // VM: resources released, not started since
+	// asserted: a caller's forced stop (stopVirtualMachine forced=true) released the VM although its
+	// host could not be reached — CloudStack's documented meaning (apache/cloudstack#6798), the
+	// operator's assertion that the domain is gone. Until a power report shows the domain off, its
+	// releases are not evidence against the server (as the in-process checkers, harness/asserted.go).
+	asserted *Entry
 	missing  *Entry // VM: reported missing while Running, not reconciled since
 	expunged *Entry // VM: record gone
 	// onAfter is a power report that showed the domain on after its resources were released. It is
@@ -143,10 +148,12 @@ type Checker struct {
 	Findings []Finding
 	linear   map[string][]history.Event // per object: its porcupine history since the last check
 	linNote  string
-	seq      int64
-	evSeq    int64
-	first    time.Time
-	last     time.Time
+	// apiJobs: the API jobs in progress by id (their command and VM)
+	apiJobs map[string]apiJob
+	seq     int64
+	evSeq   int64
+	first   time.Time
+	last    time.Time
 }
 
 // NewChecker returns a checker.
@@ -164,7 +171,45 @@ func NewChecker(o Options) *Checker {
 		o.Timeline = 12
 	}
 	return &Checker{opt: o, objs: map[string]*objState{}, locks: map[string]lockHold{}, counts: map[string]int64{}, found: map[string]bool{},
-		linear: map[string][]history.Event{}, netVMs: map[string]map[string]*Entry{}}
+		linear: map[string][]history.Event{}, netVMs: map[string]map[string]*Entry{}, apiJobs: map[string]apiJob{}}
+}
+
+type apiJob struct{ cmd, vm string }
+
+// forcedByCaller says whether a force-stop release line of vm may be a stop API call's: a StopVMCmd
+// (or StopVMCmdByAdmin) of the VM is in progress. A destroy's forced stop alone (vm.destroy.forcestop,
+// D3) runs under DestroyVMCmd and stays evidence.
+func (c *Checker) forcedByCaller(vm, msg string) bool {
+	if !strings.Contains(msg, "continue with release because it's a force stop") {
+		return false
+	}
+	for _, j := range c.apiJobs {
+		if j.vm == vm && strings.Contains(j.cmd, "StopVMCmd") {
+			return true
+		}
+	}
+	return false
+}
+
+// job follows the API jobs: "Executing AsyncJob {…cmd…, instance VirtualMachine:N}" starts one,
+// "Complete async job-N" ends it.
+func (c *Checker) job(f *Fact) {
+	id := strings.TrimPrefix(f.Object, "job:")
+	m := f.Detail
+	switch {
+	case strings.HasPrefix(m, "Executing AsyncJob"):
+		vm := ""
+		if inst := jsonField(m, "instance"); strings.HasPrefix(inst, "VirtualMachine:") {
+			vm = "vm:" + strings.TrimPrefix(inst, "VirtualMachine:")
+		} else if jsonField(m, "instanceType") == "VirtualMachine" && jsonField(m, "instanceId") != "" {
+			vm = "vm:" + jsonField(m, "instanceId")
+		}
+		if vm != "" && id != "" {
+			c.apiJobs[id] = apiJob{cmd: jsonField(m, "cmd"), vm: vm}
+		}
+	case strings.HasPrefix(m, "Complete async job-"):
+		delete(c.apiJobs, id)
+	}
 }
 
 func (c *Checker) obj(k string) *objState {
@@ -324,9 +369,15 @@ func (c *Checker) fact(f *Fact, r lref) {
 	case KHostTransition, KVolTransition, KOtherState:
 		o := c.obj(f.Object)
 		o.state, o.since, o.ref = f.To, f.Time, r
+	case KJob:
+		c.job(f)
 	case KRelease:
 		if f.Object != "" {
-			if o := c.obj(f.Object); o.released == nil {
+			o := c.obj(f.Object)
+			if c.forcedByCaller(f.Object, f.Detail) {
+				o.asserted, o.released, o.onAfter = r.e, nil, nil
+			}
+			if o.released == nil && o.asserted == nil {
 				o.released = r.e // the first release since the VM last started is the evidence
 			}
 		}
@@ -338,7 +389,7 @@ func (c *Checker) fact(f *Fact, r lref) {
 			}
 		}
 		if strings.HasPrefix(f.From, "vm:") && f.To == "free" {
-			if o := c.obj(f.From); o.released == nil {
+			if o := c.obj(f.From); o.released == nil && o.asserted == nil {
 				o.released = r.e
 			}
 			if on := c.netVMs[f.Network]; on != nil {
@@ -355,6 +406,7 @@ func (c *Checker) fact(f *Fact, r lref) {
 		c.lin(f.Event)
 	case KMissing:
 		o := c.obj(f.Object)
+		o.asserted = nil // the domain the forced stop asserted gone is gone
 		if o.state == "Running" && o.missing == nil {
 			o.missing = r.e
 		}
@@ -362,6 +414,7 @@ func (c *Checker) fact(f *Fact, r lref) {
 	case KPowerUpdate, KUnknownDomain:
 		o := c.obj(f.Object)
 		if f.To != "PowerOn" {
+			o.asserted = nil // the domain the forced stop asserted gone is gone
 			return
 		}
 		o.missing = nil

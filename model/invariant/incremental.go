@@ -327,7 +327,7 @@ func (in *Incremental) SetDomains(h string, ds []Domain) {
 		}
 	}
 	for name, d := range old {
-		if n, ok := now[name]; ok && slices.Equal(n.IPs, d.IPs) && slices.Equal(n.Disks, d.Disks) {
+		if n, ok := now[name]; ok && sameDomain(n, d) {
 			continue
 		}
 		in.dropDomain(h, d)
@@ -340,8 +340,15 @@ func (in *Incremental) SetDomains(h string, ds []Domain) {
 		}
 	}
 	for name, d := range now {
-		if o, ok := old[name]; ok && slices.Equal(o.IPs, d.IPs) && slices.Equal(o.Disks, d.Disks) {
+		o, ok := old[name]
+		if ok && sameDomain(o, d) {
 			continue
+		}
+		if ok && o.Asserted != d.Asserted { // the observer's view of the VM moved
+			in.ChangedNames.add(name)
+			for _, id := range in.byName[name] {
+				in.markVM(id)
+			}
 		}
 		k := domKey{h, name}
 		in.dirtyDom.add(k)
@@ -366,6 +373,10 @@ func (in *Incremental) SetDomains(h string, ds []Domain) {
 	} else {
 		in.domains[h] = now
 	}
+}
+
+func sameDomain(a, b Domain) bool {
+	return a.Asserted == b.Asserted && slices.Equal(a.IPs, b.IPs) && slices.Equal(a.Disks, b.Disks)
 }
 
 func (in *Incremental) dropDomain(h string, d Domain) {
@@ -501,6 +512,7 @@ func (in *Incremental) Check(t time.Time, grace, ghostBound time.Duration, netCh
 		}
 	}
 	w := outageWorld{
+		asserted:     func(h, name string) bool { return in.domains[h][name].Asserted },
 		settled:      isSettled,
 		on:           on,
 		runsAnywhere: in.RunsAnywhere,

@@ -133,7 +133,8 @@ func TestIncrementalMatchesTracker(t *testing.T) {
 				var ds []Domain
 				for _, name := range someOf(t, testNames, "dom") {
 					ds = append(ds, Domain{HostID: h, Name: name, Running: rapid.IntRange(0, 4).Draw(t, "running") > 0,
-						IPs: someOf(t, append(testAddrs, "10.0.0.1"), "ip"), Disks: someOf(t, testPaths, "disk")})
+						IPs: someOf(t, append(testAddrs, "10.0.0.1"), "ip"), Disks: someOf(t, testPaths, "disk"),
+						Asserted: rapid.IntRange(0, 4).Draw(t, "asserted") == 0})
 				}
 				w.domains[h] = ds
 				in.SetDomains(h, ds)

@@ -171,6 +171,16 @@ func TestCheckOrphanDomains(t *testing.T) {
 				state(vm.Stopped, "")(s)
 				s.Domains[0].Running = false
 			}},
+		// a caller's forced stop asserted the domain stopped: its orphan is the operator's
+		{name: "asserted domain of a Stopped record",
+			mutate: func(s *Snapshot) {
+				state(vm.Stopped, "")(s)
+				s.Domains[0].Asserted = true
+			}},
+		{name: "asserted domain on a second host",
+			mutate: func(s *Snapshot) {
+				s.Domains = append(s.Domains, Domain{HostID: "h2", Name: "i-1", Running: true, Asserted: true})
+			}},
 	})
 }
 
@@ -230,6 +240,8 @@ func TestCheckVolumes(t *testing.T) {
 		{name: "expunged volume held by a running domain",
 			mutate: func(s *Snapshot) { s.Domains[3].Running = true },
 			want:   []want{{"volume:/pool/vol0", "volume vol0 (VM v0) is Expunged, removed"}}},
+		{name: "expunged volume held by a running domain a forced stop asserted stopped",
+			mutate: func(s *Snapshot) { s.Domains[3].Running, s.Domains[3].Asserted = true, true }},
 	})
 }
 

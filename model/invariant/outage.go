@@ -67,12 +67,19 @@ func CheckNetworkOutages(s Snapshot) []Violation {
 			faulted[t] = true
 		}
 	}
+	asserted := map[domKey]bool{}
+	for _, d := range s.Domains {
+		if d.Running && d.Asserted {
+			asserted[domKey{d.HostID, d.Name}] = true
+		}
+	}
 	w := outageWorld{
-		settled: func(h string) bool { return settled[h] },
-		on:      func(h, name string) bool { return on[h][name] },
-		network: func(id string) (Network, bool) { n, ok := nets[id]; return n, ok },
-		record:  func(id string) (VM, bool) { r, ok := recs[id]; return r, ok },
-		faulted: func(t string) bool { return faulted[t] },
+		asserted: func(h, name string) bool { return asserted[domKey{h, name}] },
+		settled:  func(h string) bool { return settled[h] },
+		on:       func(h, name string) bool { return on[h][name] },
+		network:  func(id string) (Network, bool) { n, ok := nets[id]; return n, ok },
+		record:   func(id string) (VM, bool) { r, ok := recs[id]; return r, ok },
+		faulted:  func(t string) bool { return faulted[t] },
 		runsAnywhere: func(name string) bool {
 			for _, names := range on {
 				if names[name] {
@@ -101,11 +108,13 @@ type outageWorld struct {
 	network      func(id string) (Network, bool)
 	record       func(id string) (VM, bool) // live (not removed) records only
 	faulted      func(target string) bool
+	// asserted: the domain is Domain.Asserted (a caller's forced stop left its VM to the operator)
+	asserted func(host, name string) bool
 }
 
 // vmOutages judges one VM record: a running user VM's networks and their routers.
 func vmOutages(v VM, w outageWorld, t time.Time) []Violation {
-	if v.Removed || v.Type != "User" || v.State != vm.Running || !w.settled(v.HostID) || !w.on(v.HostID, v.Name) {
+	if v.Removed || v.Type != "User" || v.State != vm.Running || !w.settled(v.HostID) || !w.on(v.HostID, v.Name) || w.asserted(v.HostID, v.Name) {
 		return nil
 	}
 	var out []Violation
