@@ -23,6 +23,10 @@ type assertedStops struct {
 	open   map[string]int    // domain name → forced stops of its VM in flight
 	frozen map[domKey]string // a domain a forced stop that returned left running → its VM's name
 	gen    int               // moves whenever the set changes (the incremental checker reloads domains)
+	// vms: domain name → its VM's id; ended: the VMs whose exemption ended since the incremental
+	// observer last looked (it observes them anew: nothing else may have moved them)
+	vms   map[string]string
+	ended []string
 }
 
 type domKey struct{ host, name string }
@@ -68,6 +72,9 @@ func (a *assertedStops) filter(hosts map[string]bool, ds []invariant.Domain) []i
 		if (hosts == nil || hosts[k.host]) && !running[k] {
 			delete(a.frozen, k)
 			a.gen++ // the VM's domains on other hosts may be its own again
+			if !a.exemptLocked(k.name) {
+				a.ended = append(a.ended, a.vms[k.name])
+			}
 		}
 	}
 	out := ds[:0:0]
@@ -80,14 +87,23 @@ func (a *assertedStops) filter(hosts map[string]bool, ds []invariant.Domain) []i
 	return out
 }
 
+// takeEnded returns the ids of the VMs whose exemption ended since the last call.
+func (a *assertedStops) takeEnded() []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	e := a.ended
+	a.ended = nil
+	return e
+}
+
 func (a *assertedStops) generation() int {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.gen
 }
 
-// forceStopBegins marks domain name's forced stop in flight.
-func (c *Cluster) forceStopBegins(name string) {
+// forceStopBegins marks the forced stop of VM vmID (domain name) in flight.
+func (c *Cluster) forceStopBegins(vmID, name string) {
 	if !believeForcedStops {
 		return
 	}
@@ -95,9 +111,10 @@ func (c *Cluster) forceStopBegins(name string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.open == nil {
-		a.open, a.frozen = map[string]int{}, map[domKey]string{}
+		a.open, a.frozen, a.vms = map[string]int{}, map[domKey]string{}, map[string]string{}
 	}
 	a.open[name]++
+	a.vms[name] = vmID
 	a.gen++
 }
 
@@ -122,6 +139,9 @@ func (c *Cluster) forceStopEnds(vmName, name string) {
 			a.frozen[domKey{d.HostID, d.Name}] = vmName
 			left = append(left, d.HostID)
 		}
+	}
+	if !a.exemptLocked(name) {
+		a.ended = append(a.ended, a.vms[name])
 	}
 	a.mu.Unlock()
 	for _, h := range left {

@@ -554,7 +554,7 @@ func (c *Cluster) VMOp(client, kind, name, hostID string) error {
 	}
 	switch kind {
 	case "forceStop":
-		c.forceStopBegins(dom)
+		c.forceStopBegins(id(vmID), dom)
 		defer c.forceStopEnds(name, dom)
 	}
 	op := c.Rec.BeginOp(client, kind, id(vmID), hostID, ns, name)

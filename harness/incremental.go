@@ -212,6 +212,9 @@ func (r *Recorder) observationsIncremental(in *invariant.Incremental) []observat
 	for v := range in.ChangedVMs {
 		addVM(v)
 	}
+	for _, v := range r.asserted.takeEnded() {
+		addVM(v)
+	}
 	for name := range in.ChangedNames {
 		for _, v := range in.Records(name) {
 			addVM(v.ID)
