@@ -160,9 +160,8 @@ func (cm *clusterManager) peerScan(t *Thread) {
 }
 
 // onManagementNodeLeft runs the listeners in CloudStack's order on the Cluster-Notification thread:
-// AsyncJobManagerImpl (left-over jobs), ClusteredAgentManagerImpl (the peer's hosts).
-// HighAvailabilityManagerImpl releases the peer's taken op_ha_work rows; the reference's HA work
-// queue is each server's own memory, so there is nothing to release.
+// AsyncJobManagerImpl (left-over jobs), ClusteredAgentManagerImpl (the peer's hosts),
+// HighAvailabilityManagerImpl (the op_ha_work rows the peer had taken go back to the queue).
 func (cm *clusterManager) onManagementNodeLeft(t *Thread, m *MSHostVO) {
 	s := cm.s
 	// AsyncJobManagerImpl.onManagementNodeLeft: cleanupLeftOverJobs(msHost.getId()) — the mshost
@@ -176,6 +175,11 @@ func (cm *clusterManager) onManagementNodeLeft(t *Thread, m *MSHostVO) {
 	lastPing := s.Env.Now().Add(-s.Config.PingTimeout())
 	for _, h := range s.DB.MarkHostsAsDisconnected(t.Name, m.MSID, lastPing) {
 		s.Log(t, "INFO", HostObject(h), "Host %s of the management node %s that left is Disconnected and has no owner", h, m.MSID)
+	}
+	// HighAvailabilityManagerImpl.onManagementNodeLeft: releaseWorkItems(node.getMsid())
+	s.DB.ReleaseHaWorkItems(m.MSID)
+	if s.DB.HasOpenHaWork() {
+		s.ha.wakeupWorkers()
 	}
 }
 

@@ -57,6 +57,7 @@ var ConfigKeys = []ConfigKey{
 	{Name: "stop.retry.interval", Default: "600", Unit: "s", Description: "HA: when a failed CheckStop is tried again", Min: 1, Max: day, Whole: true},
 	{Name: "restart.retry.interval", Default: "600", Unit: "s", Description: "HA: when a failed restart (or an unfenced VM) is tried again", Min: 1, Max: day, Whole: true},
 	{Name: "investigate.retry.interval", Default: "60", Unit: "s", Description: "HA: when a VM alive on a host that is not Up is investigated again", Min: 1, Max: day, Whole: true},
+	{Name: "ha.workers", Default: "5", Description: "HA: the worker threads of each server (HighAvailabilityManager.HAWorkers)", Min: 1, Max: 100, Whole: true},
 	{Name: "time.to.sleep", Default: "60", Unit: "s", Description: "HA: how long an idle HA worker sleeps before it looks for work", Min: 1, Max: day, Whole: true},
 	{Name: "ha.vm.restart.hostup", Default: "true", Description: "HA-enabled VMs stopped out of band on an Up host are restarted"},
 	{Name: "commands.timeout", Default: "", Unit: "s", Description: "per-command waits that replace the command's own, e.g. CheckHealthCommand=5,CheckOnHostCommand=5 (AgentManagerImpl's granular wait)", Timeouts: true},

@@ -11,16 +11,16 @@ import (
 	"github.com/csconform/csconform/model/vm"
 )
 
-// HighAvailabilityManagerImpl: the HA work queue (op_ha_work), its worker, restart with investigation
+// HighAvailabilityManagerImpl: the HA work queue (op_ha_work, hawork.go), its workers, restart with investigation
 // and the CheckStop of a start that timed out (scheduleStop, stopVM),
 // and fencing. Read: apache/cloudstack server/.../ha/HighAvailabilityManagerImpl.java at 04913a45
 // (scheduleRestartForVmsOnHost, scheduleRestart, restart, checkAndCancelWorkIfNeeded), KVMFencer at
 // 4108507240's copy (fenceOff: FenceCommand to every other Up KVM host of the cluster, the first
 // result=true fences), KVMInvestigator.isVmAlive (isAgentAlive: Up → alive, else UnknownVM).
 //
-// Divergences: the queue lives in the server, not in op_ha_work (an HA item does not survive a
-// management-server restart); one worker (ha.workers 5) started when the first item is scheduled
-// (an idle worker only sleeps); the investigators are CheckOnAgentInvestigator then KVMInvestigator
+// Divergences: a server starts its ha.workers workers when it first has work for them — an item
+// scheduled, or rows released at start or from a peer that left — not at start-up (an idle worker
+// only sleeps); the investigators are CheckOnAgentInvestigator then KVMInvestigator
 // (ha.investigators.order's default, recalled, not read in 4.22); volumes are on shared storage (no
 // local-storage skip).
 
@@ -49,33 +49,12 @@ const reasonHostDown = "HostDown"
 // haMaxRetries is max.retries: a work item tried more often is given up.
 const haMaxRetries = 5
 
-// haWork is an op_ha_work row: a restart (HA) or a CheckStop.
-type haWork struct {
-	ID         int64
-	Type       haWorkType
-	VMID       int64
-	HostID     string
-	Step       haStep
-	PrevState  vm.State
-	PrevUpdate int64 // vm_instance.updated (the update count) when scheduled
-	TimesTried int
-	TimeToTry  time.Time
-	Taken      bool
-	Reason     string
-}
-
-func (w *haWork) String() string {
-	return fmt.Sprintf("HAWork[%d-%s-%d-%s-%s]", w.ID, w.Type, w.VMID, w.PrevState, w.Step)
-}
-
 // HighAvailabilityManager is HighAvailabilityManagerImpl.
 type HighAvailabilityManager struct {
 	s *Server
 	// mu guards the fields below; never held across a call into Env.
 	mu      sync.Mutex
-	work    []*haWork
-	seq     int64
-	wake    Signal
+	wake    []Signal // each sleeping worker's
 	running bool
 }
 
@@ -90,51 +69,32 @@ func newHighAvailabilityManager(s *Server) *HighAvailabilityManager {
 // changed"), so waiting for one only keeps the VM's new life from power sync — for up to
 // restart.retry.interval when the item was rescheduled.
 func (m *HighAvailabilityManager) hasPendingHaWork(v *VMVO) bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return slices.ContainsFunc(m.work, func(w *haWork) bool {
-		return w.pending(v.ID, haRestart) && (m.s.Defects[C8] || w.Taken || w.PrevUpdate == v.UpdateCount)
+	return slices.ContainsFunc(m.s.DB.HaWorkOf(v.ID), func(w *HaWorkVO) bool {
+		return w.pending(v.ID, haRestart) && (m.s.Defects[C8] || w.running() || w.PrevUpdate == v.UpdateCount)
 	})
 }
 
-// pending says whether an item of that type for the VM is not Done or Cancelled; m.mu is held.
-func (m *HighAvailabilityManager) pending(vmID int64, typ haWorkType) bool {
-	return slices.ContainsFunc(m.work, func(w *haWork) bool { return w.pending(vmID, typ) })
-}
-
-// pending says whether the item is of that VM and type and neither Done nor Cancelled.
-func (w *haWork) pending(vmID int64, typ haWorkType) bool {
-	return w.VMID == vmID && w.Type == typ && w.Step != haDone && w.Step != haCancelled
-}
-
 // recapture takes the VM's state and update count anew after a failed try, so the next one
-// compares with what the VM is then (processWork's catch).
-func (m *HighAvailabilityManager) recapture(w *haWork) {
+// compares with what the VM is then (processWork's catch; written back with the row).
+func (m *HighAvailabilityManager) recapture(w *HaWorkVO) {
 	if cur := m.s.DB.VM(w.VMID); cur != nil {
-		m.mu.Lock()
 		w.PrevState, w.PrevUpdate = cur.State, cur.UpdateCount
-		m.mu.Unlock()
 	}
 }
 
 // scheduleStop is scheduleStop(vm, hostId, CheckStop): an item that will stop the VM if, when the
 // worker takes it, the VM is still as it was now (state, update count, host). orchestrateStart
 // schedules one when its StartCommand timed out (OperationTimedoutException.isActive, which a
-// non-sequential command - every KVM start - always has). One pending CheckStop per VM
-// (hasBeenScheduled).
+// non-sequential command - every KVM start - always has). One CheckStop per VM not taken by a worker
+// (hasBeenScheduled: a row of the type whose taken column is null).
 func (m *HighAvailabilityManager) scheduleStop(t *Thread, v *VMVO, hostID string) {
 	s := m.s
-	m.mu.Lock()
-	if m.pending(v.ID, haCheckStop) {
-		m.mu.Unlock()
+	if slices.ContainsFunc(s.DB.HaWorkOf(v.ID), func(w *HaWorkVO) bool { return w.Type == haCheckStop && w.DateTaken.IsZero() }) {
 		s.Log(t, "INFO", VMObject(v.ID), "There's already a job scheduled to stop %s", v.Name)
 		return
 	}
-	m.seq++
-	w := &haWork{ID: m.seq, Type: haCheckStop, VMID: v.ID, HostID: hostID, Step: haScheduled, PrevState: v.State,
-		PrevUpdate: v.UpdateCount, TimeToTry: s.Env.Now()}
-	m.work = append(m.work, w)
-	m.mu.Unlock()
+	w := s.DB.PersistHaWork(HaWorkVO{Type: haCheckStop, VMID: v.ID, HostID: hostID, Step: haScheduled, PrevState: v.State,
+		PrevUpdate: v.UpdateCount, TimeToTry: s.Env.Now()})
 	s.Log(t, "DEBUG", VMObject(v.ID), "Scheduled %s", w)
 	m.wakeupWorkers()
 }
@@ -142,7 +102,7 @@ func (m *HighAvailabilityManager) scheduleStop(t *Thread, v *VMVO, hostID string
 // stopVM is HighAvailabilityManagerImpl.stopVM for CheckStop: a VM that changed since the item was
 // scheduled is left alone; otherwise an unforced advanceStop. A failure is tried again after
 // stop.retry.interval with the VM's state and update count taken anew (processWork's catch).
-func (m *HighAvailabilityManager) stopVM(t *Thread, w *haWork) time.Time {
+func (m *HighAvailabilityManager) stopVM(t *Thread, w *HaWorkVO) time.Time {
 	s := m.s
 	v := s.DB.VM(w.VMID)
 	if v == nil || v.Removed {
@@ -229,12 +189,8 @@ func (m *HighAvailabilityManager) scheduleRestart(t *Thread, v *VMVO, investigat
 	if investigate {
 		step = haInvestigating
 	}
-	m.mu.Lock()
-	m.seq++
-	w := &haWork{ID: m.seq, Type: haRestart, VMID: v.ID, HostID: hostID, Step: step, PrevState: v.State, PrevUpdate: v.UpdateCount,
-		TimeToTry: s.Env.Now(), Reason: reason}
-	m.work = append(m.work, w)
-	m.mu.Unlock()
+	w := s.DB.PersistHaWork(HaWorkVO{Type: haRestart, VMID: v.ID, HostID: hostID, Step: step, PrevState: v.State, PrevUpdate: v.UpdateCount,
+		TimeToTry: s.Env.Now(), Reason: reason})
 	s.Log(t, "INFO", VMObject(v.ID), "Schedule vm for HA: %s (%s)", v.Name, w)
 	m.wakeupWorkers()
 }
@@ -245,51 +201,35 @@ func (m *HighAvailabilityManager) forceStop(t *Thread, vmID int64) {
 	}
 }
 
-// wakeupWorkers wakes the worker, starting it on first use.
+// wakeupWorkers wakes the workers, starting ha.workers of them on first use.
 func (m *HighAvailabilityManager) wakeupWorkers() {
 	m.mu.Lock()
 	start := !m.running
 	m.running = true
 	wake := m.wake
+	m.wake = nil
 	m.mu.Unlock()
 	if start {
-		m.s.Go("HA-Worker-1", m.workerThread)
+		for i := range m.s.Config.Int("ha.workers") {
+			m.s.Go(fmt.Sprintf("HA-Worker-%d", i), m.workerThread)
+		}
 		return
 	}
-	if wake != nil {
-		wake.Fire()
+	for _, w := range wake {
+		w.Fire()
 	}
 }
 
-// take is HighAvailabilityDaoImpl.take: the first item due, not taken, not finished.
-func (m *HighAvailabilityManager) take(now time.Time) *haWork {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	var best *haWork
-	for _, w := range m.work {
-		if w.Taken || w.Step == haDone || w.Step == haCancelled || w.TimeToTry.After(now) {
-			continue
-		}
-		if best == nil || w.TimeToTry.Before(best.TimeToTry) {
-			best = w
-		}
-	}
-	if best != nil {
-		best.Taken = true
-	}
-	return best
-}
-
-// workerThread is WorkerThread.runWithContext: take an item, or sleep time.to.sleep (woken early by
+// workerThread is WorkerThread.runWithContext: take a row, or sleep time.to.sleep (woken early by
 // wakeupWorkers).
 func (m *HighAvailabilityManager) workerThread(t *Thread) {
 	s := m.s
 	for {
-		w := m.take(s.Env.Now())
+		w := s.DB.TakeHaWork(s.ID)
 		if w == nil {
 			sig := s.Env.NewSignal()
 			m.mu.Lock()
-			m.wake = sig
+			m.wake = append(m.wake, sig)
 			m.mu.Unlock()
 			sig.Wait(s.Config.Seconds("time.to.sleep"))
 			continue
@@ -298,7 +238,7 @@ func (m *HighAvailabilityManager) workerThread(t *Thread) {
 	}
 }
 
-func (m *HighAvailabilityManager) processWork(t *Thread, w *haWork) {
+func (m *HighAvailabilityManager) processWork(t *Thread, w *HaWorkVO) {
 	s := m.s
 	s.Log(t, "INFO", VMObject(w.VMID), "Processing work %s", w)
 	var next time.Time
@@ -307,19 +247,19 @@ func (m *HighAvailabilityManager) processWork(t *Thread, w *haWork) {
 	} else {
 		next = m.restart(t, w)
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	w.Taken = false
 	switch {
 	case w.Step == haCancelled:
 	case next.IsZero():
 		w.Step = haDone
-	case w.TimesTried >= haMaxRetries:
-		w.Step = haDone
-	default:
+	default: // rescheduleWork hands the row back, then the finally gives up after max.retries tries
 		w.TimeToTry = next
 		w.TimesTried++
+		w.ServerID, w.DateTaken = "", time.Time{}
+		if w.TimesTried >= haMaxRetries {
+			w.Step = haDone
+		}
 	}
+	s.DB.UpdateHaWork(w)
 	switch {
 	case w.Step == haDone && !next.IsZero():
 		s.Log(t, "WARN", VMObject(w.VMID), "Giving up, retried max times for work: %s", w)
@@ -331,14 +271,13 @@ func (m *HighAvailabilityManager) processWork(t *Thread, w *haWork) {
 }
 
 // restart is HighAvailabilityManagerImpl.restart: a zero time is done, else when to try again.
-func (m *HighAvailabilityManager) restart(t *Thread, w *haWork) time.Time {
+func (m *HighAvailabilityManager) restart(t *Thread, w *HaWorkVO) time.Time {
 	s := m.s
 	s.Log(t, "DEBUG", VMObject(w.VMID), "RESTART with HAWORK")
-	m.mu.Lock()
-	// listFutureHaWorkForVm and the taken-work check look at items of type HA only
-	newer := slices.ContainsFunc(m.work, func(o *haWork) bool { return o.VMID == w.VMID && o.Type == haRestart && o.ID > w.ID })
-	other := slices.ContainsFunc(m.work, func(o *haWork) bool { return o != w && o.VMID == w.VMID && o.Type == haRestart && o.Taken })
-	m.mu.Unlock()
+	// listFutureHaWorkForVm and listRunningHaWorkForVm look at rows of type HA only
+	rows := s.DB.HaWorkOf(w.VMID)
+	newer := slices.ContainsFunc(rows, func(o *HaWorkVO) bool { return o.Type == haRestart && o.ID > w.ID })
+	other := slices.ContainsFunc(rows, func(o *HaWorkVO) bool { return o.ID != w.ID && o.Type == haRestart && o.running() })
 	if newer {
 		s.Log(t, "INFO", VMObject(w.VMID), "Cancelling this work item because newer ones have been scheduled.")
 		return time.Time{}
@@ -395,9 +334,8 @@ func (m *HighAvailabilityManager) restart(t *Thread, w *haWork) time.Time {
 			s.Log(t, "DEBUG", VMObject(v.ID), "How come that HA step is Investigating and the host is removed? Calling forced Stop on Vm anyways")
 		}
 		m.forceStop(t, v.ID)
-		m.mu.Lock()
 		w.Step = haScheduled
-		m.mu.Unlock()
+		s.DB.UpdateHaWork(w)
 	}
 	v = s.DB.VM(v.ID)
 	if !v.HAEnabled {
@@ -418,7 +356,7 @@ func (m *HighAvailabilityManager) restart(t *Thread, w *haWork) time.Time {
 
 // checkAndCancelWorkIfNeeded: an Investigating item for a host-down whose host investigates Up again
 // is cancelled.
-func (m *HighAvailabilityManager) checkAndCancelWorkIfNeeded(t *Thread, w *haWork) bool {
+func (m *HighAvailabilityManager) checkAndCancelWorkIfNeeded(t *Thread, w *HaWorkVO) bool {
 	if w.Step != haInvestigating || w.Reason != reasonHostDown {
 		return false
 	}
@@ -426,9 +364,8 @@ func (m *HighAvailabilityManager) checkAndCancelWorkIfNeeded(t *Thread, w *haWor
 		return false
 	}
 	m.s.Log(t, "DEBUG", VMObject(w.VMID), "Cancelling %s as it is not needed anymore", w)
-	m.mu.Lock()
 	w.Step = haCancelled
-	m.mu.Unlock()
+	m.s.DB.UpdateHaWork(w)
 	return true
 }
 

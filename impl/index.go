@@ -22,6 +22,7 @@ type index struct {
 	volByVM    map[int64][]int64
 	jobByObj   map[jobObject][]int64
 	itWorkByVM map[int64][]int64 // op_it_work rows by instance_id
+	haWorkByVM map[int64][]int64 // op_ha_work rows by instance_id
 	jobLive    []int64           // IN_PROGRESS jobs: the job GC's expiry and a restart's clean-up read only these
 	watching   bool
 	changedSet map[rowRef]struct{} // rows written since the last TakeChanges (when watching)
@@ -56,7 +57,7 @@ func (db *DB) reindex() {
 	watching, changed := db.ix.watching, db.ix.changedSet
 	db.ix = index{vmByName: map[string][]*VMVO{}, vmByHost: map[string][]int64{}, vmByNet: map[int64][]int64{},
 		nicByVM: map[int64][]int64{}, volByVM: map[int64][]int64{}, jobByObj: map[jobObject][]int64{},
-		itWorkByVM: map[int64][]int64{}, watching: watching, changedSet: changed}
+		itWorkByVM: map[int64][]int64{}, haWorkByVM: map[int64][]int64{}, watching: watching, changedSet: changed}
 	for _, id := range slices.Sorted(maps.Keys(db.vms)) {
 		db.indexVM(db.vms[id])
 	}
@@ -75,6 +76,12 @@ func (db *DB) reindex() {
 		w := db.itWork[id]
 		db.ix.itWorkByVM[w.InstanceID] = append(db.ix.itWorkByVM[w.InstanceID], id)
 		db.itWorkSeq = id // rows are never deleted: the highest id is the sequence
+	}
+	db.haWorkSeq = 0
+	for _, id := range slices.Sorted(maps.Keys(db.haWork)) {
+		w := db.haWork[id]
+		db.ix.haWorkByVM[w.VMID] = append(db.ix.haWorkByVM[w.VMID], id)
+		db.haWorkSeq = id // nor are these
 	}
 }
 

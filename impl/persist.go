@@ -60,6 +60,7 @@ type dbFile struct {
 	Jobs       []*JobVO
 	Locks      []*LockVO
 	ItWork     []*ItWorkVO `json:",omitempty"`
+	HaWork     []*HaWorkVO `json:",omitempty"`
 }
 
 func table[K comparable, V any](m map[K]*V, keys []K) []*V {
@@ -84,6 +85,7 @@ func (db *DB) encodeFile(gen int64) ([]byte, error) {
 		Jobs:     table(db.jobs, slices.Sorted(maps.Keys(db.jobs))),
 		Locks:    table(db.locks, slices.Sorted(maps.Keys(db.locks))),
 		ItWork:   table(db.itWork, slices.Sorted(maps.Keys(db.itWork))),
+		HaWork:   table(db.haWork, slices.Sorted(maps.Keys(db.haWork))),
 	}
 	return json.MarshalIndent(f, "", " ")
 }
@@ -125,6 +127,9 @@ func (db *DB) decode(b []byte) (int64, error) {
 		return 0, err
 	}
 	if err := putRows("ItWork", db.itWork, f.ItWork, func(w *ItWorkVO) int64 { return w.ID }); err != nil {
+		return 0, err
+	}
+	if err := putRows("HaWork", db.haWork, f.HaWork, func(w *HaWorkVO) int64 { return w.ID }); err != nil {
 		return 0, err
 	}
 	for id, ips := range f.IPs {
@@ -271,6 +276,7 @@ type dbRecord struct {
 	DeletedLocks []string          `json:",omitempty"`
 	DeletedJobs  []int64           `json:",omitempty"`
 	ItWork       []*ItWorkVO       `json:",omitempty"`
+	HaWork       []*HaWorkVO       `json:",omitempty"`
 }
 
 // The tables a commit can touch (rowRef.table).
@@ -284,6 +290,7 @@ const (
 	tJob
 	tLock
 	tItWork
+	tHaWork
 )
 
 // rowRef names a row a write touched: id for the tables keyed by id, key for hosts and locks.
@@ -378,6 +385,8 @@ func (db *DB) record() dbRecord {
 			}
 		case tItWork:
 			r.ItWork = append(r.ItWork, db.itWork[ref.id])
+		case tHaWork:
+			r.HaWork = append(r.HaWork, db.haWork[ref.id])
 		}
 	}
 	return r
@@ -408,6 +417,9 @@ func (db *DB) apply(r *dbRecord) error {
 		return err
 	}
 	if err := upsertRows("ItWork", db.itWork, r.ItWork, func(w *ItWorkVO) int64 { return w.ID }, true); err != nil {
+		return err
+	}
+	if err := upsertRows("HaWork", db.haWork, r.HaWork, func(w *HaWorkVO) int64 { return w.ID }, true); err != nil {
 		return err
 	}
 	for id, ips := range r.IPs {

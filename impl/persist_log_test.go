@@ -24,7 +24,7 @@ import (
 func commitMethods(t *testing.T) []string {
 	t.Helper()
 	var decls []ast.Decl
-	for _, file := range []string{"store.go", "itwork.go"} {
+	for _, file := range []string{"store.go", "itwork.go", "hawork.go"} {
 		f, err := parser.ParseFile(token.NewFileSet(), file, nil, 0)
 		require.NoError(t, err)
 		decls = append(decls, f.Decls...)
@@ -107,6 +107,14 @@ func TestEveryWriteReachesTheLog(t *testing.T) {
 		{"RemoveVM", func() { db.RemoveVM("ms1", v.ID) }},
 		{"PersistItWork", func() { db.PersistItWork("ms1", vm.Starting, v.ID) }},
 		{"UpdateItWorkStep", func() { require.True(t, db.UpdateItWorkStep(1, ItWorkStarting)) }},
+		{"PersistHaWork", func() { db.PersistHaWork(HaWorkVO{Type: haRestart, VMID: v.ID, HostID: "h1", Step: haInvestigating}) }},
+		{"TakeHaWork", func() { require.NotNil(t, db.TakeHaWork("ms1")) }},
+		{"UpdateHaWork", func() {
+			w := db.HaWorkOf(v.ID)[0]
+			w.TimesTried++
+			require.True(t, db.UpdateHaWork(w))
+		}},
+		{"ReleaseHaWorkItems", func() { require.Equal(t, 1, db.ReleaseHaWorkItems("ms1")) }},
 		{"RemoveNetwork", func() { db.RemoveNetwork("ms1", n.ID) }},
 	}
 	var covered []string
@@ -116,7 +124,7 @@ func TestEveryWriteReachesTheLog(t *testing.T) {
 		covered = append(covered, w.method)
 	}
 	slices.Sort(covered)
-	assert.Equal(t, commitMethods(t), covered, "the table must cover every write method of store.go and itwork.go")
+	assert.Equal(t, commitMethods(t), covered, "the table must cover every write method of store.go, itwork.go and hawork.go")
 }
 
 func populateOnDisk(t *testing.T, path string) *DB {

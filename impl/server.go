@@ -71,8 +71,12 @@ func (s *Server) Start() {
 	s.syncTransitioningVmPowerState = s.Config.Bool("vm.sync.power.state.transitioning")
 	t := &Thread{Name: s.ThreadPrefix + "main"}
 	s.DB.CleanupLocksForServer(s.ID)
+	s.DB.ReleaseHaWorkItems(s.ID) // HighAvailabilityManagerImpl.configure: what a previous incarnation had taken
 	s.jobs.cleanupLeftOverJobs(t)
 	s.cancelWorkItems(t)
+	if s.DB.HasOpenHaWork() {
+		s.ha.wakeupWorkers()
+	}
 	s.agents.start(t)
 	s.jobs.start()
 	if s.Clustered {

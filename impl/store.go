@@ -39,6 +39,8 @@ type DB struct {
 	mshosts   map[string]*MSHostVO // by msid; memory only: several servers run only in the simulator
 	itWork    map[int64]*ItWorkVO  // op_it_work (itwork.go)
 	itWorkSeq int64                // its own id sequence: the other tables' ids do not move
+	haWork    map[int64]*HaWorkVO  // op_ha_work (hawork.go)
+	haWorkSeq int64
 	nextID    int64
 	ix        index // secondary indexes (index.go)
 
@@ -149,7 +151,8 @@ func NewDB(env Env, sink history.Sink) *DB {
 	db := &DB{env: env, sink: sink,
 		vms: map[int64]*VMVO{}, networks: map[int64]*NetworkVO{}, nics: map[int64]*NicVO{},
 		ips: map[int64][]*IPVO{}, volumes: map[int64]*VolumeVO{}, hosts: map[string]*HostVO{},
-		jobs: map[int64]*JobVO{}, locks: map[string]*LockVO{}, itWork: map[int64]*ItWorkVO{}}
+		jobs: map[int64]*JobVO{}, locks: map[string]*LockVO{}, itWork: map[int64]*ItWorkVO{},
+		haWork: map[int64]*HaWorkVO{}}
 	db.reindex()
 	return db
 }

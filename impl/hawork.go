@@ -1,0 +1,145 @@
+package impl
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/csconform/csconform/model/vm"
+)
+
+// op_ha_work: the HA work queue, one row per restart (HA) or stop check (CheckStop), shared by every
+// management server on the database (HighAvailabilityDaoImpl, read in apache/cloudstack; spec 8).
+// A worker of any server takes the first row due (take: server_id and taken set); processing ends
+// with the row Done, Cancelled or handed back (rescheduleWork: server_id and taken cleared). A
+// server releases the rows it had taken when it starts (configure) and when a peer sees it leave
+// (onManagementNodeLeft), so an HA item outlives the server that scheduled or took it.
+
+// HaWorkVO is an op_ha_work row. Its id sequence is its own, so the other tables' ids do not move.
+type HaWorkVO struct {
+	ID         int64
+	Type       haWorkType
+	VMID       int64 // instance_id
+	HostID     string
+	Step       haStep
+	PrevState  vm.State
+	PrevUpdate int64 // vm_instance.updated (the update count) when scheduled
+	TimesTried int
+	TimeToTry  time.Time
+	ServerID   string    // the msid of the server that took it ("": untaken)
+	DateTaken  time.Time // when it was taken (zero: never, or handed back)
+	Reason     string
+	Created    time.Time
+}
+
+func (w *HaWorkVO) String() string {
+	return fmt.Sprintf("HAWork[%d-%s-%d-%s-%s]", w.ID, w.Type, w.VMID, w.PrevState, w.Step)
+}
+
+// finished: Done or Cancelled (the steps every DAO search leaves out).
+func (w *HaWorkVO) finished() bool { return w.Step == haDone || w.Step == haCancelled }
+
+// running says a worker holds it (listRunningHaWorkForVm: taken and not finished).
+func (w *HaWorkVO) running() bool { return !w.DateTaken.IsZero() && !w.finished() }
+
+// pending says whether the row is of that VM and type and not finished (listPendingHaWorkForVm).
+func (w *HaWorkVO) pending(vmID int64, typ haWorkType) bool {
+	return w.VMID == vmID && w.Type == typ && !w.finished()
+}
+
+// Like op_it_work's, these writes are not scheduling points and write no history: the HA manager's
+// log lines say what its items do.
+
+// PersistHaWork inserts w with the next id and returns that copy.
+func (db *DB) PersistHaWork(w HaWorkVO) *HaWorkVO {
+	db.lock()
+	defer db.commit()
+	db.haWorkSeq++
+	w.ID, w.Created = db.haWorkSeq, db.env.Now()
+	db.haWork[w.ID] = &w
+	db.ix.haWorkByVM[w.VMID] = insertID(db.ix.haWorkByVM[w.VMID], w.ID)
+	db.touch(tHaWork, w.ID)
+	c := w
+	return &c
+}
+
+// UpdateHaWork writes a row back whole (HighAvailabilityDaoImpl.update(id, work)).
+func (db *DB) UpdateHaWork(w *HaWorkVO) bool {
+	db.lock()
+	defer db.commit()
+	if db.haWork[w.ID] == nil {
+		return false
+	}
+	c := *w
+	db.haWork[w.ID] = &c
+	db.touch(tHaWork, w.ID)
+	return true
+}
+
+// HaWorkOf returns copies of a VM's rows in id order.
+func (db *DB) HaWorkOf(vmID int64) []*HaWorkVO {
+	db.lock()
+	defer db.mu.Unlock()
+	return rowsOf(db.haWork, db.ix.haWorkByVM[vmID], nil)
+}
+
+// HaWorkRows returns copies of every row in id order.
+func (db *DB) HaWorkRows() []*HaWorkVO {
+	db.lock()
+	defer db.mu.Unlock()
+	return rowsOf(db.haWork, slices.Sorted(maps.Keys(db.haWork)), nil)
+}
+
+// TakeHaWork is HighAvailabilityDaoImpl.take: the first row (lowest time_to_try, then id) that is
+// untaken, due and not finished is taken by msid.
+func (db *DB) TakeHaWork(msid string) *HaWorkVO {
+	db.lock()
+	defer db.commit()
+	now := db.env.Now()
+	var best *HaWorkVO
+	for _, w := range db.haWork {
+		if w.ServerID != "" || !w.DateTaken.IsZero() || w.TimeToTry.After(now) || w.finished() {
+			continue
+		}
+		if best == nil || w.TimeToTry.Before(best.TimeToTry) || (w.TimeToTry.Equal(best.TimeToTry) && w.ID < best.ID) {
+			best = w
+		}
+	}
+	if best == nil {
+		return nil
+	}
+	best.ServerID, best.DateTaken = msid, now
+	db.touch(tHaWork, best.ID)
+	c := *best
+	return &c
+}
+
+// ReleaseHaWorkItems is HighAvailabilityDaoImpl.releaseWorkItems: the unfinished rows msid had taken
+// are untaken. It returns how many.
+func (db *DB) ReleaseHaWorkItems(msid string) int {
+	db.lock()
+	defer db.commit()
+	n := 0
+	for _, id := range slices.Sorted(maps.Keys(db.haWork)) {
+		if w := db.haWork[id]; w.ServerID == msid && !w.DateTaken.IsZero() && !w.finished() {
+			w.ServerID, w.DateTaken = "", time.Time{}
+			db.touch(tHaWork, id)
+			n++
+		}
+	}
+	return n
+}
+
+// HasOpenHaWork says whether some row is untaken and not finished (a worker has something to take,
+// now or later).
+func (db *DB) HasOpenHaWork() bool {
+	db.lock()
+	defer db.mu.Unlock()
+	for _, w := range db.haWork {
+		if w.DateTaken.IsZero() && !w.finished() {
+			return true
+		}
+	}
+	return false
+}
