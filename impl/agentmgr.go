@@ -132,7 +132,7 @@ func (am *AgentManager) connectAgent(t *Thread, a *attache, m Message) {
 	if m.HasReport {
 		s.processHostVmStateReport(t, a.host, m.Report, m.CollectedAt, false)
 	}
-	if _, err := am.send(t, a.host, Message{Kind: MsgReady}, 30*time.Second, true); err != nil {
+	if _, err := am.send(t, a.host, Message{Kind: MsgReady}, 30*time.Second); err != nil {
 		return
 	}
 	if am.current(a) {
@@ -171,10 +171,13 @@ func (am *AgentManager) processRequest(t *Thread, a *attache, m Message) {
 
 // Send is AgentManagerImpl.send: a synchronous command with wait (0 = the `wait` setting).
 func (am *AgentManager) Send(t *Thread, hostID string, m Message, wait time.Duration) (*Message, error) {
-	return am.send(t, hostID, m, wait, false)
+	return am.send(t, hostID, m, wait)
 }
 
-func (am *AgentManager) send(t *Thread, hostID string, m Message, wait time.Duration, connecting bool) (*Message, error) {
+// send is AgentManagerImpl.send with ClusteredAgentManagerImpl.getAttache: a request goes through
+// the host's live attache whatever the host row says (AgentAttache.send checks only maintenance);
+// only a host with no attache here is refused, by its status.
+func (am *AgentManager) send(t *Thread, hostID string, m Message, wait time.Duration) (*Message, error) {
 	s := am.s
 	if wait <= 0 {
 		wait = s.Config.Seconds("wait")
@@ -195,15 +198,6 @@ func (am *AgentManager) send(t *Thread, hostID string, m Message, wait time.Dura
 			return nil, &AgentUnavailableError{Host: hostID, Reason: "Host with specified id is not in the right state: " + string(h.Status)}
 		}
 		return nil, &AgentUnavailableError{Host: hostID, Reason: "agent not logged into this management server"}
-	}
-	if !connecting {
-		if h := s.DB.Host(hostID); h == nil || (h.Status != host.Up && h.Status != host.Connecting) {
-			st := host.Status("")
-			if h != nil {
-				st = h.Status
-			}
-			return nil, &AgentUnavailableError{Host: hostID, Reason: "Host with specified id is not in the right state: " + string(st)}
-		}
 	}
 	r := &pendingReq{done: s.Env.NewSignal(), cmd: m.Kind}
 	am.mu.Lock()

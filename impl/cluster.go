@@ -214,7 +214,7 @@ func (am *AgentManager) forward(t *Thread, h *HostVO, m Message, wait time.Durat
 		return nil, &AgentUnavailableError{Host: h.ID, Reason: "Unable to reach the peer that the agent is connected"}
 	}
 	s.Log(t, "DEBUG", HostObject(h.ID), "Forwarding %s to the management server %s that host %s is connected to", m.Kind, h.MSID, h.ID)
-	return peer.agents.send(t, h.ID, m, wait, false)
+	return peer.agents.send(t, h.ID, m, wait)
 }
 
 // PeerLinksClosed is what the other servers see when this server's process ends: every request they

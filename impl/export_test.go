@@ -19,3 +19,9 @@ func (s *Server) ShutdownNetworkForTest(name string, id int64, done *bool) {
 // TriggerUpdateForTest sends an out-of-band ping now, as LibvirtDomainListener does when any domain of
 // the host shuts itself down.
 func (a *Agent) TriggerUpdateForTest() { a.triggerUpdate() }
+
+// SendForTest sends m to hostID from a server thread named name, as AgentManagerImpl.send, and
+// leaves the answer and error in ans and err.
+func (s *Server) SendForTest(name, hostID string, m Message, ans **Message, err *error, done *bool) {
+	s.Go(name, func(t *Thread) { *ans, *err = s.agents.Send(t, hostID, m, 0); *done = true })
+}

@@ -44,7 +44,7 @@ func (am *AgentManager) easySend(t *Thread, hostID string, m Message, wait time.
 	if d := am.s.Config.CommandTimeout(m.Kind); d > 0 {
 		wait = d // commands.timeout (applied here to the investigation's commands only)
 	}
-	ans, err := am.send(t, hostID, m, wait, false)
+	ans, err := am.send(t, hostID, m, wait)
 	if err != nil {
 		am.s.Log(t, "WARN", HostObject(hostID), "%v", err)
 		return nil
