@@ -20,9 +20,9 @@ import (
 // gets no observation of the VM. docs/fidelity.md, advanceStop, says why D3's fix is scoped so.
 type assertedStops struct {
 	mu     sync.Mutex
-	open   map[string]int    // domain name → forced stops of its VM in flight
-	frozen map[domKey]string // a domain a forced stop that returned left running → its VM's name
-	gen    int               // moves whenever the set changes (the incremental checker reloads domains)
+	open   map[string]int  // domain name → forced stops of its VM in flight
+	frozen map[domKey]bool // the domains a forced stop that returned left running
+	gen    int             // moves whenever the set changes (the incremental checker reloads domains)
 	// vms: domain name → its VM's id; ended: the VMs whose exemption ended since the incremental
 	// observer last looked (it observes them anew: nothing else may have moved them)
 	vms   map[string]string
@@ -111,7 +111,7 @@ func (c *Cluster) forceStopBegins(vmID, name string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.open == nil {
-		a.open, a.frozen, a.vms = map[string]int{}, map[domKey]string{}, map[string]string{}
+		a.open, a.frozen, a.vms = map[string]int{}, map[domKey]bool{}, map[string]string{}
 	}
 	a.open[name]++
 	a.vms[name] = vmID
@@ -136,7 +136,7 @@ func (c *Cluster) forceStopEnds(vmName, name string) {
 	var left []string
 	for _, d := range ds {
 		if d.Name == name && d.Running {
-			a.frozen[domKey{d.HostID, d.Name}] = vmName
+			a.frozen[domKey{d.HostID, d.Name}] = true
 			left = append(left, d.HostID)
 		}
 	}

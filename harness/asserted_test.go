@@ -16,7 +16,7 @@ import (
 // (apache/cloudstack#6798; VirtualMachineManagerImpl.advanceStop with cleanUpEvenIfUnableToStop, whose
 // sendStop failure is ignored for a forced stop), and the D3 fix (the fork's shouldForceStopOnDestroy,
 // bhouse-nexthop@017c41e8) covers vm.destroy.forcestop on destroy only. The checkers take the call as
-// the operator's assertion; without it the same run is an ip-conflict and an orphan, so the assertion
+// the operator's assertion; without it the same run is an ip-conflict, so the assertion
 // is what keeps the fixed profile clean here, and nothing else.
 func TestForcedStopIsTheOperatorsAssertion(t *testing.T) {
 	sc := loadScenario(t, "../conformance/scenarios/forced-stop-disconnected-host.yaml")

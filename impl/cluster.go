@@ -178,9 +178,7 @@ func (cm *clusterManager) onManagementNodeLeft(t *Thread, m *MSHostVO) {
 	}
 	// HighAvailabilityManagerImpl.onManagementNodeLeft: releaseWorkItems(node.getMsid())
 	s.DB.ReleaseHaWorkItems(m.MSID)
-	if s.DB.HasOpenHaWork() {
-		s.ha.wakeupWorkers()
-	}
+	s.ha.wakeupIfWork()
 }
 
 // idKey is an mshost row id as the job columns would compare it.

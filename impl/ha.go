@@ -70,7 +70,7 @@ func newHighAvailabilityManager(s *Server) *HighAvailabilityManager {
 // restart.retry.interval when the item was rescheduled.
 func (m *HighAvailabilityManager) hasPendingHaWork(v *VMVO) bool {
 	return slices.ContainsFunc(m.s.DB.HaWorkOf(v.ID), func(w *HaWorkVO) bool {
-		return w.pending(v.ID, haRestart) && (m.s.Defects[C8] || w.running() || w.PrevUpdate == v.UpdateCount)
+		return w.pending(haRestart) && (m.s.Defects[C8] || w.running() || w.PrevUpdate == v.UpdateCount)
 	})
 }
 
@@ -217,6 +217,14 @@ func (m *HighAvailabilityManager) wakeupWorkers() {
 	}
 	for _, w := range wake {
 		w.Fire()
+	}
+}
+
+// wakeupIfWork starts or wakes the workers when some row is there to take, now or later: at start-up
+// (the Java's workers start with the server) and after a peer's rows were released.
+func (m *HighAvailabilityManager) wakeupIfWork() {
+	if m.s.DB.HasOpenHaWork() {
+		m.wakeupWorkers()
 	}
 }
 

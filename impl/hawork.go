@@ -43,10 +43,8 @@ func (w *HaWorkVO) finished() bool { return w.Step == haDone || w.Step == haCanc
 // running says a worker holds it (listRunningHaWorkForVm: taken and not finished).
 func (w *HaWorkVO) running() bool { return !w.DateTaken.IsZero() && !w.finished() }
 
-// pending says whether the row is of that VM and type and not finished (listPendingHaWorkForVm).
-func (w *HaWorkVO) pending(vmID int64, typ haWorkType) bool {
-	return w.VMID == vmID && w.Type == typ && !w.finished()
-}
+// pending says whether the row is of that type and not finished (listPendingHaWorkForVm, on a VM's rows).
+func (w *HaWorkVO) pending(typ haWorkType) bool { return w.Type == typ && !w.finished() }
 
 // Like op_it_work's, these writes are not scheduling points and write no history: the HA manager's
 // log lines say what its items do.
@@ -82,13 +80,6 @@ func (db *DB) HaWorkOf(vmID int64) []*HaWorkVO {
 	db.lock()
 	defer db.mu.Unlock()
 	return rowsOf(db.haWork, db.ix.haWorkByVM[vmID], nil)
-}
-
-// HaWorkRows returns copies of every row in id order.
-func (db *DB) HaWorkRows() []*HaWorkVO {
-	db.lock()
-	defer db.mu.Unlock()
-	return rowsOf(db.haWork, slices.Sorted(maps.Keys(db.haWork)), nil)
 }
 
 // TakeHaWork is HighAvailabilityDaoImpl.take: the first row (lowest time_to_try, then id) that is

@@ -1,6 +1,8 @@
 package impl
 
 import (
+	"maps"
+	"slices"
 	"testing"
 	"time"
 
@@ -9,6 +11,13 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
+
+// haWorkRows returns copies of every op_ha_work row in id order.
+func (db *DB) haWorkRows() []*HaWorkVO {
+	db.lock()
+	defer db.mu.Unlock()
+	return rowsOf(db.haWork, slices.Sorted(maps.Keys(db.haWork)), nil)
+}
 
 // op_ha_work as HighAvailabilityDaoImpl keeps it (apache/cloudstack, HighAvailabilityDaoImpl: take,
 // releaseWorkItems, hasBeenScheduled, listRunningHaWorkForVm): take hands the row due first (lowest

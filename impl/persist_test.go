@@ -107,7 +107,7 @@ func TestDBRoundTrip(t *testing.T) {
 	// every table has rows, so the comparison above covered them all
 	if len(back.VMs(nil)) != 3 || len(back.Networks(nil)) != 1 || len(back.Nics(3)) != 1 || len(back.Volumes(0)) != 1 ||
 		len(back.Hosts()) != 1 || len(back.Jobs(nil)) != 2 || len(back.Locks()) != 2 || back.ItWork(1) == nil ||
-		len(back.HaWorkRows()) != 1 || back.HaWorkRows()[0].ServerID != "ms2" {
+		len(back.haWorkRows()) != 1 || back.haWorkRows()[0].ServerID != "ms2" {
 		t.Fatalf("tables missing rows: vms %d networks %d volumes %d hosts %d jobs %d locks %d",
 			len(back.VMs(nil)), len(back.Networks(nil)), len(back.Volumes(0)), len(back.Hosts()), len(back.Jobs(nil)), len(back.Locks()))
 	}

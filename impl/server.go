@@ -74,9 +74,7 @@ func (s *Server) Start() {
 	s.DB.ReleaseHaWorkItems(s.ID) // HighAvailabilityManagerImpl.configure: what a previous incarnation had taken
 	s.jobs.cleanupLeftOverJobs(t)
 	s.cancelWorkItems(t)
-	if s.DB.HasOpenHaWork() {
-		s.ha.wakeupWorkers()
-	}
+	s.ha.wakeupIfWork()
 	s.agents.start(t)
 	s.jobs.start()
 	if s.Clustered {

@@ -155,7 +155,7 @@ func TestTransitionTaskHandsStalledVMsToHA(t *testing.T) {
 			s.DB.vms[id].UpdateTime = clockEnv{}.Now().Add(-c.updated)
 			s.transitionTask(&Thread{Name: "AsyncJobMgr-Heartbeat-2"})
 			var got []string
-			for _, w := range s.DB.HaWorkRows() {
+			for _, w := range s.DB.haWorkRows() {
 				got = append(got, w.String())
 			}
 			if c.work == "" {

@@ -21,6 +21,21 @@ func vmTr(s int, th, from, to string) string {
 	return l(s, th, vm5+" state transited from ["+from+"] to ["+to+"] with event [E]. VM's original host: null, new host: null, host before state transition: null")
 }
 
+// forcedRelease is an API job of cmd on VM 5 (job 40, still running) whose forced stop cannot reach
+// the host and releases the VM anyway.
+func forcedRelease(cmd string) string {
+	return l(0, "API-Job-Executor-1", `Executing AsyncJob {"accountId":2,"cmd":"org.apache.cloudstack.api.command.admin.vm.`+cmd+`","id":40,"instanceId":5,"instanceType":"VirtualMachine"}`) +
+		vmTr(1, "W-1", "Running", "Stopping") +
+		l(2, "W-1", "Unable to actually stop i-2-5-VM but continue with release because it's a force stop") +
+		l(3, "W-1", "Guest IP address 10.1.1.10 changed from [vm:5] to [free]") +
+		vmTr(4, "W-1", "Stopping", "Stopped")
+}
+
+// powerReport is VM 5's power state in a report at second sec.
+func powerReport(sec int, power string) string {
+	return l(sec, "AgentManager-Handler-1", `VM state report is updated. Host {"id":1}, `+vm5+`, power state: `+power+`.`)
+}
+
 // TestChecks: each check on a short log that breaks it, and on one that does not.
 func TestChecks(t *testing.T) {
 	cases := []struct {
@@ -52,29 +67,20 @@ func TestChecks(t *testing.T) {
 		// release (apache/cloudstack#6798), the operator's assertion; the same release under a destroy
 		// (vm.destroy.forcestop, D3) is the server's
 		{"caller's forced stop released it, then the domain reported on",
-			l(0, "API-Job-Executor-1", `Executing AsyncJob {"accountId":2,"cmd":"org.apache.cloudstack.api.command.admin.vm.StopVMCmdByAdmin","id":40,"instanceId":5,"instanceType":"VirtualMachine"}`) +
-				vmTr(1, "W-1", "Running", "Stopping") +
-				l(2, "W-1", "Unable to actually stop i-2-5-VM but continue with release because it's a force stop") +
-				l(3, "W-1", "Guest IP address 10.1.1.10 changed from [vm:5] to [free]") +
-				vmTr(4, "W-1", "Stopping", "Stopped") +
+			forcedRelease("StopVMCmdByAdmin") +
 				l(5, "API-Job-Executor-1", "Complete async job-40, jobStatus: SUCCEEDED, resultCode: 0, result: null") +
-				l(60, "AgentManager-Handler-1", `VM state report is updated. Host {"id":1}, `+vm5+`, power state: PowerOn.`),
+				powerReport(60, "PowerOn"),
 			nil},
 		{"a destroy's forced stop released it, then the domain reported on",
-			l(0, "API-Job-Executor-1", `Executing AsyncJob {"accountId":2,"cmd":"org.apache.cloudstack.api.command.admin.vm.DestroyVMCmdByAdmin","id":40,"instanceId":5,"instanceType":"VirtualMachine"}`) +
-				vmTr(1, "W-1", "Running", "Stopping") +
-				l(2, "W-1", "Unable to actually stop i-2-5-VM but continue with release because it's a force stop") +
-				l(3, "W-1", "Guest IP address 10.1.1.10 changed from [vm:5] to [free]") +
-				vmTr(4, "W-1", "Stopping", "Stopped") +
-				l(60, "AgentManager-Handler-1", `VM state report is updated. Host {"id":1}, `+vm5+`, power state: PowerOn.`),
+			forcedRelease("DestroyVMCmdByAdmin") + powerReport(60, "PowerOn"),
 			[]string{CheckReleasedRunning}},
 		{"caller's forced stop, the domain reported off, a later release, then on",
 			l(0, "API-Job-Executor-1", `Executing AsyncJob {"accountId":2,"cmd":"org.apache.cloudstack.api.command.admin.vm.StopVMCmdByAdmin","id":40,"instanceId":5,"instanceType":"VirtualMachine"}`) +
 				l(2, "W-1", "Unable to actually stop i-2-5-VM but continue with release because it's a force stop") +
 				l(5, "API-Job-Executor-1", "Complete async job-40, jobStatus: SUCCEEDED, resultCode: 0, result: null") +
-				l(60, "AgentManager-Handler-1", `VM state report is updated. Host {"id":1}, `+vm5+`, power state: PowerOff.`) +
+				powerReport(60, "PowerOff") +
 				l(70, "W-2", "The nic 3 on i-2-5-VM was released according to GuestNetworkGuru, now updating record.") +
-				l(120, "AgentManager-Handler-1", `VM state report is updated. Host {"id":1}, `+vm5+`, power state: PowerOn.`),
+				powerReport(120, "PowerOn"),
 			[]string{CheckReleasedRunning}},
 		{"released, started again, reported on",
 			l(1, "W-1", "Guest IP address 10.1.1.10 changed from [vm:5] to [free]") +

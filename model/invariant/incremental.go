@@ -344,7 +344,7 @@ func (in *Incremental) SetDomains(h string, ds []Domain) {
 		if ok && sameDomain(o, d) {
 			continue
 		}
-		if ok && o.Asserted != d.Asserted { // the observer's view of the VM moved
+		if ok && o.Asserted != d.Asserted { // the VM's outage verdict and its observation move with it
 			in.ChangedNames.add(name)
 			for _, id := range in.byName[name] {
 				in.markVM(id)
