@@ -35,6 +35,12 @@ type Incremental struct {
 	faulted  set[string]
 	ops      []ClientOp
 	faults   []Fault
+	// the start-failure check reads only the failed starts (a deploy of thousands of VMs would
+	// otherwise scan every op at each op's call and return): opsSeen ops were looked at, opsOpen are
+	// the indexes of those not returned yet, failedStarts those that returned a failed start, in order
+	opsSeen      int
+	opsOpen      []int
+	failedStarts []int
 
 	// verdicts kept per object
 	domV   map[domKey][]Violation
@@ -106,6 +112,7 @@ func (in *Incremental) reset() {
 	in.pools, in.byAddr, in.volumes, in.byPath = map[string][]IP{}, map[string][]IP{}, map[string]Volume{}, map[string][]string{}
 	in.domains, in.runs, in.domsAt, in.domsOn = map[string]map[string]Domain{}, map[string]set[string]{}, map[string]set[domKey]{}, map[string]set[domKey]{}
 	in.faulted, in.ops, in.faults = set[string]{}, nil, nil
+	in.opsSeen, in.opsOpen, in.failedStarts = 0, nil, nil
 	in.domV, in.addrV, in.vmV, in.startV = map[domKey][]Violation{}, map[string]Violation{}, map[string][]Violation{}, nil
 	in.dirtyDom, in.dirtyAddr, in.dirtyVM, in.dirtyStart = set[domKey]{}, set[string]{}, set[string]{}, true
 	in.ClearChanged()
@@ -410,8 +417,26 @@ func (in *Incremental) SetFaults(fs []Fault) {
 	}
 }
 
-// SetOps writes the client operations so far (when they changed).
+// SetOps writes the client operations so far (when they changed): the list of the last call grown,
+// or an open op's fields filled in; an op that returned does not change again.
 func (in *Incremental) SetOps(ops []ClientOp) {
+	if len(ops) < in.opsSeen { // not the list it was: look at all of it again
+		in.opsSeen, in.opsOpen, in.failedStarts = 0, nil, nil
+	}
+	for ; in.opsSeen < len(ops); in.opsSeen++ {
+		in.opsOpen = append(in.opsOpen, in.opsSeen)
+	}
+	open := in.opsOpen[:0]
+	for _, i := range in.opsOpen {
+		switch op := ops[i]; {
+		case op.Return.IsZero():
+			open = append(open, i)
+		case !op.OK && slices.Contains(StartKinds, op.Kind):
+			j, _ := slices.BinarySearch(in.failedStarts, i)
+			in.failedStarts = slices.Insert(in.failedStarts, j, i)
+		}
+	}
+	in.opsOpen = open
 	in.ops = ops
 	in.dirtyStart = true
 }
@@ -544,7 +569,7 @@ func (in *Incremental) Check(t time.Time, grace, ghostBound time.Duration, netCh
 		}
 	}
 	if in.dirtyStart {
-		in.startV = CheckStartFailures(Snapshot{Ops: in.ops, Faults: in.faults, ReportGrace: in.grace})
+		in.startV = startFailures(Snapshot{Ops: in.ops, Faults: in.faults, ReportGrace: in.grace}, in.failedStarts)
 	}
 	clear(in.dirtyDom)
 	clear(in.dirtyAddr)

@@ -142,9 +142,17 @@ func TestIncrementalMatchesTracker(t *testing.T) {
 				if rapid.Bool().Draw(t, "fault") {
 					w.faults = append(w.faults, Fault{Kind: "crash", Targets: []string{"vm:" + rapid.SampledFrom(testVMIDs).Draw(t, "target")}, Begin: now, Disruptive: true})
 					in.SetFaults(w.faults)
+				} else if open := slices.IndexFunc(w.ops, func(o ClientOp) bool { return o.Return.IsZero() }); open >= 0 && rapid.Bool().Draw(t, "return") {
+					// an open call returns: its op is written in place, as the recorder's EndOp does
+					w.ops[open].Return, w.ops[open].OK = now, rapid.Bool().Draw(t, "ok")
+					in.SetOps(w.ops)
 				} else {
-					w.ops = append(w.ops, ClientOp{ID: step + 1, Kind: "start", VMID: rapid.SampledFrom(testVMIDs).Draw(t, "opvm"), Call: now.Add(-time.Second), Return: now,
-						OK: rapid.Bool().Draw(t, "ok"), Err: "boom"})
+					op := ClientOp{ID: step + 1, Kind: rapid.SampledFrom([]string{"start", "deploy", "stop"}).Draw(t, "opkind"),
+						VMID: rapid.SampledFrom(testVMIDs).Draw(t, "opvm"), Call: now.Add(-time.Second), Err: "boom"}
+					if rapid.IntRange(0, 2).Draw(t, "returned") > 0 {
+						op.Return, op.OK = now, rapid.Bool().Draw(t, "ok")
+					}
+					w.ops = append(w.ops, op)
 					in.SetOps(w.ops)
 				}
 			}

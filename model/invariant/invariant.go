@@ -497,11 +497,20 @@ func CheckNetworkLocks(s Snapshot) []Violation {
 // on the same VM or one of its networks. Anything else is the orchestrator
 // tripping over its own state (e.g. a network left in Shutdown by GC).
 func CheckStartFailures(s Snapshot) []Violation {
-	var out []Violation
-	for _, op := range s.Ops {
-		if op.OK || op.Return.IsZero() || !slices.Contains(StartKinds, op.Kind) {
-			continue
+	var failed []int
+	for i, op := range s.Ops {
+		if !op.OK && !op.Return.IsZero() && slices.Contains(StartKinds, op.Kind) {
+			failed = append(failed, i)
 		}
+	}
+	return startFailures(s, failed)
+}
+
+// startFailures judges the failed starts s.Ops[i] for i in failed.
+func startFailures(s Snapshot, failed []int) []Violation {
+	var out []Violation
+	for _, i := range failed {
+		op := s.Ops[i]
 		if explainedByFault(op, s.Faults, s.ReportGrace) || explainedByOp(op, s.Ops) {
 			continue
 		}

@@ -137,6 +137,10 @@ type builder struct {
 	now          int64 // the last event's time
 	// hosts are the hosts' states as their state events say, for the VM model's staleness bound
 	hosts map[string]*hostSeen
+	// notUp and lastUpSince are hostsSettle's answer kept as the host events come (every VM
+	// observation asks it: a scan of the hosts each time made the build hosts x VMs)
+	notUp       int
+	lastUpSince time.Time
 	// quiet counts the faults under way that stop reports (a management-server restart, a fault on
 	// a host); while one is, no staleness clock runs. msUpSince: when the last one ended.
 	quiet     int
@@ -156,11 +160,9 @@ func (b *builder) hostsSettle() (allUp bool, upSince int64) {
 	if !b.msUpSince.IsZero() {
 		upSince = b.msUpSince.UnixNano()
 	}
-	for _, h := range b.hosts {
-		allUp = allUp && h.up
-		if !h.upSince.IsZero() {
-			upSince = max(upSince, h.upSince.UnixNano())
-		}
+	allUp = allUp && b.notUp == 0
+	if !b.lastUpSince.IsZero() {
+		upSince = max(upSince, b.lastUpSince.UnixNano())
 	}
 	return allUp, upSince
 }
@@ -335,11 +337,31 @@ func (b *builder) hostState(id string, e history.Event) {
 	if h == nil {
 		h = &hostSeen{}
 		b.hosts[id] = h
+		b.notUp++ // a host first seen counts as not Up until its event says so
 	}
-	h.up = e.To == "Up"
+	up := e.To == "Up"
+	switch {
+	case up && !h.up:
+		b.notUp--
+	case !up && h.up:
+		b.notUp++
+	}
+	h.up = up
 	if h.up {
 		if h.wasUp {
+			old := h.upSince
 			h.upSince = e.Time
+			switch {
+			case !e.Time.Before(b.lastUpSince):
+				b.lastUpSince = e.Time
+			case old.Equal(b.lastUpSince): // the latest moved back (a history out of time order): look again
+				b.lastUpSince = time.Time{}
+				for _, o := range b.hosts {
+					if o.upSince.After(b.lastUpSince) {
+						b.lastUpSince = o.upSince
+					}
+				}
+			}
 		}
 		h.wasUp = true
 	}
