@@ -115,15 +115,18 @@ type Cluster struct {
 	inc        *incCheck // the simulator's incremental checker (nil: the full check after every step)
 	// sortedEvents: the history's first sortedEvents events are known to be in time order
 	sortedEvents int
-	seen         map[string]bool
-	vmIDs        map[string]int64
-	netIDs       map[string]int64
-	msDown       bool
-	msDowns      []span    // ms1's stops (ServerStop to ServerStart; to zero while down)
-	msUpSince    time.Time // when the current server incarnation started
-	routerBoot   time.Duration
-	msGen        int
-	api          ClientAPI // nil: the direct path (see client.go)
+	// logIdx: the positions of the first logIdxN events' log lines, by object (logsDuring)
+	logIdx     map[string][]int
+	logIdxN    int
+	seen       map[string]bool
+	vmIDs      map[string]int64
+	netIDs     map[string]int64
+	msDown     bool
+	msDowns    []span    // ms1's stops (ServerStop to ServerStart; to zero while down)
+	msUpSince  time.Time // when the current server incarnation started
+	routerBoot time.Duration
+	msGen      int
+	api        ClientAPI // nil: the direct path (see client.go)
 	// servers is how many management servers share the database; peers are ms2 … msN (peers.go).
 	servers int
 	peers   []*peerServer

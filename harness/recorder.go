@@ -4,6 +4,7 @@
 package harness
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"slices"
@@ -169,10 +170,9 @@ func (r *Recorder) SetOpVM(id int, vmID, hostID string) {
 
 func (r *Recorder) op(id int) *invariant.ClientOp {
 	r.opsVer++ // the caller may write through the pointer
-	for i := range r.Ops {
-		if r.Ops[i].ID == id {
-			return &r.Ops[i]
-		}
+	// BeginOp appends in id order: a search, not a scan (a deploy of thousands of VMs ends thousands of ops)
+	if i, ok := slices.BinarySearchFunc(r.Ops, id, func(o invariant.ClientOp, id int) int { return cmp.Compare(o.ID, id) }); ok {
+		return &r.Ops[i]
 	}
 	panic(fmt.Sprintf("no op %d", id))
 }

@@ -714,17 +714,56 @@ func (c *Cluster) eventsFrom(t time.Time) []history.Event {
 	return es[i:]
 }
 
-// retried: the op passed but a start attempt inside it failed first.
-func (c *Cluster) retried(op invariant.ClientOp) bool {
-	end := op.Return
-	for _, e := range c.eventsFrom(op.Call) {
-		if e.Time.Before(op.Call) {
-			continue
+// logsDuring is object's log events from from to end, in history order: what a scan of
+// eventsFrom(from) that stops at the first event after end finds. For a history in time order it reads
+// an index of each object's log lines (finish asks for every case: a scan each made finishing a
+// deploy of thousands of VMs quadratic).
+func (c *Cluster) logsDuring(object string, from, end time.Time) []history.Event {
+	es := c.eventsFrom(from)
+	all := c.Rec.events()
+	var out []history.Event
+	if c.sortedEvents < len(all) { // not in time order: the scan
+		for _, e := range es {
+			if e.Time.Before(from) {
+				continue
+			}
+			if e.Time.After(end) {
+				break
+			}
+			if e.Object == object && e.Kind == history.Log {
+				out = append(out, e)
+			}
 		}
-		if e.Time.After(end) {
+		return out
+	}
+	if c.logIdx == nil {
+		c.logIdx = map[string][]int{}
+	}
+	for ; c.logIdxN < len(all); c.logIdxN++ {
+		if e := all[c.logIdxN]; e.Kind == history.Log {
+			c.logIdx[e.Object] = append(c.logIdx[e.Object], c.logIdxN)
+		}
+	}
+	ix := c.logIdx[object]
+	i, _ := slices.BinarySearchFunc(ix, from, func(p int, t time.Time) int {
+		if all[p].Time.Before(t) {
+			return -1
+		}
+		return 1
+	})
+	for _, p := range ix[i:] {
+		if all[p].Time.After(end) {
 			break
 		}
-		if e.Kind == "log" && e.Object == "vm:"+op.VMID && strings.HasPrefix(e.Detail, "Start of VM") && strings.Contains(e.Detail, "retrying once") {
+		out = append(out, all[p])
+	}
+	return out
+}
+
+// retried: the op passed but a start attempt inside it failed first.
+func (c *Cluster) retried(op invariant.ClientOp) bool {
+	for _, e := range c.logsDuring("vm:"+op.VMID, op.Call, op.Return) {
+		if strings.HasPrefix(e.Detail, "Start of VM") && strings.Contains(e.Detail, "retrying once") {
 			return true
 		}
 	}
@@ -741,16 +780,7 @@ func (c *Cluster) cleanupDuring(nid int64, op invariant.ClientOp) string {
 	var implStart time.Time
 	var orphaned []string
 	seen := 0
-	for _, e := range c.eventsFrom(op.Call) {
-		if e.Time.Before(op.Call) {
-			continue
-		}
-		if e.Time.After(end) {
-			break
-		}
-		if e.Object != obj || e.Kind != "log" {
-			continue
-		}
+	for _, e := range c.logsDuring(obj, op.Call, end) {
 		switch {
 		case strings.HasPrefix(e.Detail, "Lock is acquired for network id") && strings.Contains(e.Detail, "implement"):
 			implStart = e.Time

@@ -33,6 +33,14 @@ type Host struct {
 // version moved.
 func (h *Host) Version() uint64 { return h.version }
 
+// changed moves the host's version and its scheduler's DomainsVersion.
+func (h *Host) changed() {
+	h.version++
+	if h.s != nil {
+		h.s.domainsVer++
+	}
+}
+
 type domain struct {
 	spec    impl.DomainSpec
 	running bool
@@ -78,7 +86,7 @@ func (h *Host) Start(spec impl.DomainSpec) error {
 	}
 	d := &domain{spec: spec, running: true}
 	h.domains[spec.Name] = d
-	h.version++
+	h.changed()
 	h.emit(impl.LifecycleEvent{Domain: spec.Name, Event: "STARTED", Detail: "BOOTED"})
 	h.s.After(h.BootDelay(spec), func() {
 		if h.domains[spec.Name] == d && d.running {
@@ -115,7 +123,7 @@ func (h *Host) Stop(name string) error {
 	d, ok := h.domains[name]
 	if !ok || !d.running {
 		delete(h.domains, name)
-		h.version++
+		h.changed()
 		return nil
 	}
 	// virDomainDestroy, then libvirt reaps the process: 1–2 s here.
@@ -124,13 +132,13 @@ func (h *Host) Stop(name string) error {
 		h.halt(d, "DESTROYED")
 	}
 	delete(h.domains, name)
-	h.version++
+	h.changed()
 	return nil
 }
 
 func (h *Host) halt(d *domain, detail string) {
 	d.running = false
-	h.version++
+	h.changed()
 	d.ready = false
 	for _, g := range d.readyAt {
 		g.Fire()
@@ -188,7 +196,7 @@ func (h *Host) Crash(name, detail string) error {
 	}
 	h.halt(d, detail)
 	delete(h.domains, name)
-	h.version++
+	h.changed()
 	return nil
 }
 
@@ -203,7 +211,7 @@ func (h *Host) GuestShutdown(name string) error {
 		if h.domains[name] == d && d.running {
 			h.halt(d, "SHUTDOWN")
 			delete(h.domains, name)
-			h.version++
+			h.changed()
 		}
 	})
 	return nil

@@ -26,7 +26,7 @@ func (h *Host) PowerOff() {
 		d.readyAt = nil
 	}
 	h.domains = map[string]*domain{}
-	h.version++ // Running's cache and the incremental checker see the domains go
+	h.changed() // Running's cache and the incremental checker see the domains go
 	h.listeners = nil
 	h.StopHeartbeat(true)
 }

@@ -23,9 +23,11 @@ var Epoch = time.Date(2026, 10, 29, 0, 0, 0, 0, time.UTC)
 // wake-up and, among wake-ups due at the same instant, picks with the seeded RNG (Random) or by the
 // tasks' priorities (PCT, which also preempts at scheduling points: see pct.go).
 type Scheduler struct {
-	now  time.Time
-	rng  *rand.Rand
-	seed uint64
+	now time.Time
+	// domainsVer counts the changes to the domains of every host of this scheduler (DomainsVersion)
+	domainsVer uint64
+	rng        *rand.Rand
+	seed       uint64
 	// strategy and pct: nil pct is Random, whose scheduling points cost one nil check.
 	strategy Strategy
 	pct      *pct
@@ -384,3 +386,7 @@ func (g *signal) Wait(timeout time.Duration) bool {
 }
 
 var _ impl.Env = (*Scheduler)(nil)
+
+// DomainsVersion moves whenever a domain on any of the scheduler's hosts changes: a checker that
+// compares each host's Version needs to look only when it moved (most steps change no domain).
+func (s *Scheduler) DomainsVersion() uint64 { return s.domainsVer }
