@@ -15,7 +15,10 @@ import (
 type index struct {
 	vmOrder, netOrder, nicOrder, volOrder, jobOrder []int64
 
-	vmByName   map[string][]*VMVO // the rows themselves, by id: power sync asks for every domain it hears of
+	vmByName map[string][]*VMVO // the rows themselves, by id
+	// vmLive is VMIDByName's answer, kept as rows are created and removed: power sync asks for every
+	// domain of every report, and a lookup that reached into the rows missed the cache at thousands of VMs
+	vmLive     map[string]int64
 	vmByHost   map[string][]int64 // host_id
 	vmByNet    map[int64][]int64  // the networks of its NICs at creation
 	nicByVM    map[int64][]int64
@@ -55,7 +58,7 @@ func removeID(s []int64, id int64) []int64 {
 // reindex rebuilds every index from the tables (after a load from the state file).
 func (db *DB) reindex() {
 	watching, changed := db.ix.watching, db.ix.changedSet
-	db.ix = index{vmByName: map[string][]*VMVO{}, vmByHost: map[string][]int64{}, vmByNet: map[int64][]int64{},
+	db.ix = index{vmByName: map[string][]*VMVO{}, vmLive: map[string]int64{}, vmByHost: map[string][]int64{}, vmByNet: map[int64][]int64{},
 		nicByVM: map[int64][]int64{}, volByVM: map[int64][]int64{}, jobByObj: map[jobObject][]int64{},
 		itWorkByVM: map[int64][]int64{}, haWorkByVM: map[int64][]int64{}, watching: watching, changedSet: changed}
 	for _, id := range slices.Sorted(maps.Keys(db.vms)) {
@@ -92,12 +95,24 @@ func (db *DB) indexVM(v *VMVO) {
 	if !found {
 		db.ix.vmByName[v.Name] = slices.Insert(byName, i, v)
 	}
+	db.liveName(v.Name)
 	if v.HostID != "" {
 		db.ix.vmByHost[v.HostID] = insertID(db.ix.vmByHost[v.HostID], v.ID)
 	}
 	for _, n := range v.NetworkIDs {
 		db.ix.vmByNet[n] = insertID(db.ix.vmByNet[n], v.ID)
 	}
+}
+
+// liveName keeps vmLive for a name: the lowest id among its rows not removed.
+func (db *DB) liveName(name string) {
+	for _, r := range db.ix.vmByName[name] {
+		if !r.Removed {
+			db.ix.vmLive[name] = r.ID
+			return
+		}
+	}
+	delete(db.ix.vmLive, name)
 }
 
 // moveVM keeps the host index when a VM's host_id changes.

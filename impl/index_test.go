@@ -65,6 +65,11 @@ func TestIndexedLookupsMatchScans(t *testing.T) {
 				}
 			}
 			require.Equal(t, first, db.VMByName(name), name)
+			id, ok := db.VMIDByName(name)
+			require.Equal(t, first != nil, ok, name)
+			if first != nil {
+				require.Equal(t, first.ID, id, name)
+			}
 			require.Equal(t, last, db.VMByNameAny(name), name)
 		}
 		for _, h := range append(hosts, "") {

@@ -255,12 +255,8 @@ func (db *DB) VMIDByName(name string) (int64, bool) {
 	point(db.env, PointRead)
 	db.lock()
 	defer db.mu.Unlock()
-	for _, v := range db.ix.vmByName[name] {
-		if !v.Removed {
-			return v.ID, true
-		}
-	}
-	return 0, false
+	id, ok := db.ix.vmLive[name]
+	return id, ok
 }
 
 // VMStamp is what a VM's last state change left in its row: name, state and update_time.
@@ -381,6 +377,7 @@ func (db *DB) RemoveVM(actor string, id int64) {
 	defer db.commit()
 	if v, ok := db.vms[id]; ok {
 		v.Removed = true
+		db.liveName(v.Name)
 		db.touch(tVM, id)
 		db.emit(history.Event{Actor: actor, Kind: history.State, Object: VMObject(id), From: string(v.State), To: "Expunged", Detail: v.Name + " removed"})
 	}
