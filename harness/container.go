@@ -177,17 +177,6 @@ func tail(s string, n int) string {
 	return strings.Join(lines, "\n")
 }
 
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
-}
-
 type containerWorld struct {
 	cl    *container.Cluster
 	ctx   context.Context
@@ -611,38 +600,6 @@ func (w *containerWorld) finish(res *Result) {
 	res.Violations = append([]Violation(nil), w.viols...)
 	w.mu.Unlock()
 	sortedViolations(res.Violations)
-}
-
-// finishCases fills a run's table from its history (for worlds that see the server from outside:
-// no retries or cleanup to read from the server's log) and the VMs' final records.
-func finishCases(res *Result, rec *Recorder, vmState func(string) (vm.State, bool)) {
-	rec.mu.Lock()
-	ops := append([]invariant.ClientOp(nil), rec.Ops...)
-	rec.mu.Unlock()
-	for i := range res.Cases {
-		cr := &res.Cases[i]
-		var op invariant.ClientOp
-		for _, o := range ops {
-			if o.Client == cr.client {
-				op = o
-			}
-		}
-		switch {
-		case op.ID == 0:
-			cr.Result = "not run"
-		case op.Return.IsZero():
-			cr.Result = "pending"
-		default:
-			cr.Duration = op.Return.Sub(op.Call)
-			cr.Result = "passed"
-			if !op.OK {
-				cr.Result, cr.Err = "failed", op.Err
-			}
-		}
-		if st, ok := vmState(cr.VM); ok {
-			cr.FinalState = string(st)
-		}
-	}
 }
 
 // truthAtEnd notes every running domain with what the records say of it and its addresses, so the

@@ -10,6 +10,7 @@ import (
 
 	"github.com/csconform/csconform/model/history"
 	"github.com/csconform/csconform/model/invariant"
+	"github.com/csconform/csconform/model/vm"
 )
 
 // twoLooks is the checking of a world whose records and domains are read one after the other, not
@@ -160,4 +161,48 @@ func runRealTimeSteps(steps []Step, res *Result, r realTimeSteps) error {
 	}
 	wg.Wait()
 	return asyncErr
+}
+
+// sleepCtx sleeps d of real time; false if ctx ended first.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// finishCases fills a run's table from its history (for worlds that see the server from outside:
+// no retries or cleanup to read from the server's log) and the VMs' final records.
+func finishCases(res *Result, rec *Recorder, vmState func(string) (vm.State, bool)) {
+	rec.mu.Lock()
+	ops := append([]invariant.ClientOp(nil), rec.Ops...)
+	rec.mu.Unlock()
+	for i := range res.Cases {
+		cr := &res.Cases[i]
+		var op invariant.ClientOp
+		for _, o := range ops {
+			if o.Client == cr.client {
+				op = o
+			}
+		}
+		switch {
+		case op.ID == 0:
+			cr.Result = "not run"
+		case op.Return.IsZero():
+			cr.Result = "pending"
+		default:
+			cr.Duration = op.Return.Sub(op.Call)
+			cr.Result = "passed"
+			if !op.OK {
+				cr.Result, cr.Err = "failed", op.Err
+			}
+		}
+		if st, ok := vmState(cr.VM); ok {
+			cr.FinalState = string(st)
+		}
+	}
 }
