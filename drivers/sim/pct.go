@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"container/heap"
 	"fmt"
 	"math/rand/v2"
 	"strconv"
@@ -178,7 +177,7 @@ func (s *Scheduler) Point(impl.PointKind) {
 	for s.queue.Len() > 0 {
 		w := s.queue.peek()
 		if w.fn == nil && (w.t.done || w.gen != w.t.gen) {
-			s.spent(heap.Pop(&s.queue).(*wakeup)) // stale, as step would find it: popping it sooner changes nothing
+			s.spent(s.queue.pop()) // stale, as step would find it: popping it sooner changes nothing
 			continue
 		}
 		if w.at.After(s.now) {

@@ -4,7 +4,6 @@
 package sim
 
 import (
-	"container/heap"
 	"fmt"
 	"math/rand/v2"
 	"runtime/debug"
@@ -81,26 +80,72 @@ type wakeup struct {
 	seq uint64 // insertion order, last resort
 	t   *task
 	gen uint64
-	idx int
 	fn  func() // a timer callback instead of a task: runs on the scheduler, must not block
 }
 
-type wakeQueue []*wakeup
-
-func (q wakeQueue) Len() int { return len(q) }
-func (q wakeQueue) Less(i, j int) bool {
-	if !q[i].at.Equal(q[j].at) {
-		return q[i].at.Before(q[j].at)
-	}
-	if q[i].tie != q[j].tie {
-		return q[i].tie < q[j].tie
-	}
-	return q[i].seq < q[j].seq
+// queued is a wake-up in the queue with its order key inline: the heap's comparisons read the array,
+// not the wake-ups (with thousands of tasks, a dereference per comparison missed the cache). The key
+// is unique (seq), so the order of pops is the key's order whatever the heap's shape.
+type queued struct {
+	at  int64 // at.UnixNano()
+	tie uint64
+	seq uint64
+	w   *wakeup
 }
-func (q wakeQueue) Swap(i, j int) { q[i], q[j] = q[j], q[i]; q[i].idx = i; q[j].idx = j }
-func (q *wakeQueue) Push(x any)   { w := x.(*wakeup); w.idx = len(*q); *q = append(*q, w) }
-func (q *wakeQueue) Pop() any     { old := *q; w := old[len(old)-1]; *q = old[:len(old)-1]; return w }
-func (q wakeQueue) peek() *wakeup { return q[0] }
+
+func (a *queued) less(b *queued) bool {
+	if a.at != b.at {
+		return a.at < b.at
+	}
+	if a.tie != b.tie {
+		return a.tie < b.tie
+	}
+	return a.seq < b.seq
+}
+
+// wakeQueue is a binary min-heap of wake-ups (container/heap's algorithm without its interface
+// calls and boxing).
+type wakeQueue []queued
+
+func (q wakeQueue) Len() int      { return len(q) }
+func (q wakeQueue) peek() *wakeup { return q[0].w }
+
+func (q *wakeQueue) push(w *wakeup) {
+	*q = append(*q, queued{at: w.at.UnixNano(), tie: w.tie, seq: w.seq, w: w})
+	h := *q
+	for j := len(h) - 1; j > 0; {
+		i := (j - 1) / 2
+		if !h[j].less(&h[i]) {
+			break
+		}
+		h[i], h[j] = h[j], h[i]
+		j = i
+	}
+}
+
+func (q *wakeQueue) pop() *wakeup {
+	h := *q
+	n := len(h) - 1
+	h[0], h[n] = h[n], h[0]
+	for i := 0; ; {
+		j := 2*i + 1
+		if j >= n {
+			break
+		}
+		if r := j + 1; r < n && h[r].less(&h[j]) {
+			j = r
+		}
+		if !h[j].less(&h[i]) {
+			break
+		}
+		h[i], h[j] = h[j], h[i]
+		i = j
+	}
+	w := h[n].w
+	h[n] = queued{}
+	*q = h[:n]
+	return w
+}
 
 // killed is the panic value that unwinds a killed task.
 type killed struct{}
@@ -140,7 +185,7 @@ func (s *Scheduler) push(at time.Time, t *task) {
 	if s.pct != nil {
 		tie = prioTie(t.prio)
 	}
-	heap.Push(&s.queue, s.wakeup(wakeup{at: at, tie: tie, seq: s.seq, t: t, gen: t.gen}))
+	s.queue.push(s.wakeup(wakeup{at: at, tie: tie, seq: s.seq, t: t, gen: t.gen}))
 }
 
 // wakeup returns a wake-up holding v, reusing a spent one when there is one.
@@ -168,7 +213,7 @@ func (s *Scheduler) After(d time.Duration, fn func()) {
 		d = 0
 	}
 	s.seq++
-	heap.Push(&s.queue, s.wakeup(wakeup{at: s.now.Add(d), tie: s.rng.Uint64(), seq: s.seq, fn: fn}))
+	s.queue.push(s.wakeup(wakeup{at: s.now.Add(d), tie: s.rng.Uint64(), seq: s.seq, fn: fn}))
 }
 
 // Go starts a task; it first runs when the scheduler picks it.
@@ -264,7 +309,7 @@ func (s *Scheduler) step(limit time.Time) bool {
 		if w.at.After(limit) {
 			return false
 		}
-		heap.Pop(&s.queue)
+		s.queue.pop()
 		switch {
 		case w.fn != nil && s.closing:
 			s.spent(w)
