@@ -137,8 +137,8 @@ func benchScale(sizes string, runs int, sf scaleFlags, profile, cpuprofile strin
 		return exitBadInput
 	}
 	fmt.Fprintf(stdout, "scale: N hosts x %d VMs, %d VMs a network, %s simulated, profile %s, one process per run (GOMAXPROCS=1 unless set), the median of %d run(s) per size\n", *sf.vmsPerHost, *sf.vmsPerNetwork, *sf.duration, profile, runs)
-	fmt.Fprintln(stdout, "growth: wall and CPU time over the size before's, against the hosts' ratio (linear: the same)")
-	fmt.Fprintf(stdout, "%6s %6s %9s %9s %10s %10s %11s %9s %22s %10s\n", "hosts", "VMs", "wall", "cpu", "steps", "steps/s", "sim:real", "peak RSS", "growth wall/cpu/hosts", "violations")
+	fmt.Fprintln(stdout, "growth: wall time, CPU time and scheduler steps over the size before's, against the hosts' ratio (linear: the same; wall above steps is a dearer step)")
+	fmt.Fprintf(stdout, "%6s %6s %9s %9s %10s %10s %11s %9s %28s %10s\n", "hosts", "VMs", "wall", "cpu", "steps", "steps/s", "sim:real", "peak RSS", "growth wall/cpu/steps/hosts", "violations")
 	var prev *scaleRun
 	for _, n := range hosts {
 		args := []string{"bench", "--scale-run", strconv.Itoa(n), "--profile", profile,
@@ -169,9 +169,10 @@ func benchScale(sizes string, runs int, sf scaleFlags, profile, cpuprofile strin
 		r := medianRun(all)
 		growth := "-"
 		if prev != nil {
-			growth = fmt.Sprintf("%.2fx/%.2fx/%.2fx", r.Wall.Seconds()/prev.Wall.Seconds(), r.CPU.Seconds()/prev.CPU.Seconds(), float64(r.Hosts)/float64(prev.Hosts))
+			growth = fmt.Sprintf("%.2fx/%.2fx/%.2fx/%.2fx", r.Wall.Seconds()/prev.Wall.Seconds(), r.CPU.Seconds()/prev.CPU.Seconds(),
+				float64(r.Steps)/float64(prev.Steps), float64(r.Hosts)/float64(prev.Hosts))
 		}
-		fmt.Fprintf(stdout, "%6d %6d %8.2fs %8.2fs %10d %10.0f %9.0f:1 %6.0f MB %22s %10d\n", r.Hosts, r.VMs, r.Wall.Seconds(), r.CPU.Seconds(),
+		fmt.Fprintf(stdout, "%6d %6d %8.2fs %8.2fs %10d %10.0f %9.0f:1 %6.0f MB %28s %10d\n", r.Hosts, r.VMs, r.Wall.Seconds(), r.CPU.Seconds(),
 			r.Steps, float64(r.Steps)/r.Wall.Seconds(), r.Simulated.Seconds()/r.Wall.Seconds(), float64(r.MaxRSS)/1024, growth, r.Violations)
 		prev = &r
 	}
