@@ -1,6 +1,7 @@
 package main
 
 import (
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -38,7 +39,7 @@ func benchFlags(fs *pflag.FlagSet, o *benchOpts) {
 	o.sf = addScaleFlags(fs)
 	fs.DurationVar(&o.shrink, "shrink", time.Millisecond, "how long `D` each finding may shrink (10s for counterexamples as short as they get)")
 	fs.IntVar(&o.throughput, "throughput", 1000, "explore `N` cases under fixed with the classic generator and with the current one, and print both speeds and coverages side by side (0: skip)")
-	fs.StringVar(&o.only, "defects", "", "only these of D1,D2,D3,C1,C2,planted-stop-timeout-is-success,planted-ip-from-stale-read (`LIST`; default all)")
+	fs.StringVar(&o.only, "defects", "", "only these of "+strings.Join(benchDefects(), ",")+" (`LIST`; default all)")
 	fs.BoolVar(&o.classic, "classic", false, "find them with the classic generator (before swarm, config and the guide)")
 	o.sched = &strategyFlag{}
 	fs.Var(o.sched, "scheduler", "the simulator's strategy `S`: random (default) or pct[:depth]")
