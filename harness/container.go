@@ -89,7 +89,7 @@ func RunScenarioContainer(sc *Scenario, profile string, defects impl.Switches, s
 	}
 	if defects == nil {
 		var err error
-		if defects, err = impl.Profile(profile); err != nil {
+		if defects, err = impl.ProfileSwitches(profile); err != nil {
 			return nil, err
 		}
 	}

@@ -69,7 +69,7 @@ func liveHosts(c *Cluster) []audit.HostSource {
 // scenario's hosts and config, under a profile, as an external CloudStack to drive.
 func startReference(t *testing.T, sc *Scenario, profile string) *Cluster {
 	t.Helper()
-	sw, err := impl.Profile(profile)
+	sw, err := impl.ProfileSwitches(profile)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -40,7 +40,7 @@ func TestHostWorldStates(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.fault.Kind, func(t *testing.T) {
-			fixed, _ := impl.Profile("fixed")
+			fixed, _ := impl.ProfileSwitches("fixed")
 			cl, err := NewSimCluster(Options{Seed: 3, Hosts: []string{"h1", "h2"}, Defects: fixed})
 			if err != nil {
 				t.Fatal(err)

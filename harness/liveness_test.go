@@ -23,7 +23,7 @@ func TestLivenessFlagsAStuckNetwork(t *testing.T) {
 		{"lock free: the cleanup settles it", false, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			fixed, _ := impl.Profile("fixed")
+			fixed, _ := impl.ProfileSwitches("fixed")
 			cl, err := NewSimCluster(Options{Seed: 1, Hosts: []string{"h1"}, Defects: fixed, Config: map[string]string{"job.expire.minutes": "10"}})
 			if err != nil {
 				t.Fatal(err)

@@ -3,6 +3,8 @@ package harness
 import (
 	"fmt"
 	"time"
+
+	"github.com/csconform/csconform/impl"
 )
 
 // ScaleOptions size a generated scale scenario: a cloud of Hosts hosts with VMsPerHost user VMs each,
@@ -73,6 +75,6 @@ func ScaleScenario(o ScaleOptions) (*Scenario, error) {
 		sc.Steps = append(sc.Steps, st)
 	}
 	sc.Settle = max(o.Duration-time.Duration(o.Hosts)*scaleBatchWait, 3*time.Minute)
-	sc.Expect = map[string]Expect{"fixed": {Violations: []string{}}}
+	sc.Expect = map[string]Expect{impl.Fixed: {Violations: []string{}}}
 	return sc, sc.Validate()
 }

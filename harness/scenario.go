@@ -212,7 +212,7 @@ func (s *Scenario) Validate() error {
 		}
 	}
 	for p, e := range s.Expect {
-		if _, err := impl.Profile(p); err != nil {
+		if _, err := impl.ProfileSwitches(p); err != nil {
 			return fmt.Errorf("scenario %s: expect: %v", s.Name, err)
 		}
 		for _, v := range append(append([]string(nil), e.Violations...), e.MayViolate...) {
@@ -306,7 +306,7 @@ func RunScenarioLimited(sc *Scenario, profile string, defects impl.Switches, see
 func runScenario(sc *Scenario, profile string, defects impl.Switches, seed uint64, lim Limits, newCluster func(Options) (*Cluster, error)) (*Result, error) {
 	if defects == nil {
 		var err error
-		if defects, err = impl.Profile(profile); err != nil {
+		if defects, err = impl.ProfileSwitches(profile); err != nil {
 			return nil, err
 		}
 	}
@@ -425,7 +425,7 @@ func (res *Result) checkLinear(events []history.Event, b linear.Bounds) {
 }
 
 func profileMatches(profile string, d impl.Switches) bool {
-	p, err := impl.Profile(profile)
+	p, err := impl.ProfileSwitches(profile)
 	if err != nil {
 		return false
 	}

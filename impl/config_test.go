@@ -111,12 +111,12 @@ func TestProfilesAndDefects(t *testing.T) {
 			t.Errorf("%v does not name %s", err, d.Name())
 		}
 	}
-	all, _ := Profile("cloudstack-4.22")
-	fixed, _ := Profile("fixed")
+	all, _ := ProfileSwitches("cloudstack-4.22")
+	fixed, _ := ProfileSwitches("fixed")
 	if len(all.On()) != len(Defects) || len(fixed.On()) != 0 {
 		t.Fatalf("cloudstack-4.22 = %v, fixed = %v", all.On(), fixed.On())
 	}
-	if _, err := Profile("cloudstack-4.19"); err == nil {
+	if _, err := ProfileSwitches("cloudstack-4.19"); err == nil {
 		t.Fatal("unknown profile accepted")
 	}
 }

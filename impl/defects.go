@@ -2,8 +2,8 @@ package impl
 
 import (
 	"fmt"
+	"maps"
 	"slices"
-	"sort"
 	"strings"
 )
 
@@ -126,10 +126,22 @@ func Planted(name string) (Defect, bool) {
 // Switches says which defects are on.
 type Switches map[Defect]bool
 
-// Profiles are named sets of switches.
-var Profiles = map[string]Switches{
-	"cloudstack-4.22": allDefects(true),
-	"fixed":           allDefects(false),
+// Profile is a named set of switches: a CloudStack release as the reference plays it.
+type Profile struct {
+	Name     string
+	Switches Switches
+}
+
+// The profiles' names, for code that picks one (a name typed wrong does not compile).
+const (
+	CloudStack422 = "cloudstack-4.22" // every known defect on, as the release ships
+	Fixed         = "fixed"           // every defect's fix on
+)
+
+// Profiles are the profiles, sorted by name: the one table every list, check and error message reads.
+var Profiles = []Profile{
+	{CloudStack422, allDefects(true)},
+	{Fixed, allDefects(false)},
 }
 
 func allDefects(on bool) Switches {
@@ -140,27 +152,23 @@ func allDefects(on bool) Switches {
 	return s
 }
 
-// ProfileNames lists the profiles, sorted.
+// ProfileNames lists the profiles' names, sorted.
 func ProfileNames() []string {
 	var n []string
-	for k := range Profiles {
-		n = append(n, k)
+	for _, p := range Profiles {
+		n = append(n, p.Name)
 	}
-	sort.Strings(n)
 	return n
 }
 
-// Profile returns a copy of a named profile's switches.
-func Profile(name string) (Switches, error) {
-	p, ok := Profiles[name]
-	if !ok {
-		return nil, fmt.Errorf("unknown profile %q (known: %s)", name, strings.Join(ProfileNames(), ", "))
+// ProfileSwitches returns a copy of a named profile's switches.
+func ProfileSwitches(name string) (Switches, error) {
+	for _, p := range Profiles {
+		if p.Name == name {
+			return maps.Clone(p.Switches), nil
+		}
 	}
-	s := Switches{}
-	for k, v := range p {
-		s[k] = v
-	}
-	return s, nil
+	return nil, fmt.Errorf("unknown profile %q (known: %s)", name, strings.Join(ProfileNames(), ", "))
 }
 
 // ParseDefects turns "D1,D2a" into switches with exactly those on; "D2" means all of D2a–D2e.

@@ -212,7 +212,7 @@ func TestRoundTripBuiltin(t *testing.T) {
 	}
 	m := newMatrix()
 	for _, profile := range []string{"cloudstack-4.22", "fixed"} {
-		sw, err := impl.Profile(profile)
+		sw, err := impl.ProfileSwitches(profile)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -250,7 +250,7 @@ func TestRoundTripExplored(t *testing.T) {
 	for i := range n {
 		sc := gen.Example(i)
 		profile := []string{"cloudstack-4.22", "fixed"}[i%2]
-		sw, _ := impl.Profile(profile)
+		sw, _ := impl.ProfileSwitches(profile)
 		r, err := harness.RunScenario(sc, profile, sw, sc.Seed)
 		if err != nil {
 			t.Fatalf("case %d: %v", i, err)

@@ -6,6 +6,8 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+
+	"github.com/csconform/csconform/impl"
 )
 
 // benchOpts are bench's flags.
@@ -34,7 +36,7 @@ func benchFlags(fs *pflag.FlagSet, o *benchOpts) {
 	fs.IntVar(&o.scaleRun, "scale-run", 0, "run one size `N` in this process (the scale bench's child)")
 	_ = fs.MarkHidden("scale-run")
 	fs.IntVar(&o.scaleRuns, "scale-runs", 1, "the scale bench: run each size `N` times and print the median (3 or 5 on a noisy machine: one run's growth factor can be off by a third)")
-	fs.StringVar(&o.profile, "profile", "fixed", "the scale bench's profile `P`")
+	fs.StringVar(&o.profile, "profile", impl.Fixed, "the scale bench's profile `P`")
 	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "the scale bench: write a CPU profile of each size to `FILE`.<hosts>")
 	o.sf = addScaleFlags(fs)
 	fs.DurationVar(&o.shrink, "shrink", time.Millisecond, "how long `D` each finding may shrink (10s for counterexamples as short as they get)")

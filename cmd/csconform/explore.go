@@ -319,7 +319,7 @@ func benchCmd(o *benchOpts, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stdout, "cases and wall time to the first finding (detectors: %s, %s generator, scheduler: %s), each defect alone, %d seeds, budget %d:\n", o.detectors, gen, o.sched.st, o.seeds, o.budget)
 	fmt.Fprintf(stdout, "%-32s %6s %13s %12s %13s %12s %9s %9s\n", "defect", "found", "median cases", "worst cases", "median time", "worst time", "not fixed", "shrunk")
-	fixed, _ := impl.Profile("fixed")
+	fixed, _ := impl.ProfileSwitches(impl.Fixed)
 	all := benchDefects()
 	defects := all
 	if o.only != "" {
@@ -352,7 +352,7 @@ func benchCmd(o *benchOpts, stdout, stderr io.Writer) int {
 				shrunk = append(shrunk, f.Shrunk.Actions)
 				// the defect's own finding: its shrunk program passes once the defects are fixed (the
 				// fixed reference has races of its own that a program can stumble on first)
-				if again, err := explore.Run(f.Shrunk.Program, explore.Options{Profile: "fixed", Defects: fixed}); err == nil && !again.Failed(det) {
+				if again, err := explore.Run(f.Shrunk.Program, explore.Options{Profile: impl.Fixed, Defects: fixed}); err == nil && !again.Failed(det) {
 					own++
 				}
 			}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/csconform/csconform/drivers/container"
 	"github.com/csconform/csconform/drivers/sim"
+	"github.com/csconform/csconform/impl"
 )
 
 // exploreOpts are explore's flags.
@@ -24,7 +25,7 @@ type exploreOpts struct {
 }
 
 func exploreFlags(fs *pflag.FlagSet, o *exploreOpts) {
-	fs.StringVar(&o.profile, "profile", "fixed", "the profile `P`: fixed or cloudstack-4.22, as for repro")
+	fs.StringVar(&o.profile, "profile", impl.Fixed, "the profile `P`: fixed or cloudstack-4.22, as for repro")
 	fs.StringVar(&o.defects, "defects", "", "switch on exactly the defects in `LIST` instead, as for repro")
 	fs.IntVar(&o.budget, "budget", 1000, "run at most `N` cases")
 	fs.Uint64Var(&o.seed, "seed", 0, "the seed `N` to start from (default: random, printed); --seed N --budget 1 replays a finding")

@@ -78,7 +78,7 @@ func listProfiles(asJSON bool, stdout, stderr io.Writer) int {
 	}
 	var profiles []profile
 	for _, p := range impl.ProfileNames() {
-		s, _ := impl.Profile(p)
+		s, _ := impl.ProfileSwitches(p)
 		profiles = append(profiles, profile{p, orNone(s.On())})
 	}
 	return list(asJSON, stdout, stderr, func() any {

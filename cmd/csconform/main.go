@@ -65,7 +65,7 @@ func switches(profile *string, defects string) (impl.Switches, error) {
 		*profile = "custom"
 		return impl.ParseDefects(defects)
 	}
-	return impl.Profile(*profile)
+	return impl.ProfileSwitches(*profile)
 }
 
 func orNone(x []string) []string {

@@ -5,6 +5,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/csconform/csconform/drivers/container"
+	"github.com/csconform/csconform/impl"
 )
 
 // reproOpts are repro's flags.
@@ -19,7 +20,7 @@ type reproOpts struct {
 }
 
 func reproFlags(fs *pflag.FlagSet, o *reproOpts) {
-	fs.StringVar(&o.profile, "profile", "cloudstack-4.22", "the profile `P`: cloudstack-4.22 (all known defects) or fixed (csconform profiles lists them)")
+	fs.StringVar(&o.profile, "profile", impl.CloudStack422, "the profile `P`: cloudstack-4.22 (all known defects) or fixed (csconform profiles lists them)")
 	fs.StringVar(&o.defects, "defects", "", "switch on exactly the defects in `LIST` instead of a profile's (D1,D2a,...; D2 = D2a-D2e; none)")
 	fs.Uint64Var(&o.seed, "seed", 0, "the scheduler seed `N` (default: each scenario's own)")
 	fs.StringVar(&o.driver, "driver", "sim", "`NAME` of where domains live: sim, libvirt (real QEMU domains, real time; needs ci/setup-libvirt.sh and ci/build-guest.sh; Ctrl-C cleans up) or container (server and hosts in Docker containers built FROM scratch; any scenario without primed networks; Ctrl-C heals faults and removes them and the run's domains)")

@@ -27,7 +27,7 @@ func serverFlags(fs *pflag.FlagSet, o *serverOpts) {
 	fs.StringVar(&o.controlAddr, "control", "127.0.0.1:8096", "the control endpoint's `ADDR`, JSON over HTTP (loopback only: it drives everything the server does); GET / lists it. Every request needs the header \"Authorization: Bearer TOKEN\" (else 401), the token being $CSCONFORM_CONTROL_TOKEN; else the one in --control-token-file; else a generated one, written to a new 0600 file (--control-token-file, or one in the temporary directory) whose path is printed. The token is never printed or logged")
 	fs.StringVar(&o.tokenFile, "control-token-file", "", "where the control token is read from, or written to when generated (`FILE`)")
 	fs.StringVar(&o.id, "id", "ms1", "management server id `MSID`")
-	fs.StringVar(&o.profile, "profile", "cloudstack-4.22", "the profile `P`: cloudstack-4.22 or fixed")
+	fs.StringVar(&o.profile, "profile", impl.CloudStack422, "the profile `P`: cloudstack-4.22 or fixed")
 	fs.StringVar(&o.defects, "defects", "", "switch on exactly the defects in `LIST` instead (D1,D2a,...; none)")
 	fs.Var(o.overrides, "config", "a configuration override, repeatable (csconform config lists the keys)")
 	fs.StringVar(&o.stateFile, "state", "", "keep the database in `FILE`, as CloudStack keeps it in MySQL: loaded at start when FILE exists, and every committed write is on disk (FILE.tmp, fsync, rename) before the write returns, so a server killed at any moment and started again with the same FILE and --id finds every record (its in-flight jobs are then cleaned up at startup, as CloudStack does). Default: in memory, lost at exit")
@@ -73,7 +73,7 @@ func agentFlags(fs *pflag.FlagSet, o *agentOpts) {
 	fs.StringVar(&o.hostID, "host", "", "the host `ID` this agent serves")
 	fs.StringVar(&o.server, "server", "", "the management server's --listen `ADDR`")
 	fs.StringVar(&o.hvName, "hypervisor", "sim", "where domains run (`NAME`; see above)")
-	fs.StringVar(&o.profile, "profile", "cloudstack-4.22", "the profile `P` of the agent's switches (C6), as the server's: cloudstack-4.22 or fixed")
+	fs.StringVar(&o.profile, "profile", impl.CloudStack422, "the profile `P` of the agent's switches (C6), as the server's: cloudstack-4.22 or fixed")
 	fs.StringVar(&o.defects, "defects", "", "switch on exactly the defects in `LIST` instead, as the server's")
 	fs.StringVar(&o.faultsAddr, "faults", "", "serve the agent's fault hook (POST /delayNextOutOfBand?d=DURATION) on `ADDR`")
 	// as the libvirt driver names and labels domains, so csconform cleanup finds them

@@ -109,7 +109,7 @@ func CompareThroughput(budget int, seed uint64) (classic, current Throughput, er
 			if t.Cases >= budget {
 				continue
 			}
-			o := Options{Profile: "fixed", Defects: impl.Switches{}, Classic: old, Guide: guides[i]}
+			o := Options{Profile: impl.Fixed, Defects: impl.Switches{}, Classic: old, Guide: guides[i]}
 			t0 := time.Now()
 			// a failing case is among the ones run; its (short) shrinking is in the wall time
 			_, ran, err := Explore(o, min(100, budget-t.Cases), seed+k*7919, time.Millisecond)

@@ -17,7 +17,7 @@ func TestIncrementalCheckMatchesFull(t *testing.T) {
 		t.Skip("random programs, checked twice after every step")
 	}
 	t.Setenv(harness.CheckModeEnv, "compare")
-	d, err := impl.Profile("cloudstack-4.22")
+	d, err := impl.ProfileSwitches("cloudstack-4.22")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -44,7 +44,7 @@ func seedFor(name string) uint64 {
 // model. Run it against the defects with -csconform.profile=cloudstack-4.22; replay a failure with the
 // -rapid.seed it prints (-rapid.checks sets the budget).
 func TestExplore(t *testing.T) {
-	sw, err := impl.Profile(*profileFlag)
+	sw, err := impl.ProfileSwitches(*profileFlag)
 	if *defectsFlag != "" {
 		sw, err = impl.ParseDefects(*defectsFlag)
 	}
@@ -186,7 +186,7 @@ func TestFindingReplays(t *testing.T) {
 // TestSavedCounterexampleIsAScenario: a shrunk program saved as a scenario file parses, and the
 // conformance runner reproduces what it expects.
 func TestSavedCounterexampleIsAScenario(t *testing.T) {
-	sw, _ := impl.Profile("cloudstack-4.22")
+	sw, _ := impl.ProfileSwitches("cloudstack-4.22")
 	o := Options{Profile: "cloudstack-4.22", Defects: sw}
 	found, _, err := Explore(o, 100, 7, time.Second)
 	if err != nil || found == nil {

@@ -11,7 +11,7 @@ import (
 // An exploration whose context is done (Ctrl-C) stops: it runs no more cases and says so, instead of
 // running its whole budget as before.
 func TestExploreStopsWhenInterrupted(t *testing.T) {
-	sw, err := impl.Profile("fixed")
+	sw, err := impl.ProfileSwitches("fixed")
 	if err != nil {
 		t.Fatal(err)
 	}

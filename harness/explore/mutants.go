@@ -37,7 +37,7 @@ func MutationScore(o MutationOptions, seen func(MutantResult)) ([]MutantResult, 
 		return nil, impl.SetMutant("")
 	}
 	defer impl.SetMutant("")
-	fixed, err := impl.Profile("fixed")
+	fixed, err := impl.ProfileSwitches(impl.Fixed)
 	if err != nil {
 		return nil, err
 	}
@@ -66,7 +66,7 @@ func MutationScore(o MutationOptions, seen func(MutantResult)) ([]MutantResult, 
 
 func killMutant(o MutationOptions, fixed impl.Switches, id impl.Mutant) (string, string, error) {
 	for _, sc := range o.Scenarios {
-		res, err := harness.RunScenario(sc, "fixed", fixed, sc.Seed)
+		res, err := harness.RunScenario(sc, impl.Fixed, fixed, sc.Seed)
 		if err != nil {
 			// a mutant that breaks a scenario's run (a step that cannot complete) is caught too
 			return "repro", fmt.Sprintf("%s: the run failed: %v", sc.Name, firstLine(err.Error())), nil
@@ -88,7 +88,7 @@ func killMutant(o MutationOptions, fixed impl.Switches, id impl.Mutant) (string,
 			if k > 0 {
 				s = rand.New(rand.NewPCG(seed, k)).Uint64() | 1
 			}
-			f, ran, err := Explore(Options{Profile: "fixed", Defects: fixed, Scheduler: o.Scheduler}, o.Budget-done, s, 100*time.Millisecond) // the score needs no shrinking
+			f, ran, err := Explore(Options{Profile: impl.Fixed, Defects: fixed, Scheduler: o.Scheduler}, o.Budget-done, s, 100*time.Millisecond) // the score needs no shrinking
 			if err != nil {
 				// rapid reports a case that failed to run (a panic, a step that cannot complete) as an
 				// error: the mutant broke the reference, and that is a kill
@@ -120,7 +120,7 @@ func mutantsOwn(f *Finding, fixed impl.Switches, id impl.Mutant, sched sim.Strat
 		return false, err
 	}
 	defer func() { _ = impl.SetMutant(id) }()
-	again, err := Run(f.Shrunk.Program, Options{Profile: "fixed", Defects: fixed, Scheduler: sched})
+	again, err := Run(f.Shrunk.Program, Options{Profile: impl.Fixed, Defects: fixed, Scheduler: sched})
 	if err != nil {
 		return false, err
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/csconform/csconform/drivers/sim"
 	"github.com/csconform/csconform/harness"
+	"github.com/csconform/csconform/impl"
 	"github.com/csconform/csconform/model/history"
 	"go.yaml.in/yaml/v3"
 )
@@ -160,7 +161,7 @@ func clock(d time.Duration) string {
 func (o *Outcome) SaveScenario(path, profile string) error {
 	sc := *o.Program
 	sc.Description = "Found by csconform explore; shrunk by rapid.\n"
-	if profile == "cloudstack-4.22" || profile == "fixed" {
+	if slices.Contains(impl.ProfileNames(), profile) { // a named profile, not a list of defects
 		sc.Expect = map[string]harness.Expect{profile: {Violations: o.Invariants()}}
 	}
 	data, err := yaml.Marshal(&sc)
