@@ -228,24 +228,18 @@ func (db *DB) VM(id int64) *VMVO {
 	return &c
 }
 
-// VMByName finds a live (not removed) VM by instance name: the one with the lowest id (the name index
-// lists ids in order). Power sync, which asks for each domain of each report, needs only the id
+// VMByName finds a live (not removed) VM by instance name: the one with the lowest id (the vmLive
+// index keeps it). Power sync, which asks for each domain of each report, needs only the id
 // (VMIDByName).
 func (db *DB) VMByName(name string) *VMVO {
 	point(db.env, PointRead)
 	db.lock()
 	defer db.mu.Unlock()
-	var found *VMVO
-	for _, v := range db.ix.vmByName[name] {
-		if !v.Removed {
-			found = v
-			break
-		}
-	}
-	if found == nil {
+	id, ok := db.ix.vmLive[name]
+	if !ok {
 		return nil
 	}
-	c := *found
+	c := *db.vms[id]
 	return &c
 }
 

@@ -36,9 +36,7 @@ func (h *Host) Version() uint64 { return h.version }
 // changed moves the host's version and its scheduler's DomainsVersion.
 func (h *Host) changed() {
 	h.version++
-	if h.s != nil {
-		h.s.domainsVer++
-	}
+	h.s.domainsVer++
 }
 
 type domain struct {
