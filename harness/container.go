@@ -531,67 +531,86 @@ func (w *containerWorld) runSteps(sc *Scenario, res *Result) error {
 			}
 		}
 	}
-	return runRealTimeSteps(sc.Steps, res, realTimeSteps{
-		ctx:   w.ctx,
-		sleep: func(d time.Duration) bool { return sleepCtx(w.ctx, d) },
-		until: w.waitUntil,
-		fault: func(st Step) error { return faults.Run(w, st.faultSpec()) },
-		config: func(key, value string) error {
-			return w.cl.Control(w.ctx, "updateConfiguration", url.Values{"name": {key}, "value": {value}}, nil)
-		},
-		op: func(client string, st Step) error {
-			switch st.Op {
-			case "createNetwork":
-				_ = w.createNetwork(client, st.Network)
-			case "deploy":
-				_ = w.deploy(client, st.VM, st.Networks, st.Host)
-			case "allocate":
-				return errors.New("allocate is not available in containers")
-			default:
-				_ = w.vmOp(client, st.Op, st.VM, st.Host)
-			}
-			return nil // an op's failure is an outcome, not an error of the run
-		},
-	})
+	steps := &containerSteps{w: w, realTime: realTime{ctx: w.ctx}}
+	defer steps.awaitAsync()
+	return runSteps(steps, sc.Steps, sc.Lenient, res)
 }
 
-// waitUntil polls a step's condition for up to 5 minutes. start-sent is read from the server's log
-// (it runs with --verbose): "Sending StartCommand for <vm>".
-func (w *containerWorld) waitUntil(st Step) error {
-	deadline := time.Now().Add(5 * time.Minute)
-	for time.Now().Before(deadline) {
-		switch st.Until {
-		case "host-up":
-			if w.hostUp(st.Host) {
-				return nil
-			}
-		case "running":
-			if vid, err := w.vmID(st.VM); err == nil {
-				if r := w.vmRecord(vid); r != nil && r.State == vm.Running {
-					return nil
-				}
-			}
-		case "start-sent":
-			if vid, err := w.vmID(st.VM); err == nil {
-				if r := w.vmRecord(vid); r != nil && strings.Contains(w.cl.ServerLogs(w.ctx), "Sending StartCommand for "+r.Name) {
-					return nil
-				}
-			}
-		case "implementing":
-			var ns []impl.NetworkVO
-			if w.cl.Control(w.ctx, "listNetworks", nil, &ns) == nil {
-				for _, n := range ns {
-					if n.Name == st.Network && n.State == "Implementing" {
-						return nil
-					}
-				}
-			}
+// containerSteps is the container world's side of the step runner: operations and conditions through
+// the server's control endpoint, in real time.
+type containerSteps struct {
+	w *containerWorld
+	realTime
+}
+
+var _ stepWorld = (*containerSteps)(nil)
+
+func (s *containerSteps) now() time.Time             { return time.Now() }
+func (s *containerSteps) wait(d time.Duration) error { return s.pause(d) }
+func (s *containerSteps) fault(st Step) error        { return faults.Run(s.w, st.faultSpec()) }
+func (s *containerSteps) untilPoll() time.Duration   { return 20 * time.Millisecond }
+
+// untilLimit: real time, so an unmet condition fails in minutes, not the simulator's hour.
+func (s *containerSteps) untilLimit() time.Duration { return 5 * time.Minute }
+
+func (s *containerSteps) setConfig(key, value string) error {
+	return s.w.cl.Control(s.w.ctx, "updateConfiguration", url.Values{"name": {key}, "value": {value}}, nil)
+}
+
+func (s *containerSteps) newCase(st Step, client string) CaseResult {
+	cr := CaseResult{Case: st.Case, Op: st.Op, Path: pathOf(st.Op), VM: st.VM, client: client}
+	if len(st.Networks) > 0 {
+		cr.Network = st.Networks[0]
+	}
+	return cr
+}
+
+func (s *containerSteps) op(client string, st Step) error {
+	w := s.w
+	switch st.Op {
+	case "createNetwork":
+		_ = w.createNetwork(client, st.Network)
+	case "deploy":
+		_ = w.deploy(client, st.VM, st.Networks, st.Host)
+	case "allocate":
+		return errors.New("allocate is not available in containers")
+	default:
+		_ = w.vmOp(client, st.Op, st.VM, st.Host)
+	}
+	return nil // an op's failure is an outcome, not an error of the run
+}
+
+// untilObject: the conditions are judged on the records (no history of the server's is at hand).
+func (s *containerSteps) untilObject(Step) (string, string, bool) { return "", "", true }
+
+// untilHolds reads the control endpoint; start-sent is read from the server's log (it runs with
+// --verbose).
+func (s *containerSteps) untilHolds(st Step) bool {
+	w := s.w
+	switch st.Until {
+	case "host-up":
+		return w.hostUp(st.Host)
+	case "running":
+		if vid, err := w.vmID(st.VM); err == nil {
+			r := w.vmRecord(vid)
+			return r != nil && r.State == vm.Running
 		}
-		if !sleepCtx(w.ctx, 20*time.Millisecond) {
-			return w.ctx.Err()
+	case "start-sent":
+		if vid, err := w.vmID(st.VM); err == nil {
+			r := w.vmRecord(vid)
+			return r != nil && strings.Contains(w.cl.ServerLogs(w.ctx), startSentLine(r.Name))
+		}
+	case "implementing":
+		var ns []impl.NetworkVO
+		if w.cl.Control(w.ctx, "listNetworks", nil, &ns) == nil {
+			for _, n := range ns {
+				if n.Name == st.Network && n.State == "Implementing" {
+					return true
+				}
+			}
 		}
 	}
-	return fmt.Errorf("condition %s not met within 5 minutes", st.Until)
+	return false
 }
 
 func (w *containerWorld) finish(res *Result) {

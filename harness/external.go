@@ -568,65 +568,96 @@ func (w *extWorld) runSteps(res *Result) error {
 		}
 	}
 	w.check()
-	return runRealTimeSteps(w.sc.Steps, res, realTimeSteps{
-		ctx:   w.eo.Ctx,
-		sleep: w.sleepWorld,
-		until: w.waitUntil,
-		fault: w.fault,
-		// setConfig steps are refused by Preflight: the run changes no server's configuration.
-		op: func(client string, st Step) error {
-			switch st.Op {
-			case "createNetwork":
-				_ = w.createNetwork(client, st.Network, false)
-			case "deploy", "allocate":
-				_ = w.deploy(client, st.Op, st.VM, st.Networks, st.Host, st.Op == "deploy")
-			default:
-				_ = w.vmOp(client, st.Op, st.VM, st.Host)
-			}
-			return nil // an op's failure is an outcome, not an error of the run
-		},
-	})
+	steps := &extSteps{w: w, realTime: realTime{ctx: w.eo.Ctx}}
+	defer steps.awaitAsync()
+	return runSteps(steps, w.sc.Steps, w.sc.Lenient, res)
 }
 
-// waitUntil polls a step's condition on what the API lists, for an hour of the server's time at most.
-func (w *extWorld) waitUntil(st Step) error {
-	deadline := w.eo.Now().Add(time.Hour)
-	for w.eo.Now().Before(deadline) {
-		w.check()
-		w.mu.Lock()
-		id := w.vmIDs[st.VM]
-		nid := w.netIDs[st.Network]
-		last := w.last
-		started := w.startSeen[id]
-		w.mu.Unlock()
-		switch st.Until {
-		case "host-up":
-			if w.hostIs(w.eo.hostName(st.Host), "Up") {
-				return nil
-			}
-		case "start-sent":
-			if started {
-				return nil
-			}
-		case "running", "implementing":
-			if last != nil {
-				for _, v := range last.VMs {
-					if st.Until == "running" && v.ID == id && v.State == string(vm.Running) {
-						return nil
-					}
-				}
-				for _, n := range last.Networks {
-					if st.Until == "implementing" && n.ID == nid && n.State == "Implementing" {
-						return nil
-					}
+// extSteps is an external CloudStack's side of the step runner: operations through its API, conditions
+// on what it lists, on the server's clock.
+type extSteps struct {
+	w *extWorld
+	realTime
+}
+
+var _ stepWorld = (*extSteps)(nil)
+
+func (s *extSteps) now() time.Time            { return s.w.eo.Now() }
+func (s *extSteps) fault(st Step) error       { return s.w.fault(st) }
+func (s *extSteps) untilPoll() time.Duration  { return s.w.eo.Poll / 4 }
+func (s *extSteps) untilLimit() time.Duration { return time.Hour }
+
+// wait sleeps d of the server's time.
+func (s *extSteps) wait(d time.Duration) error {
+	if !s.w.sleepWorld(d) {
+		return s.ctx.Err()
+	}
+	return nil
+}
+
+// setConfig: Preflight refuses the step; the run changes no server's configuration.
+func (s *extSteps) setConfig(string, string) error {
+	return errors.New("setConfig is not available against an external CloudStack")
+}
+
+func (s *extSteps) newCase(st Step, client string) CaseResult {
+	cr := CaseResult{Case: st.Case, Op: st.Op, Path: pathOf(st.Op), VM: st.VM, client: client}
+	if len(st.Networks) > 0 {
+		cr.Network = st.Networks[0]
+	}
+	return cr
+}
+
+func (s *extSteps) op(client string, st Step) error {
+	w := s.w
+	switch st.Op {
+	case "createNetwork":
+		_ = w.createNetwork(client, st.Network, false)
+	case "deploy", "allocate":
+		_ = w.deploy(client, st.Op, st.VM, st.Networks, st.Host, st.Op == "deploy")
+	default:
+		_ = w.vmOp(client, st.Op, st.VM, st.Host)
+	}
+	return nil // an op's failure is an outcome, not an error of the run
+}
+
+// untilObject: the conditions are judged on what the API lists.
+func (s *extSteps) untilObject(Step) (string, string, bool) { return "", "", true }
+
+// untilHolds looks at the records anew; start-sent is a VM seen Starting (from outside, the
+// StartCommand is not visible).
+func (s *extSteps) untilHolds(st Step) bool {
+	w := s.w
+	w.check()
+	w.mu.Lock()
+	id := w.vmIDs[st.VM]
+	nid := w.netIDs[st.Network]
+	last := w.last
+	started := w.startSeen[id]
+	w.mu.Unlock()
+	switch st.Until {
+	case "host-up":
+		return w.hostIs(w.eo.hostName(st.Host), "Up")
+	case "start-sent":
+		return started
+	case "running":
+		if last != nil {
+			for _, v := range last.VMs {
+				if v.ID == id && v.State == string(vm.Running) {
+					return true
 				}
 			}
 		}
-		if !sleepCtx(w.eo.Ctx, w.eo.Poll/4) {
-			return w.eo.Ctx.Err()
+	case "implementing":
+		if last != nil {
+			for _, n := range last.Networks {
+				if n.ID == nid && n.State == "Implementing" {
+					return true
+				}
+			}
 		}
 	}
-	return fmt.Errorf("condition %s not met within an hour", st.Until)
+	return false
 }
 
 // fault applies a scenario fault through inject, recorded in the history as the other worlds do.

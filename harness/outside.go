@@ -2,8 +2,6 @@ package harness
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"strings"
 	"sync"
 	"time"
@@ -92,76 +90,28 @@ func (oc *outsideChecks) addChecked(rec *Recorder, vs []invariant.Violation, obj
 	return out
 }
 
-// realTimeSteps is what a world that runs a scenario's steps in real time from outside the server
-// (containers, an external CloudStack) gives runRealTimeSteps.
-type realTimeSteps struct {
-	ctx   context.Context
-	sleep func(time.Duration) bool // false: ctx ended first
-	until func(Step) error
-	fault func(Step) error
-	// config sets a configuration key (setConfig); nil where the world cannot.
-	config func(key, value string) error
-	// op runs a client operation as client; its failure is an outcome, recorded by the world, and an
-	// error returned here ends the run.
-	op func(client string, st Step) error
+// realTime is the step runner's side of a world seen from outside, in real time (containers, an
+// external CloudStack): async steps run on goroutines, waits end with ctx.
+type realTime struct {
+	ctx context.Context
+	wg  sync.WaitGroup
 }
 
-// runRealTimeSteps runs the steps: waits, until-conditions, faults, config and client operations
-// (each a case of res), async ones on goroutines that are waited for before it returns.
-func runRealTimeSteps(steps []Step, res *Result, r realTimeSteps) error {
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	var mu sync.Mutex
-	var asyncErr error
-	for i, st := range steps {
-		if st.Wait > 0 && !r.sleep(st.Wait) {
-			return r.ctx.Err()
-		}
-		if st.Until != "" {
-			if err := r.until(st); err != nil {
-				return fmt.Errorf("step %d: %v", i+1, err)
-			}
-		}
-		client := fmt.Sprintf("client-%d", i+1)
-		var fn func() error
-		switch {
-		case st.Fault != "":
-			fn = func() error { return r.fault(st) }
-		case st.Op == "setConfig":
-			if r.config == nil {
-				return fmt.Errorf("step %d: setConfig is not available here", i+1)
-			}
-			fn = func() error { return r.config(st.Key, st.Value) }
-		case st.Op != "":
-			cr := CaseResult{Case: st.Case, Op: st.Op, Path: pathOf(st.Op), VM: st.VM, client: client}
-			if len(st.Networks) > 0 {
-				cr.Network = st.Networks[0]
-			}
-			res.Cases = append(res.Cases, cr)
-			fn = func() error { return r.op(client, st) }
-		default:
-			continue
-		}
-		if st.Async {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				if err := fn(); err != nil {
-					mu.Lock()
-					asyncErr = errors.Join(asyncErr, fmt.Errorf("step %d: %v", i+1, err))
-					mu.Unlock()
-				}
-			}()
-		} else if err := fn(); err != nil {
-			return fmt.Errorf("step %d: %v", i+1, err)
-		}
-		if r.ctx.Err() != nil {
-			return r.ctx.Err()
-		}
+func (r *realTime) async(_ string, fn func()) { r.wg.Go(fn) }
+func (r *realTime) awaitAsync()               { r.wg.Wait() }
+func (r *realTime) ended() error              { return r.ctx.Err() }
+
+// pause sleeps d of wall time.
+func (r *realTime) pause(d time.Duration) error {
+	if !sleepCtx(r.ctx, d) {
+		return r.ctx.Err()
 	}
-	wg.Wait()
-	return asyncErr
+	return nil
 }
+
+// history: a world seen from outside records no state changes of the server's; its until
+// conditions are judged on its records.
+func (r *realTime) history() []history.Event { return nil }
 
 // sleepCtx sleeps d of real time; false if ctx ended first.
 func sleepCtx(ctx context.Context, d time.Duration) bool {

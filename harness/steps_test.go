@@ -1,0 +1,180 @@
+package harness
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/csconform/csconform/model/history"
+)
+
+// fakeSteps is a world for the step runner with a clock that moves only when the runner waits: what
+// it does at each moment is scripted by at.
+type fakeSteps struct {
+	t       time.Time
+	at      func(w *fakeSteps) // called after each pause, to change the world
+	events  []history.Event
+	exists  bool // the condition's object exists
+	holds   bool // the records say the condition holds
+	did     []string
+	faultFn func(Step) error
+	opFn    func(Step) error
+	tasks   []func()
+}
+
+func (f *fakeSteps) now() time.Time { return f.t }
+func (f *fakeSteps) pause(d time.Duration) error {
+	f.t = f.t.Add(d)
+	if f.at != nil {
+		f.at(f)
+	}
+	return nil
+}
+func (f *fakeSteps) untilPoll() time.Duration  { return 50 * time.Millisecond }
+func (f *fakeSteps) untilLimit() time.Duration { return time.Hour }
+func (f *fakeSteps) history() []history.Event  { return f.events }
+func (f *fakeSteps) untilObject(Step) (string, string, bool) {
+	return "vm:1", "i-2-1-VM", f.exists
+}
+func (f *fakeSteps) untilHolds(Step) bool        { return f.holds }
+func (f *fakeSteps) wait(d time.Duration) error  { return f.pause(d) }
+func (f *fakeSteps) setConfig(k, v string) error { f.did = append(f.did, "config "+k); return nil }
+func (f *fakeSteps) async(name string, fn func()) {
+	f.did = append(f.did, "async "+name)
+	f.tasks = append(f.tasks, fn)
+}
+func (f *fakeSteps) ended() error { return nil }
+func (f *fakeSteps) newCase(st Step, client string) CaseResult {
+	return CaseResult{Op: st.Op, VM: st.VM, client: client}
+}
+func (f *fakeSteps) fault(st Step) error {
+	f.did = append(f.did, "fault "+st.Fault)
+	if f.faultFn != nil {
+		return f.faultFn(st)
+	}
+	return nil
+}
+func (f *fakeSteps) op(client string, st Step) error {
+	f.did = append(f.did, client+" "+st.Op)
+	if f.opFn != nil {
+		return f.opFn(st)
+	}
+	return nil
+}
+func (f *fakeSteps) awaitAsync() {
+	for _, fn := range f.tasks {
+		fn()
+	}
+	f.tasks = nil
+}
+
+func state(obj, to string) history.Event {
+	return history.Event{Kind: history.State, Object: obj, To: to}
+}
+
+// The one until judge, as every world uses it: a state that came and went between two looks counts,
+// one reached before the step counts only while it holds, start-sent reads the whole history.
+func TestWaitUntilJudgesTheHistoryAndTheRecords(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		until   string
+		lenient bool
+		before  []history.Event // recorded before the step
+		at      func(w *fakeSteps)
+		took    time.Duration // when the wait ends (-1: not met)
+	}{
+		{name: "a Running that came and went between two looks", until: "running",
+			at: func(w *fakeSteps) {
+				if w.t.Sub(time.Time{}) == 100*time.Millisecond {
+					w.exists = true
+					w.events = append(w.events, state("vm:1", "Running"), state("vm:1", "Stopped"))
+				}
+			}, took: 100 * time.Millisecond},
+		{name: "a Running before the step, gone: not met", until: "running",
+			before: []history.Event{state("vm:1", "Running"), state("vm:1", "Stopped")},
+			at:     func(w *fakeSteps) { w.exists = true }, took: -1},
+		{name: "the records hold", until: "running",
+			at: func(w *fakeSteps) { w.exists, w.holds = true, w.t.Sub(time.Time{}) >= time.Second }, took: time.Second},
+		{name: "events before the object exists are read once it does", until: "implementing",
+			at: func(w *fakeSteps) {
+				if w.t.Sub(time.Time{}) == 50*time.Millisecond {
+					w.events = append(w.events, state("vm:1", "Implementing"))
+				}
+				w.exists = w.t.Sub(time.Time{}) >= 200*time.Millisecond
+			}, took: 200 * time.Millisecond},
+		{name: "start-sent before the step", until: "start-sent",
+			before: []history.Event{{Kind: history.Log, Object: "vm:1", Detail: "Sending StartCommand for i-2-1-VM to host 1"}},
+			at:     func(w *fakeSteps) { w.exists = true }, took: 0},
+		{name: "a state of another object", until: "running",
+			at: func(w *fakeSteps) { w.exists = true; w.events = append(w.events, state("vm:2", "Running")) }, took: -1},
+		{name: "lenient: gives up after 5 minutes", until: "running", lenient: true, took: 5 * time.Minute},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := &fakeSteps{events: tc.before, at: tc.at}
+			if tc.at != nil && tc.took == 0 {
+				tc.at(w)
+			}
+			err := waitUntil(w, Step{Until: tc.until, VM: "v"}, tc.lenient)
+			if tc.took < 0 {
+				require.EqualError(t, err, "condition "+tc.until+" not met within an hour")
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tc.took, w.t.Sub(time.Time{}))
+		})
+	}
+}
+
+// The one step runner: a fault's error ends a strict run and not a lenient one, an op's error (an op
+// the world cannot run) ends any run, async steps' errors come back at the end, and every op is a row.
+func TestRunStepsSaysWhichStepFailed(t *testing.T) {
+	boom := errors.New("boom")
+	steps := []Step{
+		{Op: "deploy", VM: "a"},
+		{Fault: "crash", VM: "a"},
+		{Op: "setConfig", Key: "k", Value: "1"},
+		{Op: "stop", VM: "a", Async: true},
+		{Fault: "agent-restart", Host: "h1", Async: true},
+	}
+	for _, tc := range []struct {
+		name    string
+		lenient bool
+		fault   error
+		op      error
+		want    string
+		did     []string
+	}{
+		{name: "all well", did: []string{"client-1 deploy", "fault crash", "config k", "async client-4", "async fault/agent-restart", "client-4 stop", "fault agent-restart"}},
+		{name: "a fault fails", fault: boom, want: "step 2 (crash): boom", did: []string{"client-1 deploy", "fault crash"}},
+		{name: "a fault fails, lenient", lenient: true, fault: boom,
+			did: []string{"client-1 deploy", "fault crash", "config k", "async client-4", "async fault/agent-restart", "client-4 stop", "fault agent-restart"}},
+		{name: "an op cannot run", op: boom, want: "step 1: boom", did: []string{"client-1 deploy"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := &fakeSteps{faultFn: func(Step) error { return tc.fault }, opFn: func(Step) error { return tc.op }}
+			res := &Result{}
+			err := runSteps(w, steps, tc.lenient, res)
+			if tc.want == "" {
+				require.NoError(t, err)
+			} else {
+				require.EqualError(t, err, tc.want)
+			}
+			assert.Equal(t, tc.did, w.did)
+		})
+	}
+	t.Run("an async fault fails", func(t *testing.T) {
+		w := &fakeSteps{faultFn: func(st Step) error {
+			if st.Async {
+				return boom
+			}
+			return nil
+		}}
+		res := &Result{}
+		require.EqualError(t, runSteps(w, steps, false, res), "step 5 (agent-restart): boom")
+		assert.Equal(t, []string{"a", "a"}, []string{res.Cases[0].VM, res.Cases[1].VM})
+		assert.Equal(t, []string{"client-1", "client-4"}, []string{res.Cases[0].client, res.Cases[1].client})
+	})
+}
