@@ -742,6 +742,8 @@ func (c *Cluster) resolveTarget(t string) string {
 // VMObj names a VM object.
 func VMObj(id int64) string { return impl.VMObject(id) }
 
+func (c *Cluster) vmState(name string) (vm.State, bool) { return c.VMState(name) }
+
 // VMState reads a VM's record (for reports).
 func (c *Cluster) VMState(name string) (vm.State, bool) {
 	id, err := c.VMID(name)

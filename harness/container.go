@@ -78,8 +78,8 @@ type ContainerOptions struct {
 // RunScenarioContainer runs a scenario with the server and hosts in containers; everything the run
 // created is removed before it returns, whatever the outcome.
 func RunScenarioContainer(sc *Scenario, profile string, defects impl.Switches, seed uint64, co ContainerOptions) (*Result, error) {
-	if sc.ManagementServers > 1 {
-		return nil, errPeersSimOnly
+	if err := ContainerCapabilities.Check(sc); err != nil {
+		return nil, err
 	}
 	if co.Ctx == nil {
 		co.Ctx = context.Background()
@@ -91,11 +91,6 @@ func RunScenarioContainer(sc *Scenario, profile string, defects impl.Switches, s
 		var err error
 		if defects, err = impl.ProfileSwitches(profile); err != nil {
 			return nil, err
-		}
-	}
-	for _, n := range sc.Networks {
-		if n.Primed {
-			return nil, fmt.Errorf("scenario %s: primed networks are not available in containers (priming waits for the network GC to shut the network down, 20 min of real time with CloudStack's values)", sc.Name)
 		}
 	}
 	conf := map[string]string{}
@@ -128,7 +123,7 @@ func RunScenarioContainer(sc *Scenario, profile string, defects impl.Switches, s
 		grace:     2*cfg.Seconds("ping.interval") + 10*time.Second}
 	w.rec = NewRecorder(time.Now)
 	w.start = time.Now()
-	res := &Result{Scenario: sc.Name, Title: sc.Title, Profile: profile, Defects: defects.On(), Seed: seed, Started: w.start}
+	res := &Result{Scenario: sc.Name, Title: sc.Title, Profile: profile, Defects: defects.On(), Seed: seed, Started: w.start, Rec: w.rec, outside: true}
 	bg, stopBG := context.WithCancel(co.Ctx)
 	var bgWG sync.WaitGroup
 	bgWG.Add(2)
@@ -178,6 +173,7 @@ func tail(s string, n int) string {
 }
 
 type containerWorld struct {
+	serverOutOfReach
 	cl    *container.Cluster
 	ctx   context.Context
 	log   io.Writer
@@ -573,7 +569,7 @@ func (s *containerSteps) op(client string, st Step) error {
 	case "deploy":
 		_ = w.deploy(client, st.VM, st.Networks, st.Host)
 	case "allocate":
-		return errors.New("allocate is not available in containers")
+		return ContainerCapabilities.Refusal(AllocateOp)
 	default:
 		_ = w.vmOp(client, st.Op, st.VM, st.Host)
 	}
@@ -614,7 +610,7 @@ func (s *containerSteps) untilHolds(st Step) bool {
 }
 
 func (w *containerWorld) finish(res *Result) {
-	finishCases(res, w.rec, w.vmState)
+	fillTable(res, w.rec, w)
 	w.mu.Lock()
 	res.Violations = append([]Violation(nil), w.viols...)
 	w.mu.Unlock()

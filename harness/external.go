@@ -115,28 +115,12 @@ var externalFaults = map[string]externalFault{
 // nil means it can run.
 func (eo ExternalOptions) Preflight(sc *Scenario) error {
 	var errs []error
-	if sc.ManagementServers > 1 {
-		errs = append(errs, fmt.Errorf("managementServers %d: the external CloudStack has the servers it has; run the scenario without the field", sc.ManagementServers))
-	}
-	for _, n := range sc.Networks {
-		if n.Primed || n.Age > 0 {
-			errs = append(errs, fmt.Errorf("network %s is primed or aged: that needs the network GC's timing or a write to CloudStack's database; not available against an external CloudStack", n.Name))
-		}
+	for _, r := range ExternalCapabilities.refusals(sc) {
+		errs = append(errs, errors.New(r))
 	}
 	for i, st := range sc.Steps {
-		where := fmt.Sprintf("step %d", i+1)
-		switch {
-		case st.Op == "setConfig":
-			errs = append(errs, fmt.Errorf("%s (setConfig %s): changing the CloudStack's global configuration is not done from here; set it with updateConfiguration first and drop the step", where, st.Key))
-		case st.Op == "allocate":
-			// deployVirtualMachine startvm=false: fine
-		case st.Fault != "":
-			ef := externalFaults[st.Fault]
-			if ef.inject == "" {
-				errs = append(errs, fmt.Errorf("%s (fault %s) cannot run against an external CloudStack: %s", where, st.Fault, or(ef.why, "unknown to the external world")))
-				continue
-			}
-			errs = append(errs, eo.hostAccess(where, st)...)
+		if st.Fault != "" && ExternalCapabilities.Can(FaultCap(st.Fault)) {
+			errs = append(errs, eo.hostAccess(fmt.Sprintf("step %d", i+1), st)...)
 		}
 	}
 	if eo.Expect != "" {
@@ -303,6 +287,7 @@ func RunScenarioExternal(sc *Scenario, eo ExternalOptions) (res *Result, err err
 var safeRun = regexp.MustCompile(`^[A-Za-z0-9]{1,20}$`)
 
 type extWorld struct {
+	serverOutOfReach
 	eo     ExternalOptions
 	sc     *Scenario
 	prefix string
@@ -747,7 +732,7 @@ func (w *extWorld) domainOf(instance string) (string, string, error) {
 
 // finish fills the table from the history and the last look.
 func (w *extWorld) finish(res *Result) {
-	finishCases(res, w.rec, w.vmState)
+	fillTable(res, w.rec, w)
 	w.mu.Lock()
 	res.Violations = append([]Violation(nil), w.viols...)
 	w.mu.Unlock()

@@ -206,7 +206,7 @@ func TestExternalPreflight(t *testing.T) {
 		{"mapped host allowlisted", restart, ExternalOptions{Inject: access, HostMap: map[string]string{"h1": "kvm1"}}, nil},
 		{"crash without --allow-vm", crash, ExternalOptions{Inject: access}, []string{"step 2 (fault crash)", "--allow-vm"}},
 		{"ms-restart", ms, ExternalOptions{Inject: access}, []string{"step 1 (fault ms-restart) cannot run against an external CloudStack"}},
-		{"primed network", primed, ExternalOptions{}, []string{"network n is primed"}},
+		{"primed network", primed, ExternalOptions{}, []string{"network n (primed) cannot run against an external CloudStack"}},
 		{"setConfig", conf, ExternalOptions{}, []string{"step 1 (setConfig ping.interval)"}},
 		{"expect unknown", restart, ExternalOptions{Inject: access, HostMap: map[string]string{"h1": "kvm1"}, Expect: "fixed"}, []string{"--expect fixed", "states no outcome"}},
 	}

@@ -24,7 +24,10 @@ type hostWorld interface {
 func (c *Cluster) hostWorld(fault string) (hostWorld, error) {
 	hw, ok := c.w.(hostWorld)
 	if !ok {
-		return nil, fmt.Errorf("%s is not available on this world: its hosts are real machines (or the machine csconform runs on) whose power and shared-storage heartbeat csconform does not control", fault)
+		if err := c.w.capabilities().Refusal(FaultCap(fault)); err != nil {
+			return nil, err
+		}
+		return nil, fmt.Errorf("%s: this world declares it and does not implement it", fault)
 	}
 	return hw, nil
 }
@@ -113,21 +116,22 @@ func (w *simWorld) haView() *sim.HAView { return sim.NewHAView(w.c.Sched, w.c.Ho
 var _ hostWorld = (*simWorld)(nil)
 
 // The container world: its hosts are containers on one machine.
-func (w *containerWorld) HostPower(h string, on bool) error {
-	return fmt.Errorf("host-power-off is not available in containers: a host container stopped with its agent still leaves the domains in libvirtd (or the hypervisor container), so it is an agent kill, not a power loss")
+// The container world: its hosts are containers on one machine. RunScenarioContainer refuses these
+// faults up front; a caller of faults.Run gets the same refusal.
+func (w *containerWorld) HostPower(string, bool) error {
+	return ContainerCapabilities.Refusal(FaultCap("host-power-off"))
 }
-
-func (w *containerWorld) RemoveHost(h string) error {
-	return fmt.Errorf("host-remove is not available in containers: the control endpoint has no deleteHost")
+func (w *containerWorld) RemoveHost(string) error {
+	return ContainerCapabilities.Refusal(FaultCap("host-remove"))
 }
-
-func (w *containerWorld) PeerStop(server string) error  { return errPeersSimOnly }
-func (w *containerWorld) PeerStart(server string) error { return errPeersSimOnly }
-
-var errPeersSimOnly = fmt.Errorf("several management servers run only in the simulator (--driver sim)")
-
-func (w *containerWorld) Heartbeat(h string, on bool) error {
-	return fmt.Errorf("heartbeat-fail is not available in containers: there is no shared NFS primary storage whose heartbeat file the hosts write")
+func (w *containerWorld) PeerStop(string) error {
+	return ContainerCapabilities.Refusal(FaultCap("peer-stop"))
+}
+func (w *containerWorld) PeerStart(string) error {
+	return ContainerCapabilities.Refusal(FaultCap("peer-stop"))
+}
+func (w *containerWorld) Heartbeat(string, bool) error {
+	return ContainerCapabilities.Refusal(FaultCap("heartbeat-fail"))
 }
 
 // withDomainsOf adds to a host power-off's targets the VMs whose domains run on the host (the power

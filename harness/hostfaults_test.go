@@ -91,7 +91,7 @@ func TestHostWorldStates(t *testing.T) {
 func TestHostFaultsUnavailableOutsideTheSimulator(t *testing.T) {
 	c := &Cluster{w: &libvirtWorld{}, HostIDs: []string{"h1"}}
 	for _, err := range []error{c.HostPower("h1", false), c.Heartbeat("h1", false)} {
-		if err == nil || !strings.Contains(err.Error(), "is not available on this world") {
+		if err == nil || !strings.Contains(err.Error(), "is not available on libvirt: its hosts are real machines") {
 			t.Errorf("got %v", err)
 		}
 	}

@@ -82,7 +82,7 @@ const (
 // RunScenarioLibvirt runs a scenario on real domains; it removes every domain and file of the run
 // before returning, whatever the outcome.
 func RunScenarioLibvirt(sc *Scenario, profile string, defects impl.Switches, seed uint64, lo LibvirtOptions) (*Result, error) {
-	return runScenario(sc, profile, defects, seed, Limits{}, func(o Options) (*Cluster, error) { return NewLibvirtCluster(o, lo) })
+	return runScenario(sc, profile, defects, seed, Limits{}, LibvirtCapabilities, func(o Options) (*Cluster, error) { return NewLibvirtCluster(o, lo) })
 }
 
 type libvirtWorld struct {
@@ -119,7 +119,7 @@ type lvHost struct {
 // NewLibvirtCluster builds a cluster on real domains and waits until every host is Up.
 func NewLibvirtCluster(o Options, lo LibvirtOptions) (*Cluster, error) {
 	if o.ManagementServers > 1 {
-		return nil, errPeersSimOnly
+		return nil, LibvirtCapabilities.Refusal(PeerServers)
 	}
 	if len(o.Hosts) == 0 {
 		o.Hosts = []string{"h1"}
@@ -227,8 +227,9 @@ func (w *libvirtWorld) pause(d time.Duration) {
 	case <-w.base.Done():
 	}
 }
-func (w *libvirtWorld) offset() time.Duration { return 0 } // the wall clock already falls anywhere
-func (w *libvirtWorld) steps() uint64         { return 0 }
+func (w *libvirtWorld) offset() time.Duration      { return 0 } // the wall clock already falls anywhere
+func (w *libvirtWorld) steps() uint64              { return 0 }
+func (w *libvirtWorld) capabilities() Capabilities { return LibvirtCapabilities }
 
 // setup(false) ends the scaling of LibvirtScaling (in force from the server's start to the end of
 // priming): the steps meet CloudStack's values, or the scenario's own.

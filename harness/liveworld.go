@@ -43,7 +43,7 @@ type LiveOptions struct {
 
 // RunScenarioLive runs a scenario in the live world.
 func RunScenarioLive(sc *Scenario, profile string, defects impl.Switches, seed uint64, lo LiveOptions) (*Result, error) {
-	return runScenario(sc, profile, defects, seed, Limits{}, func(o Options) (*Cluster, error) { return NewLiveCluster(o, lo) })
+	return runScenario(sc, profile, defects, seed, Limits{}, LiveCapabilities, func(o Options) (*Cluster, error) { return NewLiveCluster(o, lo) })
 }
 
 // ---- the scaled clock and its processes
@@ -229,7 +229,7 @@ type liveHost struct {
 // NewLiveCluster builds a cluster in the live world and waits until every host is Up.
 func NewLiveCluster(o Options, lo LiveOptions) (*Cluster, error) {
 	if o.ManagementServers > 1 {
-		return nil, errPeersSimOnly
+		return nil, LiveCapabilities.Refusal(PeerServers)
 	}
 	if len(o.Hosts) == 0 {
 		o.Hosts = []string{"h1"}
@@ -342,6 +342,7 @@ func (w *liveWorld) now() time.Time                { return w.clk.now() }
 func (w *liveWorld) goTask(name string, fn func()) { w.base.Go(name, fn) }
 func (w *liveWorld) sleep(d time.Duration)         { w.base.Sleep(d) }
 func (w *liveWorld) offset() time.Duration         { return 0 }
+func (w *liveWorld) capabilities() Capabilities    { return LiveCapabilities }
 func (w *liveWorld) steps() uint64                 { return 0 }
 
 // setup(false) ends the scaling of LibvirtScaling: the steps meet CloudStack's values, or the

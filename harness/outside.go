@@ -125,34 +125,55 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-// finishCases fills a run's table from its history (for worlds that see the server from outside:
-// no retries or cleanup to read from the server's log) and the VMs' final records.
-func finishCases(res *Result, rec *Recorder, vmState func(string) (vm.State, bool)) {
+// tableWorld is what fillTable reads of a world besides its history: the VMs' final records and,
+// where the server's log is at hand, what it says of an op.
+type tableWorld interface {
+	vmState(name string) (vm.State, bool)
+	// retried says whether an op passed after a failed first attempt; cleanupDuring what the
+	// orphaned-network cleanup did to network nid while the op ran.
+	retried(op invariant.ClientOp) bool
+	cleanupDuring(nid int64, op invariant.ClientOp) string
+}
+
+// serverOutOfReach is the table's view of a world that sees the server from outside: its log is not
+// at hand, so no retry or cleanup is read from it.
+type serverOutOfReach struct{}
+
+func (serverOutOfReach) retried(invariant.ClientOp) bool                { return false }
+func (serverOutOfReach) cleanupDuring(int64, invariant.ClientOp) string { return "" }
+
+// fillTable fills a run's table, every world's: each case's result from its client's last op in the
+// history, its VM's final record, and what the server's log says of it where the world has it.
+func fillTable(res *Result, rec *Recorder, w tableWorld) {
+	last := map[string]invariant.ClientOp{} // each client's last op
 	rec.mu.Lock()
-	ops := append([]invariant.ClientOp(nil), rec.Ops...)
+	for _, o := range rec.Ops {
+		last[o.Client] = o
+	}
 	rec.mu.Unlock()
 	for i := range res.Cases {
 		cr := &res.Cases[i]
-		var op invariant.ClientOp
-		for _, o := range ops {
-			if o.Client == cr.client {
-				op = o
-			}
-		}
-		switch {
-		case op.ID == 0:
+		op := last[cr.client]
+		if op.ID == 0 {
 			cr.Result = "not run"
-		case op.Return.IsZero():
+			continue
+		}
+		if op.Return.IsZero() {
 			cr.Result = "pending"
-		default:
+		} else {
 			cr.Duration = op.Return.Sub(op.Call)
 			cr.Result = "passed"
 			if !op.OK {
 				cr.Result, cr.Err = "failed", op.Err
+			} else if w.retried(op) {
+				cr.Result = "retried"
 			}
 		}
-		if st, ok := vmState(cr.VM); ok {
+		if st, ok := w.vmState(cr.VM); ok {
 			cr.FinalState = string(st)
+		}
+		if cr.networkID != 0 {
+			cr.Cleanup = w.cleanupDuring(cr.networkID, op)
 		}
 	}
 }

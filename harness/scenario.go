@@ -284,9 +284,14 @@ type Result struct {
 	External  string   `json:"external,omitempty"`
 	Run       string   `json:"run,omitempty"`
 	Leftovers []string `json:"leftovers,omitempty"`
-	Cluster   *Cluster `json:"-"`
-	// Rec is the run's history where there is no Cluster (an external run).
+	// Rec is the run's history, every world's.
 	Rec *Recorder `json:"-"`
+	// Cluster is the in-process cluster (simulator, live, libvirt) for a test that reads its records;
+	// nil for a world seen from outside.
+	Cluster *Cluster `json:"-"`
+	// outside: the server ran out of reach (in a container): Rec holds the client's operations and
+	// what was observed, not the server's own events.
+	outside bool
 }
 
 // RunScenario runs a scenario under a profile (or explicit switches) with a seed, within the default
@@ -298,11 +303,15 @@ func RunScenario(sc *Scenario, profile string, defects impl.Switches, seed uint6
 // RunScenarioLimited runs a scenario on the simulator within lim. A run stopped by lim (Ctrl-C, a
 // bound) returns what it had with a *StoppedError.
 func RunScenarioLimited(sc *Scenario, profile string, defects impl.Switches, seed uint64, lim Limits) (*Result, error) {
-	return runScenario(sc, profile, defects, seed, lim, NewSimCluster)
+	return runScenario(sc, profile, defects, seed, lim, SimCapabilities, NewSimCluster)
 }
 
-// runScenario runs a scenario on the cluster newCluster builds (the simulator or real domains).
-func runScenario(sc *Scenario, profile string, defects impl.Switches, seed uint64, lim Limits, newCluster func(Options) (*Cluster, error)) (*Result, error) {
+// runScenario runs a scenario on the cluster newCluster builds (the simulator or real domains), once
+// the world's capabilities say it can.
+func runScenario(sc *Scenario, profile string, defects impl.Switches, seed uint64, lim Limits, caps Capabilities, newCluster func(Options) (*Cluster, error)) (*Result, error) {
+	if err := caps.Check(sc); err != nil {
+		return nil, err
+	}
 	if defects == nil {
 		var err error
 		if defects, err = impl.ProfileSwitches(profile); err != nil {
@@ -317,7 +326,7 @@ func runScenario(sc *Scenario, profile string, defects impl.Switches, seed uint6
 		return nil, stopped(err, lim)
 	}
 	defer c.Close()
-	res := &Result{Scenario: sc.Name, Title: sc.Title, Profile: profile, Defects: defects.On(), Seed: seed, Cluster: c}
+	res := &Result{Scenario: sc.Name, Title: sc.Title, Profile: profile, Defects: defects.On(), Seed: seed, Cluster: c, Rec: c.Rec}
 	if lim.Scheduler.Kind != sim.Random && c.Sched != nil {
 		res.Scheduler = lim.Scheduler.String()
 	}
@@ -400,6 +409,15 @@ func runScenario(sc *Scenario, profile string, defects impl.Switches, seed uint6
 		res.Mismatches = e.compare(res, c)
 	}
 	return res, nil
+}
+
+// ServerHistory is the run's history where it holds the server's own events (state changes, log
+// lines), nil where the server ran out of reach.
+func (r *Result) ServerHistory() []history.Event {
+	if r == nil || r.Rec == nil || r.outside {
+		return nil
+	}
+	return r.Rec.Events
 }
 
 // stopped turns the simulator's bound of steps and an interruption into a *StoppedError; any other
@@ -505,37 +523,9 @@ func pathOf(op string) string {
 	return op
 }
 
-// finish fills the table from the history.
+// finish fills the table from the history and the server's log.
 func (r *Result) finish(c *Cluster) {
-	last := map[string]invariant.ClientOp{} // each client's last op
-	for _, o := range c.Rec.Ops {
-		last[o.Client] = o
-	}
-	for i := range r.Cases {
-		cr := &r.Cases[i]
-		op := last[cr.client]
-		if op.ID == 0 {
-			cr.Result = "not run"
-			continue
-		}
-		if op.Return.IsZero() {
-			cr.Result = "pending"
-		} else {
-			cr.Duration = op.Return.Sub(op.Call)
-			cr.Result = "passed"
-			if !op.OK {
-				cr.Result, cr.Err = "failed", op.Err
-			} else if c.retried(op) {
-				cr.Result = "retried"
-			}
-		}
-		if st, ok := c.VMState(cr.VM); ok {
-			cr.FinalState = string(st)
-		}
-		if cr.networkID != 0 {
-			cr.Cleanup = c.cleanupDuring(cr.networkID, op)
-		}
-	}
+	fillTable(r, c.Rec, c)
 	r.Violations = c.Violations
 }
 

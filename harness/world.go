@@ -50,6 +50,8 @@ type world interface {
 	confirm(vs []invariant.Violation) []invariant.Violation
 	// setup says whether the scenario's setup (priming) is running.
 	setup(on bool)
+	// capabilities is what the world can do (capabilities.go).
+	capabilities() Capabilities
 }
 
 // simWorld is the simulator: one scheduler, virtual time, a fabric of links, simulated hosts.
@@ -135,5 +137,6 @@ func (w *simWorld) domains() []invariant.Domain {
 // The simulator's snapshot is atomic: every violation stands.
 func (w *simWorld) confirm(vs []invariant.Violation) []invariant.Violation { return vs }
 func (w *simWorld) setup(bool)                                             {}
+func (w *simWorld) capabilities() Capabilities                             { return SimCapabilities }
 
 var _ world = (*simWorld)(nil)

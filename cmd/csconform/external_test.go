@@ -42,7 +42,7 @@ func TestReproExternalFlags(t *testing.T) {
 		{with("seed-004-forced-destroy"), 2, "step 2 (fault agent-restart on h1) needs host access"},
 		{with("seed-004-forced-destroy", "--allow-host", "kvm*", "--yes"), 2, "host h1 is not allowlisted"},
 		{with("seed-001-stale-power-report", "--allow-host", "h1", "--yes"), 2, "(fault stale-report) cannot run against an external CloudStack"},
-		{with("seed-000-ab"), 2, "is primed or aged"},
+		{with("seed-000-ab"), 2, "(primed) cannot run against an external CloudStack"},
 		{with(file, "--expect", "fixed"), 2, "states no outcome for fixed"},
 		{with(file), 2, "connection refused"},
 	})

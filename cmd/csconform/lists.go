@@ -11,6 +11,7 @@ import (
 
 	"github.com/csconform/csconform/conformance"
 	"github.com/csconform/csconform/faults"
+	"github.com/csconform/csconform/harness"
 	"github.com/csconform/csconform/impl"
 )
 
@@ -106,16 +107,29 @@ func listFaults(asJSON bool, stdout, stderr io.Writer) int {
 		Name       string   `json:"name"`
 		Needs      []string `json:"needs"`
 		Disruptive bool     `json:"disruptive"`
-		Doc        string   `json:"doc"`
+		// Worlds are the --driver worlds that can apply it (harness.Capabilities).
+		Worlds []string `json:"worlds"`
+		Doc    string   `json:"doc"`
 	}
 	var kinds []kind
 	for _, k := range faults.Kinds {
-		kinds = append(kinds, kind{k.Name, orNone(k.Needs), k.Disruptive, k.Doc})
+		var worlds []string
+		for _, w := range harness.WorldNames {
+			if c, _ := harness.CapabilitiesOf(w); c.Can(harness.FaultCap(k.Name)) {
+				worlds = append(worlds, w)
+			}
+		}
+		kinds = append(kinds, kind{k.Name, orNone(k.Needs), k.Disruptive, worlds, k.Doc})
 	}
 	return list(asJSON, stdout, stderr, func() any { return kinds }, func(w io.Writer) {
 		for _, k := range kinds {
-			fmt.Fprintf(w, "%-17s needs %-18s %s\n", k.Name, strings.Join(k.Needs, ","), k.Doc)
+			on := strings.Join(k.Worlds, ",")
+			if len(k.Worlds) == len(harness.WorldNames) {
+				on = "all"
+			}
+			fmt.Fprintf(w, "%-17s needs %-18s on %-27s %s\n", k.Name, strings.Join(k.Needs, ","), on, k.Doc)
 		}
+		fmt.Fprintln(w, "\n(on: the worlds that can apply it: sim, live, libvirt, container, external (through csconform inject);\na scenario with a fault its world cannot apply is refused before it starts, with why)")
 	})
 }
 

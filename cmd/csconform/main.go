@@ -155,7 +155,7 @@ func repro(o *reproOpts, args []string, set map[string]bool, stdout, stderr io.W
 				return 2
 			}
 		}
-		r.Cluster = nil
+		r.Cluster, r.Rec = nil, nil // each scenario's records and history go once reported
 		results = append(results, r)
 		if !o.asJSON {
 			epoch := sim.Epoch
@@ -265,11 +265,8 @@ func historyPath(file, scenario string, n int) string {
 }
 
 func writeHistory(path string, r *harness.Result) error {
-	switch {
-	case r.Cluster != nil:
-		return history.WriteFile(path, r.Cluster.Rec.Events)
-	case r.Rec != nil:
-		return history.WriteFile(path, r.Rec.Events)
+	if r.Rec == nil {
+		return errors.New("no history recorded")
 	}
-	return errors.New("no history recorded")
+	return history.WriteFile(path, r.Rec.Events)
 }

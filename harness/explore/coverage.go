@@ -230,15 +230,5 @@ func (s *CoverageSummary) Text() string {
 	return fmt.Sprintf("coverage: %d of %d transitions (%s); %d kinds of log line", s.Reached, s.Total, strings.Join(parts, ", "), s.LogKinds)
 }
 
-// eventsOf is a run's history, nil where the world keeps none (a server in a container).
-func eventsOf(r *harness.Result) []history.Event {
-	switch {
-	case r == nil:
-		return nil
-	case r.Cluster != nil && r.Cluster.Rec != nil:
-		return r.Cluster.Rec.Events
-	case r.Rec != nil:
-		return r.Rec.Events
-	}
-	return nil
-}
+// eventsOf is a run's history, nil where the world keeps none of the server's (a server in a container).
+func eventsOf(r *harness.Result) []history.Event { return r.ServerHistory() }

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/csconform/csconform/faults"
 	"github.com/csconform/csconform/harness"
 	"github.com/csconform/csconform/impl"
 	"pgregory.net/rapid"
@@ -48,11 +49,8 @@ type gen struct {
 // agent is away (forced release); the rest are plain operations, single faults and waits.
 func Program(t *rapid.T) (*harness.Scenario, int) { return ProgramFor(t, Everything) }
 
-// Reach is what a world can do to a program. The simulator does everything. Hosts in containers do
-// what the generator draws too: the server's database survives its container's restart (ms-restart),
-// old networks are backdated through the control endpoint, and the guests' faults (guest-shutdown,
-// slow-router-boot) go to the hosts' hypervisor containers; primed networks they cannot have, and the
-// generator draws none.
+// Reach is what a world can do to a program: ReachOf reads it from the world's declared
+// capabilities (harness.Capabilities), so the generator draws only what the world runs.
 type Reach struct {
 	AgedNetworks bool
 	// HA: the world deploys HA-enabled VMs (the simulator; the container world's deploy has no HA
@@ -65,13 +63,30 @@ type Reach struct {
 	Faults map[string]bool
 }
 
-// Everything is the simulator's reach.
-var Everything = Reach{AgedNetworks: true, HA: true}
+// Everything is the simulator's reach (Peers as Options.Peers says).
+var Everything = ReachOf(harness.SimCapabilities, false)
 
-// ContainerReach is what harness.RunScenarioContainer accepts.
-var ContainerReach = Reach{AgedNetworks: true, Faults: map[string]bool{"crash": true, "guest-shutdown": true,
-	"agent-restart": true, "agent-kill": true, "disconnect": true, "stale-report": true, "ms-restart": true,
-	"slow-router-boot": true}}
+// ContainerReach is what harness.RunScenarioContainer accepts, less host-unreachable: the generator
+// holds a host unreachable 90 s to 10 min past the ping timeout, which in real time would make one
+// program last tens of minutes.
+var ContainerReach = ReachOf(harness.ContainerCapabilities, false, "host-unreachable")
+
+// ReachOf is the reach of a world with capabilities c: peers as asked (if c has them), and every fault
+// c can apply but those left out.
+func ReachOf(c harness.Capabilities, peers bool, leftOut ...string) Reach {
+	r := Reach{AgedNetworks: c.Can(harness.AgedNetworks), HA: c.Can(harness.HAVMs), Peers: peers && c.Can(harness.PeerServers)}
+	can := c.Faults()
+	if len(can) == len(faults.Kinds) && len(leftOut) == 0 {
+		return r // nil: every fault, in the generator's own lists' order
+	}
+	r.Faults = map[string]bool{}
+	for _, f := range can {
+		if !slices.Contains(leftOut, f) {
+			r.Faults[f] = true
+		}
+	}
+	return r
+}
 
 func (r Reach) only(kinds []string) []string {
 	if r.Faults == nil {

@@ -1,8 +1,10 @@
 package explore
 
 import (
+	"slices"
 	"testing"
 
+	"github.com/csconform/csconform/harness"
 	"github.com/csconform/csconform/impl"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -67,4 +69,24 @@ func TestProgramsDrawHAAndHostStates(t *testing.T) {
 		assert.Positive(t, seen[f], "no program has %s", f)
 	}
 	assert.Zero(t, seen["fault:host-remove"], "a removed host stays gone: not drawn")
+}
+
+// A world's reach is read from its declared capabilities: the simulator draws everything, containers
+// what RunScenarioContainer accepts (pinned here: a change of the declaration changes the programs
+// the container tier runs), and no reach draws a fault its world cannot apply.
+func TestReachReadsTheCapabilities(t *testing.T) {
+	require.Equal(t, Reach{AgedNetworks: true, HA: true}, Everything)
+	require.Equal(t, Reach{AgedNetworks: true, Faults: map[string]bool{"crash": true, "guest-shutdown": true,
+		"agent-restart": true, "agent-kill": true, "disconnect": true, "stale-report": true, "ms-restart": true,
+		"slow-router-boot": true, "backdate": true}}, ContainerReach)
+	for _, w := range harness.WorldNames {
+		c, err := harness.CapabilitiesOf(w)
+		require.NoError(t, err)
+		r := ReachOf(c, true)
+		for _, f := range r.only(append(slices.Clone(soloFaults), hostFaults...)) {
+			require.True(t, c.Can(harness.FaultCap(f)), "%s draws %s", w, f)
+		}
+		require.Equal(t, c.Can(harness.HAVMs), r.HA, w)
+		require.Equal(t, c.Can(harness.PeerServers), r.Peers, w)
+	}
 }
