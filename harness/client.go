@@ -32,17 +32,20 @@ func (c *Cluster) clientFor(client string) ClientAPI {
 	if c.servers > 1 {
 		if name := c.via[client]; name != "" {
 			if s := c.runningServer(name); s != nil {
-				return directAPI{s}
+				return directAPI{s, c.w.clientEnv()}
 			}
 		}
-		return directAPI{c.apiServer()}
+		return directAPI{c.apiServer(), c.w.clientEnv()}
 	}
-	return directAPI{c.Server}
+	return directAPI{c.Server, c.w.clientEnv()}
 }
 
 // directAPI calls a management server incarnation's API-level operations: the current one, or with
-// several servers the one the balancer picks (apiServer).
-type directAPI struct{ s *impl.Server }
+// several servers the one the balancer picks (apiServer). A job is waited for on the client's env.
+type directAPI struct {
+	s   *impl.Server
+	env impl.Env
+}
 
 func (d directAPI) CreateNetwork(name string, persistent bool) (int64, error) {
 	return d.s.CreateNetwork(name, persistent, 32).ID, nil
@@ -54,7 +57,7 @@ func (d directAPI) Deploy(_ string, networks []int64, hostID string, start bool)
 		return s.AllocateVirtualMachine("", networks).ID, func() error { return nil }, nil
 	}
 	v, j := s.DeployVirtualMachine("", networks, hostID)
-	return v.ID, func() error { return s.WaitJob(j) }, nil
+	return v.ID, func() error { return s.WaitJobOn(d.env, j) }, nil
 }
 
 func (d directAPI) VMOp(kind string, vmID int64, hostID string) (func() error, error) {
@@ -78,7 +81,7 @@ func (d directAPI) VMOp(kind string, vmID int64, hostID string) (func() error, e
 	default:
 		return nil, fmt.Errorf("unknown operation %q", kind)
 	}
-	return func() error { return s.WaitJob(j) }, nil
+	return func() error { return s.WaitJobOn(d.env, j) }, nil
 }
 
 // apiClient performs the operations through CloudStack's API with cloudstack-go. It maps the API's

@@ -90,7 +90,7 @@ type libvirtWorld struct {
 	lo    LibvirtOptions
 	ctx   context.Context
 	base  *live.Env // clients, scenario, faults, checker, the database's clock
-	msEnv *procEnv  // the current management server incarnation
+	msEnv *live.Env // the current management server incarnation, a process of base
 	ln    *live.Listener
 	addr  string // the management server's listen address (kept across restarts)
 	hosts map[string]*lvHost
@@ -108,7 +108,7 @@ type lvHost struct {
 	id    string
 	hv    *libvirt.Host
 	proxy *live.Proxy
-	env   *procEnv // the current agent incarnation
+	env   *live.Env // the current agent incarnation
 	rec   *Recorder
 
 	// stale is the host's stale-report fault on its agents' wire, with the StartCommand hold of
@@ -230,6 +230,7 @@ func (w *libvirtWorld) pause(d time.Duration) {
 func (w *libvirtWorld) offset() time.Duration      { return 0 } // the wall clock already falls anywhere
 func (w *libvirtWorld) steps() uint64              { return 0 }
 func (w *libvirtWorld) capabilities() Capabilities { return LibvirtCapabilities }
+func (w *libvirtWorld) clientEnv() impl.Env        { return w.base }
 
 // setup(false) ends the scaling of LibvirtScaling (in force from the server's start to the end of
 // priming): the steps meet CloudStack's values, or the scenario's own.
@@ -325,7 +326,7 @@ func (w *libvirtWorld) close() {
 	}
 	for _, h := range w.hosts {
 		if h.env != nil {
-			h.env.close()
+			h.env.Close()
 		}
 		if h.proxy != nil {
 			h.proxy.Close()
@@ -333,7 +334,7 @@ func (w *libvirtWorld) close() {
 		h.hv.Unsubscribe()
 	}
 	if w.msEnv != nil {
-		w.msEnv.close()
+		w.msEnv.Close()
 	}
 	if w.ln != nil {
 		w.ln.Close()
@@ -398,19 +399,19 @@ func (w *libvirtWorld) newServer() *impl.Server {
 			panic(fmt.Sprintf("management server cannot listen again on %s: %v", w.addr, err))
 		}
 	}
-	w.msEnv = newProcEnv(w.base)
+	w.msEnv = w.base.Child()
 	return impl.NewServer("ms1", w.msEnv, c.DB, c.Config, c.Defects, w.ln)
 }
 
 func (w *libvirtWorld) stopServer() {
 	w.ln.Close()
 	w.ln = nil
-	w.msEnv.close()
+	w.msEnv.Close()
 }
 
 func (w *libvirtWorld) newAgent(h string) *impl.Agent {
 	lh := w.hosts[h]
-	lh.env = newProcEnv(w.base)
+	lh.env = w.base.Child()
 	a := impl.NewAgent(h, lh.env, lh.stale.Wrap(&live.Dialer{Addr: lh.proxy.Addr()}),
 		&agentHV{Host: lh.hv, env: lh.env, name: "agent/" + h + "/libvirt-events"}, w.c.Rec)
 	a.Defects = w.c.Defects
@@ -420,7 +421,7 @@ func (w *libvirtWorld) newAgent(h string) *impl.Agent {
 func (w *libvirtWorld) agentStopped(h string) {
 	lh := w.hosts[h]
 	lh.hv.Unsubscribe()
-	lh.env.close()
+	lh.env.Close()
 }
 
 func (w *libvirtWorld) cutLink(h string, on bool) {
@@ -466,7 +467,7 @@ func (w *libvirtWorld) confirm(vs []invariant.Violation) []invariant.Violation {
 // so a killed agent handles none and the driver's event stream never waits for the agent.
 type agentHV struct {
 	*libvirt.Host
-	env  *procEnv
+	env  *live.Env
 	name string
 }
 
@@ -483,7 +484,7 @@ func (a *agentHV) Subscribe(fn func(impl.LifecycleEvent)) {
 			select {
 			case ev := <-ch:
 				fn(ev)
-			case <-a.env.done:
+			case <-a.env.Done():
 				return
 			}
 		}

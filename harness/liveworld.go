@@ -17,7 +17,6 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -46,157 +45,13 @@ func RunScenarioLive(sc *Scenario, profile string, defects impl.Switches, seed u
 	return runScenario(sc, profile, defects, seed, Limits{}, LiveCapabilities, func(o Options) (*Cluster, error) { return NewLiveCluster(o, lo) })
 }
 
-// ---- the scaled clock and its processes
-
-type liveClock struct {
-	epoch, real time.Time
-	speed       float64
-}
-
-func (k *liveClock) now() time.Time {
-	return k.epoch.Add(time.Duration(float64(time.Since(k.real)) * k.speed))
-}
-
-func (k *liveClock) wall(d time.Duration) time.Duration { return time.Duration(float64(d) / k.speed) }
-
-// liveEnv is impl.Env on the scaled clock for one process (parent != nil) or for the run itself.
-// A process's own tasks end when it is closed, as a killed process's threads do; other tasks that
-// call into it (a client waiting through the server's code) keep running on the run's clock.
-type liveEnv struct {
-	clk    *liveClock
-	parent *liveEnv
-	done   chan struct{}
-	once   sync.Once
-	mine   sync.Map // goroutine id -> true
-	tasks  sync.WaitGroup
-}
-
-func newLiveEnv(clk *liveClock, parent *liveEnv) *liveEnv {
-	return &liveEnv{clk: clk, parent: parent, done: make(chan struct{})}
-}
-
-func (e *liveEnv) close() { e.once.Do(func() { close(e.done) }) }
-
-func (e *liveEnv) Now() time.Time { return e.clk.now() }
-
-func (e *liveEnv) closed() bool {
-	select {
-	case <-e.done:
-		return true
-	default:
-	}
-	return e.parent != nil && e.parent.closed()
-}
-
-func (e *liveEnv) Go(name string, fn func()) {
-	if e.closed() {
-		return
-	}
-	root := e
-	for root.parent != nil {
-		root = root.parent
-	}
-	root.tasks.Add(1)
-	go func() {
-		defer root.tasks.Done()
-		id := goid()
-		e.mine.Store(id, true)
-		defer e.mine.Delete(id)
-		if e.closed() {
-			return
-		}
-		fn()
-	}()
-}
-
-// deathOf is what ends the calling goroutine: its own process's close, and the run's.
-func (e *liveEnv) deathOf() (own, run <-chan struct{}) {
-	root := e
-	for root.parent != nil {
-		root = root.parent
-	}
-	if e.parent == nil {
-		return nil, e.done
-	}
-	if _, ok := e.mine.Load(goid()); ok {
-		return e.done, root.done
-	}
-	return nil, root.done
-}
-
-func (e *liveEnv) Sleep(d time.Duration) {
-	own, run := e.deathOf()
-	if d <= 0 {
-		select {
-		case <-own:
-			runtime.Goexit()
-		case <-run:
-			runtime.Goexit()
-		default:
-		}
-		runtime.Gosched()
-		return
-	}
-	t := time.NewTimer(e.clk.wall(d))
-	defer t.Stop()
-	select {
-	case <-t.C:
-	case <-own:
-		runtime.Goexit()
-	case <-run:
-		runtime.Goexit()
-	}
-}
-
-func (e *liveEnv) NewSignal() impl.Signal { return &liveSignal{e: e, ch: make(chan struct{})} }
-
-type liveSignal struct {
-	e    *liveEnv
-	once sync.Once
-	ch   chan struct{}
-}
-
-func (g *liveSignal) Fire() { g.once.Do(func() { close(g.ch) }) }
-
-func (g *liveSignal) Wait(timeout time.Duration) bool {
-	select {
-	case <-g.ch:
-		return true
-	default:
-	}
-	var expired <-chan time.Time
-	if timeout > 0 {
-		t := time.NewTimer(g.e.clk.wall(timeout))
-		defer t.Stop()
-		expired = t.C
-	}
-	own, run := g.e.deathOf()
-	select {
-	case <-g.ch:
-		return true
-	case <-expired:
-		select {
-		case <-g.ch:
-			return true
-		default:
-			return false
-		}
-	case <-own:
-		runtime.Goexit()
-	case <-run:
-		runtime.Goexit()
-	}
-	return false
-}
-
 // ---- the world
 
 type liveWorld struct {
 	c     *Cluster
 	lo    LiveOptions
-	clk   *liveClock
-	base  *liveEnv
-	msEnv *liveEnv
+	base  *live.Env // clients, scenario, faults, checker, the database's clock (scaled)
+	msEnv *live.Env // the current management server incarnation, a process of base
 	ln    *live.Listener
 	addr  string
 	hosts map[string]*liveHost
@@ -221,7 +76,7 @@ type liveHost struct {
 	id    string
 	hv    *live.FakeHost
 	proxy *live.Proxy
-	env   *liveEnv
+	env   *live.Env                                 // the current agent incarnation
 	sub   atomic.Pointer[func(impl.LifecycleEvent)] // the current agent's listener
 	stale atomic.Int64
 }
@@ -250,13 +105,16 @@ func NewLiveCluster(o Options, lo LiveOptions) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	clk := &liveClock{epoch: time.Now(), real: time.Now(), speed: lo.Speed}
-	w := &liveWorld{lo: lo, clk: clk, scenarioConfig: o.Config, base: newLiveEnv(clk, nil), hosts: map[string]*liveHost{},
+	if lo.Speed <= 0 {
+		lo.Speed = 10
+	}
+	base := live.NewScaledEnv(lo.Speed)
+	w := &liveWorld{lo: lo, scenarioConfig: o.Config, base: base, hosts: map[string]*liveHost{},
 		rng: rand.New(rand.NewPCG(o.Seed, 0x11e))}
 	c := &Cluster{w: w, Agents: map[string]*impl.Agent{}, Config: cfg, Defects: o.Defects,
 		tracker: invariant.NewTracker(), seen: map[string]bool{}, vmIDs: map[string]int64{}, netIDs: map[string]int64{}}
 	w.c = c
-	c.Rec = NewRecorder(clk.now)
+	c.Rec = NewRecorder(base.Now)
 	c.DB = impl.NewDB(w.base, c.Rec)
 	fail := func(err error) (*Cluster, error) { w.close(); return nil, err }
 	if w.ln, err = live.Listen("127.0.0.1:0"); err != nil {
@@ -292,7 +150,7 @@ func NewLiveCluster(o Options, lo LiveOptions) (*Cluster, error) {
 	if lo.API {
 		c.api = newAPIClient(c, cloudclient.New(cloudclient.Options{
 			URL: "http://" + w.apiAddr + "/client/api", APIKey: w.creds.APIKey, SecretKey: w.creds.SecretKey,
-			Sleep: w.base.Sleep, Now: clk.now, Poll: time.Second}))
+			Sleep: w.base.Sleep, Now: base.Now, Poll: time.Second}))
 	}
 	w.base.Go("checker", func() {
 		for {
@@ -300,7 +158,7 @@ func NewLiveCluster(o Options, lo LiveOptions) (*Cluster, error) {
 			c.checkNow()
 		}
 	})
-	if err := w.runUntil(clk.now().Add(5*time.Minute), c.allUp); err != nil {
+	if err := w.runUntil(base.Now().Add(5*time.Minute), c.allUp); err != nil {
 		return fail(err)
 	}
 	if !c.allUp() {
@@ -338,11 +196,12 @@ func (w *liveWorld) bootDelay(spec impl.DomainSpec) time.Duration {
 	return 36*time.Second + time.Duration(w.rng.Int64N(int64(5*time.Second)))
 }
 
-func (w *liveWorld) now() time.Time                { return w.clk.now() }
+func (w *liveWorld) now() time.Time                { return w.base.Now() }
 func (w *liveWorld) goTask(name string, fn func()) { w.base.Go(name, fn) }
 func (w *liveWorld) sleep(d time.Duration)         { w.base.Sleep(d) }
 func (w *liveWorld) offset() time.Duration         { return 0 }
 func (w *liveWorld) capabilities() Capabilities    { return LiveCapabilities }
+func (w *liveWorld) clientEnv() impl.Env           { return w.base }
 func (w *liveWorld) steps() uint64                 { return 0 }
 
 // setup(false) ends the scaling of LibvirtScaling: the steps meet CloudStack's values, or the
@@ -356,7 +215,7 @@ func (w *liveWorld) setup(on bool) {
 }
 
 func (w *liveWorld) runUntil(limit time.Time, done func() bool) error {
-	for !done() && w.clk.now().Before(limit) {
+	for !done() && w.base.Now().Before(limit) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	return nil
@@ -370,7 +229,7 @@ func (w *liveWorld) pause(d time.Duration) { w.sleep(d) }
 func (w *liveWorld) settle(d time.Duration) error { return w.runFor(d) }
 
 func (w *liveWorld) runFor(d time.Duration) error {
-	time.Sleep(w.clk.wall(d))
+	time.Sleep(w.base.Wall(d))
 	return nil
 }
 
@@ -390,7 +249,7 @@ func (w *liveWorld) close() {
 	}
 	for _, h := range w.hosts {
 		if h.env != nil {
-			h.env.close()
+			h.env.Close()
 		}
 		if h.proxy != nil {
 			h.proxy.Close()
@@ -398,18 +257,13 @@ func (w *liveWorld) close() {
 	}
 	w.stopAPI()
 	if w.msEnv != nil {
-		w.msEnv.close()
+		w.msEnv.Close()
 	}
 	if w.ln != nil {
 		w.ln.Close()
 	}
-	w.base.close()
-	done := make(chan struct{})
-	go func() { w.base.tasks.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(5 * time.Second):
-	}
+	w.base.Close()
+	w.base.Wait(5 * time.Second)
 }
 
 func relisten(addr string, listen func(string) error) {
@@ -428,14 +282,14 @@ func (w *liveWorld) newServer() *impl.Server {
 	if w.ln == nil {
 		relisten(w.addr, func(a string) (err error) { w.ln, err = live.Listen(a); return })
 	}
-	w.msEnv = newLiveEnv(w.clk, w.base)
+	w.msEnv = w.base.Child()
 	s := impl.NewServer("ms1", w.msEnv, c.DB, c.Config, c.Defects, w.ln)
 	if w.lo.API {
 		if w.apiLn == nil {
 			relisten(w.apiAddr, func(a string) (err error) { w.apiLn, err = net.Listen("tcp", a); return })
 		}
 		mux := http.NewServeMux()
-		mux.Handle("/client/api", cloudapi.New(s, cloudapi.Options{Now: w.clk.now}, w.creds))
+		mux.Handle("/client/api", cloudapi.New(s, cloudapi.Options{Now: w.base.Now}, w.creds))
 		w.apiSrv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 		go w.apiSrv.Serve(w.apiLn)
 	}
@@ -456,12 +310,12 @@ func (w *liveWorld) stopServer() {
 	w.ln.Close()
 	w.ln = nil
 	w.stopAPI()
-	w.msEnv.close()
+	w.msEnv.Close()
 }
 
 func (w *liveWorld) newAgent(h string) *impl.Agent {
 	lh := w.hosts[h]
-	lh.env = newLiveEnv(w.clk, w.base)
+	lh.env = w.base.Child()
 	a := impl.NewAgent(h, lh.env, &liveDialer{Dialer: live.Dialer{Addr: lh.proxy.Addr()}, h: lh, w: w}, &liveAgentHV{lh}, w.c.Rec)
 	a.Defects = w.c.Defects
 	return a
@@ -470,7 +324,7 @@ func (w *liveWorld) newAgent(h string) *impl.Agent {
 func (w *liveWorld) agentStopped(h string) {
 	lh := w.hosts[h]
 	lh.sub.Store(nil)
-	lh.env.close()
+	lh.env.Close()
 }
 
 func (w *liveWorld) cutLink(h string, on bool) {
@@ -538,7 +392,7 @@ func (p *livePipe) Send(m impl.Message) error {
 	if m.Kind == impl.MsgPing && m.OutOfBand {
 		if d := time.Duration(p.d.h.stale.Swap(0)); d > 0 {
 			go func() {
-				time.Sleep(p.d.w.clk.wall(d))
+				time.Sleep(p.d.w.base.Wall(d))
 				_ = p.Pipe.Send(m)
 			}()
 			return nil
@@ -547,7 +401,4 @@ func (p *livePipe) Send(m impl.Message) error {
 	return p.Pipe.Send(m)
 }
 
-var (
-	_ world    = (*liveWorld)(nil)
-	_ impl.Env = (*liveEnv)(nil)
-)
+var _ world = (*liveWorld)(nil)

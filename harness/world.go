@@ -52,6 +52,9 @@ type world interface {
 	setup(on bool)
 	// capabilities is what the world can do (capabilities.go).
 	capabilities() Capabilities
+	// clientEnv is the clients' own Env (the run's, not a server incarnation's): a client waiting for
+	// its job outlives a server that dies under it.
+	clientEnv() impl.Env
 }
 
 // simWorld is the simulator: one scheduler, virtual time, a fabric of links, simulated hosts.
@@ -138,5 +141,6 @@ func (w *simWorld) domains() []invariant.Domain {
 func (w *simWorld) confirm(vs []invariant.Violation) []invariant.Violation { return vs }
 func (w *simWorld) setup(bool)                                             {}
 func (w *simWorld) capabilities() Capabilities                             { return SimCapabilities }
+func (w *simWorld) clientEnv() impl.Env                                    { return w.c.Sched }
 
 var _ world = (*simWorld)(nil)

@@ -163,7 +163,12 @@ func (s *Server) DeleteNetwork(id int64) *JobVO {
 const jobPoll = time.Second
 
 // WaitJob polls a job until it is done, every second, and returns its error.
-func (s *Server) WaitJob(j *JobVO) error {
-	_, err := s.jobs.WaitJob(j.ID, jobPoll, 0)
+func (s *Server) WaitJob(j *JobVO) error { return s.WaitJobOn(s.Env, j) }
+
+// WaitJobOn is WaitJob for a caller outside the server (an API client): it waits on the caller's own
+// env, so it outlives a server incarnation that dies meanwhile and reads the outcome from the
+// database, where the next incarnation writes it, as cloudstack-go's poll does.
+func (s *Server) WaitJobOn(env Env, j *JobVO) error {
+	_, err := s.jobs.waitJobOn(env, j.ID, jobPoll, 0)
 	return err
 }

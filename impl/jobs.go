@@ -102,7 +102,12 @@ func (e *JobGoneError) Error() string { return fmt.Sprintf("job %d is gone", e.I
 // WaitJob polls a job every interval until it is done or timeout passes (cloudstack-go's
 // queryAsyncJobResult loop, or a VM work job's VmStateSyncOutcome).
 func (m *AsyncJobManager) WaitJob(id int64, interval, timeout time.Duration) (job.Status, error) {
-	deadline := m.s.Env.Now().Add(timeout)
+	return m.waitJobOn(m.s.Env, id, interval, timeout)
+}
+
+// waitJobOn is WaitJob on env's clock: the server's, or an outside caller's.
+func (m *AsyncJobManager) waitJobOn(env Env, id int64, interval, timeout time.Duration) (job.Status, error) {
+	deadline := env.Now().Add(timeout)
 	for {
 		j := m.s.DB.Job(id)
 		if j == nil {
@@ -111,10 +116,10 @@ func (m *AsyncJobManager) WaitJob(id int64, interval, timeout time.Duration) (jo
 		if j.Status.Done() {
 			return j.Status, m.JobError(id)
 		}
-		if timeout > 0 && !m.s.Env.Now().Before(deadline) {
+		if timeout > 0 && !env.Now().Before(deadline) {
 			return job.InProgress, &OperationTimedoutError{Host: "-", Cmd: j.Cmd}
 		}
-		m.s.Env.Sleep(interval)
+		env.Sleep(interval)
 	}
 }
 

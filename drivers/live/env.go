@@ -14,54 +14,121 @@ import (
 	"github.com/csconform/csconform/impl"
 )
 
-// Env is impl.Env on wall-clock time and goroutines. Close ends it: every task parked in Sleep or a
-// Signal's Wait exits (runtime.Goexit, deferred calls run), as a process's threads do when it stops.
+// Env is impl.Env in real time: goroutines, timers, and a clock that runs Speed times the wall
+// clock (1: the wall clock itself). An Env is the run (NewEnv) or one process inside it (Child: a
+// management server incarnation, an agent). Close ends it as a process ends: every task parked in
+// Sleep or a Signal's Wait on it, or on a child of it, exits (runtime.Goexit, deferred calls run) and
+// no new task starts. A task belongs to the process whose Env it sleeps on, so a caller that must
+// outlive a process (a client polling its job) waits on its own Env, not the process's: ownership
+// is the Env a task is given, never which goroutine it runs on.
 type Env struct {
-	done     chan struct{}
-	stopOnce sync.Once
-	tasks    sync.WaitGroup
+	clk    *clock
+	parent *Env
+	done   chan struct{}
+	once   sync.Once
+	tasks  *sync.WaitGroup // the run's: every task of every process
 }
 
-// NewEnv returns a running environment.
-func NewEnv() *Env { return &Env{done: make(chan struct{})} }
+// clock is a scaled clock: it starts at the wall clock's now and runs speed times as fast.
+type clock struct {
+	epoch time.Time
+	speed float64
+}
 
-// Now is the wall clock.
-func (e *Env) Now() time.Time { return time.Now() }
+func (k *clock) now() time.Time {
+	if k.speed == 1 {
+		return time.Now()
+	}
+	return k.epoch.Add(time.Duration(float64(time.Since(k.epoch)) * k.speed))
+}
 
-// Sleep blocks for d; a closed Env ends the calling goroutine instead.
+// wall is how long d of the clock's time lasts on the wall clock.
+func (k *clock) wall(d time.Duration) time.Duration {
+	if k.speed == 1 {
+		return d
+	}
+	return time.Duration(float64(d) / k.speed)
+}
+
+// NewEnv returns a running environment on the wall clock.
+func NewEnv() *Env { return NewScaledEnv(1) }
+
+// NewScaledEnv returns a running environment whose clock runs speed times the wall clock, from now.
+func NewScaledEnv(speed float64) *Env {
+	if speed <= 0 {
+		speed = 1
+	}
+	return &Env{clk: &clock{epoch: time.Now(), speed: speed}, done: make(chan struct{}), tasks: &sync.WaitGroup{}}
+}
+
+// Child returns a process of e's run: the same clock; closed with the run, or alone by its own
+// Close. Processes do not nest: a child's Child is another process of the run.
+func (e *Env) Child() *Env {
+	root := e
+	if root.parent != nil {
+		root = root.parent
+	}
+	return &Env{clk: e.clk, parent: root, done: make(chan struct{}), tasks: e.tasks}
+}
+
+// Now is the environment's clock.
+func (e *Env) Now() time.Time { return e.clk.now() }
+
+// Wall is how long d of the environment's time lasts on the wall clock.
+func (e *Env) Wall(d time.Duration) time.Duration { return e.clk.wall(d) }
+
+// closed is whether e or its run is closed.
+func (e *Env) closed() bool {
+	for p := e; p != nil; p = p.parent {
+		select {
+		case <-p.done:
+			return true
+		default:
+		}
+	}
+	return false
+}
+
+// Sleep blocks for d of the environment's time; a closed Env ends the calling goroutine instead.
 func (e *Env) Sleep(d time.Duration) {
 	if d <= 0 {
-		e.exitIfClosed()
+		if e.closed() {
+			runtime.Goexit()
+		}
 		runtime.Gosched()
 		return
 	}
-	t := time.NewTimer(d)
+	t := time.NewTimer(e.clk.wall(d))
 	defer t.Stop()
+	if e.parent == nil {
+		select {
+		case <-t.C:
+		case <-e.done:
+			runtime.Goexit()
+		}
+		return
+	}
 	select {
 	case <-t.C:
 	case <-e.done:
 		runtime.Goexit()
-	}
-}
-
-func (e *Env) exitIfClosed() {
-	select {
-	case <-e.done:
+	case <-e.parent.done:
 		runtime.Goexit()
-	default:
 	}
 }
 
-// Go runs fn on its own goroutine. The name is CloudStack's thread name; it is not needed here.
+// Go runs fn on its own goroutine, a task of the run. The name is CloudStack's thread name; it is not
+// needed here.
 func (e *Env) Go(name string, fn func()) {
-	select {
-	case <-e.done:
+	if e.closed() {
 		return // a stopped process starts nothing
-	default:
 	}
 	e.tasks.Add(1)
 	go func() {
 		defer e.tasks.Done()
+		if e.closed() {
+			return
+		}
 		fn()
 	}()
 }
@@ -71,12 +138,12 @@ func (e *Env) NewSignal() impl.Signal { return &signal{env: e, ch: make(chan str
 
 // Close stops the environment: parked tasks exit, new tasks do not start. Tasks blocked on a socket
 // end when their transport closes.
-func (e *Env) Close() { e.stopOnce.Do(func() { close(e.done) }) }
+func (e *Env) Close() { e.once.Do(func() { close(e.done) }) }
 
-// Done is closed once the environment is closed.
+// Done is closed once the environment itself is closed.
 func (e *Env) Done() <-chan struct{} { return e.done }
 
-// Wait waits up to timeout for every task to end; false if some still run.
+// Wait waits up to timeout (wall time) for every task of the run to end; false if some still run.
 func (e *Env) Wait(timeout time.Duration) bool {
 	ch := make(chan struct{})
 	go func() { e.tasks.Wait(); close(ch) }()
@@ -104,9 +171,13 @@ func (g *signal) Wait(timeout time.Duration) bool {
 	}
 	var expired <-chan time.Time
 	if timeout > 0 {
-		t := time.NewTimer(timeout)
+		t := time.NewTimer(g.env.clk.wall(timeout))
 		defer t.Stop()
 		expired = t.C
+	}
+	var parent <-chan struct{}
+	if g.env.parent != nil {
+		parent = g.env.parent.done
 	}
 	select {
 	case <-g.ch:
@@ -120,8 +191,10 @@ func (g *signal) Wait(timeout time.Duration) bool {
 		}
 	case <-g.env.done:
 		runtime.Goexit()
-		return false
+	case <-parent:
+		runtime.Goexit()
 	}
+	return false
 }
 
 var _ impl.Env = (*Env)(nil)
