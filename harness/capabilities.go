@@ -160,21 +160,3 @@ func externalCapabilities() Capabilities {
 	}
 	return c
 }
-
-// worldCapabilities are the worlds by the name --driver gives them.
-var worldCapabilities = map[string]Capabilities{
-	"sim": SimCapabilities, "live": LiveCapabilities, "libvirt": LibvirtCapabilities,
-	"container": ContainerCapabilities, "external": ExternalCapabilities,
-}
-
-// WorldNames lists the worlds, in the order the docs give them.
-var WorldNames = []string{"sim", "live", "libvirt", "container", "external"}
-
-// CapabilitiesOf is a world's declaration by name.
-func CapabilitiesOf(world string) (Capabilities, error) {
-	c, ok := worldCapabilities[world]
-	if !ok {
-		return Capabilities{}, fmt.Errorf("unknown world %q (one of %s)", world, strings.Join(WorldNames, ", "))
-	}
-	return c, nil
-}

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -93,4 +94,23 @@ func TestCapabilitiesDeclareCatalogueFaults(t *testing.T) {
 		require.NoError(t, err)
 		assert.NoError(t, SimCapabilities.Check(sc))
 	}
+}
+
+// The worlds are one table: each named once, said in a line, with its declaration; every world but
+// the external one (which needs an API and hosts) runs a scenario through it.
+func TestWorldsAreOneTable(t *testing.T) {
+	seen := map[string]bool{}
+	for _, w := range Worlds {
+		assert.False(t, seen[w.Name], "%s twice", w.Name)
+		seen[w.Name] = true
+		assert.NotEmpty(t, w.Doc, w.Name)
+		assert.NotEmpty(t, w.Caps.World, w.Name)
+		assert.Equal(t, w.Name != "external", w.Run != nil, w.Name)
+	}
+	assert.Equal(t, []string{"sim", "live", "libvirt", "container", "external"}, WorldNames)
+	w, err := WorldNamed("sim")
+	require.NoError(t, err)
+	r, err := w.Run(&Scenario{Name: "s", Hosts: []string{"h1"}, Steps: []Step{{Wait: time.Second}}}, "fixed", nil, 1, RunOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, "s", r.Scenario)
 }

@@ -23,7 +23,7 @@ func reproFlags(fs *pflag.FlagSet, o *reproOpts) {
 	fs.StringVar(&o.profile, "profile", impl.CloudStack422, "the profile `P`: cloudstack-4.22 (all known defects) or fixed (csconform profiles lists them)")
 	fs.StringVar(&o.defects, "defects", "", "switch on exactly the defects in `LIST` instead of a profile's (D1,D2a,...; D2 = D2a-D2e; none)")
 	fs.Uint64Var(&o.seed, "seed", 0, "the scheduler seed `N` (default: each scenario's own)")
-	fs.StringVar(&o.driver, "driver", "sim", "`NAME` of where domains live: sim, libvirt (real QEMU domains, real time; needs ci/setup-libvirt.sh and ci/build-guest.sh; Ctrl-C cleans up) or container (server and hosts in Docker containers built FROM scratch; any scenario without primed networks; Ctrl-C heals faults and removes them and the run's domains)")
+	fs.StringVar(&o.driver, "driver", "sim", driverHelp(drivers))
 	fs.StringVar(&o.uri, "uri", "", "the libvirtd `URI` for --driver libvirt (default qemu:///system)")
 	fs.StringVar(&o.domains, "domains", container.DomainsAuto, "`D`, for --driver container: auto (real libvirt domains, driven by the agent containers through libvirtd's mounted socket, where libvirtd answers and the guest is built; else simulated), libvirt (or fail) or simulated")
 	fs.BoolVar(&o.asJSON, "json", false, "print the results as JSON")
@@ -38,7 +38,7 @@ func newReproCmd(e *cliEnv) *cobra.Command {
 		Use:   "repro NAME|FILE|all [flags]",
 		Short: "run scenarios and check the invariants",
 		Long: `Runs built-in scenarios (csconform scenarios), a scenario file, or all of them, on the simulator
-(or --driver libvirt|container) and checks the invariants and linearizability; prints the table and
+(or --driver live|libvirt|container) and checks the invariants and linearizability; prints the table and
 each violation.
 
 Against an external CloudStack (--api URL; one scenario; nothing is started, no profile, seed or

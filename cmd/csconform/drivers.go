@@ -1,0 +1,68 @@
+package main
+
+// repro's worlds (--driver), from harness.Worlds.
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/csconform/csconform/drivers/container"
+	"github.com/csconform/csconform/harness"
+	"github.com/csconform/csconform/impl"
+)
+
+// drivers are repro's --driver choices: the worlds a scenario file runs in (the external one is
+// --api's).
+var drivers = func() []string {
+	var d []string
+	for _, w := range harness.Worlds {
+		if w.Run != nil {
+			d = append(d, w.Name)
+		}
+	}
+	return d
+}()
+
+// driverHelp is --driver's help: each world's line.
+func driverHelp(names []string) string {
+	var b strings.Builder
+	b.WriteString("`NAME` of the world the scenario runs in, one of:")
+	for i, n := range names {
+		w, _ := harness.WorldNamed(n)
+		sep := "."
+		if i < len(names)-1 {
+			sep = ";"
+		}
+		fmt.Fprintf(&b, " %s, %s%s", n, w.Doc, sep)
+	}
+	b.WriteString(" What each cannot do: csconform faults")
+	return b.String()
+}
+
+// reproContext is cancelled by Ctrl-C or SIGTERM, so a run on real domains stops and cleans up.
+func reproContext() (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+}
+
+// runOn runs one scenario in a world.
+func runOn(ctx context.Context, driver, uri, domains string, sc *harness.Scenario, profile string, sw impl.Switches, seed uint64, lim harness.Limits, stderr io.Writer) (*harness.Result, error) {
+	w, err := harness.WorldNamed(driver)
+	if err != nil {
+		return nil, err
+	}
+	return w.Run(sc, profile, sw, seed, harness.RunOptions{Ctx: ctx, Log: stderr, Limits: lim, URI: uri, Domains: domains})
+}
+
+// checkDomains checks a --domains value.
+func checkDomains(d string) error {
+	switch d {
+	case container.DomainsAuto, container.DomainsLibvirt, container.DomainsSimulated:
+		return nil
+	}
+	return fmt.Errorf("--domains %q: want auto, libvirt or simulated", d)
+}
