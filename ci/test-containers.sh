@@ -2,10 +2,10 @@
 # The container tier: the management server and every host in Docker containers built at test time
 # FROM scratch with a static csconform (nothing is pulled; Ryuk is off), on a user-defined network per
 # run. Runs the driver's fault tests (partition, pause, stop/start, kill, rolling restart, the
-# server's kill and start with its records kept, guest faults: go test ./drivers/container
-# -containers), the libvirt-backed agents' test (an agent container's restart leaves its real domain
+# server's kill and start with its records kept, guest faults: CSCONFORM_TIERS=containers go test
+# ./drivers/container), the libvirt-backed agents' test (an agent container's restart leaves its real domain
 # running), and seed 004 and 001 under both profiles and ms-restart-keeps-records under fixed, all at
-# once (go test ./conformance -driver=container): seed 004 on real libvirt domains that the agent
+# once (CSCONFORM_TIERS=containers go test ./conformance): seed 004 on real libvirt domains that the agent
 # containers drive through libvirtd's mounted socket, the others on simulated domains (a hypervisor
 # container per host). Then it fails if docker ps -a, docker network ls, docker volume ls, docker
 # images, virsh list, the run directories or the process table shows anything of the harness.
@@ -29,9 +29,9 @@ start=$(date +%s)
 bindir="$(mktemp -d)"
 CGO_ENABLED=0 go build -trimpath -o "$bindir/csconform" ./cmd/csconform
 set +e
-go test -count=1 -timeout 20m -v -run 'TestFaults|TestLibvirtAgentRestart' ./drivers/container -containers >"$log" 2>&1
+CSCONFORM_TIERS=containers go test -count=1 -timeout 20m -v -run 'TestFaults|TestLibvirtAgentRestart' ./drivers/container >"$log" 2>&1
 rc1=$?
-go test -count=1 -timeout 30m -parallel 5 -v -run TestContainerTier ./conformance -driver=container >>"$log" 2>&1
+CSCONFORM_TIERS=containers go test -count=1 -timeout 30m -parallel 5 -v -run TestContainerTier ./conformance >>"$log" 2>&1
 rc2=$?
 # exploration on this driver: one random program under fixed, judged by the invariants, run by the
 # installed-like binary from outside the tree

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The libvirt conformance tier: sets up libvirtd and the guest (both idempotent), runs the seed
 # scenarios (D1: seed-000-*, D2: seed-001, D3: seed-004) on real QEMU domains under both profiles
-# (go test ./conformance -driver=libvirt), and fails if any harness domain (csc-*) or harness
+# (CSCONFORM_TIERS=libvirt go test ./conformance), and fails if any harness domain (csc-*) or harness
 # process is left afterwards, or unless every run matched its expectations. Run as root. See
 # harness/libvirt.go for the time scaling.
 #
@@ -17,12 +17,12 @@ ci/setup-libvirt.sh
 ci/build-guest.sh
 
 log=/tmp/csconform-libvirt-conformance.txt
-echo "== libvirt conformance tier (go test ./conformance -driver=libvirt -run TestLibvirtTier)"
+echo "== libvirt conformance tier (CSCONFORM_TIERS=libvirt go test ./conformance -run TestLibvirtTier)"
 start=$(date +%s)
 set +e
 long=()
 [ "${CSCONFORM_LIBVIRT_LONG:-0}" = 1 ] && long=(-long)
-go test -count=1 -timeout 40m -parallel 16 -v -run 'TestLibvirtTier' ./conformance -driver=libvirt "${long[@]}" >"$log" 2>&1
+CSCONFORM_TIERS=libvirt go test -count=1 -timeout 40m -parallel 16 -v -run 'TestLibvirtTier' ./conformance "${long[@]}" >"$log" 2>&1
 rc=$?
 set -e
 grep -E '^(=== RUN|\s*--- |PASS|FAIL|ok)|^---- |^   (Case|profile|VIOLATION|outcome|OUTCOME|[A-Za-z0-9-]+ +[a-z0-9]+ )|libvirt_test.go|^libvirt tier:' "$log" || true
@@ -39,7 +39,7 @@ if [ -n "$left" ]; then
 fi
 # The tier runs the server and the agents inside the test process; a QEMU of a harness domain or a
 # test binary still running afterwards is a leak.
-procs="$(pgrep -af 'qemu-system.*csc-|conformance.test.*driver=libvirt' || true)"
+procs="$(pgrep -af 'qemu-system.*csc-|conformance.test.*TestLibvirtTier' || true)"
 if [ -n "$procs" ]; then
   echo "ci/test-libvirt-conformance.sh: harness processes left after the tier:" >&2
   echo "$procs" >&2

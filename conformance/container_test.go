@@ -1,6 +1,6 @@
 package conformance
 
-// The container tier: go test ./conformance -driver=container runs seed 004 (forced destroy during an
+// The container tier: CSCONFORM_TIERS=containers go test ./conformance runs seed 004 (forced destroy during an
 // agent restart, D3), seed 001 (stale power report, D2) and ms-restart-keeps-records (the server's
 // container killed and started again on its database's state file) with the management server and
 // every host in Docker containers (drivers/container), under both profiles (ms-restart-keeps-records
@@ -25,6 +25,7 @@ import (
 	"github.com/csconform/csconform/drivers/container"
 	"github.com/csconform/csconform/harness"
 	"github.com/csconform/csconform/impl"
+	"github.com/csconform/csconform/internal/tier"
 	"github.com/csconform/csconform/model/invariant"
 )
 
@@ -42,9 +43,7 @@ var containerDomains = map[string]string{
 }
 
 func TestContainerTier(t *testing.T) {
-	if *driver != "container" {
-		t.Skip("the container tier runs with -driver=container (ci/test-containers.sh)")
-	}
+	tier.Need(t, tier.Containers)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	t.Cleanup(stop)
 	if err := container.Available(ctx); err != nil {

@@ -1,6 +1,6 @@
 package conformance
 
-// The libvirt tier: go test ./conformance -driver=libvirt -timeout 20m runs the seed scenarios on
+// The libvirt tier: CSCONFORM_TIERS=libvirt go test ./conformance -timeout 20m runs the seed scenarios on
 // real QEMU domains (libvirtd, the guest from ci/build-guest.sh), concurrently (give -parallel 16:
 // the default runs only GOMAXPROCS at once, and the runs mostly wait on real time), under every profile
 // they state an outcome for, and requires the same outcome as on the simulator. See
@@ -22,12 +22,10 @@ import (
 	"github.com/csconform/csconform/drivers/libvirt"
 	"github.com/csconform/csconform/harness"
 	"github.com/csconform/csconform/impl"
+	"github.com/csconform/csconform/internal/tier"
 )
 
-var (
-	driver = flag.String("driver", "sim", "where the libvirt tier runs: sim (skip it) or libvirt")
-	long   = flag.Bool("long", false, "libvirt tier: also the long D1 scenarios (seed-000-ab, seed-000-stuck-network)")
-)
+var long = flag.Bool("long", false, "libvirt tier: also the long D1 scenarios (seed-000-ab, seed-000-stuck-network)")
 
 // tierRun is a scenario of the libvirt tier under the profiles it states an outcome for, or only
 // under the listed ones.
@@ -93,9 +91,7 @@ func TestLibvirtTierHoldsAcrossSeeds(t *testing.T) {
 }
 
 func TestLibvirtTier(t *testing.T) {
-	if *driver != "libvirt" {
-		t.Skip("the libvirt tier runs with -driver=libvirt (ci/test-libvirt-conformance.sh)")
-	}
+	tier.Need(t, tier.Libvirt) // ci/test-libvirt-conformance.sh
 	for _, f := range []string{"vmlinuz", "initramfs.cpio.gz"} {
 		if p := filepath.Join(libvirt.DefaultGuestDir(), f); !exists(p) {
 			t.Skipf("guest not built (%s missing): run ci/build-guest.sh", p)

@@ -16,6 +16,7 @@ import (
 	"github.com/csconform/csconform/harness/audit"
 	"github.com/csconform/csconform/harness/cloudclient"
 	"github.com/csconform/csconform/impl"
+	"github.com/csconform/csconform/internal/tier"
 )
 
 // worldExec is inject's executor on the live world's hosts: systemctl stop/start cloudstack-agent
@@ -99,9 +100,7 @@ func loadScenario(t *testing.T, file string) *Scenario {
 // orphaned domain and the IP conflict (and is not linearizable), under fixed nothing; either way every
 // VM and network it created is gone afterwards, and the key pair is in no output.
 func TestExternalSeed004(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs seed 004 twice against the reference server in the live world (~15 s)")
-	}
+	tier.Need(t, tier.Long) // runs seed 004 twice against the reference server in the live world (~15 s)
 	cases := []struct {
 		profile string
 		want    []string
@@ -233,9 +232,7 @@ func TestExternalPreflight(t *testing.T) {
 
 // Ctrl-C in the middle of a run: the run stops, and what it created is removed all the same.
 func TestExternalInterrupted(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs against the reference server in the live world (a few seconds)")
-	}
+	tier.Need(t, tier.Long) // runs against the reference server in the live world (a few seconds)
 	sc, err := ParseScenario([]byte("name: long\nhosts: [h1]\nnetworks: [{name: n}]\nsteps:\n  - {op: deploy, vm: a, networks: [n], host: h1}\n  - {wait: 1h}\n"), "test")
 	if err != nil {
 		t.Fatal(err)

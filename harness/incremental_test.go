@@ -9,14 +9,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/csconform/csconform/impl"
+	"github.com/csconform/csconform/internal/tier"
 )
 
 // TestCompareModeOnBuiltinScenarios: every built-in scenario, under both profiles, checked
 // incrementally and in full after every step, with the same outcome.
 func TestCompareModeOnBuiltinScenarios(t *testing.T) {
-	if testing.Short() {
-		t.Skip("every scenario, checked twice after every step")
-	}
+	tier.Need(t, tier.Long) // every scenario, checked twice after every step
 	t.Setenv(CheckModeEnv, "compare")
 	files, err := filepath.Glob("../conformance/scenarios/*.yaml")
 	require.NoError(t, err)

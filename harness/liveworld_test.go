@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/csconform/csconform/drivers/sim"
+	"github.com/csconform/csconform/internal/tier"
 )
 
 // outcome is what the API path must reproduce: each case's result and each VM's final record.
@@ -48,9 +49,7 @@ func violations(r *Result) string {
 // with the client operations called directly and once through CloudStack's API with cloudstack-go:
 // both give the same case results and final VM states.
 func TestSeedScenariosThroughTheAPI(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs every seed scenario twice in real time: about a minute and a half")
-	}
+	tier.Need(t, tier.Long) // runs every seed scenario twice in real time: about a minute and a half
 	files, err := filepath.Glob("../conformance/scenarios/*.yaml")
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no seed scenarios: %v", err)

@@ -13,6 +13,7 @@ import (
 	"github.com/csconform/csconform/harness"
 	"github.com/csconform/csconform/harness/explore"
 	"github.com/csconform/csconform/impl"
+	"github.com/csconform/csconform/internal/tier"
 	"github.com/csconform/csconform/logcheck"
 	"github.com/csconform/csconform/model/history"
 	"github.com/csconform/csconform/model/invariant"
@@ -242,7 +243,7 @@ func TestRoundTripExplored(t *testing.T) {
 	if s := os.Getenv("LOGCHECK_CASES"); s != "" {
 		n, _ = strconv.Atoi(s)
 	}
-	if testing.Short() {
+	if !tier.Enabled(tier.Long) {
 		n = 20
 	}
 	gen := rapid.Custom(func(t *rapid.T) *harness.Scenario { sc, _ := explore.Program(t); return sc })

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	cs "github.com/apache/cloudstack-go/v2/cloudstack"
+
+	"github.com/csconform/csconform/internal/tier"
 )
 
 func TestAPICredentialFlags(t *testing.T) {
@@ -46,9 +48,7 @@ func TestAPIKeysFile(t *testing.T) {
 // csconform server --api with the secret from the environment, one agent: cloudstack-go deploys a VM
 // through the API face; a wrong secret is refused; the secret shows up in no output or history.
 func TestServerAPIThroughCloudStackGo(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds csconform and runs it in real time: about 10 s")
-	}
+	tier.Need(t, tier.Long) // builds csconform and runs it in real time: about 10 s
 	dir := t.TempDir()
 	bin := buildCSConform(t, dir)
 	const key, secret = "an-api-key", "the-secret-key-7f3a9"

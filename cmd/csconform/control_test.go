@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/csconform/csconform/impl"
+	"github.com/csconform/csconform/internal/tier"
 )
 
 // The control token comes from the environment, else from the file, else it is generated into the
@@ -104,9 +105,7 @@ func TestControlEndpointNeedsToken(t *testing.T) {
 // the endpoint is on loopback (127.0.0.1:8096; if another process holds that port, the refusal names
 // the address it tried).
 func TestServerControlTokenAndLoopback(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds csconform and runs it")
-	}
+	tier.Need(t, tier.Long) // builds csconform and runs it
 	dir := t.TempDir()
 	bin := buildCSConform(t, dir)
 	file := filepath.Join(dir, "control.token")

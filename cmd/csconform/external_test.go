@@ -12,6 +12,8 @@ import (
 	"time"
 
 	cs "github.com/apache/cloudstack-go/v2/cloudstack"
+
+	"github.com/csconform/csconform/internal/tier"
 )
 
 // noFaults is a scenario an external run can do without host access.
@@ -69,9 +71,7 @@ esac
 // reports the orphaned domain and the IP conflict, the outcome matches the profile's expectations,
 // nothing the run created is left, and the secret is in no output.
 func TestReproExternalAgainstServer(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds csconform and runs seed 004 against a server process in real time: about a minute")
-	}
+	tier.Need(t, tier.Long) // builds csconform and runs seed 004 against a server process in real time: about a minute
 	dir := t.TempDir()
 	bin := buildCSConform(t, dir)
 	const key, secret = "ext-api-key", "ext-secret-9c1e77d0"

@@ -1,5 +1,3 @@
-//go:build libvirt
-
 package main
 
 import (
@@ -15,13 +13,15 @@ import (
 
 	"github.com/csconform/csconform/drivers/libvirt"
 	"github.com/csconform/csconform/harness/audit"
+	"github.com/csconform/csconform/internal/tier"
 )
 
 // csconform inject crash --local --yes against the local libvirtd: a labelled throwaway domain
 // (no disk, no kernel: QEMU idles in the firmware) is SIGKILLed through its pid file and is gone.
 // A dry run first leaves it running. Around it, the audit reads the real libvirtd: with no record of
-// i-2-1-VM (planted: its VM expunged) the running domain is an orphan; once crashed, nothing is found. go test -tags libvirt ./cmd/csconform -run TestInjectCrashesALocalDomain
+// i-2-1-VM (planted: its VM expunged) the running domain is an orphan; once crashed, nothing is found. CSCONFORM_TIERS=libvirt go test ./cmd/csconform -run TestInjectCrashesALocalDomain
 func TestInjectCrashesALocalDomain(t *testing.T) {
+	tier.Need(t, tier.Libvirt)
 	u, _ := url.Parse(libvirt.DefaultURI)
 	lv, err := golibvirt.ConnectToURI(u)
 	if err != nil {

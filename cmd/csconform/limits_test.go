@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/csconform/csconform/internal/tier"
 )
 
 // scenarioFile writes a one-VM scenario with the given hosts, config, extra steps and settle.
@@ -65,9 +67,7 @@ func TestReproRefusesRunawayScenarios(t *testing.T) {
 // Ctrl-C stops a simulated run between two scheduler steps: it prints what it had and exits 130.
 // Before, SIGINT was caught and never looked at, and a run kept going for half an hour.
 func TestReproStopsOnInterrupt(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the binary")
-	}
+	tier.Need(t, tier.Long) // builds the binary
 	bin := buildCSConform(t, t.TempDir())
 	// 300 hosts for 47 h of simulated time: millions of steps, many seconds on any machine
 	f := scenarioFile(t, 300, "", "", "47h")

@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/csconform/csconform/internal/tier"
 	"github.com/csconform/csconform/model/history"
 )
 
@@ -234,9 +235,7 @@ func call(t *testing.T, base, cmd string, params url.Values, out any) {
 //
 // Finally SIGTERM stops the server with status 0.
 func TestServerAndAgentProcesses(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds csconform and runs it in real time: about 15 s")
-	}
+	tier.Need(t, tier.Long) // builds csconform and runs it in real time: about 15 s
 	dir := t.TempDir()
 	bin := buildCSConform(t, dir)
 	hist := filepath.Join(dir, "history.jsonl")
@@ -318,9 +317,7 @@ func TestServerAndAgentProcesses(t *testing.T) {
 // deployed before is still listed Running, its agent comes back to the new incarnation, and a stop
 // after the restart works. A bad --state is refused with status 2.
 func TestServerStateFileSurvivesKill(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds csconform and runs it in real time: about 10 s")
-	}
+	tier.Need(t, tier.Long) // builds csconform and runs it in real time: about 10 s
 	dir := t.TempDir()
 	bin := buildCSConform(t, dir)
 	notDir := filepath.Join(dir, "file")

@@ -1,21 +1,20 @@
 package container
 
-// go test ./drivers/container -containers runs these against the local Docker daemon (ci/test-containers.sh).
+// CSCONFORM_TIERS=containers go test ./drivers/container runs these against the local Docker daemon
+// (ci/test-containers.sh).
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"net/url"
-	"os"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/testcontainers/testcontainers-go"
-)
 
-var containers = flag.Bool("containers", false, "run the tests that need a Docker daemon")
+	"github.com/csconform/csconform/internal/tier"
+)
 
 type hostRow struct {
 	ID     string
@@ -55,9 +54,7 @@ func waitHost(t *testing.T, ctx context.Context, c *Cluster, h, want string, lim
 // TestFaults starts two hosts, deploys a VM on h1 and puts every fault primitive to work, checking
 // what the server sees and that the domain outlives its agent; then everything of the run is gone.
 func TestFaults(t *testing.T) {
-	if !*containers {
-		t.Skip("needs Docker: go test ./drivers/container -containers")
-	}
+	tier.Need(t, tier.Containers)
 	ctx := context.Background()
 	if err := Available(ctx); err != nil {
 		t.Skipf("Docker unreachable: %v", err)
@@ -253,9 +250,4 @@ type testWriter struct{ t *testing.T }
 func (w testWriter) Write(p []byte) (int, error) {
 	w.t.Log(strings.TrimSpace(string(p)))
 	return len(p), nil
-}
-
-func TestMain(m *testing.M) {
-	flag.Parse()
-	os.Exit(m.Run())
 }

@@ -13,6 +13,7 @@ import (
 	golibvirt "github.com/digitalocean/go-libvirt"
 
 	"github.com/csconform/csconform/drivers/libvirt"
+	"github.com/csconform/csconform/internal/tier"
 )
 
 // TestLibvirtAgentRestart: with libvirt-backed agents, a deployed VM's domain is a real QEMU domain
@@ -20,9 +21,7 @@ import (
 // same domain, same QEMU process, as libvirtd itself says — and the server sees it again in the
 // restarted agent's report; Close then removes every container, domain and file of the run.
 func TestLibvirtAgentRestart(t *testing.T) {
-	if !*containers {
-		t.Skip("needs Docker: go test ./drivers/container -containers")
-	}
+	tier.Need(t, tier.Containers)
 	ctx := context.Background()
 	if err := Available(ctx); err != nil {
 		t.Skipf("Docker unreachable: %v", err)

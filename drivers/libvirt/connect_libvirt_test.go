@@ -1,5 +1,3 @@
-//go:build libvirt
-
 package libvirt
 
 import (
@@ -8,12 +6,15 @@ import (
 	golibvirt "github.com/digitalocean/go-libvirt"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/csconform/csconform/internal/tier"
 )
 
 // A qemu+ssh URI reaches libvirtd through the ssh on PATH (here one that runs the remote bridge on
 // this machine: virt-ssh-helper, or nc -U): the RPC works over it, and ssh was given the URI's
 // user and host.
 func TestConnectOverSSH(t *testing.T) {
+	tier.Need(t, tier.Libvirt)
 	log := fakeSSH(t)
 	lv, err := Connect("qemu+ssh://root@stage-kvm1/system")
 	require.NoError(t, err)

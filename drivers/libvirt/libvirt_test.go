@@ -1,9 +1,7 @@
-//go:build libvirt
-
 package libvirt
 
 // Guest tests: they boot real domains on libvirtd. Set up with ci/setup-libvirt.sh and
-// ci/build-guest.sh, then: go test -tags libvirt ./drivers/libvirt/ (about a minute under TCG).
+// ci/build-guest.sh, then: CSCONFORM_TIERS=libvirt go test ./drivers/libvirt/ (about a minute under TCG).
 // They skip when libvirtd is unreachable or the guest is not built.
 
 import (
@@ -19,6 +17,7 @@ import (
 	golibvirt "github.com/digitalocean/go-libvirt"
 
 	"github.com/csconform/csconform/impl"
+	"github.com/csconform/csconform/internal/tier"
 )
 
 var (
@@ -27,6 +26,9 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	if !tier.Enabled(tier.Libvirt) {
+		os.Exit(m.Run()) // the guest tests skip; nothing of libvirtd's is touched
+	}
 	var err error
 	testBase, err = os.MkdirTemp("", "csc-lvtest-")
 	if err != nil {
@@ -159,6 +161,7 @@ func (r *recorder) all() []impl.LifecycleEvent {
 }
 
 func TestBootReadyAndHostsSharingLibvirtd(t *testing.T) {
+	tier.Need(t, tier.Libvirt)
 	needLibvirt(t)
 	run := newRun(t)
 	h1 := newHost(t, run, "h1", Options{})
@@ -245,6 +248,7 @@ func TestBootReadyAndHostsSharingLibvirtd(t *testing.T) {
 }
 
 func TestCrashAndGuestPoweroff(t *testing.T) {
+	tier.Need(t, tier.Libvirt)
 	needLibvirt(t)
 	run := newRun(t)
 	h := newHost(t, run, "h1", Options{Lifetime: func(s impl.DomainSpec) time.Duration {
@@ -305,6 +309,7 @@ func TestCrashAndGuestPoweroff(t *testing.T) {
 }
 
 func TestDeleteVolumeWhileHeldOpen(t *testing.T) {
+	tier.Need(t, tier.Libvirt)
 	needLibvirt(t)
 	run := newRun(t)
 	h1 := newHost(t, run, "h1", Options{})
@@ -350,6 +355,7 @@ func TestDeleteVolumeWhileHeldOpen(t *testing.T) {
 }
 
 func TestCleanupRemovesLabelledOnly(t *testing.T) {
+	tier.Need(t, tier.Libvirt)
 	needLibvirt(t)
 	run := newRun(t)
 	other := run + "o"

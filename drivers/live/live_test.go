@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/csconform/csconform/impl"
+	"github.com/csconform/csconform/internal/tier"
 	"github.com/csconform/csconform/model/history"
 	"github.com/csconform/csconform/model/host"
 	"github.com/csconform/csconform/model/vm"
@@ -144,9 +145,7 @@ func (s *sink) transitions(object string) []string {
 // (Up + PingTimeout, investigation: Disconnected); h1 stays Up. The link heals, the agent finds its
 // connection gone and reconnects: h2 is Up again and still reports the VM.
 func TestServerAndAgentsOverTCP(t *testing.T) {
-	if testing.Short() {
-		t.Skip("real time: about 15 s")
-	}
+	tier.Need(t, tier.Long) // real time: about 15 s
 	t.Parallel()
 	env := NewEnv()
 	defer env.Close()
@@ -224,9 +223,7 @@ func TestServerAndAgentsOverTCP(t *testing.T) {
 // outcome: six VMs deployed at once over two networks on two hosts, then all destroyed and expunged
 // at once, while pings and power reports flow.
 func TestConcurrentJobsOverTCP(t *testing.T) {
-	if testing.Short() {
-		t.Skip("real time: about 10 s")
-	}
+	tier.Need(t, tier.Long) // real time: about 10 s
 	t.Parallel()
 	env := NewEnv()
 	defer env.Close()

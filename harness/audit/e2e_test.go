@@ -10,6 +10,7 @@ import (
 
 	"github.com/csconform/csconform/harness"
 	"github.com/csconform/csconform/harness/audit"
+	"github.com/csconform/csconform/internal/tier"
 )
 
 // auditScenario runs a seed scenario in the live world (the reference server with its CloudStack API
@@ -80,9 +81,7 @@ func checks(r *audit.Report) []string {
 // Stopped, its address handed to another VM or free, its volume released — is what csconform audit
 // reports; under fixed it reports nothing.
 func TestAuditFindsWhatTheSeedsLeave(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs two seed scenarios under both profiles in real time (~15 s)")
-	}
+	tier.Need(t, tier.Long) // runs two seed scenarios under both profiles in real time (~15 s)
 	cases := []struct {
 		file, profile string
 		want          []string

@@ -1,16 +1,17 @@
-//go:build libvirt
-
 package audit
 
 import (
 	"strings"
 	"testing"
+
+	"github.com/csconform/csconform/internal/tier"
 )
 
 // Reads the local libvirtd (read-only): every domain is listed with its disks, and a domain made by a
 // csconform run (drivers/libvirt) is found again under its run and host, by its instance name.
-// go test -tags libvirt ./audit/ -run TestLibvirtHost -v
+// CSCONFORM_TIERS=libvirt go test ./harness/audit/ -run TestLibvirtHost -v
 func TestLibvirtHost(t *testing.T) {
+	tier.Need(t, tier.Libvirt)
 	all, err := LibvirtHost{Host: "local", URI: "qemu:///system"}.Domains()
 	if err != nil {
 		t.Skipf("no libvirtd here: %v", err)

@@ -7,15 +7,14 @@ import (
 
 	"github.com/csconform/csconform/harness"
 	"github.com/csconform/csconform/impl"
+	"github.com/csconform/csconform/internal/tier"
 )
 
 // TestIncrementalCheckMatchesFull runs random programs under cloudstack-4.22 (whose defects make
 // violations to find) with CSCONFORM_CHECK=compare: after every step the incremental check and the
 // full one must find the same violations and make the same observations (-rapid.checks=N for more).
 func TestIncrementalCheckMatchesFull(t *testing.T) {
-	if testing.Short() {
-		t.Skip("random programs, checked twice after every step")
-	}
+	tier.Need(t, tier.Long) // random programs, checked twice after every step
 	t.Setenv(harness.CheckModeEnv, "compare")
 	d, err := impl.ProfileSwitches("cloudstack-4.22")
 	if err != nil {

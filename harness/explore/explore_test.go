@@ -17,6 +17,7 @@ import (
 	"github.com/csconform/csconform/harness"
 
 	"github.com/csconform/csconform/impl"
+	"github.com/csconform/csconform/internal/tier"
 )
 
 var (
@@ -101,9 +102,7 @@ var families = []struct {
 // its budget, once judged by the invariants only and once by linearizability only: both must find it,
 // and the shrunk program must be short.
 func TestEachDetectorFindsEachDefect(t *testing.T) {
-	if testing.Short() {
-		t.Skip("explores with shrinking")
-	}
+	tier.Need(t, tier.Long) // explores with shrinking
 	for _, f := range families {
 		for _, det := range []struct {
 			name string

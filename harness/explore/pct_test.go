@@ -6,6 +6,7 @@ import (
 
 	"github.com/csconform/csconform/drivers/sim"
 	"github.com/csconform/csconform/impl"
+	"github.com/csconform/csconform/internal/tier"
 	"github.com/stretchr/testify/require"
 )
 
@@ -16,9 +17,7 @@ import (
 // make the figure of `csconform bench --budget 1000 --scheduler pct --defects planted-ip-from-stale-read`
 // (s x 7919; 20/20 found, median 120 cases, worst 902, with the HA and host-fault draws), and random.
 func TestPCTFindsAReadThenWriteRace(t *testing.T) {
-	if testing.Short() {
-		t.Skip("explores 1000 cases a seed")
-	}
+	tier.Need(t, tier.Long) // explores 1000 cases a seed
 	planted := impl.Switches{impl.PlantedIPFromStaleRead: true}
 	inv := Detectors{Invariants: true}
 	for _, seed := range []uint64{1 * 7919, 2 * 7919, 3 * 7919} {

@@ -1,0 +1,52 @@
+// Package tier is the one gate of the slow test tiers. A test that needs real QEMU domains, a Docker
+// daemon or a long time says so with Need, and runs only where its tier is asked for:
+// CSCONFORM_TIERS=libvirt,containers (or all) for the machine's tiers, which CI's scripts set
+// (ci/test-libvirt.sh, ci/test-containers.sh, ci/test-libvirt-conformance.sh); long tests run unless
+// go test -short. A plain go test ./... runs everything but the machine's tiers.
+package tier
+
+import (
+	"os"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// Tier is a set of tests with what they need of the machine.
+type Tier string
+
+const (
+	// Libvirt: real QEMU domains on libvirtd (ci/setup-libvirt.sh and ci/build-guest.sh first).
+	Libvirt Tier = "libvirt"
+	// Containers: a Docker daemon, images built FROM scratch.
+	Containers Tier = "containers"
+	// Long: seconds to minutes a test (real time, the live world over TCP; many simulated cases);
+	// off under go test -short.
+	Long Tier = "long"
+)
+
+// Env is the variable that asks for the machine's tiers: a comma-separated list, or "all".
+const Env = "CSCONFORM_TIERS"
+
+// Enabled says whether a tier runs in this test process.
+func Enabled(t Tier) bool {
+	if t == Long {
+		return !testing.Short()
+	}
+	asked := strings.Split(os.Getenv(Env), ",")
+	return slices.Contains(asked, "all") || slices.Contains(asked, string(t))
+}
+
+// Need skips the test unless every tier it names runs here, saying how to run it.
+func Need(t testing.TB, tiers ...Tier) {
+	t.Helper()
+	for _, tr := range tiers {
+		if Enabled(tr) {
+			continue
+		}
+		if tr == Long {
+			t.Skip("a long test: left out by go test -short")
+		}
+		t.Skipf("the %s tier: run with %s=%s (ci/test-%s.sh sets it)", tr, Env, tr, map[Tier]string{Libvirt: "libvirt", Containers: "containers"}[tr])
+	}
+}
