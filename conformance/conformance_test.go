@@ -150,12 +150,12 @@ func TestSameSeedSameBytes(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			hist[i] = len(r.Cluster.Rec.Events)
+			hist[i] = len(r.Rec.Events)
 			var b bytes.Buffer
-			for _, e := range r.Cluster.Rec.Events {
+			for _, e := range r.Rec.Events {
 				b.WriteString(e.Time.String() + e.Actor + e.Kind + e.Object + e.From + e.To + e.Detail + "\n")
 			}
-			r.Cluster = nil
+			r.Rec = nil
 			js, err := r.JSON()
 			if err != nil {
 				t.Fatal(err)

@@ -21,12 +21,12 @@ func outcome(r *Result) string {
 		fmt.Fprintf(&b, "case %s (%s %s): %s, final %s\n", c.Case, c.Op, c.VM, c.Result, c.FinalState)
 	}
 	var names []string
-	for n := range r.Cluster.vmIDs {
+	for n := range r.cluster.vmIDs {
 		names = append(names, n)
 	}
 	sort.Strings(names)
 	for _, n := range names {
-		st, _ := r.Cluster.VMState(n)
+		st, _ := r.cluster.VMState(n)
 		fmt.Fprintf(&b, "vm %s: %s\n", n, st)
 	}
 	return b.String()
@@ -143,12 +143,12 @@ func compareOutcomes(t *testing.T, d, a *Result, e Expect) {
 		}
 		t.Errorf("case %s (%s %s): direct %s/%s, through the API %s/%s", dc.Case, dc.Op, dc.VM, dc.Result, dc.FinalState, ac.Result, ac.FinalState)
 	}
-	for n := range d.Cluster.vmIDs {
+	for n := range d.cluster.vmIDs {
 		if phase[n] {
 			continue
 		}
-		ds, _ := d.Cluster.VMState(n)
-		as, ok := a.Cluster.VMState(n)
+		ds, _ := d.cluster.VMState(n)
+		as, ok := a.cluster.VMState(n)
 		if !ok || ds != as {
 			t.Errorf("VM %s: direct %s, through the API %s", n, ds, as)
 		}

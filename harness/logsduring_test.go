@@ -17,7 +17,7 @@ func TestLogsDuringAnswersAsTheScan(t *testing.T) {
 		sc := loadScenario(t, "../conformance/scenarios/"+f+".yaml")
 		r, err := RunScenario(sc, "cloudstack-4.22", nil, sc.Seed)
 		require.NoError(t, err)
-		c := r.Cluster
+		c := r.cluster
 		scan := func(object string, from, end time.Time) []history.Event {
 			var out []history.Event
 			for _, e := range c.Rec.events() {

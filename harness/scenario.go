@@ -286,9 +286,8 @@ type Result struct {
 	Leftovers []string `json:"leftovers,omitempty"`
 	// Rec is the run's history, every world's.
 	Rec *Recorder `json:"-"`
-	// Cluster is the in-process cluster (simulator, live, libvirt) for a test that reads its records;
-	// nil for a world seen from outside.
-	Cluster *Cluster `json:"-"`
+	// cluster is the in-process cluster (simulator, live, libvirt), for the harness's own tests.
+	cluster *Cluster
 	// outside: the server ran out of reach (in a container): Rec holds the client's operations and
 	// what was observed, not the server's own events.
 	outside bool
@@ -326,7 +325,7 @@ func runScenario(sc *Scenario, profile string, defects impl.Switches, seed uint6
 		return nil, stopped(err, lim)
 	}
 	defer c.Close()
-	res := &Result{Scenario: sc.Name, Title: sc.Title, Profile: profile, Defects: defects.On(), Seed: seed, Cluster: c, Rec: c.Rec}
+	res := &Result{Scenario: sc.Name, Title: sc.Title, Profile: profile, Defects: defects.On(), Seed: seed, cluster: c, Rec: c.Rec}
 	if lim.Scheduler.Kind != sim.Random && c.Sched != nil {
 		res.Scheduler = lim.Scheduler.String()
 	}

@@ -155,7 +155,7 @@ func repro(o *reproOpts, args []string, set map[string]bool, stdout, stderr io.W
 				return 2
 			}
 		}
-		r.Cluster, r.Rec = nil, nil // each scenario's records and history go once reported
+		r.Rec = nil // each scenario's records and history go once reported
 		results = append(results, r)
 		if !o.asJSON {
 			epoch := sim.Epoch
