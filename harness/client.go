@@ -146,20 +146,7 @@ func (a *apiClient) VMOp(kind string, vmID int64, hostID string) (func() error, 
 	if !ok {
 		return nil, fmt.Errorf("VM %d was not deployed through the API", vmID)
 	}
-	var job string
-	var err error
-	switch kind {
-	case "start", "startNoRetry":
-		job, err = a.cc.Start(u, hostID, kind == "startNoRetry")
-	case "stop", "forceStop":
-		job, err = a.cc.Stop(u, kind == "forceStop")
-	case "destroy", "destroyExpunge":
-		job, err = a.cc.Destroy(u, kind == "destroyExpunge")
-	case "expunge":
-		job, err = a.cc.Expunge(u)
-	default:
-		return nil, fmt.Errorf("unknown operation %q", kind)
-	}
+	job, err := a.cc.VMOp(kind, u, hostID)
 	if err != nil {
 		return nil, err
 	}

@@ -522,20 +522,7 @@ func (w *extWorld) vmOp(client, kind, name, host string) error {
 	}
 	h := w.eo.hostName(host)
 	op := w.rec.BeginOp(client, kind, id, h, nil, name)
-	var job string
-	var err error
-	switch kind {
-	case "start", "startNoRetry":
-		job, err = w.cc.Start(id, h, kind == "startNoRetry")
-	case "stop", "forceStop":
-		job, err = w.cc.Stop(id, kind == "forceStop")
-	case "destroy", "destroyExpunge":
-		job, err = w.cc.Destroy(id, kind == "destroyExpunge")
-	case "expunge":
-		job, err = w.cc.Expunge(id)
-	default:
-		err = fmt.Errorf("unknown operation %q", kind)
-	}
+	job, err := w.cc.VMOp(kind, id, h)
 	if err == nil {
 		err = w.cc.Wait(job)
 	}

@@ -311,6 +311,22 @@ func (c *Client) Start(vm, host string, once bool) (string, error) {
 }
 
 // Stop is stopVirtualMachine (forced=true for the forced stop).
+// VMOp starts a scenario's operation kind on a VM (start, startNoRetry, stop, forceStop, destroy,
+// destroyExpunge, expunge) and returns its job: the one mapping of the kinds to CloudStack's API.
+func (c *Client) VMOp(kind, vm, host string) (string, error) {
+	switch kind {
+	case "start", "startNoRetry":
+		return c.Start(vm, host, kind == "startNoRetry")
+	case "stop", "forceStop":
+		return c.Stop(vm, kind == "forceStop")
+	case "destroy", "destroyExpunge":
+		return c.Destroy(vm, kind == "destroyExpunge")
+	case "expunge":
+		return c.Expunge(vm)
+	}
+	return "", fmt.Errorf("unknown operation %q", kind)
+}
+
 func (c *Client) Stop(vm string, forced bool) (string, error) {
 	p := c.CS.VirtualMachine.NewStopVirtualMachineParams(vm)
 	if forced {
