@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/csconform/csconform/drivers/sim"
 	"github.com/csconform/csconform/faults"
 )
 
@@ -19,6 +20,10 @@ const (
 	PeerServers    Capability = "several management servers"
 	SetConfigOp    Capability = "op setConfig"
 	AllocateOp     Capability = "op allocate"
+	// VirtualTime: the world runs on a virtual clock, so it takes a scheduler strategy (a scenario's
+	// scheduler:) and can let the cloud run on alone after a scenario for as long as a check needs
+	// (liveness, jobs left by a dead server, unexplained stops).
+	VirtualTime Capability = "virtual time"
 )
 
 // FaultCap is a fault's capability.
@@ -77,6 +82,9 @@ func (c Capabilities) refusals(sc *Scenario) []string {
 	if sc.ManagementServers > 1 {
 		refuse(fmt.Sprintf("managementServers %d", sc.ManagementServers), string(PeerServers), PeerServers)
 	}
+	if sc.Scheduler.Kind != sim.Random {
+		refuse("scheduler "+sc.Scheduler.String(), "a strategy of the simulator's scheduler", VirtualTime)
+	}
 	for _, n := range sc.Networks {
 		if n.Primed {
 			refuse("network "+n.Name, "primed", PrimedNetworks)
@@ -109,6 +117,7 @@ var (
 	// LiveCapabilities: the live world runs the reference on the machine csconform runs on, hosts
 	// simulated in real time over real TCP.
 	LiveCapabilities = Capabilities{World: "in the live world", Lacks: map[Capability]string{
+		VirtualTime:                inRealTime,
 		FaultCap("host-power-off"): noHostPower,
 		FaultCap("heartbeat-fail"): noHostPower,
 		FaultCap("peer-stop"):      peersSimOnly,
@@ -117,6 +126,7 @@ var (
 
 	// LibvirtCapabilities: real QEMU domains on the machine csconform runs on.
 	LibvirtCapabilities = Capabilities{World: "on libvirt", Lacks: map[Capability]string{
+		VirtualTime:                inRealTime,
 		FaultCap("host-power-off"): noHostPower,
 		FaultCap("heartbeat-fail"): noHostPower,
 		FaultCap("peer-stop"):      peersSimOnly,
@@ -125,6 +135,7 @@ var (
 
 	// ContainerCapabilities: the server and the hosts in containers on one machine.
 	ContainerCapabilities = Capabilities{World: "in containers", Lacks: map[Capability]string{
+		VirtualTime:                inRealTime,
 		FaultCap("host-power-off"): "a host container stopped with its agent still leaves the domains in libvirtd (or the hypervisor container), so it is an agent kill, not a power loss",
 		FaultCap("host-remove"):    "the control endpoint has no deleteHost",
 		FaultCap("heartbeat-fail"): "there is no shared NFS primary storage whose heartbeat file the hosts write",
@@ -141,12 +152,14 @@ var (
 )
 
 const (
+	inRealTime   = "it runs in real time: a scheduler strategy, and the checks that let the cloud run on alone after the scenario, are the simulator's"
 	noHostPower  = "its hosts are real machines (or the machine csconform runs on) whose power and shared-storage heartbeat csconform does not control"
 	peersSimOnly = "several management servers run only in the simulator (--driver sim)"
 )
 
 func externalCapabilities() Capabilities {
 	c := Capabilities{World: "against an external CloudStack", Lacks: map[Capability]string{
+		VirtualTime:    inRealTime,
 		PeerServers:    "the external CloudStack has the servers it has; run the scenario without the field",
 		PrimedNetworks: "that needs the network GC's timing; create and shut the network down by hand",
 		AgedNetworks:   "that needs a write to CloudStack's database (csconform inject backdate, by hand)",

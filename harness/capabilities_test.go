@@ -59,6 +59,10 @@ steps:
 			}
 		})
 	}
+	pct, err := ParseScenario([]byte("name: p\nhosts: [h1]\nscheduler: pct:3\nsteps:\n  - {wait: 1s}\n"), "p.yaml")
+	require.NoError(t, err)
+	assert.NoError(t, SimCapabilities.Check(pct))
+	assert.Equal(t, []string{"scheduler pct:3 (a strategy of the simulator's scheduler) cannot run on libvirt: " + inRealTime}, LibvirtCapabilities.refusals(pct))
 	_, err = CapabilitiesOf("vmware")
 	require.EqualError(t, err, `unknown world "vmware" (one of sim, live, libvirt, container, external)`)
 
@@ -72,7 +76,7 @@ steps:
 // Every world the registry names declares only faults of the catalogue, and the simulator runs every
 // built-in scenario (a built-in it could not run would be a scenario no one can run).
 func TestCapabilitiesDeclareCatalogueFaults(t *testing.T) {
-	known := map[Capability]bool{PrimedNetworks: true, AgedNetworks: true, HAVMs: true, PeerServers: true, SetConfigOp: true, AllocateOp: true}
+	known := map[Capability]bool{PrimedNetworks: true, AgedNetworks: true, HAVMs: true, PeerServers: true, SetConfigOp: true, AllocateOp: true, VirtualTime: true}
 	for _, k := range faults.Kinds {
 		known[FaultCap(k.Name)] = true
 	}

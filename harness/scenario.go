@@ -326,7 +326,7 @@ func runScenario(sc *Scenario, profile string, defects impl.Switches, seed uint6
 	}
 	defer c.Close()
 	res := &Result{Scenario: sc.Name, Title: sc.Title, Profile: profile, Defects: defects.On(), Seed: seed, cluster: c, Rec: c.Rec}
-	if lim.Scheduler.Kind != sim.Random && c.Sched != nil {
+	if lim.Scheduler.Kind != sim.Random && caps.Can(VirtualTime) {
 		res.Scheduler = lim.Scheduler.String()
 	}
 	start := c.Now()
@@ -383,7 +383,7 @@ func runScenario(sc *Scenario, profile string, defects impl.Switches, seed uint6
 		}
 		return nil, err
 	}
-	if c.Sched != nil {
+	if caps.Can(VirtualTime) {
 		// the simulator can let the cloud run on alone for as long as liveness needs (a real world
 		// would wait half an hour of real time)
 		if err := c.checkLiveness(); err != nil {
