@@ -94,14 +94,12 @@ func violationKey(v invariant.Violation) string {
 	return fmt.Sprintf("%s|%s|%v", v.Invariant, v.Object, strings.Contains(v.Message, "free"))
 }
 
-// Cluster is a management server, its hosts and their agents, in the simulator (NewSimCluster; then
-// Sched, Fabric and Hosts are set) or on real domains (NewLibvirtCluster).
+// Cluster is a management server, its hosts and their agents, in the simulator (NewSimCluster), the
+// live world (NewLiveCluster) or on real domains (NewLibvirtCluster); what only the simulator has
+// (its scheduler, fabric and hosts) is its world's (simWorld).
 type Cluster struct {
 	w       world
 	checkMu sync.Mutex // one check at a time (real worlds check from their own task)
-	Sched   *sim.Scheduler
-	Fabric  *sim.Fabric
-	Hosts   map[string]*sim.Host
 	HostIDs []string
 	Agents  map[string]*impl.Agent
 	DB      *impl.DB
@@ -149,9 +147,10 @@ func NewSimCluster(o Options) (*Cluster, error) {
 	}
 	s := sim.NewScheduler(o.Seed)
 	s.UseStrategy(o.Limits.Scheduler)
-	c := &Cluster{Sched: s, Fabric: sim.NewFabric(s), Hosts: map[string]*sim.Host{}, Agents: map[string]*impl.Agent{},
+	c := &Cluster{Agents: map[string]*impl.Agent{},
 		Config: cfg, Defects: o.Defects, tracker: invariant.NewTracker(), seen: map[string]bool{}, vmIDs: map[string]int64{}, netIDs: map[string]int64{}}
-	c.w = &simWorld{c: c}
+	sw := &simWorld{c: c, sched: s, fabric: sim.NewFabric(s), hosts: map[string]*sim.Host{}}
+	c.w = sw
 	c.Rec = NewRecorder(s.Now)
 	c.DB = impl.NewDB(s, c.Rec)
 	if mode != checkFull {
@@ -164,7 +163,7 @@ func NewSimCluster(o Options) (*Cluster, error) {
 	c.servers = max(o.ManagementServers, 1)
 	c.startServer()
 	for _, h := range o.Hosts {
-		if _, dup := c.Hosts[h]; dup {
+		if _, dup := sw.hosts[h]; dup {
 			return nil, fmt.Errorf("host %q is listed twice", h)
 		}
 		hv := sim.NewHost(s, h)
@@ -175,7 +174,7 @@ func NewSimCluster(o Options) (*Cluster, error) {
 			}
 			return def(spec)
 		}
-		c.Hosts[h] = hv
+		sw.hosts[h] = hv
 		c.HostIDs = append(c.HostIDs, h)
 		if c.servers == 1 {
 			c.startAgent(h)

@@ -93,25 +93,25 @@ func (c *Cluster) poweredOff(h string) bool {
 // missed pings); the power-on closes the dead connection, dropping what was held, as the rebooted
 // host's kernel answers the old TCP stream with a reset.
 func (w *simWorld) hostPower(h string, on bool) {
-	hv := w.c.Hosts[h]
+	hv := w.hosts[h]
 	if on {
-		w.c.Fabric.CloseHost(h)
-		w.c.Fabric.Cut(h, false)
+		w.fabric.CloseHost(h)
+		w.fabric.Cut(h, false)
 		hv.PowerOn()
 		return
 	}
-	w.c.Fabric.Cut(h, true)
+	w.fabric.Cut(h, true)
 	hv.PowerOff()
 }
 
-func (w *simWorld) heartbeat(h string, on bool) { w.c.Hosts[h].StopHeartbeat(!on) }
+func (w *simWorld) heartbeat(h string, on bool) { w.hosts[h].StopHeartbeat(!on) }
 func (w *simWorld) poweredOff(h string) bool {
-	hv, ok := w.c.Hosts[h]
+	hv, ok := w.hosts[h]
 	return ok && !hv.Powered()
 }
 
 // haView is the shared storage the simulated agents read for HA.
-func (w *simWorld) haView() *sim.HAView { return sim.NewHAView(w.c.Sched, w.c.Hosts) }
+func (w *simWorld) haView() *sim.HAView { return sim.NewHAView(w.sched, w.hosts) }
 
 var _ hostWorld = (*simWorld)(nil)
 

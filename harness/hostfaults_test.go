@@ -61,7 +61,7 @@ func TestHostWorldStates(t *testing.T) {
 				}
 				cl.Sleep(time.Minute)
 			})
-			if err := cl.Sched.RunUntil(cl.Now().Add(time.Hour), func() bool { return done }); err != nil {
+			if err := cl.sim().sched.RunUntil(cl.Now().Add(time.Hour), func() bool { return done }); err != nil {
 				t.Fatal(err)
 			}
 			var got []host.Status

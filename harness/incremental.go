@@ -93,7 +93,7 @@ func invVolume(v *impl.VolumeVO) invariant.Volume {
 
 func (c *Cluster) invDomains(h string) []invariant.Domain {
 	var out []invariant.Domain
-	for _, d := range c.Hosts[h].Domains() {
+	for _, d := range c.sim().hosts[h].Domains() {
 		out = append(out, invariant.Domain{HostID: h, Name: d.Name, Running: d.Running, IPs: d.IPs, Disks: d.Disks})
 	}
 	return c.Rec.asserted.filter(map[string]bool{h: true}, out)
@@ -112,10 +112,10 @@ func (c *Cluster) updateIncremental(full bool) {
 		ic.loaded = true
 		ic.hosts, ic.hostVer = nil, nil
 		for _, h := range c.HostIDs {
-			ic.hosts = append(ic.hosts, c.Hosts[h])
-			ic.hostVer = append(ic.hostVer, c.Hosts[h].Version())
+			ic.hosts = append(ic.hosts, c.sim().hosts[h])
+			ic.hostVer = append(ic.hostVer, c.sim().hosts[h].Version())
 		}
-		ic.domainsVer = c.Sched.DomainsVersion()
+		ic.domainsVer = c.sim().sched.DomainsVersion()
 		ic.opsVer, ic.faultsVer = r.opsVer, r.faultsVer
 		return
 	}
@@ -149,7 +149,7 @@ func (c *Cluster) updateIncremental(full bool) {
 	}
 	// the hosts share a scheduler whose version moves with any of theirs: most steps change no
 	// domain and cost one comparison, not one per host
-	if dv := c.Sched.DomainsVersion(); dv != ic.domainsVer || refilter {
+	if dv := c.sim().sched.DomainsVersion(); dv != ic.domainsVer || refilter {
 		ic.domainsVer = dv
 		for i, hv := range ic.hosts { // a version per host: a comparison each, no lookup
 			if v := hv.Version(); v != ic.hostVer[i] || refilter {

@@ -40,14 +40,14 @@ func TestCompareModeCatchesAMissedChange(t *testing.T) {
 		c, err := NewSimCluster(Options{Seed: 1, Hosts: []string{"h1", "h2"}, Defects: impl.Switches{}})
 		require.NoError(t, err)
 		if plant {
-			check := c.Sched.AfterStep
-			c.Sched.AfterStep = func() { c.DB.TakeChanges(); check() }
+			check := c.sim().sched.AfterStep
+			c.sim().sched.AfterStep = func() { c.DB.TakeChanges(); check() }
 		}
 		c.Go("client", func() {
 			require.NoError(t, c.CreateNetwork("client", "net1", false))
 			require.NoError(t, c.Deploy("client", "web1", []string{"net1"}, "h1"))
 		})
-		require.NoError(t, c.Sched.RunFor(5*time.Minute))
+		require.NoError(t, c.sim().sched.RunFor(5*time.Minute))
 		if plant {
 			require.Contains(t, c.CheckMismatch(), "the full one")
 		} else {

@@ -45,7 +45,7 @@ func (c *Cluster) startPeers(n int) {
 	names := serverNames(n)
 	for i, h := range c.HostIDs {
 		k := i % n
-		c.Fabric.Prefer(h, append(slices.Clone(names[k:]), names[:k]...))
+		c.sim().fabric.Prefer(h, append(slices.Clone(names[k:]), names[:k]...))
 	}
 	for _, name := range names[1:] {
 		p := &peerServer{name: name}
@@ -55,9 +55,9 @@ func (c *Cluster) startPeers(n int) {
 }
 
 func (c *Cluster) startPeer(p *peerServer) {
-	ep := c.Fabric.Endpoint(p.name)
+	ep := c.sim().fabric.Endpoint(p.name)
 	ep.Listen(true)
-	p.inc = &incarnation{Scheduler: c.Sched}
+	p.inc = &incarnation{Scheduler: c.sim().sched}
 	p.srv = impl.NewServer(p.name, p.inc, c.DB, c.Config, c.Defects, ep)
 	p.srv.Clustered, p.srv.Peers = true, c.runningServer
 	p.srv.TaskPrefix, p.srv.ThreadPrefix = p.name+"/", p.name+":"
@@ -113,9 +113,9 @@ func (c *Cluster) PeerStop(name string) error {
 	}
 	p.down = true
 	p.downs = append(p.downs, span{from: c.Now()})
-	c.Fabric.Endpoint(name).Listen(false)
+	c.sim().fabric.Endpoint(name).Listen(false)
 	p.inc.dead = true
-	c.Sched.Kill(name + "/")
+	c.sim().sched.Kill(name + "/")
 	p.srv.PeerLinksClosed()
 	return nil
 }

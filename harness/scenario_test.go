@@ -69,10 +69,10 @@ func BenchmarkSimulateDay(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if err := c.Sched.RunFor(24 * time.Hour); err != nil {
+		if err := c.sim().sched.RunFor(24 * time.Hour); err != nil {
 			b.Fatal(err)
 		}
-		b.ReportMetric(float64(c.Sched.Steps()), "steps/day")
+		b.ReportMetric(float64(c.sim().sched.Steps()), "steps/day")
 		c.Close()
 	}
 }

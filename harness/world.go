@@ -59,8 +59,25 @@ type world interface {
 
 // simWorld is the simulator: one scheduler, virtual time, a fabric of links, simulated hosts.
 type simWorld struct {
-	c  *Cluster
-	ms *incarnation // the running management server's process
+	c      *Cluster
+	sched  *sim.Scheduler
+	fabric *sim.Fabric
+	hosts  map[string]*sim.Host
+	ms     *incarnation // the running management server's process
+}
+
+// sim is the cluster's simulator, nil in a real world.
+func (c *Cluster) sim() *simWorld {
+	w, _ := c.w.(*simWorld)
+	return w
+}
+
+// Scheduler is the simulator's scheduler (nil in a real world): a benchmark drives it directly.
+func (c *Cluster) Scheduler() *sim.Scheduler {
+	if w := c.sim(); w != nil {
+		return w.sched
+	}
+	return nil
 }
 
 // incarnation is one management-server process's Env. Once it is stopped, a thread it would start is
@@ -80,57 +97,57 @@ func (e *incarnation) Go(name string, fn func()) {
 	}
 }
 
-func (w *simWorld) now() time.Time                { return w.c.Sched.Now() }
-func (w *simWorld) goTask(name string, fn func()) { w.c.Sched.Go(name, fn) }
-func (w *simWorld) sleep(d time.Duration)         { w.c.Sched.Sleep(d) }
-func (w *simWorld) pause(d time.Duration)         { w.c.Sched.Sleep(d) }
+func (w *simWorld) now() time.Time                { return w.sched.Now() }
+func (w *simWorld) goTask(name string, fn func()) { w.sched.Go(name, fn) }
+func (w *simWorld) sleep(d time.Duration)         { w.sched.Sleep(d) }
+func (w *simWorld) pause(d time.Duration)         { w.sched.Sleep(d) }
 func (w *simWorld) runUntil(limit time.Time, done func() bool) error {
-	return w.c.Sched.RunUntil(limit, done)
+	return w.sched.RunUntil(limit, done)
 }
-func (w *simWorld) runFor(d time.Duration) error { return w.c.Sched.RunFor(d) }
-func (w *simWorld) settle(d time.Duration) error { return w.c.Sched.RunFor(d) }
+func (w *simWorld) runFor(d time.Duration) error { return w.sched.RunFor(d) }
+func (w *simWorld) settle(d time.Duration) error { return w.sched.RunFor(d) }
 func (w *simWorld) offset() time.Duration {
-	return time.Duration(w.c.Sched.Rand().Int64N(int64(10 * time.Second)))
+	return time.Duration(w.sched.Rand().Int64N(int64(10 * time.Second)))
 }
-func (w *simWorld) steps() uint64 { return w.c.Sched.Steps() }
-func (w *simWorld) close()        { w.c.Sched.Close() }
+func (w *simWorld) steps() uint64 { return w.sched.Steps() }
+func (w *simWorld) close()        { w.sched.Close() }
 
 func (w *simWorld) newServer() *impl.Server {
 	c := w.c
-	c.Fabric.Listen(true)
-	w.ms = &incarnation{Scheduler: c.Sched}
-	return impl.NewServer("ms1", w.ms, c.DB, c.Config, c.Defects, c.Fabric)
+	w.fabric.Listen(true)
+	w.ms = &incarnation{Scheduler: w.sched}
+	return impl.NewServer("ms1", w.ms, c.DB, c.Config, c.Defects, w.fabric)
 }
 
 func (w *simWorld) stopServer() {
-	w.c.Fabric.Listen(false)
+	w.fabric.Listen(false)
 	w.ms.dead = true
-	w.c.Sched.Kill("ms/")
+	w.sched.Kill("ms/")
 }
 
 func (w *simWorld) newAgent(h string) *impl.Agent {
 	c := w.c
-	a := impl.NewAgent(h, c.Sched, c.Fabric, c.Hosts[h], c.Rec)
+	a := impl.NewAgent(h, w.sched, w.fabric, w.hosts[h], c.Rec)
 	a.HA = w.haView()
 	a.Defects = c.Defects
 	return a
 }
 
 func (w *simWorld) agentStopped(h string) {
-	w.c.Hosts[h].Unsubscribe()
-	w.c.Sched.Kill("agent/" + h + "/")
+	w.hosts[h].Unsubscribe()
+	w.sched.Kill("agent/" + h + "/")
 }
 
-func (w *simWorld) cutLink(h string, on bool)                    { w.c.Fabric.Cut(h, on) }
-func (w *simWorld) delayNextOutOfBand(h string, d time.Duration) { w.c.Fabric.DelayNextOutOfBand(h, d) }
-func (w *simWorld) running(h string) []string                    { return w.c.Hosts[h].Running() }
-func (w *simWorld) crash(h, dom, detail string) error            { return w.c.Hosts[h].Crash(dom, detail) }
-func (w *simWorld) guestShutdown(h, dom string) error            { return w.c.Hosts[h].GuestShutdown(dom) }
+func (w *simWorld) cutLink(h string, on bool)                    { w.fabric.Cut(h, on) }
+func (w *simWorld) delayNextOutOfBand(h string, d time.Duration) { w.fabric.DelayNextOutOfBand(h, d) }
+func (w *simWorld) running(h string) []string                    { return w.hosts[h].Running() }
+func (w *simWorld) crash(h, dom, detail string) error            { return w.hosts[h].Crash(dom, detail) }
+func (w *simWorld) guestShutdown(h, dom string) error            { return w.hosts[h].GuestShutdown(dom) }
 
 func (w *simWorld) domains() []invariant.Domain {
 	var out []invariant.Domain
 	for _, h := range w.c.HostIDs {
-		for _, d := range w.c.Hosts[h].Domains() {
+		for _, d := range w.hosts[h].Domains() {
 			out = append(out, invariant.Domain{HostID: h, Name: d.Name, Running: d.Running, IPs: d.IPs, Disks: d.Disks})
 		}
 	}
@@ -141,6 +158,6 @@ func (w *simWorld) domains() []invariant.Domain {
 func (w *simWorld) confirm(vs []invariant.Violation) []invariant.Violation { return vs }
 func (w *simWorld) setup(bool)                                             {}
 func (w *simWorld) capabilities() Capabilities                             { return SimCapabilities }
-func (w *simWorld) clientEnv() impl.Env                                    { return w.c.Sched }
+func (w *simWorld) clientEnv() impl.Env                                    { return w.sched }
 
 var _ world = (*simWorld)(nil)

@@ -24,10 +24,10 @@ func SimulateDay() Day {
 		panic(err) // a cluster of defaults always comes up
 	}
 	defer c.Close()
-	if err := c.Sched.RunFor(24 * time.Hour); err != nil {
+	if err := c.Scheduler().RunFor(24 * time.Hour); err != nil {
 		panic(err)
 	}
-	return Day{Wall: time.Since(t0), Steps: c.Sched.Steps()}
+	return Day{Wall: time.Since(t0), Steps: c.Scheduler().Steps()}
 }
 
 // LargeHistory is a synthetic history of n porcupine operations (client calls and observations) over
