@@ -1,8 +1,6 @@
 package harness
 
 import (
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -88,14 +86,7 @@ func TestCapabilitiesDeclareCatalogueFaults(t *testing.T) {
 			assert.NotEmpty(t, why, "%s lacks %q without saying why", w, k)
 		}
 	}
-	files, err := filepath.Glob("../conformance/scenarios/*.yaml")
-	require.NoError(t, err)
-	require.NotEmpty(t, files)
-	for _, f := range files {
-		data, err := os.ReadFile(f)
-		require.NoError(t, err)
-		sc, err := ParseScenario(data, f)
-		require.NoError(t, err)
+	for _, sc := range builtinScenarios(t) {
 		assert.NoError(t, SimCapabilities.Check(sc))
 	}
 }

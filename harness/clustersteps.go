@@ -74,18 +74,24 @@ func (s *clusterSteps) newCase(st Step, client string) CaseResult {
 	return cr
 }
 
-func (s *clusterSteps) op(client string, st Step) error {
-	c := s.c
-	switch st.Op {
-	case "createNetwork":
-		_ = c.CreateNetwork(client, st.Network, false)
-	case "deploy":
-		_ = c.DeployHA(client, st.VM, st.Networks, st.Host, st.HA)
-	case "allocate":
-		_ = c.Allocate(client, st.VM, st.Networks)
-	default:
-		_ = c.VMOp(client, st.Op, st.VM, st.Host)
-	}
+// The operations' failures are outcomes in the history, never errors of the run.
+func (s *clusterSteps) createNetwork(client, name string) error {
+	_ = s.c.CreateNetwork(client, name, false)
+	return nil
+}
+
+func (s *clusterSteps) deploy(client string, st Step) error {
+	_ = s.c.DeployHA(client, st.VM, st.Networks, st.Host, st.HA)
+	return nil
+}
+
+func (s *clusterSteps) allocate(client string, st Step) error {
+	_ = s.c.Allocate(client, st.VM, st.Networks)
+	return nil
+}
+
+func (s *clusterSteps) vmOp(client string, st Step) error {
+	_ = s.c.VMOp(client, st.Op, st.VM, st.Host)
 	return nil
 }
 

@@ -553,31 +553,25 @@ func (s *containerSteps) setConfig(key, value string) error {
 	return s.w.cl.Control(s.w.ctx, "updateConfiguration", url.Values{"name": {key}, "value": {value}}, nil)
 }
 
-func (s *containerSteps) newCase(st Step, client string) CaseResult {
-	cr := CaseResult{Case: st.Case, Op: st.Op, Path: pathOf(st.Op), VM: st.VM, client: client}
-	if len(st.Networks) > 0 {
-		cr.Network = st.Networks[0]
-	}
-	return cr
+// The operations' failures are outcomes in the history, never errors of the run.
+func (s *containerSteps) createNetwork(client, name string) error {
+	_ = s.w.createNetwork(client, name)
+	return nil
 }
 
-func (s *containerSteps) op(client string, st Step) error {
-	w := s.w
-	switch st.Op {
-	case "createNetwork":
-		_ = w.createNetwork(client, st.Network)
-	case "deploy":
-		_ = w.deploy(client, st.VM, st.Networks, st.Host)
-	case "allocate":
-		return ContainerCapabilities.Refusal(AllocateOp)
-	default:
-		_ = w.vmOp(client, st.Op, st.VM, st.Host)
-	}
-	return nil // an op's failure is an outcome, not an error of the run
+func (s *containerSteps) deploy(client string, st Step) error {
+	_ = s.w.deploy(client, st.VM, st.Networks, st.Host)
+	return nil
 }
 
-// untilObject: the conditions are judged on the records (no history of the server's is at hand).
-func (s *containerSteps) untilObject(Step) (string, string, bool) { return "", "", true }
+func (s *containerSteps) allocate(string, Step) error {
+	return ContainerCapabilities.Refusal(AllocateOp)
+}
+
+func (s *containerSteps) vmOp(client string, st Step) error {
+	_ = s.w.vmOp(client, st.Op, st.VM, st.Host)
+	return nil
+}
 
 // untilHolds reads the control endpoint; start-sent is read from the server's log (it runs with
 // --verbose).

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -94,6 +95,20 @@ func loadScenario(t *testing.T, file string) *Scenario {
 		t.Fatal(err)
 	}
 	return sc
+}
+
+// builtinScenarios are the built-in scenarios' files, parsed.
+func builtinScenarios(t *testing.T) []*Scenario {
+	t.Helper()
+	files, err := filepath.Glob("../conformance/scenarios/*.yaml")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no built-in scenarios: %v", err)
+	}
+	var scs []*Scenario
+	for _, f := range files {
+		scs = append(scs, loadScenario(t, f))
+	}
+	return scs
 }
 
 // D3 run from outside: against the reference server under cloudstack-4.22 the run reports the

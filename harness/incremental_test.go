@@ -1,8 +1,6 @@
 package harness
 
 import (
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -17,14 +15,7 @@ import (
 func TestCompareModeOnBuiltinScenarios(t *testing.T) {
 	tier.Need(t, tier.Long) // every scenario, checked twice after every step
 	t.Setenv(CheckModeEnv, "compare")
-	files, err := filepath.Glob("../conformance/scenarios/*.yaml")
-	require.NoError(t, err)
-	require.NotEmpty(t, files)
-	for _, f := range files {
-		data, err := os.ReadFile(f)
-		require.NoError(t, err)
-		sc, err := ParseScenario(data, f)
-		require.NoError(t, err)
+	for _, sc := range builtinScenarios(t) {
 		for _, p := range []string{"cloudstack-4.22", "fixed"} {
 			_, err := RunScenario(sc, p, nil, sc.Seed)
 			require.NoError(t, err, "%s under %s", sc.Name, p)

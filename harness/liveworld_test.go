@@ -2,8 +2,6 @@ package harness
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -49,20 +47,8 @@ func violations(r *Result) string {
 // both give the same case results and final VM states.
 func TestSeedScenariosThroughTheAPI(t *testing.T) {
 	tier.Need(t, tier.Long) // runs every seed scenario twice in real time: about a minute and a half
-	files, err := filepath.Glob("../conformance/scenarios/*.yaml")
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no seed scenarios: %v", err)
-	}
 	const profile = "cloudstack-4.22"
-	for _, f := range files {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		sc, err := ParseScenario(data, f)
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, sc := range builtinScenarios(t) {
 		if err := LiveCapabilities.Check(sc); err != nil {
 			// several servers, a host's power or heartbeat, a simulator strategy (an explore
 			// counterexample: real time takes its own turns, differently in each run)

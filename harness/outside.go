@@ -110,8 +110,18 @@ func (r *realTime) pause(d time.Duration) error {
 }
 
 // history: a world seen from outside records no state changes of the server's; its until
-// conditions are judged on its records.
-func (r *realTime) history() []history.Event { return nil }
+// conditions are judged on its records (untilObject: no object to search the history for).
+func (r *realTime) history() []history.Event                { return nil }
+func (r *realTime) untilObject(Step) (string, string, bool) { return "", "", true }
+
+// newCase: from outside, a row knows the step's network, not the VM's record.
+func (r *realTime) newCase(st Step, client string) CaseResult {
+	cr := CaseResult{Case: st.Case, Op: st.Op, Path: pathOf(st.Op), VM: st.VM, client: client}
+	if len(st.Networks) > 0 {
+		cr.Network = st.Networks[0]
+	}
+	return cr
+}
 
 // sleepCtx sleeps d of real time; false if ctx ended first.
 func sleepCtx(ctx context.Context, d time.Duration) bool {

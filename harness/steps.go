@@ -24,9 +24,13 @@ type stepWorld interface {
 	// newCase is an op step's row of the table: the world fills what it knows (the VM's network and
 	// its age in the simulator).
 	newCase(st Step, client string) CaseResult
-	// op runs a client operation as client; its failure is an outcome the world records, an error
-	// returned here (an op the world cannot run) ends the run.
-	op(client string, st Step) error
+	// The client operations, run as client: an operation's failure is an outcome the world records;
+	// an error returned (an op the world cannot run) ends the run. vmOp is the VM operations (start,
+	// startNoRetry, stop, forceStop, destroy, destroyExpunge, expunge).
+	createNetwork(client, name string) error
+	deploy(client string, st Step) error
+	allocate(client string, st Step) error
+	vmOp(client string, st Step) error
 	// async runs fn beside the next steps as a task named name; awaitAsync returns once every fn
 	// async started has returned.
 	async(name string, fn func())
@@ -75,7 +79,7 @@ func runSteps(w stepWorld, steps []Step, lenient bool, res *Result) error {
 		case st.Op != "":
 			res.Cases = append(res.Cases, w.newCase(st, client))
 			fn = func() error {
-				if err := w.op(client, st); err != nil {
+				if err := runOp(w, client, st); err != nil {
 					return fmt.Errorf("step %d: %v", i+1, err)
 				}
 				return nil
@@ -102,6 +106,19 @@ func runSteps(w stepWorld, steps []Step, lenient bool, res *Result) error {
 	mu.Lock()
 	defer mu.Unlock()
 	return asyncErr
+}
+
+// runOp runs an op step on w: the one switch over the operations' kinds.
+func runOp(w stepWorld, client string, st Step) error {
+	switch st.Op {
+	case "createNetwork":
+		return w.createNetwork(client, st.Network)
+	case "deploy":
+		return w.deploy(client, st)
+	case "allocate":
+		return w.allocate(client, st)
+	}
+	return w.vmOp(client, st)
 }
 
 // untilWorld is what the one until judge reads of a world.

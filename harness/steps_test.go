@@ -2,6 +2,7 @@ package harness
 
 import (
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -63,6 +64,15 @@ func (f *fakeSteps) op(client string, st Step) error {
 		return f.opFn(st)
 	}
 	return nil
+}
+func (f *fakeSteps) createNetwork(client, name string) error {
+	return f.op(client, Step{Op: "createNetwork", Network: name})
+}
+func (f *fakeSteps) deploy(client string, st Step) error   { return f.op(client, st) }
+func (f *fakeSteps) allocate(client string, st Step) error { return f.op(client, st) }
+func (f *fakeSteps) vmOp(client string, st Step) error {
+	f.did = append(f.did, "vm-op")
+	return f.op(client, st)
 }
 func (f *fakeSteps) awaitAsync() {
 	for _, fn := range f.tasks {
@@ -147,10 +157,10 @@ func TestRunStepsSaysWhichStepFailed(t *testing.T) {
 		want    string
 		did     []string
 	}{
-		{name: "all well", did: []string{"client-1 deploy", "fault crash", "config k", "async client-4", "async fault/agent-restart", "client-4 stop", "fault agent-restart"}},
+		{name: "all well", did: []string{"client-1 deploy", "fault crash", "config k", "async client-4", "async fault/agent-restart", "vm-op", "client-4 stop", "fault agent-restart"}},
 		{name: "a fault fails", fault: boom, want: "step 2 (crash): boom", did: []string{"client-1 deploy", "fault crash"}},
 		{name: "a fault fails, lenient", lenient: true, fault: boom,
-			did: []string{"client-1 deploy", "fault crash", "config k", "async client-4", "async fault/agent-restart", "client-4 stop", "fault agent-restart"}},
+			did: []string{"client-1 deploy", "fault crash", "config k", "async client-4", "async fault/agent-restart", "vm-op", "client-4 stop", "fault agent-restart"}},
 		{name: "an op cannot run", op: boom, want: "step 1: boom", did: []string{"client-1 deploy"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -177,4 +187,21 @@ func TestRunStepsSaysWhichStepFailed(t *testing.T) {
 		assert.Equal(t, []string{"a", "a"}, []string{res.Cases[0].VM, res.Cases[1].VM})
 		assert.Equal(t, []string{"client-1", "client-4"}, []string{res.Cases[0].client, res.Cases[1].client})
 	})
+}
+
+// runOp routes each kind to its world call: networks, deploys and allocations to their own, every
+// other kind to the VM operations.
+func TestRunOpRoutesEachKind(t *testing.T) {
+	for _, op := range Ops {
+		if op == "setConfig" {
+			continue // a step of its own, not an operation
+		}
+		w := &fakeSteps{}
+		require.NoError(t, runOp(w, "c", Step{Op: op, VM: "a", Network: "n"}))
+		want := []string{"c " + op}
+		if !slices.Contains([]string{"createNetwork", "deploy", "allocate"}, op) {
+			want = append([]string{"vm-op"}, want...)
+		}
+		assert.Equal(t, want, w.did, op)
+	}
 }
