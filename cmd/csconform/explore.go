@@ -83,8 +83,8 @@ func exploreCmd(o *exploreOpts, args []string, stdout, stderr io.Writer) int {
 	if o.seed == 0 {
 		o.seed = rand.Uint64()
 	}
-	if o.driver != "sim" && o.driver != "container" {
-		return fail(fmt.Errorf("unknown driver %q: explore runs on sim (default) or container", o.driver))
+	if !slices.Contains(drivers, o.driver) {
+		return fail(fmt.Errorf("unknown driver %q: explore runs in %s", o.driver, strings.Join(drivers, ", ")))
 	}
 	if err := checkDomains(o.domains); err != nil {
 		return fail(err)
@@ -138,7 +138,7 @@ func exploreCmd(o *exploreOpts, args []string, stdout, stderr io.Writer) int {
 		progress()
 	}}
 	shrink := time.Duration(0)
-	if o.driver == "container" {
+	if xo.RealTime() {
 		shrink = 5 * time.Minute // a case takes a minute or two of real time
 	}
 	for k := 0; done < o.budget && !sum.Found; k++ {

@@ -34,7 +34,7 @@ func exploreFlags(fs *pflag.FlagSet, o *exploreOpts) {
 	fs.StringVar(&o.out, "out", "", "write summary.txt, result.json (seeds as strings, the replay command), junit.xml (one test case per detector, seed and replay as properties), history.jsonl (the finding's, or the last case's) and, for a finding, counterexample.yaml and one porcupine HTML per failing partition into `DIR`, a fresh one (a non-empty directory is refused)")
 	fs.BoolVar(&o.quiet, "quiet", false, "no progress bar")
 	fs.BoolVar(&o.peers, "peers", true, "draw programs with two management servers now and then (the hosts split between them, the API calls alternating) and peer-stop; the simulator only (--peers=false: one server, as before 2026-11-30)")
-	fs.StringVar(&o.driver, "driver", "sim", "`NAME`: sim or container (server and hosts in Docker containers, real time, a minute or two a case: use a small budget; invariants only)")
+	fs.StringVar(&o.driver, "driver", "sim", driverHelp(drivers)+"; a real-time world takes a minute or two a case: use a small budget")
 	fs.StringVar(&o.domains, "domains", container.DomainsAuto, "`D`, for --driver container: auto, libvirt or simulated, as for repro")
 	// PCT by default: the fixed profile stays clean under it (1000 cases on seeds 1, 2, 3) and it
 	// reaches check-then-act interleavings the random strategy cannot.

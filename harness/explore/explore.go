@@ -1,6 +1,7 @@
 package explore
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -35,9 +36,9 @@ type Options struct {
 	Profile   string        // a name for reports (cloudstack-4.22, fixed, or "custom")
 	Defects   impl.Switches // the switches the server runs with
 	Detectors Detectors
-	// Driver is where programs run: "sim" (default, deterministic) or "container" (the server and
-	// hosts in Docker containers, real time: a small budget; invariants only, the server's history
-	// stays in its container).
+	// Driver is the world programs run in, by harness.Worlds' name: "sim" (default, deterministic),
+	// or a real-time one ("container": the server and hosts in Docker containers, a small budget;
+	// invariants only, the server's history stays in its container).
 	Driver string
 	// Domains is the container driver's choice of domains (container.DomainsAuto when "").
 	Domains string
@@ -84,32 +85,46 @@ func (o *Outcome) Failed(d Detectors) bool {
 
 // Run runs a program once and checks it.
 func Run(sc *harness.Scenario, o Options) (*Outcome, error) {
-	var res *harness.Result
-	var err error
-	switch o.Driver {
-	case "", "sim":
-		if o.Scheduler.Kind != sim.Random {
-			sc.Scheduler = o.Scheduler // its counterexample.yaml then replays under the same strategy
-		}
-		res, err = harness.RunScenarioLimited(sc, o.Profile, o.Defects, sc.Seed, harness.Limits{Ctx: o.Ctx, Scheduler: o.Scheduler})
-	case "container":
-		res, err = harness.RunScenarioContainer(sc, o.Profile, o.Defects, sc.Seed, harness.ContainerOptions{Ctx: o.Ctx, Domains: o.Domains})
-	default:
-		err = fmt.Errorf("unknown driver %q (sim or container)", o.Driver)
+	w, err := o.world()
+	if err != nil {
+		return nil, err
 	}
+	if o.Scheduler.Kind != sim.Random {
+		sc.Scheduler = o.Scheduler // its counterexample.yaml then replays under the same strategy
+	}
+	res, err := w.Run(sc, o.Profile, o.Defects, sc.Seed, harness.RunOptions{Ctx: o.Ctx, Domains: o.Domains,
+		Limits: harness.Limits{Ctx: o.Ctx, Scheduler: o.Scheduler}})
 	if err != nil {
 		return nil, err
 	}
 	return &Outcome{Program: sc, Result: res, Illegal: res.NotLinearizable, Undecided: res.Undecided}, nil
 }
 
-func (o Options) reach() Reach {
-	if o.Driver == "container" {
-		return ContainerReach
+// world is the world programs run in.
+func (o Options) world() (harness.WorldDef, error) {
+	w, err := harness.WorldNamed(cmp.Or(o.Driver, "sim"))
+	if err == nil && w.Run == nil {
+		err = fmt.Errorf("explore does not run against %s (%s)", w.Name, w.Doc)
 	}
-	r := Everything
-	r.Peers = o.Peers
-	return r
+	return w, err
+}
+
+// RealTime says whether the world runs in real time (a case takes minutes: a small budget).
+func (o Options) RealTime() bool {
+	w, err := o.world()
+	return err == nil && !w.Caps.Can(harness.VirtualTime)
+}
+
+// reach is what the world can do: in real time, less host-unreachable (ContainerReach says why).
+func (o Options) reach() Reach {
+	w, err := o.world()
+	if err != nil {
+		return Everything // Run says why
+	}
+	if !w.Caps.Can(harness.VirtualTime) {
+		return ReachOf(w.Caps, false, "host-unreachable")
+	}
+	return ReachOf(w.Caps, o.Peers)
 }
 
 func (o Options) program(t *rapid.T, r Reach) (*harness.Scenario, int) {
