@@ -87,7 +87,8 @@ func TestContainerTier(t *testing.T) {
 				runs = append(runs, run)
 				mu.Unlock()
 				t0 := time.Now()
-				r, err := harness.RunScenarioContainer(sc, profile, nil, sc.Seed, harness.ContainerOptions{Run: run, Ctx: ctx, Log: testLog{t}, Domains: containerDomains[name]})
+				r, err := harness.Run(harness.Containers, sc, harness.RunOptions{Profile: profile, Seed: sc.Seed,
+					Container: &harness.ContainerOptions{Run: run, Ctx: ctx, Log: testLog{t}, Domains: containerDomains[name]}})
 				if err != nil {
 					t.Fatal(err)
 				}

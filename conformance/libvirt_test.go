@@ -143,8 +143,8 @@ func TestLibvirtTier(t *testing.T) {
 				total++
 				mu.Unlock()
 				t0 := time.Now()
-				r, err := harness.RunScenarioLibvirt(sc, profile, nil, sc.Seed, harness.LibvirtOptions{Run: run, BaseDir: base, Log: testLog{t},
-					SerialLogs: filepath.Join(os.TempDir(), "csconform-libvirt-histories", "serial")})
+				r, err := harness.Run(harness.Libvirt, sc, harness.RunOptions{Profile: profile, Seed: sc.Seed, Libvirt: &harness.LibvirtOptions{Run: run, BaseDir: base, Log: testLog{t},
+					SerialLogs: filepath.Join(os.TempDir(), "csconform-libvirt-histories", "serial")}})
 				if err != nil {
 					t.Fatal(err)
 				}

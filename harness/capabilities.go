@@ -24,6 +24,9 @@ const (
 	// scheduler:) and can let the cloud run on alone after a scenario for as long as a check needs
 	// (liveness, jobs left by a dead server, unexplained stops).
 	VirtualTime Capability = "virtual time"
+	// DefectSwitches: the world runs the reference, whose known defects a profile (or explicit
+	// switches) turns on; Run resolves them and judges the expectations of the profile they match.
+	DefectSwitches Capability = "defect switches"
 )
 
 // FaultCap is a fault's capability.
@@ -160,6 +163,7 @@ const (
 func externalCapabilities() Capabilities {
 	c := Capabilities{World: "against an external CloudStack", Lacks: map[Capability]string{
 		VirtualTime:    inRealTime,
+		DefectSwitches: "a real CloudStack runs its own code: the profile (--expect) only names the outcome it is judged against",
 		PeerServers:    "the external CloudStack has the servers it has; run the scenario without the field",
 		PrimedNetworks: "that needs the network GC's timing; create and shut the network down by hand",
 		AgedNetworks:   "that needs a write to CloudStack's database (csconform inject backdate, by hand)",

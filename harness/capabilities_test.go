@@ -74,7 +74,7 @@ steps:
 // Every world the registry names declares only faults of the catalogue, and the simulator runs every
 // built-in scenario (a built-in it could not run would be a scenario no one can run).
 func TestCapabilitiesDeclareCatalogueFaults(t *testing.T) {
-	known := map[Capability]bool{PrimedNetworks: true, AgedNetworks: true, HAVMs: true, PeerServers: true, SetConfigOp: true, AllocateOp: true, VirtualTime: true}
+	known := map[Capability]bool{PrimedNetworks: true, AgedNetworks: true, HAVMs: true, PeerServers: true, SetConfigOp: true, AllocateOp: true, VirtualTime: true, DefectSwitches: true}
 	for _, k := range faults.Kinds {
 		known[FaultCap(k.Name)] = true
 	}
@@ -100,12 +100,12 @@ func TestWorldsAreOneTable(t *testing.T) {
 		seen[w.Name] = true
 		assert.NotEmpty(t, w.Doc, w.Name)
 		assert.NotEmpty(t, w.Caps.World, w.Name)
-		assert.Equal(t, w.Name != "external", w.Run != nil, w.Name)
+		assert.NotNil(t, w.Open, w.Name)
 	}
 	assert.Equal(t, []string{"sim", "live", "libvirt", "container", "external"}, WorldNames)
 	w, err := WorldNamed("sim")
 	require.NoError(t, err)
-	r, err := w.Run(&Scenario{Name: "s", Hosts: []string{"h1"}, Steps: []Step{{Wait: time.Second}}}, "fixed", nil, 1, RunOptions{})
+	r, err := Run(w, &Scenario{Name: "s", Hosts: []string{"h1"}, Steps: []Step{{Wait: time.Second}}}, RunOptions{Profile: "fixed", Seed: 1})
 	require.NoError(t, err)
 	assert.Equal(t, "s", r.Scenario)
 }

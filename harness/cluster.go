@@ -98,7 +98,7 @@ func violationKey(v invariant.Violation) string {
 // live world (NewLiveCluster) or on real domains (NewLibvirtCluster); what only the simulator has
 // (its scheduler, fabric and hosts) is its world's (simWorld).
 type Cluster struct {
-	w       world
+	w       substrate
 	checkMu sync.Mutex // one check at a time (real worlds check from their own task)
 	HostIDs []string
 	Agents  map[string]*impl.Agent

@@ -23,9 +23,11 @@ package harness
 //     (network.gc.interval + network.gc.wait, 20 min with CloudStack's values), too long in real time.
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"github.com/csconform/csconform/model/linear"
 	"io"
 	"net/url"
 	"slices"
@@ -75,23 +77,19 @@ type ContainerOptions struct {
 	Domains string
 }
 
-// RunScenarioContainer runs a scenario with the server and hosts in containers; everything the run
-// created is removed before it returns, whatever the outcome.
-func RunScenarioContainer(sc *Scenario, profile string, defects impl.Switches, seed uint64, co ContainerOptions) (*Result, error) {
-	if err := ContainerCapabilities.Check(sc); err != nil {
-		return nil, err
+// openContainers starts the server and the scenario's hosts in containers and waits for the hosts to
+// come up; Close removes everything the run created, whatever the outcome.
+func openContainers(sc *Scenario, defects impl.Switches, ro RunOptions) (World, error) {
+	var co ContainerOptions
+	if ro.Container != nil {
+		co = *ro.Container
 	}
+	co.Ctx, co.Log, co.Domains = cmp.Or(co.Ctx, ro.Ctx), cmp.Or(co.Log, ro.Log), cmp.Or(co.Domains, ro.Domains)
 	if co.Ctx == nil {
 		co.Ctx = context.Background()
 	}
 	if co.Run == "" {
 		co.Run = NewRunID()
-	}
-	if defects == nil {
-		var err error
-		if defects, err = impl.ProfileSwitches(profile); err != nil {
-			return nil, err
-		}
 	}
 	conf := map[string]string{}
 	for k, v := range ContainerScaling {
@@ -105,8 +103,8 @@ func RunScenarioContainer(sc *Scenario, profile string, defects impl.Switches, s
 		return nil, err
 	}
 	o := container.Options{Run: co.Run, Hosts: sc.Hosts, Config: conf, Log: co.Log, Verbose: true, Domains: co.Domains}
-	if profileMatches(profile, defects) {
-		o.Profile = profile
+	if profileMatches(ro.Profile, defects) {
+		o.Profile = ro.Profile
 	} else {
 		o.Defects = strings.Join(defects.On(), ",")
 		if o.Defects == "" {
@@ -117,51 +115,19 @@ func RunScenarioContainer(sc *Scenario, profile string, defects impl.Switches, s
 	if err != nil {
 		return nil, err
 	}
-	defer cl.Close()
 	w := &containerWorld{cl: cl, ctx: co.Ctx, log: co.Log, vmIDs: map[string]int64{}, netIDs: map[string]int64{},
 		hostState: map[string]string{},
 		grace:     2*cfg.Seconds("ping.interval") + 10*time.Second}
 	w.rec = NewRecorder(time.Now)
 	w.start = time.Now()
-	res := &Result{Scenario: sc.Name, Title: sc.Title, Profile: profile, Defects: defects.On(), Seed: seed, Started: w.start, Rec: w.rec, outside: true}
-	bg, stopBG := context.WithCancel(co.Ctx)
-	var bgWG sync.WaitGroup
-	bgWG.Add(2)
-	go func() { defer bgWG.Done(); w.pollHosts(bg) }()
-	go func() { defer bgWG.Done(); w.checkLoop(bg) }()
-	stop := func() { stopBG(); bgWG.Wait() }
+	r := &containerRun{w: w, sc: sc, run: co.Run, realTime: realTime{ctx: co.Ctx}}
+	r.background(w.pollHosts, w.checkLoop)
 	if err := w.waitAllUp(2 * time.Minute); err != nil {
-		stop()
+		r.stopBackground()
+		cl.Close()
 		return nil, err
 	}
-	runErr := w.runSteps(sc, res)
-	if runErr == nil {
-		settle := sc.Settle
-		if settle <= 0 || settle > ContainerSettle {
-			settle = ContainerSettle
-		}
-		if !sleepCtx(co.Ctx, settle) {
-			runErr = co.Ctx.Err()
-		}
-	}
-	stop()
-	if runErr != nil {
-		if co.Ctx.Err() != nil {
-			return nil, fmt.Errorf("interrupted (%v); the run's faults were healed and its containers (and libvirt domains and files) removed", co.Ctx.Err())
-		}
-		return nil, fmt.Errorf("scenario %s: %v\nserver log (tail):\n%s", sc.Name, runErr, tail(cl.ServerLogs(context.Background()), 40))
-	}
-	w.check() // a last look
-	w.check()
-	w.finish(res)
-	w.truthAtEnd()
-	res.VirtualEnd = time.Since(w.start)
-	res.Notes = append([]string{"world: containers (run " + co.Run + "); hosts' domains: " + cl.DomainsWhy + "; not checked here: network-lock, linearizability (the server's events stay in its container)"}, w.timeline...)
-	if e, ok := sc.Expect[profile]; ok && profileMatches(profile, defects) {
-		res.Expected = true
-		res.Mismatches = e.compareWith(res, w.vmState)
-	}
-	return res, nil
+	return r, nil
 }
 
 func tail(s string, n int) string {
@@ -516,66 +482,113 @@ func (w *containerWorld) vmOp(client, kind, name, hostID string) error {
 
 // ---- steps
 
-func (w *containerWorld) runSteps(sc *Scenario, res *Result) error {
-	for _, n := range sc.Networks {
-		if err := w.createNetwork("setup", n.Name); err != nil {
+// containerRun is the container world's World: operations and conditions through the server's
+// control endpoint, in real time.
+type containerRun struct {
+	w   *containerWorld
+	sc  *Scenario
+	run string
+	realTime
+}
+
+var _ World = (*containerRun)(nil)
+
+func (s *containerRun) Begin(res *Result) {
+	res.Started, res.Rec, res.outside = s.w.start, s.w.rec, true
+}
+
+func (s *containerRun) Setup() error {
+	for _, n := range s.sc.Networks {
+		if err := s.w.createNetwork("setup", n.Name); err != nil {
 			return err
 		}
 		if n.Age > 0 { // an old network: created n.Age ago, as the simulator's setup makes it
-			if err := w.backdate(n.Name, n.Age); err != nil {
+			if err := s.w.backdate(n.Name, n.Age); err != nil {
 				return fmt.Errorf("aging network %s: %v", n.Name, err)
 			}
 		}
 	}
-	steps := &containerSteps{w: w, realTime: realTime{ctx: w.ctx}}
-	defer steps.awaitAsync()
-	return runSteps(steps, sc.Steps, sc.Lenient, res)
+	return nil
 }
 
-// containerSteps is the container world's side of the step runner: operations and conditions through
-// the server's control endpoint, in real time.
-type containerSteps struct {
-	w *containerWorld
-	realTime
+// Settle waits the scenario's settle, ContainerSettle at most.
+func (s *containerRun) Settle() error {
+	settle := s.sc.Settle
+	if settle <= 0 || settle > ContainerSettle {
+		settle = ContainerSettle
+	}
+	return s.Pause(settle)
 }
 
-var _ stepWorld = (*containerSteps)(nil)
+// Judge takes a last look, twice: a violation of the domains' truth counts once two looks see it.
+func (s *containerRun) Judge() error {
+	s.stopBackground()
+	s.w.check()
+	s.w.check()
+	return nil
+}
 
-func (s *containerSteps) now() time.Time             { return time.Now() }
-func (s *containerSteps) wait(d time.Duration) error { return s.pause(d) }
-func (s *containerSteps) fault(st Step) error        { return faults.Run(s.w, st.faultSpec()) }
-func (s *containerSteps) untilPoll() time.Duration   { return 20 * time.Millisecond }
+func (s *containerRun) Finish(res *Result) {
+	w := s.w
+	w.finish(res)
+	w.truthAtEnd()
+	res.VirtualEnd = time.Since(w.start)
+	res.Notes = append(append([]string{"world: containers (run " + s.run + "); hosts' domains: " + w.cl.DomainsWhy + "; not checked here: network-lock, linearizability (the server's events stay in its container)"}, w.timeline...), res.Notes...)
+}
 
-// untilLimit: real time, so an unmet condition fails in minutes, not the simulator's hour.
-func (s *containerSteps) untilLimit() time.Duration { return 5 * time.Minute }
+// LinearBounds: the server's events stay in its container.
+func (s *containerRun) LinearBounds() (linear.Bounds, bool)  { return linear.Bounds{}, false }
+func (s *containerRun) VMState(name string) (vm.State, bool) { return s.w.vmState(name) }
 
-func (s *containerSteps) setConfig(key, value string) error {
+// Close removes the run's containers (and libvirt domains and files); an error says what the server
+// logged last, or that the run was interrupted.
+func (s *containerRun) Close(res *Result, err error) (*Result, error) {
+	s.stopBackground()
+	defer s.w.cl.Close()
+	if err != nil {
+		if s.ctx.Err() != nil {
+			return nil, fmt.Errorf("interrupted (%v); the run's faults were healed and its containers (and libvirt domains and files) removed", s.ctx.Err())
+		}
+		return res, fmt.Errorf("%v\nserver log (tail):\n%s", err, tail(s.w.cl.ServerLogs(context.Background()), 40))
+	}
+	return res, nil
+}
+
+func (s *containerRun) Now() time.Time             { return time.Now() }
+func (s *containerRun) Wait(d time.Duration) error { return s.Pause(d) }
+func (s *containerRun) Fault(st Step) error        { return faults.Run(s.w, st.faultSpec()) }
+func (s *containerRun) UntilPoll() time.Duration   { return 20 * time.Millisecond }
+
+// UntilLimit: real time, so an unmet condition fails in minutes, not the simulator's hour.
+func (s *containerRun) UntilLimit() time.Duration { return 5 * time.Minute }
+
+func (s *containerRun) SetConfig(key, value string) error {
 	return s.w.cl.Control(s.w.ctx, "updateConfiguration", url.Values{"name": {key}, "value": {value}}, nil)
 }
 
 // The operations' failures are outcomes in the history, never errors of the run.
-func (s *containerSteps) createNetwork(client, name string) error {
+func (s *containerRun) CreateNetwork(client, name string) error {
 	_ = s.w.createNetwork(client, name)
 	return nil
 }
 
-func (s *containerSteps) deploy(client string, st Step) error {
+func (s *containerRun) Deploy(client string, st Step) error {
 	_ = s.w.deploy(client, st.VM, st.Networks, st.Host)
 	return nil
 }
 
-func (s *containerSteps) allocate(string, Step) error {
+func (s *containerRun) Allocate(string, Step) error {
 	return ContainerCapabilities.Refusal(AllocateOp)
 }
 
-func (s *containerSteps) vmOp(client string, st Step) error {
+func (s *containerRun) VMOp(client string, st Step) error {
 	_ = s.w.vmOp(client, st.Op, st.VM, st.Host)
 	return nil
 }
 
-// untilHolds reads the control endpoint; start-sent is read from the server's log (it runs with
+// UntilHolds reads the control endpoint; start-sent is read from the server's log (it runs with
 // --verbose).
-func (s *containerSteps) untilHolds(st Step) bool {
+func (s *containerRun) UntilHolds(st Step) bool {
 	w := s.w
 	switch st.Until {
 	case "host-up":

@@ -21,6 +21,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/csconform/csconform/impl"
 	"io"
 	"maps"
 	"regexp"
@@ -57,8 +58,6 @@ type ExternalOptions struct {
 	Run string
 	// Inject is host access for the faults that need it; nil: none, and such a step is refused.
 	Inject *ExternalInject
-	// Expect compares the outcome with this profile's expectations ("" : none).
-	Expect string
 	Ctx    context.Context // cancelled (Ctrl-C): the run stops, heals its faults and removes what it made
 	Log    io.Writer       // progress lines (nil: none)
 	// Now and Speed are the clock of the server under test: Speed world seconds per wall second
@@ -113,7 +112,8 @@ var externalFaults = map[string]externalFault{
 
 // Preflight says what stands in the way of running sc externally with these options, step by step:
 // nil means it can run.
-func (eo ExternalOptions) Preflight(sc *Scenario) error {
+// expect is the profile whose expectations the outcome is compared with ("": none).
+func (eo ExternalOptions) Preflight(sc *Scenario, expect string) error {
 	var errs []error
 	for _, r := range ExternalCapabilities.refusals(sc) {
 		errs = append(errs, errors.New(r))
@@ -123,9 +123,9 @@ func (eo ExternalOptions) Preflight(sc *Scenario) error {
 			errs = append(errs, eo.hostAccess(fmt.Sprintf("step %d", i+1), st)...)
 		}
 	}
-	if eo.Expect != "" {
-		if _, ok := sc.Expect[eo.Expect]; !ok {
-			errs = append(errs, fmt.Errorf("--expect %s: scenario %s states no outcome for %s (it has: %s)", eo.Expect, sc.Name, eo.Expect, strings.Join(slices.Sorted(maps.Keys(sc.Expect)), ", ")))
+	if expect != "" {
+		if _, ok := sc.Expect[expect]; !ok {
+			errs = append(errs, fmt.Errorf("--expect %s: scenario %s states no outcome for %s (it has: %s)", expect, sc.Name, expect, strings.Join(slices.Sorted(maps.Keys(sc.Expect)), ", ")))
 		}
 	}
 	if len(errs) > 0 {
@@ -188,12 +188,21 @@ func (eo ExternalOptions) hostName(h string) string {
 	return h
 }
 
-// RunScenarioExternal runs a scenario against an external CloudStack. Every VM and network the run
-// created is removed before it returns, whatever the outcome; what could not be is in
-// Result.Leftovers.
-func RunScenarioExternal(sc *Scenario, eo ExternalOptions) (res *Result, err error) {
+// preflightExternal is the external world's check before a run: an API to run against, and
+// Preflight.
+func preflightExternal(sc *Scenario, o RunOptions) error {
+	if o.External == nil || o.External.API.URL == "" {
+		return errors.New("no API URL")
+	}
+	return o.External.Preflight(sc, o.Profile)
+}
+
+// openExternal connects to an external CloudStack (o.External). Every VM and network the run creates
+// is removed by Close, whatever the outcome; what could not be is in Result.Leftovers.
+func openExternal(sc *Scenario, _ impl.Switches, o RunOptions) (_ World, err error) {
+	eo := *o.External
 	if eo.Ctx == nil {
-		eo.Ctx = context.Background()
+		eo.Ctx = cmp.Or(o.Ctx, context.Background())
 	}
 	if eo.Run == "" {
 		eo.Run = NewRunID()
@@ -213,75 +222,26 @@ func RunScenarioExternal(sc *Scenario, eo ExternalOptions) (res *Result, err err
 	if eo.Timeout <= 0 {
 		eo.Timeout = 30 * time.Second
 	}
-	if eo.API.URL == "" {
-		return nil, errors.New("no API URL")
-	}
-	if err := eo.Preflight(sc); err != nil {
-		return nil, err
-	}
 	w := &extWorld{eo: eo, sc: sc, prefix: ExternalPrefix(eo.Run), vmIDs: map[string]string{}, netIDs: map[string]string{},
 		instances: map[string]bool{}, vmInstance: map[string]string{}, listed: map[string]bool{}, ipHolder: map[string]string{}, ourVols: map[string]bool{}, hostState: map[string]string{}}
 	w.secrets = []string{eo.API.SecretKey, eo.API.APIKey}
 	defer func() { err = w.redactErr(err) }()
 	w.rec = NewRecorder(eo.Now)
 	w.ro = audit.NewAPIClient(audit.APIOptions{URL: eo.API.URL, APIKey: eo.API.APIKey, SecretKey: eo.API.SecretKey, Zone: eo.API.Zone, Timeout: eo.Timeout, Insecure: eo.API.Insecure})
-	o := eo.API
-	o.Sleep, o.Now, o.Ctx = func(d time.Duration) { w.sleepWorld(d) }, eo.Now, eo.Ctx
-	w.cc = cloudclient.New(o)
+	ao := eo.API
+	ao.Sleep, ao.Now, ao.Ctx = func(d time.Duration) { w.sleepWorld(d) }, eo.Now, eo.Ctx
+	w.cc = cloudclient.New(ao)
 	if err := w.connect(); err != nil {
 		return nil, err
 	}
 	w.start = eo.Now()
-	res = &Result{Scenario: sc.Name, Title: sc.Title, Profile: eo.Expect, Started: w.start, External: eo.API.URL, Run: eo.Run, Rec: w.rec}
-	defer func() {
-		left := w.cleanup()
-		if res != nil {
-			res.Leftovers = left
-			res.Notes = append(res.Notes, w.strayDomains()...)
-		} else if len(left) > 0 {
-			err = fmt.Errorf("%v\nthe cleanup left behind (remove by hand):\n  %s", err, strings.Join(left, "\n  "))
-		}
-	}()
-	bg, stopBG := context.WithCancel(eo.Ctx)
-	var bgWG sync.WaitGroup
-	bgWG.Add(1)
-	go func() {
-		defer bgWG.Done()
+	r := &extRun{w: w, realTime: realTime{ctx: eo.Ctx}}
+	r.background(func(bg context.Context) {
 		for sleepCtx(bg, eo.Poll) {
 			w.check()
 		}
-	}()
-	runErr := w.runSteps(res)
-	if runErr == nil {
-		if !w.sleepWorld(w.settle()) {
-			runErr = eo.Ctx.Err()
-		}
-	}
-	stopBG()
-	bgWG.Wait()
-	if runErr != nil {
-		if eo.Ctx.Err() != nil {
-			return nil, fmt.Errorf("interrupted (%v); the run's faults were healed and what it created removed", eo.Ctx.Err())
-		}
-		return nil, fmt.Errorf("scenario %s: %v", sc.Name, runErr)
-	}
-	w.check() // a last look, twice: a violation of the domains' truth counts once two looks see it
-	w.check()
-	w.finish(res)
-	res.checkLinear(w.rec.Events, linear.Bounds{}) // no ghost-record bound from outside
-	res.LinearChecked = true
-	res.VirtualEnd = eo.Now().Sub(w.start)
-	res.Notes = append(append([]string{
-		"world: external CloudStack at " + eo.API.URL + " (run " + eo.Run + ", names " + w.prefix + "…); " + w.chosen,
-		"seen from outside: records through list* commands, the hosts' domains through libvirt or a csconform hypervisor (read-only), every " + eo.Poll.String() + "; only what this run created is judged",
-		"not checked here: network-lock (it needs each network write with its lock holder, which only the server's database knows); " +
-			"the linearizability check sees the client operations, the observations and the guest addresses' holders as listed, not the server's own writes",
-	}, w.unobservable()...), w.timeline...)
-	if eo.Expect != "" {
-		res.Expected = true
-		res.Mismatches = sc.Expect[eo.Expect].compareWith(res, w.vmState)
-	}
-	return res, nil
+	})
+	return r, nil
 }
 
 var safeRun = regexp.MustCompile(`^[A-Za-z0-9]{1,20}$`)
@@ -533,70 +493,122 @@ func (w *extWorld) vmOp(client, kind, name, host string) error {
 
 // ---- steps
 
-func (w *extWorld) runSteps(res *Result) error {
+// extRun is an external CloudStack's World: operations through its API, conditions on what it
+// lists, on the server's clock.
+type extRun struct {
+	w *extWorld
+	realTime
+}
+
+var _ World = (*extRun)(nil)
+
+func (s *extRun) Begin(res *Result) {
+	res.Started, res.External, res.Run, res.Rec = s.w.start, s.w.eo.API.URL, s.w.eo.Run, s.w.rec
+}
+
+func (s *extRun) Setup() error {
+	w := s.w
 	for _, n := range w.sc.Networks {
 		if err := w.createNetwork("setup", n.Name, n.Persistent); err != nil {
 			return fmt.Errorf("creating network %s: %v", n.Name, err)
 		}
 	}
 	w.check()
-	steps := &extSteps{w: w, realTime: realTime{ctx: w.eo.Ctx}}
-	defer steps.awaitAsync()
-	return runSteps(steps, w.sc.Steps, w.sc.Lenient, res)
+	return nil
 }
 
-// extSteps is an external CloudStack's side of the step runner: operations through its API, conditions
-// on what it lists, on the server's clock.
-type extSteps struct {
-	w *extWorld
-	realTime
+func (s *extRun) Settle() error {
+	if !s.w.sleepWorld(s.w.settle()) {
+		return s.ctx.Err()
+	}
+	return nil
 }
 
-var _ stepWorld = (*extSteps)(nil)
+// Judge takes a last look, twice: a violation of the domains' truth counts once two looks see it.
+func (s *extRun) Judge() error {
+	s.stopBackground()
+	s.w.check()
+	s.w.check()
+	return nil
+}
 
-func (s *extSteps) now() time.Time            { return s.w.eo.Now() }
-func (s *extSteps) fault(st Step) error       { return s.w.fault(st) }
-func (s *extSteps) untilPoll() time.Duration  { return s.w.eo.Poll / 4 }
-func (s *extSteps) untilLimit() time.Duration { return time.Hour }
+func (s *extRun) Finish(res *Result) {
+	w, eo := s.w, s.w.eo
+	w.finish(res)
+	res.VirtualEnd = eo.Now().Sub(w.start)
+	res.Notes = append(append(append([]string{
+		"world: external CloudStack at " + eo.API.URL + " (run " + eo.Run + ", names " + w.prefix + "…); " + w.chosen,
+		"seen from outside: records through list* commands, the hosts' domains through libvirt or a csconform hypervisor (read-only), every " + eo.Poll.String() + "; only what this run created is judged",
+		"not checked here: network-lock (it needs each network write with its lock holder, which only the server's database knows); " +
+			"the linearizability check sees the client operations, the observations and the guest addresses' holders as listed, not the server's own writes",
+	}, w.unobservable()...), w.timeline...), res.Notes...)
+}
 
-// wait sleeps d of the server's time.
-func (s *extSteps) wait(d time.Duration) error {
+// LinearBounds: no ghost-record bound from outside.
+func (s *extRun) LinearBounds() (linear.Bounds, bool)  { return linear.Bounds{}, true }
+func (s *extRun) VMState(name string) (vm.State, bool) { return s.w.vmState(name) }
+
+// Close removes what the run created: what could not be is the result's Leftovers, or is added to
+// the error; secrets are redacted from the error.
+func (s *extRun) Close(res *Result, err error) (*Result, error) {
+	w := s.w
+	s.stopBackground()
+	if err != nil && s.ctx.Err() != nil {
+		res, err = nil, fmt.Errorf("interrupted (%v); the run's faults were healed and what it created removed", s.ctx.Err())
+	}
+	left := w.cleanup()
+	if res != nil {
+		res.Leftovers = left
+		res.Notes = append(res.Notes, w.strayDomains()...)
+	} else if len(left) > 0 {
+		err = fmt.Errorf("%v\nthe cleanup left behind (remove by hand):\n  %s", err, strings.Join(left, "\n  "))
+	}
+	return res, w.redactErr(err)
+}
+
+func (s *extRun) Now() time.Time            { return s.w.eo.Now() }
+func (s *extRun) Fault(st Step) error       { return s.w.fault(st) }
+func (s *extRun) UntilPoll() time.Duration  { return s.w.eo.Poll / 4 }
+func (s *extRun) UntilLimit() time.Duration { return time.Hour }
+
+// Wait sleeps d of the server's time.
+func (s *extRun) Wait(d time.Duration) error {
 	if !s.w.sleepWorld(d) {
 		return s.ctx.Err()
 	}
 	return nil
 }
 
-// setConfig: Preflight refuses the step; the run changes no server's configuration.
-func (s *extSteps) setConfig(string, string) error {
+// SetConfig: Preflight refuses the step; the run changes no server's configuration.
+func (s *extRun) SetConfig(string, string) error {
 	return errors.New("setConfig is not available against an external CloudStack")
 }
 
 // The operations' failures are outcomes in the history, never errors of the run.
-func (s *extSteps) createNetwork(client, name string) error {
+func (s *extRun) CreateNetwork(client, name string) error {
 	_ = s.w.createNetwork(client, name, false)
 	return nil
 }
 
-func (s *extSteps) deploy(client string, st Step) error {
+func (s *extRun) Deploy(client string, st Step) error {
 	_ = s.w.deploy(client, "deploy", st.VM, st.Networks, st.Host, true)
 	return nil
 }
 
-// allocate is deployVirtualMachine with startvm=false.
-func (s *extSteps) allocate(client string, st Step) error {
+// Allocate is deployVirtualMachine with startvm=false.
+func (s *extRun) Allocate(client string, st Step) error {
 	_ = s.w.deploy(client, "allocate", st.VM, st.Networks, st.Host, false)
 	return nil
 }
 
-func (s *extSteps) vmOp(client string, st Step) error {
+func (s *extRun) VMOp(client string, st Step) error {
 	_ = s.w.vmOp(client, st.Op, st.VM, st.Host)
 	return nil
 }
 
-// untilHolds looks at the records anew; start-sent is a VM seen Starting (from outside, the
+// UntilHolds looks at the records anew; start-sent is a VM seen Starting (from outside, the
 // StartCommand is not visible).
-func (s *extSteps) untilHolds(st Step) bool {
+func (s *extRun) UntilHolds(st Step) bool {
 	w := s.w
 	w.check()
 	w.mu.Lock()

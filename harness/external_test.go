@@ -132,12 +132,12 @@ func TestExternalSeed004(t *testing.T) {
 			var log, injectOut bytes.Buffer
 			x := &worldExec{c: c}
 			start := time.Now()
-			res, err := RunScenarioExternal(sc, ExternalOptions{
+			res, err := Run(External, sc, RunOptions{Profile: tc.profile, External: &ExternalOptions{
 				API:    cloudclient.Options{URL: url, APIKey: creds.APIKey, SecretKey: creds.SecretKey},
 				Hosts:  liveHosts(c),
 				Inject: &ExternalInject{Exec: x, Policy: inject.Policy{AllowHosts: []string{"h1"}}, Yes: true, Out: &injectOut},
-				Expect: tc.profile, Log: &log, Now: c.Now, Speed: 20, Poll: 100 * time.Millisecond,
-			})
+				Log:    &log, Now: c.Now, Speed: 20, Poll: 100 * time.Millisecond,
+			}})
 			if err != nil {
 				t.Fatalf("%v\n%s", err, log.String())
 			}
@@ -209,24 +209,25 @@ func TestExternalPreflight(t *testing.T) {
 	conf := parse("name: s\nhosts: [h1]\nsteps:\n  - {op: setConfig, key: ping.interval, value: '5'}\n")
 	access := &ExternalInject{Exec: inject.Local{}, Policy: inject.Policy{AllowHosts: []string{"kvm*"}}, Yes: true}
 	cases := []struct {
-		name string
-		sc   *Scenario
-		eo   ExternalOptions
-		want []string // in the error ("" : no error)
+		name   string
+		sc     *Scenario
+		eo     ExternalOptions
+		expect string
+		want   []string // in the error ("" : no error)
 	}{
-		{"no host access", restart, ExternalOptions{}, []string{"step 2 (fault agent-restart on h1) needs host access", "--allow-host", "--yes"}},
-		{"no --yes", restart, ExternalOptions{Inject: &ExternalInject{Exec: inject.Local{}, Policy: inject.Policy{AllowHosts: []string{"h1"}}}}, []string{"step 2", "add --yes"}},
-		{"host not allowlisted", restart, ExternalOptions{Inject: access}, []string{"step 2", "host h1 is not allowlisted"}},
-		{"mapped host allowlisted", restart, ExternalOptions{Inject: access, HostMap: map[string]string{"h1": "kvm1"}}, nil},
-		{"crash without --allow-vm", crash, ExternalOptions{Inject: access}, []string{"step 2 (fault crash)", "--allow-vm"}},
-		{"ms-restart", ms, ExternalOptions{Inject: access}, []string{"step 1 (fault ms-restart) cannot run against an external CloudStack"}},
-		{"primed network", primed, ExternalOptions{}, []string{"network n (primed) cannot run against an external CloudStack"}},
-		{"setConfig", conf, ExternalOptions{}, []string{"step 1 (setConfig ping.interval)"}},
-		{"expect unknown", restart, ExternalOptions{Inject: access, HostMap: map[string]string{"h1": "kvm1"}, Expect: "fixed"}, []string{"--expect fixed", "states no outcome"}},
+		{"no host access", restart, ExternalOptions{}, "", []string{"step 2 (fault agent-restart on h1) needs host access", "--allow-host", "--yes"}},
+		{"no --yes", restart, ExternalOptions{Inject: &ExternalInject{Exec: inject.Local{}, Policy: inject.Policy{AllowHosts: []string{"h1"}}}}, "", []string{"step 2", "add --yes"}},
+		{"host not allowlisted", restart, ExternalOptions{Inject: access}, "", []string{"step 2", "host h1 is not allowlisted"}},
+		{"mapped host allowlisted", restart, ExternalOptions{Inject: access, HostMap: map[string]string{"h1": "kvm1"}}, "", nil},
+		{"crash without --allow-vm", crash, ExternalOptions{Inject: access}, "", []string{"step 2 (fault crash)", "--allow-vm"}},
+		{"ms-restart", ms, ExternalOptions{Inject: access}, "", []string{"step 1 (fault ms-restart) cannot run against an external CloudStack"}},
+		{"primed network", primed, ExternalOptions{}, "", []string{"network n (primed) cannot run against an external CloudStack"}},
+		{"setConfig", conf, ExternalOptions{}, "", []string{"step 1 (setConfig ping.interval)"}},
+		{"expect unknown", restart, ExternalOptions{Inject: access, HostMap: map[string]string{"h1": "kvm1"}}, "fixed", []string{"--expect fixed", "states no outcome"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			err := tc.eo.Preflight(tc.sc)
+			err := tc.eo.Preflight(tc.sc, tc.expect)
 			if tc.want == nil {
 				if err != nil {
 					t.Fatalf("refused: %v", err)
@@ -266,10 +267,10 @@ func TestExternalInterrupted(t *testing.T) {
 		}
 		cancel()
 	}()
-	_, err = RunScenarioExternal(sc, ExternalOptions{
+	_, err = Run(External, sc, RunOptions{External: &ExternalOptions{
 		API:   cloudclient.Options{URL: url, APIKey: creds.APIKey, SecretKey: creds.SecretKey},
 		Hosts: liveHosts(c), Ctx: ctx, Now: c.Now, Speed: 20, Poll: 100 * time.Millisecond,
-	})
+	}})
 	if err == nil || !strings.Contains(err.Error(), "interrupted") {
 		t.Fatalf("err = %v, want interrupted", err)
 	}

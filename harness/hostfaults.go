@@ -115,8 +115,7 @@ func (w *simWorld) haView() *sim.HAView { return sim.NewHAView(w.sched, w.hosts)
 
 var _ hostWorld = (*simWorld)(nil)
 
-// The container world: its hosts are containers on one machine.
-// The container world: its hosts are containers on one machine. RunScenarioContainer refuses these
+// The container world: its hosts are containers on one machine. Run refuses these
 // faults up front; a caller of faults.Run gets the same refusal.
 func (w *containerWorld) HostPower(string, bool) error {
 	return ContainerCapabilities.Refusal(FaultCap("host-power-off"))

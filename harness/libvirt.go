@@ -28,7 +28,7 @@ type LibvirtOptions struct {
 	URI     string // libvirtd ("" = qemu:///system)
 	Run     string // names every domain and file of the run (default: made from the clock)
 	BaseDir string // run directories ("" = $CSCONFORM_RUN_DIR or /var/lib/csconform)
-	// Ctx ends the run when cancelled (Ctrl-C): RunScenarioLibvirt returns its error, and everything
+	// Ctx ends the run when cancelled (Ctrl-C): Run returns its error, and everything
 	// the run made is removed.
 	Ctx context.Context
 	Log io.Writer // progress lines (nil: none)
@@ -78,12 +78,6 @@ const (
 	// libvirtQuiet: a settle ends only after this long without a state change (libvirtWorld.settle).
 	libvirtQuiet = 20 * time.Second
 )
-
-// RunScenarioLibvirt runs a scenario on real domains; it removes every domain and file of the run
-// before returning, whatever the outcome.
-func RunScenarioLibvirt(sc *Scenario, profile string, defects impl.Switches, seed uint64, lo LibvirtOptions) (*Result, error) {
-	return runScenario(sc, profile, defects, seed, Limits{}, LibvirtCapabilities, func(o Options) (*Cluster, error) { return NewLibvirtCluster(o, lo) })
-}
 
 type libvirtWorld struct {
 	c     *Cluster
@@ -491,4 +485,4 @@ func (a *agentHV) Subscribe(fn func(impl.LifecycleEvent)) {
 	})
 }
 
-var _ world = (*libvirtWorld)(nil)
+var _ substrate = (*libvirtWorld)(nil)

@@ -40,11 +40,6 @@ type LiveOptions struct {
 	AtEnd func(c *Cluster)
 }
 
-// RunScenarioLive runs a scenario in the live world.
-func RunScenarioLive(sc *Scenario, profile string, defects impl.Switches, seed uint64, lo LiveOptions) (*Result, error) {
-	return runScenario(sc, profile, defects, seed, Limits{}, LiveCapabilities, func(o Options) (*Cluster, error) { return NewLiveCluster(o, lo) })
-}
-
 // ---- the world
 
 type liveWorld struct {
@@ -401,4 +396,4 @@ func (p *livePipe) Send(m impl.Message) error {
 	return p.Pipe.Send(m)
 }
 
-var _ world = (*liveWorld)(nil)
+var _ substrate = (*liveWorld)(nil)

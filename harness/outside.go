@@ -90,32 +90,58 @@ func (oc *outsideChecks) addChecked(rec *Recorder, vs []invariant.Violation, obj
 	return out
 }
 
-// realTime is the step runner's side of a world seen from outside, in real time (containers, an
-// external CloudStack): async steps run on goroutines, waits end with ctx.
+// realTime is the part of World shared by the worlds seen from outside, in real time (containers,
+// an external CloudStack): async steps run on goroutines, waits end with ctx, and the background
+// looks (the world's checker) stop once.
 type realTime struct {
-	ctx context.Context
-	wg  sync.WaitGroup
+	ctx    context.Context
+	wg     sync.WaitGroup
+	stopBG func()
 }
 
-func (r *realTime) async(_ string, fn func()) { r.wg.Go(fn) }
-func (r *realTime) awaitAsync()               { r.wg.Wait() }
-func (r *realTime) ended() error              { return r.ctx.Err() }
+func (r *realTime) Async(_ string, fn func()) { r.wg.Go(fn) }
+func (r *realTime) AwaitAsync()               { r.wg.Wait() }
+func (r *realTime) Ended() error              { return r.ctx.Err() }
 
-// pause sleeps d of wall time.
-func (r *realTime) pause(d time.Duration) error {
+// Drive calls fn; async steps it left running (it failed) are waited for.
+func (r *realTime) Drive(fn func()) error {
+	defer r.AwaitAsync()
+	fn()
+	return nil
+}
+
+// background runs each loop on its own goroutine until stopBackground (or ctx ends).
+func (r *realTime) background(loops ...func(ctx context.Context)) {
+	bg, stop := context.WithCancel(r.ctx)
+	var wg sync.WaitGroup
+	for _, loop := range loops {
+		wg.Go(func() { loop(bg) })
+	}
+	r.stopBG = sync.OnceFunc(func() { stop(); wg.Wait() })
+}
+
+// stopBackground stops the background looks and waits for the last one to end.
+func (r *realTime) stopBackground() {
+	if r.stopBG != nil {
+		r.stopBG()
+	}
+}
+
+// Pause sleeps d of wall time.
+func (r *realTime) Pause(d time.Duration) error {
 	if !sleepCtx(r.ctx, d) {
 		return r.ctx.Err()
 	}
 	return nil
 }
 
-// history: a world seen from outside records no state changes of the server's; its until
-// conditions are judged on its records (untilObject: no object to search the history for).
-func (r *realTime) history() []history.Event                { return nil }
-func (r *realTime) untilObject(Step) (string, string, bool) { return "", "", true }
+// History: a world seen from outside records no state changes of the server's; its until
+// conditions are judged on its records (UntilObject: no object to search the history for).
+func (r *realTime) History() []history.Event                { return nil }
+func (r *realTime) UntilObject(Step) (string, string, bool) { return "", "", true }
 
-// newCase: from outside, a row knows the step's network, not the VM's record.
-func (r *realTime) newCase(st Step, client string) CaseResult {
+// NewCase: from outside, a row knows the step's network, not the VM's record.
+func (r *realTime) NewCase(st Step, client string) CaseResult {
 	cr := CaseResult{Case: st.Case, Op: st.Op, Path: pathOf(st.Op), VM: st.VM, client: client}
 	if len(st.Networks) > 0 {
 		cr.Network = st.Networks[0]

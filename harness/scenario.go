@@ -8,7 +8,6 @@ import (
 	"maps"
 	"slices"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"go.yaml.in/yaml/v3"
@@ -293,123 +292,6 @@ type Result struct {
 	outside bool
 }
 
-// RunScenario runs a scenario under a profile (or explicit switches) with a seed, within the default
-// Limits.
-func RunScenario(sc *Scenario, profile string, defects impl.Switches, seed uint64) (*Result, error) {
-	return RunScenarioLimited(sc, profile, defects, seed, Limits{})
-}
-
-// RunScenarioLimited runs a scenario on the simulator within lim. A run stopped by lim (Ctrl-C, a
-// bound) returns what it had with a *StoppedError.
-func RunScenarioLimited(sc *Scenario, profile string, defects impl.Switches, seed uint64, lim Limits) (*Result, error) {
-	return runScenario(sc, profile, defects, seed, lim, SimCapabilities, NewSimCluster)
-}
-
-// runScenario runs a scenario on the cluster newCluster builds (the simulator or real domains), once
-// the world's capabilities say it can.
-func runScenario(sc *Scenario, profile string, defects impl.Switches, seed uint64, lim Limits, caps Capabilities, newCluster func(Options) (*Cluster, error)) (*Result, error) {
-	if err := caps.Check(sc); err != nil {
-		return nil, err
-	}
-	if defects == nil {
-		var err error
-		if defects, err = impl.ProfileSwitches(profile); err != nil {
-			return nil, err
-		}
-	}
-	if lim.Scheduler.Kind == sim.Random {
-		lim.Scheduler = sc.Scheduler
-	}
-	c, err := newCluster(Options{Seed: seed, Hosts: sc.Hosts, Defects: defects, Config: sc.Config, Limits: lim, ManagementServers: sc.ManagementServers})
-	if err != nil {
-		return nil, stopped(err, lim)
-	}
-	defer c.Close()
-	res := &Result{Scenario: sc.Name, Title: sc.Title, Profile: profile, Defects: defects.On(), Seed: seed, cluster: c, Rec: c.Rec}
-	if lim.Scheduler.Kind != sim.Random && caps.Can(VirtualTime) {
-		res.Scheduler = lim.Scheduler.String()
-	}
-	start := c.Now()
-	res.Started = start
-	// stop ends a run that did not finish with what it had: the table so far, the violations seen.
-	stop := func(err error) (*Result, error) {
-		res.Notes = append(res.Notes, "the run did not finish, this is what it had: "+err.Error())
-		res.finish(c)
-		res.VirtualEnd = c.Now().Sub(start)
-		res.Steps = c.w.steps()
-		return res, err
-	}
-	var runErr error
-	var done atomic.Bool
-	c.Go("scenario", func() {
-		defer func() { done.Store(true) }()
-		// The seed sets where the scenario falls against the server's fixed-rate tasks (heartbeat 2 s,
-		// job GC 10 s, pings), as the wall clock does on a real server.
-		c.Sleep(c.w.offset())
-		c.w.setup(true)
-		runErr = c.setup(sc)
-		c.w.setup(false)
-		if runErr == nil {
-			runErr = c.runSteps(sc, res)
-		}
-	})
-	maxSim := lim.maxSimTime()
-	limit := start.Add(min(24*time.Hour, maxSim))
-	if err := c.w.runUntil(limit, done.Load); err != nil {
-		if se := stopped(err, lim); se != err {
-			return stop(se)
-		}
-		return nil, err
-	}
-	if runErr != nil {
-		return nil, fmt.Errorf("scenario %s: %v", sc.Name, runErr)
-	}
-	if !done.Load() {
-		if maxSim < 24*time.Hour {
-			return stop(&StoppedError{Reason: fmt.Sprintf("scenario %s stopped at its bound of %s of simulated time (--max-sim-time) before its last step", sc.Name, maxSim)})
-		}
-		return nil, fmt.Errorf("scenario %s did not finish within 24 h of virtual time", sc.Name)
-	}
-	settle := sc.Settle
-	if settle <= 0 {
-		settle = 3 * time.Minute
-	}
-	if at := c.Now().Sub(start); at+settle > maxSim {
-		return stop(&StoppedError{Reason: fmt.Sprintf("scenario %s: its settle of %s after the last step (at +%s) would pass the run's bound of %s of simulated time (--max-sim-time)", sc.Name, settle, at.Round(time.Second), maxSim)})
-	}
-	if err := c.settle(settle); err != nil {
-		if se := stopped(err, lim); se != err {
-			return stop(se)
-		}
-		return nil, err
-	}
-	if caps.Can(VirtualTime) {
-		// the simulator can let the cloud run on alone for as long as liveness needs (a real world
-		// would wait half an hour of real time)
-		if err := c.checkLiveness(); err != nil {
-			if se := stopped(err, lim); se != err {
-				return stop(se)
-			}
-			return nil, err
-		}
-		c.checkLeftServerJobs()
-		c.checkUnexplainedStops()
-	}
-	if m := c.CheckMismatch(); m != "" {
-		return nil, fmt.Errorf("scenario %s: %s", sc.Name, m)
-	}
-	res.finish(c)
-	res.checkLinear(c.Rec.Events, LinearBounds(c.Config))
-	res.LinearChecked = true
-	res.VirtualEnd = c.Now().Sub(start)
-	res.Steps = c.w.steps()
-	if e, ok := sc.Expect[profile]; ok && profileMatches(profile, defects) {
-		res.Expected = true
-		res.Mismatches = e.compare(res, c)
-	}
-	return res, nil
-}
-
 // ServerHistory is the run's history where it holds the server's own events (state changes, log
 // lines), nil where the server ran out of reach.
 func (r *Result) ServerHistory() []history.Event {
@@ -504,10 +386,6 @@ func (c *Cluster) setup(sc *Scenario) error {
 		}
 	}
 	return nil
-}
-
-func (c *Cluster) runSteps(sc *Scenario, res *Result) error {
-	return runSteps(&clusterSteps{c: c}, sc.Steps, sc.Lenient, res)
 }
 
 func pathOf(op string) string {
@@ -634,7 +512,6 @@ func (c *Cluster) cleanupDuring(nid int64, op invariant.ClientOp) string {
 }
 
 // compare lists where a run differs from what the scenario expects.
-func (e Expect) compare(r *Result, c *Cluster) []string { return e.compareWith(r, c.VMState) }
 
 // compareWith is compare with the VMs' final records read by vmState.
 func (e Expect) compareWith(r *Result, vmState func(string) (vm.State, bool)) []string {

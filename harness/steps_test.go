@@ -15,6 +15,7 @@ import (
 // fakeSteps is a world for the step runner with a clock that moves only when the runner waits: what
 // it does at each moment is scripted by at.
 type fakeSteps struct {
+	World   // the runner's lifecycle: not called by runSteps
 	t       time.Time
 	at      func(w *fakeSteps) // called after each pause, to change the world
 	events  []history.Event
@@ -26,32 +27,32 @@ type fakeSteps struct {
 	tasks   []func()
 }
 
-func (f *fakeSteps) now() time.Time { return f.t }
-func (f *fakeSteps) pause(d time.Duration) error {
+func (f *fakeSteps) Now() time.Time { return f.t }
+func (f *fakeSteps) Pause(d time.Duration) error {
 	f.t = f.t.Add(d)
 	if f.at != nil {
 		f.at(f)
 	}
 	return nil
 }
-func (f *fakeSteps) untilPoll() time.Duration  { return 50 * time.Millisecond }
-func (f *fakeSteps) untilLimit() time.Duration { return time.Hour }
-func (f *fakeSteps) history() []history.Event  { return f.events }
-func (f *fakeSteps) untilObject(Step) (string, string, bool) {
+func (f *fakeSteps) UntilPoll() time.Duration  { return 50 * time.Millisecond }
+func (f *fakeSteps) UntilLimit() time.Duration { return time.Hour }
+func (f *fakeSteps) History() []history.Event  { return f.events }
+func (f *fakeSteps) UntilObject(Step) (string, string, bool) {
 	return "vm:1", "i-2-1-VM", f.exists
 }
-func (f *fakeSteps) untilHolds(Step) bool        { return f.holds }
-func (f *fakeSteps) wait(d time.Duration) error  { return f.pause(d) }
-func (f *fakeSteps) setConfig(k, v string) error { f.did = append(f.did, "config "+k); return nil }
-func (f *fakeSteps) async(name string, fn func()) {
+func (f *fakeSteps) UntilHolds(Step) bool        { return f.holds }
+func (f *fakeSteps) Wait(d time.Duration) error  { return f.Pause(d) }
+func (f *fakeSteps) SetConfig(k, v string) error { f.did = append(f.did, "config "+k); return nil }
+func (f *fakeSteps) Async(name string, fn func()) {
 	f.did = append(f.did, "async "+name)
 	f.tasks = append(f.tasks, fn)
 }
-func (f *fakeSteps) ended() error { return nil }
-func (f *fakeSteps) newCase(st Step, client string) CaseResult {
+func (f *fakeSteps) Ended() error { return nil }
+func (f *fakeSteps) NewCase(st Step, client string) CaseResult {
 	return CaseResult{Op: st.Op, VM: st.VM, client: client}
 }
-func (f *fakeSteps) fault(st Step) error {
+func (f *fakeSteps) Fault(st Step) error {
 	f.did = append(f.did, "fault "+st.Fault)
 	if f.faultFn != nil {
 		return f.faultFn(st)
@@ -65,16 +66,16 @@ func (f *fakeSteps) op(client string, st Step) error {
 	}
 	return nil
 }
-func (f *fakeSteps) createNetwork(client, name string) error {
+func (f *fakeSteps) CreateNetwork(client, name string) error {
 	return f.op(client, Step{Op: "createNetwork", Network: name})
 }
-func (f *fakeSteps) deploy(client string, st Step) error   { return f.op(client, st) }
-func (f *fakeSteps) allocate(client string, st Step) error { return f.op(client, st) }
-func (f *fakeSteps) vmOp(client string, st Step) error {
+func (f *fakeSteps) Deploy(client string, st Step) error   { return f.op(client, st) }
+func (f *fakeSteps) Allocate(client string, st Step) error { return f.op(client, st) }
+func (f *fakeSteps) VMOp(client string, st Step) error {
 	f.did = append(f.did, "vm-op")
 	return f.op(client, st)
 }
-func (f *fakeSteps) awaitAsync() {
+func (f *fakeSteps) AwaitAsync() {
 	for _, fn := range f.tasks {
 		fn()
 	}

@@ -8,10 +8,11 @@ import (
 	"github.com/csconform/csconform/model/invariant"
 )
 
-// world is what a Cluster runs on: the deterministic simulator (simWorld) or real domains in
-// real time (libvirtWorld). The scenario runner, the client operations, the faults and the checker
-// only ever go through it, so they do not know which world they run in.
-type world interface {
+// substrate is what an in-process Cluster runs on: the deterministic simulator (simWorld), the
+// reference in real time with simulated hosts (liveWorld) or real domains (libvirtWorld). The
+// cluster's World (clusterRun), its client operations, faults and checker only ever go through it,
+// so they do not know which of the three they run on.
+type substrate interface {
 	now() time.Time
 	goTask(name string, fn func())
 	sleep(d time.Duration)
@@ -160,4 +161,4 @@ func (w *simWorld) setup(bool)                                             {}
 func (w *simWorld) capabilities() Capabilities                             { return SimCapabilities }
 func (w *simWorld) clientEnv() impl.Env                                    { return w.sched }
 
-var _ world = (*simWorld)(nil)
+var _ substrate = (*simWorld)(nil)

@@ -21,7 +21,7 @@ import (
 var drivers = func() []string {
 	var d []string
 	for _, w := range harness.Worlds {
-		if w.Run != nil {
+		if w.Name != harness.External.Name {
 			d = append(d, w.Name)
 		}
 	}
@@ -55,7 +55,7 @@ func runOn(ctx context.Context, driver, uri, domains string, sc *harness.Scenari
 	if err != nil {
 		return nil, err
 	}
-	return w.Run(sc, profile, sw, seed, harness.RunOptions{Ctx: ctx, Log: stderr, Limits: lim, URI: uri, Domains: domains})
+	return harness.Run(w, sc, harness.RunOptions{Profile: profile, Defects: sw, Seed: seed, Ctx: ctx, Log: stderr, Limits: lim, URI: uri, Domains: domains})
 }
 
 // checkDomains checks a --domains value.

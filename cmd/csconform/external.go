@@ -122,7 +122,7 @@ func (f *extFlags) options(ctx context.Context, set map[string]bool, stderr io.W
 	eo := harness.ExternalOptions{
 		API: cloudclient.Options{URL: *f.api, APIKey: creds[0], SecretKey: creds[1], Zone: *f.zone, ServiceOffering: *f.offering,
 			Template: *f.template, NetworkOffering: *f.netOffering, Insecure: *f.insecure},
-		Timeout: *f.timeout, Poll: *f.poll, HostMap: f.mapHost, DomainPrefix: *f.domainPrefix, Expect: *f.expect,
+		Timeout: *f.timeout, Poll: *f.poll, HostMap: f.mapHost, DomainPrefix: *f.domainPrefix,
 		Ctx: ctx, Log: stderr,
 	}
 	for _, h := range f.hosts {
@@ -179,7 +179,7 @@ func reproExternal(ctx context.Context, f *extFlags, set map[string]bool, sc *ha
 		return nil, err
 	}
 	defer closeLog()
-	r, err := harness.RunScenarioExternal(sc, eo)
+	r, err := harness.Run(harness.External, sc, harness.RunOptions{Profile: *f.expect, External: &eo})
 	if err != nil && ctx.Err() != nil {
 		return nil, fmt.Errorf("interrupted (%v); the run's faults were healed and what it created removed", err)
 	}

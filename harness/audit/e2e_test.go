@@ -31,7 +31,7 @@ func auditScenario(t *testing.T, file, profile string) *audit.Report {
 	var rep *audit.Report
 	var auditErr error
 	start := time.Now()
-	_, err = harness.RunScenarioLive(sc, profile, nil, sc.Seed, harness.LiveOptions{Speed: 10, API: true, AtEnd: func(c *harness.Cluster) {
+	_, err = harness.Run(harness.Live, sc, harness.RunOptions{Profile: profile, Seed: sc.Seed, Live: &harness.LiveOptions{Speed: 10, API: true, AtEnd: func(c *harness.Cluster) {
 		url, creds, ok := c.APIEndpoint()
 		if !ok {
 			auditErr = os.ErrNotExist
@@ -55,7 +55,7 @@ func auditScenario(t *testing.T, file, profile string) *audit.Report {
 			Hosts:   hosts,
 			Confirm: 200 * time.Millisecond,
 		})
-	}})
+	}}})
 	if err != nil {
 		t.Fatalf("%s under %s: %v", sc.Name, profile, err)
 	}

@@ -92,7 +92,7 @@ func Run(sc *harness.Scenario, o Options) (*Outcome, error) {
 	if o.Scheduler.Kind != sim.Random {
 		sc.Scheduler = o.Scheduler // its counterexample.yaml then replays under the same strategy
 	}
-	res, err := w.Run(sc, o.Profile, o.Defects, sc.Seed, harness.RunOptions{Ctx: o.Ctx, Domains: o.Domains,
+	res, err := harness.Run(w, sc, harness.RunOptions{Profile: o.Profile, Defects: o.Defects, Seed: sc.Seed, Ctx: o.Ctx, Domains: o.Domains,
 		Limits: harness.Limits{Ctx: o.Ctx, Scheduler: o.Scheduler}})
 	if err != nil {
 		return nil, err
@@ -103,7 +103,7 @@ func Run(sc *harness.Scenario, o Options) (*Outcome, error) {
 // world is the world programs run in.
 func (o Options) world() (harness.WorldDef, error) {
 	w, err := harness.WorldNamed(cmp.Or(o.Driver, "sim"))
-	if err == nil && w.Run == nil {
+	if err == nil && w.Name == harness.External.Name {
 		err = fmt.Errorf("explore does not run against %s (%s)", w.Name, w.Doc)
 	}
 	return w, err

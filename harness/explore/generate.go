@@ -66,7 +66,7 @@ type Reach struct {
 // Everything is the simulator's reach (Peers as Options.Peers says).
 var Everything = ReachOf(harness.SimCapabilities, false)
 
-// ContainerReach is what harness.RunScenarioContainer accepts, less host-unreachable: the generator
+// ContainerReach is what the container world (harness.Containers) accepts, less host-unreachable: the generator
 // holds a host unreachable 90 s to 10 min past the ping timeout, which in real time would make one
 // program last tens of minutes.
 var ContainerReach = ReachOf(harness.ContainerCapabilities, false, "host-unreachable")

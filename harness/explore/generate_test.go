@@ -72,7 +72,7 @@ func TestProgramsDrawHAAndHostStates(t *testing.T) {
 }
 
 // A world's reach is read from its declared capabilities: the simulator draws everything, containers
-// what RunScenarioContainer accepts (pinned here: a change of the declaration changes the programs
+// what the container world accepts (pinned here: a change of the declaration changes the programs
 // the container tier runs), and no reach draws a fault its world cannot apply.
 func TestReachReadsTheCapabilities(t *testing.T) {
 	require.Equal(t, Reach{AgedNetworks: true, HA: true}, Everything)
