@@ -9,7 +9,7 @@ package conformance
 // (else on simulated ones, and the test says so); the others on simulated domains (a hypervisor
 // container per host), which keeps the tier's time down. Each run prints what the server saw of every
 // fault (host states from listHosts over time) and which domains it had. See ci/test-containers.sh
-// and, for the time scaling, harness.ContainerScaling.
+// and, for the time scaling, the container world's Scaling (harness/world/container).
 
 import (
 	"context"
@@ -24,6 +24,7 @@ import (
 
 	"github.com/csconform/csconform/drivers/container"
 	"github.com/csconform/csconform/harness"
+	containerworld "github.com/csconform/csconform/harness/world/container"
 	"github.com/csconform/csconform/impl"
 	"github.com/csconform/csconform/internal/tier"
 	"github.com/csconform/csconform/model/invariant"
@@ -87,8 +88,8 @@ func TestContainerTier(t *testing.T) {
 				runs = append(runs, run)
 				mu.Unlock()
 				t0 := time.Now()
-				r, err := harness.Run(harness.Containers, sc, harness.RunOptions{Profile: profile, Seed: sc.Seed,
-					Container: &harness.ContainerOptions{Run: run, Ctx: ctx, Log: testLog{t}, Domains: containerDomains[name]}})
+				r, err := harness.Run(containerworld.Def, sc, harness.RunOptions{Profile: profile, Seed: sc.Seed,
+					RunID: run, Ctx: ctx, Log: testLog{t}, Domains: containerDomains[name]})
 				if err != nil {
 					t.Fatal(err)
 				}

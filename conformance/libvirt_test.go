@@ -143,7 +143,7 @@ func TestLibvirtTier(t *testing.T) {
 				total++
 				mu.Unlock()
 				t0 := time.Now()
-				r, err := harness.Run(harness.Libvirt, sc, harness.RunOptions{Profile: profile, Seed: sc.Seed, Libvirt: &harness.LibvirtOptions{Run: run, BaseDir: base, Log: testLog{t},
+				r, err := harness.Run(harness.Libvirt, sc, harness.RunOptions{Profile: profile, Seed: sc.Seed, Own: &harness.LibvirtOptions{Run: run, BaseDir: base, Log: testLog{t},
 					SerialLogs: filepath.Join(os.TempDir(), "csconform-libvirt-histories", "serial")}})
 				if err != nil {
 					t.Fatal(err)

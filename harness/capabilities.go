@@ -68,14 +68,14 @@ func (c Capabilities) Faults() []string {
 
 // Check says what in sc the world cannot do, each with where and why; nil: it can run sc.
 func (c Capabilities) Check(sc *Scenario) error {
-	if errs := c.refusals(sc); len(errs) > 0 {
+	if errs := c.Refusals(sc); len(errs) > 0 {
 		return fmt.Errorf("scenario %s cannot run %s:\n  %s", sc.Name, c.World, strings.Join(errs, "\n  "))
 	}
 	return nil
 }
 
-// refusals are the lines of Check: "step 3 (fault heartbeat-fail) cannot run in the live world: why".
-func (c Capabilities) refusals(sc *Scenario) []string {
+// Refusals are the lines of Check: "step 3 (fault heartbeat-fail) cannot run in the live world: why".
+func (c Capabilities) Refusals(sc *Scenario) []string {
 	var errs []string
 	refuse := func(where, what string, k Capability) {
 		if !c.Can(k) {
@@ -135,23 +135,12 @@ var (
 		FaultCap("peer-stop"):      peersSimOnly,
 		PeerServers:                peersSimOnly,
 	}}
+)
 
-	// ContainerCapabilities: the server and the hosts in containers on one machine.
-	ContainerCapabilities = Capabilities{World: "in containers", Lacks: map[Capability]string{
-		VirtualTime:                inRealTime,
-		FaultCap("host-power-off"): "a host container stopped with its agent still leaves the domains in libvirtd (or the hypervisor container), so it is an agent kill, not a power loss",
-		FaultCap("host-remove"):    "the control endpoint has no deleteHost",
-		FaultCap("heartbeat-fail"): "there is no shared NFS primary storage whose heartbeat file the hosts write",
-		FaultCap("peer-stop"):      peersSimOnly,
-		PeerServers:                peersSimOnly,
-		PrimedNetworks:             "priming waits for the network GC to shut the network down, 20 min of real time with CloudStack's values",
-		AllocateOp:                 "the control endpoint deploys and starts at once",
-		HAVMs:                      "the control endpoint's deploy has no HA flag (the service offering's offer_ha)",
-	}}
-
-	// ExternalCapabilities: a real CloudStack seen through its API; the faults that need a host go
-	// through csconform inject (Preflight checks the host access).
-	ExternalCapabilities = externalCapabilities()
+// Why a world lacks a capability, in the words several worlds share.
+const (
+	WhyRealTime     = inRealTime
+	WhyPeersSimOnly = peersSimOnly
 )
 
 const (
@@ -159,21 +148,3 @@ const (
 	noHostPower  = "its hosts are real machines (or the machine csconform runs on) whose power and shared-storage heartbeat csconform does not control"
 	peersSimOnly = "several management servers run only in the simulator (--driver sim)"
 )
-
-func externalCapabilities() Capabilities {
-	c := Capabilities{World: "against an external CloudStack", Lacks: map[Capability]string{
-		VirtualTime:    inRealTime,
-		DefectSwitches: "a real CloudStack runs its own code: the profile (--expect) only names the outcome it is judged against",
-		PeerServers:    "the external CloudStack has the servers it has; run the scenario without the field",
-		PrimedNetworks: "that needs the network GC's timing; create and shut the network down by hand",
-		AgedNetworks:   "that needs a write to CloudStack's database (csconform inject backdate, by hand)",
-		SetConfigOp:    "changing the CloudStack's global configuration is not done from here; set it with updateConfiguration first and drop the step",
-		HAVMs:          "the run deploys with the chosen offering; pick an HA offering instead",
-	}}
-	for _, k := range faults.Kinds {
-		if ef, ok := externalFaults[k.Name]; !ok || ef.inject == "" {
-			c.Lacks[FaultCap(k.Name)] = or(ef.why, "unknown to the external world")
-		}
-	}
-	return c
-}

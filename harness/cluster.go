@@ -248,6 +248,10 @@ func (c *Cluster) allUp() bool {
 // Close ends every task of the simulation.
 func (c *Cluster) Close() { c.w.close() }
 
+// EndSetup ends the cluster's setup outside a scenario run: the scenario's own configuration (the
+// network GC's timing) applies from now on, as it does once Run has created a scenario's networks.
+func (c *Cluster) EndSetup() { c.w.setup(false) }
+
 // Now is the world's time (virtual in the simulator).
 func (c *Cluster) Now() time.Time { return c.w.now() }
 
@@ -279,7 +283,7 @@ func (c *Cluster) checkWith(full bool) {
 	}
 	snap := c.Snapshot()
 	c.Rec.checked(len(snap.NetworkChanges))
-	c.Rec.observe(snap)
+	c.Rec.Observe(snap)
 	c.judge(c.w.confirm(c.tracker.Check(snap)), snap.Time)
 }
 
@@ -312,7 +316,7 @@ func (c *Cluster) judge(vs []invariant.Violation, now time.Time) {
 		}
 	}
 	if added {
-		sortedViolations(c.Violations)
+		SortViolations(c.Violations)
 	}
 }
 
@@ -368,7 +372,7 @@ func LinearBounds(cfg *impl.Config) linear.Bounds {
 func (c *Cluster) Snapshot() invariant.Snapshot {
 	now := c.Now()
 	s := invariant.Snapshot{Time: now, ReportGrace: ReportGrace(c.Config), GhostBound: c.ghostBound(now)}
-	c.Rec.fillSnapshot(&s)
+	c.Rec.FillSnapshot(&s)
 	for _, v := range c.DB.VMs(nil) {
 		nets := make([]string, len(v.NetworkIDs))
 		for i, n := range v.NetworkIDs {
@@ -381,7 +385,7 @@ func (c *Cluster) Snapshot() invariant.Snapshot {
 		s.Volumes = append(s.Volumes, invariant.Volume{ID: id(vol.ID), VMID: id(vol.VMID), Path: vol.Path, State: vol.State, Removed: vol.Removed})
 	}
 	for _, h := range c.DB.Hosts() {
-		s.Hosts = append(s.Hosts, invariant.Host{ID: h.ID, Name: h.ID, Status: h.Status, UpSince: c.Rec.hostUpSince(h.ID)})
+		s.Hosts = append(s.Hosts, invariant.Host{ID: h.ID, Name: h.ID, Status: h.Status, UpSince: c.Rec.HostUpSince(h.ID)})
 	}
 	for _, n := range c.DB.Networks(nil) {
 		s.Networks = append(s.Networks, invariant.Network{ID: id(n.ID), Name: n.Name, State: n.State, RouterID: idOrEmpty(n.RouterID)})
@@ -713,7 +717,7 @@ func (c *Cluster) Begin(kind string, disruptive bool, detail string, targets ...
 // End closes a fault once its effect is over: a host fault (and a management-server restart) lasts
 // until the hosts are Up again, for that long it explains a failed start.
 func (c *Cluster) End(i int, detail string) {
-	f := c.Rec.fault(i)
+	f := c.Rec.Fault(i)
 	if f.Disruptive && slices.ContainsFunc(f.Targets, func(t string) bool { return t == "ms" || strings.HasPrefix(t, "host:") }) {
 		deadline := c.Now().Add(5 * time.Minute)
 		for !c.allUp() && c.Now().Before(deadline) {

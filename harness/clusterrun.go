@@ -141,7 +141,7 @@ func (s *clusterRun) Pause(d time.Duration) error     { s.c.w.pause(d); return n
 func (s *clusterRun) UntilPoll() time.Duration        { return 50 * time.Millisecond }
 func (s *clusterRun) UntilLimit() time.Duration       { return time.Hour }
 func (s *clusterRun) History() []history.Event        { return s.c.Rec.events() }
-func (s *clusterRun) Fault(st Step) error             { return faults.Run(s.c, st.faultSpec()) }
+func (s *clusterRun) Fault(st Step) error             { return faults.Run(s.c, st.FaultSpec()) }
 func (s *clusterRun) SetConfig(key, val string) error { return s.c.SetConfig(key, val) }
 func (s *clusterRun) Ended() error                    { return nil } // the simulator is stopped from outside its tasks
 

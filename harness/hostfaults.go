@@ -115,24 +115,6 @@ func (w *simWorld) haView() *sim.HAView { return sim.NewHAView(w.sched, w.hosts)
 
 var _ hostWorld = (*simWorld)(nil)
 
-// The container world: its hosts are containers on one machine. Run refuses these
-// faults up front; a caller of faults.Run gets the same refusal.
-func (w *containerWorld) HostPower(string, bool) error {
-	return ContainerCapabilities.Refusal(FaultCap("host-power-off"))
-}
-func (w *containerWorld) RemoveHost(string) error {
-	return ContainerCapabilities.Refusal(FaultCap("host-remove"))
-}
-func (w *containerWorld) PeerStop(string) error {
-	return ContainerCapabilities.Refusal(FaultCap("peer-stop"))
-}
-func (w *containerWorld) PeerStart(string) error {
-	return ContainerCapabilities.Refusal(FaultCap("peer-stop"))
-}
-func (w *containerWorld) Heartbeat(string, bool) error {
-	return ContainerCapabilities.Refusal(FaultCap("heartbeat-fail"))
-}
-
 // withDomainsOf adds to a host power-off's targets the VMs whose domains run on the host (the power
 // takes them down, as a crash does one), and to a host removal's the VMs recorded on it (the forced
 // deleteHost stops them): the VM model reads the fault's targets.

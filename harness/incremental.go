@@ -140,7 +140,7 @@ func (c *Cluster) updateIncremental(full bool) {
 	}
 	for _, hid := range ch.Hosts {
 		if h := c.DB.Host(hid); h != nil {
-			ic.in.SetHost(invariant.Host{ID: h.ID, Name: h.ID, Status: h.Status, UpSince: c.Rec.hostUpSince(h.ID)})
+			ic.in.SetHost(invariant.Host{ID: h.ID, Name: h.ID, Status: h.Status, UpSince: c.Rec.HostUpSince(h.ID)})
 		}
 	}
 	refilter := false

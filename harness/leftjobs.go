@@ -36,7 +36,7 @@ func (c *Cluster) checkLeftServerJobs() {
 		}
 	}
 	end := c.Now()
-	defer func() { sortedViolations(c.Violations) }()
+	defer func() { SortViolations(c.Violations) }()
 	for _, p := range c.peers {
 		for _, d := range p.downs {
 			due := d.from.Add(LeftServerJobBound)

@@ -293,7 +293,7 @@ func (w *libvirtWorld) settle(d time.Duration) error {
 	until := start.Add(c.Config.Seconds("ping.interval") + 10*time.Second)
 	grace := 2*c.Config.Seconds("ping.interval") + 10*time.Second
 	for _, h := range c.HostIDs {
-		if up := c.Rec.hostUpSince(h); !up.IsZero() && up.Add(grace).After(until) {
+		if up := c.Rec.HostUpSince(h); !up.IsZero() && up.Add(grace).After(until) {
 			until = up.Add(grace)
 		}
 	}

@@ -97,6 +97,6 @@ func (c *Cluster) checkLiveness() error {
 			Message: fmt.Sprintf("%s since %s ago, past the %s it may take in a cloud left alone", t.what, now.Sub(t.since).Round(time.Second), t.bound)}
 		c.report(v)
 	}
-	sortedViolations(c.Violations)
+	SortViolations(c.Violations)
 	return nil
 }

@@ -71,7 +71,7 @@ func TestSeedScenariosThroughTheAPI(t *testing.T) {
 				go func() {
 					defer wg.Done()
 					start := time.Now()
-					r, err := Run(Live, sc, RunOptions{Profile: profile, Seed: sc.Seed, Live: &LiveOptions{Speed: 20, API: api}})
+					r, err := Run(Live, sc, RunOptions{Profile: profile, Seed: sc.Seed, Own: &LiveOptions{Speed: 20, API: api}})
 					mu.Lock()
 					res[api], errs[api] = r, err
 					mu.Unlock()

@@ -10,11 +10,11 @@ import (
 	"github.com/csconform/csconform/model/vm"
 )
 
-// observe writes what a snapshot shows of each user VM (its running domain and its record) and of each
+// Observe writes what a snapshot shows of each user VM (its running domain and its record) and of each
 // guest IP (the running domains that use it) into the history, for the linearizability checker. An
 // object is observed again when its value changed or when some event named it since the last time:
 // an observation after a write is what makes a write that did not happen on the host visible.
-func (r *Recorder) observe(s invariant.Snapshot) { r.applyObservations(r.observations(s)) }
+func (r *Recorder) Observe(s invariant.Snapshot) { r.applyObservations(r.observations(s)) }
 
 // observation is one Observe event to write: the object, its value and what the records say.
 type observation struct{ obj, val, detail string }

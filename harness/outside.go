@@ -36,18 +36,18 @@ func (t *twoLooks) confirm(vs []invariant.Violation) []invariant.Violation {
 	return out
 }
 
-// outsideChecks is the checking of a world that sees the server from outside (containers, an external
+// OutsideChecks is the checking of a world that sees the server from outside (containers, an external
 // CloudStack): two looks (twoLooks) for the domains' truth; network-lock needs each write's lock
 // holder, which stays in the server, and is not checked; each violation is reported once, into the
 // history and with the steps that led to it.
-type outsideChecks struct {
+type OutsideChecks struct {
 	looks twoLooks
 	seen  map[string]bool
 }
 
-// add checks a snapshot and returns the violations new in it. objs names, for a violation's object,
+// Add checks a snapshot and returns the violations new in it. objs names, for a violation's object,
 // the other objects its trail should follow (a domain's VM records).
-func (oc *outsideChecks) add(rec *Recorder, s invariant.Snapshot, objs func(object string) []string) []Violation {
+func (oc *OutsideChecks) Add(rec *Recorder, s invariant.Snapshot, objs func(object string) []string) []Violation {
 	return oc.addChecked(rec, invariant.Check(s), objs)
 }
 
@@ -66,7 +66,7 @@ func findingKind(v invariant.Violation) string {
 	return ""
 }
 
-func (oc *outsideChecks) addChecked(rec *Recorder, vs []invariant.Violation, objs func(object string) []string) []Violation {
+func (oc *OutsideChecks) addChecked(rec *Recorder, vs []invariant.Violation, objs func(object string) []string) []Violation {
 	if oc.seen == nil {
 		oc.seen = map[string]bool{}
 	}
@@ -90,28 +90,34 @@ func (oc *outsideChecks) addChecked(rec *Recorder, vs []invariant.Violation, obj
 	return out
 }
 
-// realTime is the part of World shared by the worlds seen from outside, in real time (containers,
-// an external CloudStack): async steps run on goroutines, waits end with ctx, and the background
-// looks (the world's checker) stop once.
-type realTime struct {
+// RealTime is the part of World shared by the worlds seen from outside, in real time (containers,
+// an external CloudStack): async steps run on goroutines, waits end with the run's context, and the
+// background looks (the world's checker) stop once. A world embeds it (NewRealTime).
+type RealTime struct {
 	ctx    context.Context
 	wg     sync.WaitGroup
 	stopBG func()
 }
 
-func (r *realTime) Async(_ string, fn func()) { r.wg.Go(fn) }
-func (r *realTime) AwaitAsync()               { r.wg.Wait() }
-func (r *realTime) Ended() error              { return r.ctx.Err() }
+// NewRealTime is the real-time part of a world whose run ends with ctx.
+func NewRealTime(ctx context.Context) *RealTime { return &RealTime{ctx: ctx} }
+
+// Ctx is the run's context.
+func (r *RealTime) Ctx() context.Context { return r.ctx }
+
+func (r *RealTime) Async(_ string, fn func()) { r.wg.Go(fn) }
+func (r *RealTime) AwaitAsync()               { r.wg.Wait() }
+func (r *RealTime) Ended() error              { return r.ctx.Err() }
 
 // Drive calls fn; async steps it left running (it failed) are waited for.
-func (r *realTime) Drive(fn func()) error {
+func (r *RealTime) Drive(fn func()) error {
 	defer r.AwaitAsync()
 	fn()
 	return nil
 }
 
-// background runs each loop on its own goroutine until stopBackground (or ctx ends).
-func (r *realTime) background(loops ...func(ctx context.Context)) {
+// Background runs each loop on its own goroutine until StopBackground (or the run's context ends).
+func (r *RealTime) Background(loops ...func(ctx context.Context)) {
 	bg, stop := context.WithCancel(r.ctx)
 	var wg sync.WaitGroup
 	for _, loop := range loops {
@@ -120,16 +126,16 @@ func (r *realTime) background(loops ...func(ctx context.Context)) {
 	r.stopBG = sync.OnceFunc(func() { stop(); wg.Wait() })
 }
 
-// stopBackground stops the background looks and waits for the last one to end.
-func (r *realTime) stopBackground() {
+// StopBackground stops the background loops and waits for them to end.
+func (r *RealTime) StopBackground() {
 	if r.stopBG != nil {
 		r.stopBG()
 	}
 }
 
 // Pause sleeps d of wall time.
-func (r *realTime) Pause(d time.Duration) error {
-	if !sleepCtx(r.ctx, d) {
+func (r *RealTime) Pause(d time.Duration) error {
+	if !SleepCtx(r.ctx, d) {
 		return r.ctx.Err()
 	}
 	return nil
@@ -137,11 +143,11 @@ func (r *realTime) Pause(d time.Duration) error {
 
 // History: a world seen from outside records no state changes of the server's; its until
 // conditions are judged on its records (UntilObject: no object to search the history for).
-func (r *realTime) History() []history.Event                { return nil }
-func (r *realTime) UntilObject(Step) (string, string, bool) { return "", "", true }
+func (r *RealTime) History() []history.Event                { return nil }
+func (r *RealTime) UntilObject(Step) (string, string, bool) { return "", "", true }
 
 // NewCase: from outside, a row knows the step's network, not the VM's record.
-func (r *realTime) NewCase(st Step, client string) CaseResult {
+func (r *RealTime) NewCase(st Step, client string) CaseResult {
 	cr := CaseResult{Case: st.Case, Op: st.Op, Path: pathOf(st.Op), VM: st.VM, client: client}
 	if len(st.Networks) > 0 {
 		cr.Network = st.Networks[0]
@@ -149,8 +155,8 @@ func (r *realTime) NewCase(st Step, client string) CaseResult {
 	return cr
 }
 
-// sleepCtx sleeps d of real time; false if ctx ended first.
-func sleepCtx(ctx context.Context, d time.Duration) bool {
+// SleepCtx sleeps d of real time; false if ctx ended first.
+func SleepCtx(ctx context.Context, d time.Duration) bool {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
@@ -171,12 +177,17 @@ type tableWorld interface {
 	cleanupDuring(nid int64, op invariant.ClientOp) string
 }
 
-// serverOutOfReach is the table's view of a world that sees the server from outside: its log is not
-// at hand, so no retry or cleanup is read from it.
-type serverOutOfReach struct{}
+// FillOutsideTable fills the table of a world that sees the server from outside: its log is not at
+// hand, so no retry or cleanup is read from it; vmState is the VMs' final records.
+func FillOutsideTable(res *Result, rec *Recorder, vmState func(name string) (vm.State, bool)) {
+	fillTable(res, rec, outsideTable(vmState))
+}
 
-func (serverOutOfReach) retried(invariant.ClientOp) bool                { return false }
-func (serverOutOfReach) cleanupDuring(int64, invariant.ClientOp) string { return "" }
+type outsideTable func(name string) (vm.State, bool)
+
+func (t outsideTable) vmState(name string) (vm.State, bool)         { return t(name) }
+func (outsideTable) retried(invariant.ClientOp) bool                { return false }
+func (outsideTable) cleanupDuring(int64, invariant.ClientOp) string { return "" }
 
 // fillTable fills a run's table, every world's: each case's result from its client's last op in the
 // history, its VM's final record, and what the server's log says of it where the world has it.

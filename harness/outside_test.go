@@ -38,7 +38,7 @@ func TestOutsideChecksReportEachKindOnce(t *testing.T) {
 	}
 	allocated := ip("address 10.1.1.10 used by running domain i-2-2-VM on host h1 is allocated to VM 14 in network 1")
 	shared := ip("address 10.1.1.10 used by 2 running domains: i-2-14-VM on host h1, i-2-2-VM on host h1")
-	var oc outsideChecks
+	var oc OutsideChecks
 	rec := NewRecorder(time.Now)
 	none := func(string) []string { return nil }
 	var reported []string

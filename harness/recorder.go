@@ -1,6 +1,9 @@
-// Package harness builds a cluster, runs a scenario on it, records the history (client operations with
-// call and return times, every state change with its actor, faults, log lines), checks the invariants
-// after every step and at quiescence, and reports.
+// Package harness runs a scenario in a World through one runner (Run: setup, steps, until: conditions
+// on the snapshot and the history, settle, finish, expectations), records the history (client
+// operations with call and return times, every state change with its actor, faults, log lines),
+// checks the invariants after every step and at quiescence, and reports. The in-process cluster
+// (simulator, live and libvirt substrates) is here; the worlds outside the process and the registry
+// by --driver name are in harness/world.
 package harness
 
 import (
@@ -234,8 +237,8 @@ func (r *Recorder) Trail(objects []string, until time.Time, max int) []history.E
 	return out
 }
 
-// sortedViolations orders violations by time, then invariant and object.
-func sortedViolations(vs []Violation) {
+// SortViolations orders violations by time, then invariant and object.
+func SortViolations(vs []Violation) {
 	sort.SliceStable(vs, func(i, j int) bool {
 		if !vs[i].Time.Equal(vs[j].Time) {
 			return vs[i].Time.Before(vs[j].Time)
@@ -262,8 +265,8 @@ func (r *Recorder) faults() []invariant.Fault {
 	return slices.Clone(r.Faults)
 }
 
-// fault is a copy of fault i.
-func (r *Recorder) fault(i int) invariant.Fault {
+// Fault is a copy of fault i.
+func (r *Recorder) Fault(i int) invariant.Fault {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.Faults[i]
@@ -278,9 +281,9 @@ func (r *Recorder) takeDirty() bool {
 	return d
 }
 
-// fillSnapshot copies what the checks need from the history into s: the network writes not yet
+// FillSnapshot copies what the checks need from the history into s: the network writes not yet
 // checked, the client operations and the faults.
-func (r *Recorder) fillSnapshot(s *invariant.Snapshot) {
+func (r *Recorder) FillSnapshot(s *invariant.Snapshot) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	s.NetworkChanges = r.netChanges[:len(r.netChanges):len(r.netChanges)]
@@ -317,8 +320,8 @@ func (r *Recorder) pendingNetChanges() []invariant.NetworkChange {
 	return r.netChanges[:len(r.netChanges):len(r.netChanges)]
 }
 
-// hostUpSince is when host h last came back Up (zero: never away).
-func (r *Recorder) hostUpSince(h string) time.Time {
+// HostUpSince is when host h last came back Up (zero: never away).
+func (r *Recorder) HostUpSince(h string) time.Time {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.upSince[h]

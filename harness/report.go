@@ -157,9 +157,9 @@ func (r *Result) WriteText(w io.Writer, epoch time.Time) {
 		fmt.Fprintln(w, "   no invariant violated")
 	}
 	for _, v := range r.Violations {
-		fmt.Fprintf(w, "   VIOLATION %s at %s: %s%s\n", v.Invariant, clock(v.Time, epoch), v.Message, lasted(v))
+		fmt.Fprintf(w, "   VIOLATION %s at %s: %s%s\n", v.Invariant, Clock(v.Time, epoch), v.Message, lasted(v))
 		for _, t := range v.Trail {
-			fmt.Fprintf(w, "      %s  %-26s %s\n", clock(t.Time, epoch), t.Actor, t.Event)
+			fmt.Fprintf(w, "      %s  %-26s %s\n", Clock(t.Time, epoch), t.Actor, t.Event)
 		}
 	}
 	for _, l := range r.NotLinearizable {
@@ -188,7 +188,8 @@ func (r *Result) WriteText(w io.Writer, epoch time.Time) {
 	fmt.Fprintln(w)
 }
 
-func clock(t, epoch time.Time) string {
+// Clock is t as the reports print it: since epoch, +hh:mm:ss.mmm.
+func Clock(t, epoch time.Time) string {
 	d := t.Sub(epoch)
 	return fmt.Sprintf("+%02d:%02d:%06.3f", int(d.Hours()), int(d.Minutes())%60, float64(d%time.Minute)/float64(time.Second))
 }

@@ -142,7 +142,7 @@ func Run(def WorldDef, sc *Scenario, o RunOptions) (*Result, error) {
 		res.checkLinear(res.Rec.Events, b)
 		res.LinearChecked = true
 	}
-	if e, ok := sc.Expect[o.Profile]; ok && (!switches || profileMatches(o.Profile, defects)) {
+	if e, ok := sc.Expect[o.Profile]; ok && (!switches || ProfileMatches(o.Profile, defects)) {
 		res.Expected = true
 		res.Mismatches = e.compareWith(res, w.VMState)
 	}

@@ -168,7 +168,7 @@ func (s *Scenario) Validate() error {
 		case st.Op != "" && st.Fault != "":
 			return fmt.Errorf("%s: a step is an op or a fault, not both", where)
 		case st.Fault != "":
-			if err := faults.Validate(st.faultSpec()); err != nil {
+			if err := faults.Validate(st.FaultSpec()); err != nil {
 				return fmt.Errorf("%s: %v", where, err)
 			}
 			if st.Server != "" && !slices.Contains(servers[1:], st.Server) {
@@ -229,7 +229,8 @@ func (s *Scenario) Validate() error {
 
 var invariantNames = invariant.Names
 
-func (st Step) faultSpec() faults.Spec {
+// FaultSpec is a fault step as faults.Run applies it.
+func (st Step) FaultSpec() faults.Spec {
 	return faults.Spec{Kind: st.Fault, Host: st.Host, VM: st.VM, Network: st.Network, Duration: st.Duration, Detail: st.Detail, Server: st.Server}
 }
 
@@ -289,13 +290,13 @@ type Result struct {
 	cluster *Cluster
 	// outside: the server ran out of reach (in a container): Rec holds the client's operations and
 	// what was observed, not the server's own events.
-	outside bool
+	Outside bool `json:"-"`
 }
 
 // ServerHistory is the run's history where it holds the server's own events (state changes, log
 // lines), nil where the server ran out of reach.
 func (r *Result) ServerHistory() []history.Event {
-	if r == nil || r.Rec == nil || r.outside {
+	if r == nil || r.Rec == nil || r.Outside {
 		return nil
 	}
 	return r.Rec.Events
@@ -322,7 +323,8 @@ func (res *Result) checkLinear(events []history.Event, b linear.Bounds) {
 	res.NotLinearizable, res.Undecided = linear.Illegal(rs), linear.Undecided(rs)
 }
 
-func profileMatches(profile string, d impl.Switches) bool {
+// ProfileMatches says whether switches d are profile's.
+func ProfileMatches(profile string, d impl.Switches) bool {
 	p, err := impl.ProfileSwitches(profile)
 	if err != nil {
 		return false

@@ -134,7 +134,7 @@ func waitUntil(w World, st Step, lenient bool) error {
 // untilEvent is the event that meets a condition on obj.
 func untilEvent(until, obj, instance string) func(history.Event) bool {
 	if until == "start-sent" {
-		sent := startSentLine(instance)
+		sent := StartSentLine(instance)
 		return func(e history.Event) bool { return e.Object == obj && strings.HasPrefix(e.Detail, sent) }
 	}
 	to := untilStates[until]
@@ -144,9 +144,9 @@ func untilEvent(until, obj, instance string) func(history.Event) bool {
 // untilStates are the record states the state conditions wait for.
 var untilStates = map[string]string{"running": "Running", "implementing": "Implementing", "host-up": "Up"}
 
-// startSentLine begins the server's log line of a StartCommand sent for a VM (VirtualMachineManagerImpl
+// StartSentLine begins the server's log line of a StartCommand sent for a VM (VirtualMachineManagerImpl
 // at DEBUG, "Sending StartCommand for VM ..." in CloudStack; the reference writes the instance name).
-func startSentLine(instance string) string { return "Sending StartCommand for " + instance }
+func StartSentLine(instance string) string { return "Sending StartCommand for " + instance }
 
 // fmtLimit says a limit as the messages always did: "an hour", "5 minutes".
 func fmtLimit(d time.Duration) string {

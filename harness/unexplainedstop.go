@@ -102,6 +102,6 @@ func (c *Cluster) checkUnexplainedStops() {
 		c.report(v)
 	}
 	if len(vs) > 0 {
-		sortedViolations(c.Violations)
+		SortViolations(c.Violations)
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"strings"
 
 	"github.com/csconform/csconform/impl"
 )
@@ -45,13 +44,11 @@ type RunOptions struct {
 	Domains string
 	// Speed is the live world's clock, world seconds per wall second (default 10).
 	Speed float64
-	// The worlds' own options: the live world's (Speed above where it leaves it unset), the libvirt
-	// world's (URI, Ctx and Log above where it leaves them unset), the container world's (Ctx, Log and Domains above where it leaves them unset), the external
-	// world's (an API and its hosts), which it needs.
-	Live      *LiveOptions
-	Libvirt   *LibvirtOptions
-	Container *ContainerOptions
-	External  *ExternalOptions
+	// RunID names what a real world creates for the run (default: NewRunID()).
+	RunID string
+	// Own is a world's own options, as its package defines them (*LiveOptions, *LibvirtOptions,
+	// *external.Options): the fields above fill in what they leave unset.
+	Own any
 }
 
 // The worlds.
@@ -64,55 +61,38 @@ var (
 		Caps: LiveCapabilities, Open: func(sc *Scenario, defects impl.Switches, o RunOptions) (World, error) {
 			return openCluster(sc, defects, o.Seed, Limits{}, nil, LiveCapabilities, "",
 				func(co Options) (*Cluster, error) {
-					lo := LiveOptions{Speed: o.Speed}
-					if o.Live != nil {
-						lo = *o.Live
-						lo.Speed = cmp.Or(lo.Speed, o.Speed)
+					lo, err := OwnOptions[LiveOptions](o, "live")
+					if err != nil {
+						return nil, err
 					}
+					lo.Speed = cmp.Or(lo.Speed, o.Speed)
 					return NewLiveCluster(co, lo)
 				})
 		}}
 	Libvirt = WorldDef{Name: "libvirt", Doc: "real QEMU domains on libvirtd in real time, after ci/setup-libvirt.sh and ci/build-guest.sh; Ctrl-C cleans up",
 		Caps: LibvirtCapabilities, Open: func(sc *Scenario, defects impl.Switches, o RunOptions) (World, error) {
-			var lo LibvirtOptions
-			if o.Libvirt != nil {
-				lo = *o.Libvirt
+			lo, err := OwnOptions[LibvirtOptions](o, "libvirt")
+			if err != nil {
+				return nil, err
 			}
-			lo.URI, lo.Ctx, lo.Log = cmp.Or(lo.URI, o.URI), cmp.Or(lo.Ctx, o.Ctx), cmp.Or(lo.Log, o.Log)
+			lo.URI, lo.Ctx, lo.Log, lo.Run = cmp.Or(lo.URI, o.URI), cmp.Or(lo.Ctx, o.Ctx), cmp.Or(lo.Log, o.Log), cmp.Or(lo.Run, o.RunID)
 			return openCluster(sc, defects, o.Seed, Limits{}, lo.Ctx, LibvirtCapabilities,
 				"the run's domains and files were removed",
 				func(co Options) (*Cluster, error) { return NewLibvirtCluster(co, lo) })
 		}}
-	Containers = WorldDef{Name: "container", Doc: "server and hosts in Docker containers built FROM scratch; Ctrl-C heals the faults and removes what the run made",
-		Caps: ContainerCapabilities, Open: openContainers}
-	External = WorldDef{Name: "external", Doc: "a real CloudStack through its API, csconform repro --api; faults through csconform inject",
-		Caps: ExternalCapabilities, Open: openExternal, Preflight: preflightExternal}
 )
 
-// Worlds are the worlds, in the order the docs give them.
-var Worlds = []WorldDef{Simulator, Live, Libvirt, Containers, External}
-
-// WorldNames lists the worlds by name, in the order of Worlds.
-var WorldNames = func() []string {
-	var n []string
-	for _, w := range Worlds {
-		n = append(n, w.Name)
+// OwnOptions is a copy of the world's own options in o (the zero value where o has none); an error
+// names the type the world wants.
+func OwnOptions[T any](o RunOptions, world string) (T, error) {
+	var zero T
+	switch v := o.Own.(type) {
+	case nil:
+		return zero, nil
+	case *T:
+		return *v, nil
+	case T:
+		return v, nil
 	}
-	return n
-}()
-
-// WorldNamed is a world by name; the error lists the names.
-func WorldNamed(name string) (WorldDef, error) {
-	for _, w := range Worlds {
-		if w.Name == name {
-			return w, nil
-		}
-	}
-	return WorldDef{}, fmt.Errorf("unknown world %q (one of %s)", name, strings.Join(WorldNames, ", "))
-}
-
-// CapabilitiesOf is a world's declaration by name.
-func CapabilitiesOf(name string) (Capabilities, error) {
-	w, err := WorldNamed(name)
-	return w.Caps, err
+	return zero, fmt.Errorf("the %s world's own options are a %T, not a %T", world, zero, o.Own)
 }

@@ -1,6 +1,6 @@
 package main
 
-// repro's worlds (--driver), from harness.Worlds.
+// repro's worlds (--driver), from world.All.
 
 import (
 	"context"
@@ -13,6 +13,8 @@ import (
 
 	"github.com/csconform/csconform/drivers/container"
 	"github.com/csconform/csconform/harness"
+	"github.com/csconform/csconform/harness/world"
+	"github.com/csconform/csconform/harness/world/external"
 	"github.com/csconform/csconform/impl"
 )
 
@@ -20,8 +22,8 @@ import (
 // --api's).
 var drivers = func() []string {
 	var d []string
-	for _, w := range harness.Worlds {
-		if w.Name != harness.External.Name {
+	for _, w := range world.All {
+		if w.Name != external.Def.Name {
 			d = append(d, w.Name)
 		}
 	}
@@ -33,7 +35,7 @@ func driverHelp(names []string) string {
 	var b strings.Builder
 	b.WriteString("`NAME` of the world the scenario runs in, one of:")
 	for i, n := range names {
-		w, _ := harness.WorldNamed(n)
+		w, _ := world.Named(n)
 		sep := "."
 		if i < len(names)-1 {
 			sep = ";"
@@ -51,7 +53,7 @@ func reproContext() (context.Context, context.CancelFunc) {
 
 // runOn runs one scenario in a world.
 func runOn(ctx context.Context, driver, uri, domains string, sc *harness.Scenario, profile string, sw impl.Switches, seed uint64, lim harness.Limits, stderr io.Writer) (*harness.Result, error) {
-	w, err := harness.WorldNamed(driver)
+	w, err := world.Named(driver)
 	if err != nil {
 		return nil, err
 	}

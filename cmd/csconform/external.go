@@ -1,6 +1,6 @@
 package main
 
-// csconform repro --api: a scenario against a CloudStack the harness did not start (harness/external.go).
+// csconform repro --api: a scenario against a CloudStack the harness did not start (harness/world/external).
 
 import (
 	"context"
@@ -18,6 +18,7 @@ import (
 	"github.com/csconform/csconform/harness"
 	"github.com/csconform/csconform/harness/audit"
 	"github.com/csconform/csconform/harness/cloudclient"
+	"github.com/csconform/csconform/harness/world/external"
 	"github.com/spf13/pflag"
 )
 
@@ -102,24 +103,24 @@ var notWithAPI = map[string]string{
 }
 
 // options checks the flags and makes the external world's options; the closer releases the inject log.
-func (f *extFlags) options(ctx context.Context, set map[string]bool, stderr io.Writer) (harness.ExternalOptions, func(), error) {
+func (f *extFlags) options(ctx context.Context, set map[string]bool, stderr io.Writer) (external.Options, func(), error) {
 	nop := func() {}
 	for _, n := range slices.Sorted(maps.Keys(notWithAPI)) {
 		if set[n] {
-			return harness.ExternalOptions{}, nop, fmt.Errorf("--%s does not go with --api: %s", n, notWithAPI[n])
+			return external.Options{}, nop, fmt.Errorf("--%s does not go with --api: %s", n, notWithAPI[n])
 		}
 	}
 	switch {
 	case len(f.hosts) == 0 && *f.hostsFromAPI == "":
-		return harness.ExternalOptions{}, nop, errors.New("give the hosts whose domains to read: --host NAME=URI (repeatable) or --hosts-from-api TEMPLATE")
+		return external.Options{}, nop, errors.New("give the hosts whose domains to read: --host NAME=URI (repeatable) or --hosts-from-api TEMPLATE")
 	case len(f.hosts) > 0 && *f.hostsFromAPI != "":
-		return harness.ExternalOptions{}, nop, errors.New("--host and --hosts-from-api do not go together")
+		return external.Options{}, nop, errors.New("--host and --hosts-from-api do not go together")
 	}
 	creds, err := auditCredentials(*f.apiKey, *f.secretKey, *f.keysFile)
 	if err != nil {
-		return harness.ExternalOptions{}, nop, err
+		return external.Options{}, nop, err
 	}
-	eo := harness.ExternalOptions{
+	eo := external.Options{
 		API: cloudclient.Options{URL: *f.api, APIKey: creds[0], SecretKey: creds[1], Zone: *f.zone, ServiceOffering: *f.offering,
 			Template: *f.template, NetworkOffering: *f.netOffering, Insecure: *f.insecure},
 		Timeout: *f.timeout, Poll: *f.poll, HostMap: f.mapHost, DomainPrefix: *f.domainPrefix,
@@ -148,7 +149,7 @@ func (f *extFlags) options(ctx context.Context, set map[string]bool, stderr io.W
 		if *f.local {
 			ex = inject.Local{}
 		}
-		in := &harness.ExternalInject{Exec: ex, Yes: *f.yes, Out: stderr, Targets: f.sshTargets, MgmtPort: *f.mgmtPort,
+		in := &external.Inject{Exec: ex, Yes: *f.yes, Out: stderr, Targets: f.sshTargets, MgmtPort: *f.mgmtPort,
 			Policy: inject.Policy{AllowHosts: f.allowHosts, AllowVMs: f.allowVMs, MaxTargets: *f.maxTargets}}
 		eo.Inject = in
 		// the log is opened only when a fault is about to need it (a run without faults writes none)
@@ -179,7 +180,7 @@ func reproExternal(ctx context.Context, f *extFlags, set map[string]bool, sc *ha
 		return nil, err
 	}
 	defer closeLog()
-	r, err := harness.Run(harness.External, sc, harness.RunOptions{Profile: *f.expect, External: &eo})
+	r, err := harness.Run(external.Def, sc, harness.RunOptions{Profile: *f.expect, Own: &eo})
 	if err != nil && ctx.Err() != nil {
 		return nil, fmt.Errorf("interrupted (%v); the run's faults were healed and what it created removed", err)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/csconform/csconform/conformance"
 	"github.com/csconform/csconform/faults"
 	"github.com/csconform/csconform/harness"
+	"github.com/csconform/csconform/harness/world"
 	"github.com/csconform/csconform/impl"
 )
 
@@ -114,8 +115,8 @@ func listFaults(asJSON bool, stdout, stderr io.Writer) int {
 	var kinds []kind
 	for _, k := range faults.Kinds {
 		var worlds []string
-		for _, w := range harness.WorldNames {
-			if c, _ := harness.CapabilitiesOf(w); c.Can(harness.FaultCap(k.Name)) {
+		for _, w := range world.Names {
+			if c, _ := world.CapabilitiesOf(w); c.Can(harness.FaultCap(k.Name)) {
 				worlds = append(worlds, w)
 			}
 		}
@@ -124,7 +125,7 @@ func listFaults(asJSON bool, stdout, stderr io.Writer) int {
 	return list(asJSON, stdout, stderr, func() any { return kinds }, func(w io.Writer) {
 		for _, k := range kinds {
 			on := strings.Join(k.Worlds, ",")
-			if len(k.Worlds) == len(harness.WorldNames) {
+			if len(k.Worlds) == len(world.Names) {
 				on = "all"
 			}
 			fmt.Fprintf(w, "%-17s needs %-18s on %-27s %s\n", k.Name, strings.Join(k.Needs, ","), on, k.Doc)

@@ -33,7 +33,7 @@ func TestLibvirtAgentRestart(t *testing.T) {
 	c, err := Start(ctx, Options{Run: run, Hosts: []string{"h1"}, Profile: "fixed", Domains: DomainsLibvirt, Verbose: true,
 		// the investigation a missed ping starts (AgentManagerImpl.handleDisconnectWithInvestigation)
 		// waits 50 s for a CheckHealthCommand and 20 s for a neighbour's check: shortened, as
-		// harness.ContainerScaling does, so a partition shows Alert within the test's window
+		// the container world's Scaling (harness/world/container) does, so a partition shows Alert within the test's window
 		Config: map[string]string{"ping.interval": "2", "ping.timeout": "2.5", "commands.timeout": "CheckHealthCommand=1,CheckOnHostCommand=1"}, Log: testWriter{t}})
 	if err != nil {
 		t.Fatal(err)

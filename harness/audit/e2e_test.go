@@ -31,7 +31,7 @@ func auditScenario(t *testing.T, file, profile string) *audit.Report {
 	var rep *audit.Report
 	var auditErr error
 	start := time.Now()
-	_, err = harness.Run(harness.Live, sc, harness.RunOptions{Profile: profile, Seed: sc.Seed, Live: &harness.LiveOptions{Speed: 10, API: true, AtEnd: func(c *harness.Cluster) {
+	_, err = harness.Run(harness.Live, sc, harness.RunOptions{Profile: profile, Seed: sc.Seed, Own: &harness.LiveOptions{Speed: 10, API: true, AtEnd: func(c *harness.Cluster) {
 		url, creds, ok := c.APIEndpoint()
 		if !ok {
 			auditErr = os.ErrNotExist

@@ -17,6 +17,8 @@ import (
 
 	"github.com/csconform/csconform/drivers/sim"
 	"github.com/csconform/csconform/harness"
+	"github.com/csconform/csconform/harness/world"
+	"github.com/csconform/csconform/harness/world/external"
 	"github.com/csconform/csconform/impl"
 	"github.com/csconform/csconform/model/linear"
 	"pgregory.net/rapid"
@@ -36,7 +38,7 @@ type Options struct {
 	Profile   string        // a name for reports (cloudstack-4.22, fixed, or "custom")
 	Defects   impl.Switches // the switches the server runs with
 	Detectors Detectors
-	// Driver is the world programs run in, by harness.Worlds' name: "sim" (default, deterministic),
+	// Driver is the world programs run in, by world.All' name: "sim" (default, deterministic),
 	// or a real-time one ("container": the server and hosts in Docker containers, a small budget;
 	// invariants only, the server's history stays in its container).
 	Driver string
@@ -102,8 +104,8 @@ func Run(sc *harness.Scenario, o Options) (*Outcome, error) {
 
 // world is the world programs run in.
 func (o Options) world() (harness.WorldDef, error) {
-	w, err := harness.WorldNamed(cmp.Or(o.Driver, "sim"))
-	if err == nil && w.Name == harness.External.Name {
+	w, err := world.Named(cmp.Or(o.Driver, "sim"))
+	if err == nil && w.Name == external.Def.Name {
 		err = fmt.Errorf("explore does not run against %s (%s)", w.Name, w.Doc)
 	}
 	return w, err

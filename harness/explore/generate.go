@@ -11,6 +11,7 @@ import (
 
 	"github.com/csconform/csconform/faults"
 	"github.com/csconform/csconform/harness"
+	"github.com/csconform/csconform/harness/world/container"
 	"github.com/csconform/csconform/impl"
 	"pgregory.net/rapid"
 )
@@ -66,10 +67,10 @@ type Reach struct {
 // Everything is the simulator's reach (Peers as Options.Peers says).
 var Everything = ReachOf(harness.SimCapabilities, false)
 
-// ContainerReach is what the container world (harness.Containers) accepts, less host-unreachable: the generator
+// ContainerReach is what the container world (world/container) accepts, less host-unreachable: the generator
 // holds a host unreachable 90 s to 10 min past the ping timeout, which in real time would make one
 // program last tens of minutes.
-var ContainerReach = ReachOf(harness.ContainerCapabilities, false, "host-unreachable")
+var ContainerReach = ReachOf(container.Capabilities, false, "host-unreachable")
 
 // ReachOf is the reach of a world with capabilities c: peers as asked (if c has them), and every fault
 // c can apply but those left out.

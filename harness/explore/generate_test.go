@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/csconform/csconform/harness"
+	"github.com/csconform/csconform/harness/world"
 	"github.com/csconform/csconform/impl"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -79,8 +80,8 @@ func TestReachReadsTheCapabilities(t *testing.T) {
 	require.Equal(t, Reach{AgedNetworks: true, Faults: map[string]bool{"crash": true, "guest-shutdown": true,
 		"agent-restart": true, "agent-kill": true, "disconnect": true, "stale-report": true, "ms-restart": true,
 		"slow-router-boot": true, "backdate": true}}, ContainerReach)
-	for _, w := range harness.WorldNames {
-		c, err := harness.CapabilitiesOf(w)
+	for _, w := range world.Names {
+		c, err := world.CapabilitiesOf(w)
 		require.NoError(t, err)
 		r := ReachOf(c, true)
 		for _, f := range r.only(append(slices.Clone(soloFaults), hostFaults...)) {

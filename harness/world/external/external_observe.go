@@ -1,4 +1,4 @@
-package harness
+package external
 
 import (
 	"fmt"
@@ -110,16 +110,16 @@ func (w *extWorld) check() {
 	s.IPs = slices.DeleteFunc(s.IPs, func(ip invariant.IP) bool { return !nets[ip.NetworkID] })
 	s.ReportGrace = w.grace
 	for i := range s.Hosts {
-		s.Hosts[i].UpSince = w.rec.hostUpSince(s.Hosts[i].ID)
+		s.Hosts[i].UpSince = w.rec.HostUpSince(s.Hosts[i].ID)
 	}
 	later := w.poolWrites(s.IPs)
-	w.rec.fillSnapshot(&s)
+	w.rec.FillSnapshot(&s)
 	s.NetworkChanges = nil // the writes and their lock holders stay in the server
-	w.rec.observe(s)
+	w.rec.Observe(s)
 	for _, e := range later {
 		w.rec.Emit(e)
 	}
-	for _, v := range w.checks.add(w.rec, s, func(obj string) []string {
+	for _, v := range w.checks.Add(w.rec, s, func(obj string) []string {
 		var objs []string
 		if name, ok := strings.CutPrefix(obj, "domain:"); ok {
 			for _, r := range rec.VMs {

@@ -1,4 +1,4 @@
-package harness
+package external
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/csconform/csconform/harness"
 	"github.com/csconform/csconform/harness/cloudclient"
 )
 
@@ -23,7 +24,7 @@ func (w *extWorld) cleanup() []string {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	o := w.eo.API
-	o.Sleep = func(d time.Duration) { sleepCtx(ctx, time.Duration(float64(d)/w.eo.Speed)) }
+	o.Sleep = func(d time.Duration) { harness.SleepCtx(ctx, time.Duration(float64(d)/w.eo.Speed)) }
 	o.Now, o.Ctx = w.eo.Now, ctx
 	cc := cloudclient.New(o)
 	w.mu.Lock()

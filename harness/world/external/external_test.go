@@ -1,19 +1,19 @@
-package harness
+package external
 
 import (
 	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/csconform/csconform/conformance"
 	"github.com/csconform/csconform/faults/inject"
+	"github.com/csconform/csconform/harness"
 	"github.com/csconform/csconform/harness/audit"
 	"github.com/csconform/csconform/harness/cloudclient"
 	"github.com/csconform/csconform/impl"
@@ -24,7 +24,7 @@ import (
 // stop and start the host's agent; systemd-run (the dead man's switch) and its cancelling
 // (systemctl stop csconform-heal-ID.timer) do nothing here.
 type worldExec struct {
-	c   *Cluster
+	c   *harness.Cluster
 	mu  sync.Mutex
 	ran []string
 }
@@ -51,7 +51,7 @@ func (x *worldExec) Run(_ context.Context, host string, argv []string) (string, 
 }
 
 // liveHosts reads the live world's hosts as audit's HostSources (what libvirt would say).
-func liveHosts(c *Cluster) []audit.HostSource {
+func liveHosts(c *harness.Cluster) []audit.HostSource {
 	var out []audit.HostSource
 	for _, h := range c.HostIDs {
 		out = append(out, audit.HostFunc(func() (audit.HostDomains, error) {
@@ -69,46 +69,29 @@ func liveHosts(c *Cluster) []audit.HostSource {
 
 // startReference starts the reference server with its API face in the live world (20× clock) for a
 // scenario's hosts and config, under a profile, as an external CloudStack to drive.
-func startReference(t *testing.T, sc *Scenario, profile string) *Cluster {
+func startReference(t *testing.T, sc *harness.Scenario, profile string) *harness.Cluster {
 	t.Helper()
 	sw, err := impl.ProfileSwitches(profile)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := NewLiveCluster(Options{Seed: sc.Seed, Hosts: sc.Hosts, Defects: sw, Config: sc.Config}, LiveOptions{Speed: 20, API: true})
+	c, err := harness.NewLiveCluster(harness.Options{Seed: sc.Seed, Hosts: sc.Hosts, Defects: sw, Config: sc.Config}, harness.LiveOptions{Speed: 20, API: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.w.setup(false) // CloudStack's own network GC timing, as a scenario's steps see it
+	c.EndSetup() // CloudStack's own network GC timing, as a scenario's steps see it
 	t.Cleanup(c.Close)
 	return c
 }
 
-func loadScenario(t *testing.T, file string) *Scenario {
+// loadScenario is a built-in scenario.
+func loadScenario(t *testing.T, name string) *harness.Scenario {
 	t.Helper()
-	data, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sc, err := ParseScenario(data, file)
+	sc, err := conformance.Find(name)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return sc
-}
-
-// builtinScenarios are the built-in scenarios' files, parsed.
-func builtinScenarios(t *testing.T) []*Scenario {
-	t.Helper()
-	files, err := filepath.Glob("../conformance/scenarios/*.yaml")
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no built-in scenarios: %v", err)
-	}
-	var scs []*Scenario
-	for _, f := range files {
-		scs = append(scs, loadScenario(t, f))
-	}
-	return scs
 }
 
 // D3 run from outside: against the reference server under cloudstack-4.22 the run reports the
@@ -126,16 +109,16 @@ func TestExternalSeed004(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.profile, func(t *testing.T) {
 			t.Parallel()
-			sc := loadScenario(t, "../conformance/scenarios/seed-004-forced-destroy.yaml")
+			sc := loadScenario(t, "seed-004-forced-destroy")
 			c := startReference(t, sc, tc.profile)
 			url, creds, _ := c.APIEndpoint()
 			var log, injectOut bytes.Buffer
 			x := &worldExec{c: c}
 			start := time.Now()
-			res, err := Run(External, sc, RunOptions{Profile: tc.profile, External: &ExternalOptions{
+			res, err := harness.Run(Def, sc, harness.RunOptions{Profile: tc.profile, Own: &Options{
 				API:    cloudclient.Options{URL: url, APIKey: creds.APIKey, SecretKey: creds.SecretKey},
 				Hosts:  liveHosts(c),
-				Inject: &ExternalInject{Exec: x, Policy: inject.Policy{AllowHosts: []string{"h1"}}, Yes: true, Out: &injectOut},
+				Inject: &Inject{Exec: x, Policy: inject.Policy{AllowHosts: []string{"h1"}}, Yes: true, Out: &injectOut},
 				Log:    &log, Now: c.Now, Speed: 20, Poll: 100 * time.Millisecond,
 			}})
 			if err != nil {
@@ -195,8 +178,8 @@ func TestExternalSeed004(t *testing.T) {
 
 // What the run cannot do from outside is refused up front, naming the step and what is missing.
 func TestExternalPreflight(t *testing.T) {
-	parse := func(y string) *Scenario {
-		sc, err := ParseScenario([]byte(y), "test")
+	parse := func(y string) *harness.Scenario {
+		sc, err := harness.ParseScenario([]byte(y), "test")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -207,23 +190,23 @@ func TestExternalPreflight(t *testing.T) {
 	ms := parse("name: m\nhosts: [h1]\nsteps:\n  - {fault: ms-restart}\n")
 	primed := parse("name: p\nhosts: [h1]\nnetworks: [{name: n, primed: true}]\nsteps:\n  - {wait: 1s}\n")
 	conf := parse("name: s\nhosts: [h1]\nsteps:\n  - {op: setConfig, key: ping.interval, value: '5'}\n")
-	access := &ExternalInject{Exec: inject.Local{}, Policy: inject.Policy{AllowHosts: []string{"kvm*"}}, Yes: true}
+	access := &Inject{Exec: inject.Local{}, Policy: inject.Policy{AllowHosts: []string{"kvm*"}}, Yes: true}
 	cases := []struct {
 		name   string
-		sc     *Scenario
-		eo     ExternalOptions
+		sc     *harness.Scenario
+		eo     Options
 		expect string
 		want   []string // in the error ("" : no error)
 	}{
-		{"no host access", restart, ExternalOptions{}, "", []string{"step 2 (fault agent-restart on h1) needs host access", "--allow-host", "--yes"}},
-		{"no --yes", restart, ExternalOptions{Inject: &ExternalInject{Exec: inject.Local{}, Policy: inject.Policy{AllowHosts: []string{"h1"}}}}, "", []string{"step 2", "add --yes"}},
-		{"host not allowlisted", restart, ExternalOptions{Inject: access}, "", []string{"step 2", "host h1 is not allowlisted"}},
-		{"mapped host allowlisted", restart, ExternalOptions{Inject: access, HostMap: map[string]string{"h1": "kvm1"}}, "", nil},
-		{"crash without --allow-vm", crash, ExternalOptions{Inject: access}, "", []string{"step 2 (fault crash)", "--allow-vm"}},
-		{"ms-restart", ms, ExternalOptions{Inject: access}, "", []string{"step 1 (fault ms-restart) cannot run against an external CloudStack"}},
-		{"primed network", primed, ExternalOptions{}, "", []string{"network n (primed) cannot run against an external CloudStack"}},
-		{"setConfig", conf, ExternalOptions{}, "", []string{"step 1 (setConfig ping.interval)"}},
-		{"expect unknown", restart, ExternalOptions{Inject: access, HostMap: map[string]string{"h1": "kvm1"}}, "fixed", []string{"--expect fixed", "states no outcome"}},
+		{"no host access", restart, Options{}, "", []string{"step 2 (fault agent-restart on h1) needs host access", "--allow-host", "--yes"}},
+		{"no --yes", restart, Options{Inject: &Inject{Exec: inject.Local{}, Policy: inject.Policy{AllowHosts: []string{"h1"}}}}, "", []string{"step 2", "add --yes"}},
+		{"host not allowlisted", restart, Options{Inject: access}, "", []string{"step 2", "host h1 is not allowlisted"}},
+		{"mapped host allowlisted", restart, Options{Inject: access, HostMap: map[string]string{"h1": "kvm1"}}, "", nil},
+		{"crash without --allow-vm", crash, Options{Inject: access}, "", []string{"step 2 (fault crash)", "--allow-vm"}},
+		{"ms-restart", ms, Options{Inject: access}, "", []string{"step 1 (fault ms-restart) cannot run against an external CloudStack"}},
+		{"primed network", primed, Options{}, "", []string{"network n (primed) cannot run against an external CloudStack"}},
+		{"setConfig", conf, Options{}, "", []string{"step 1 (setConfig ping.interval)"}},
+		{"expect unknown", restart, Options{Inject: access, HostMap: map[string]string{"h1": "kvm1"}}, "fixed", []string{"--expect fixed", "states no outcome"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -249,7 +232,7 @@ func TestExternalPreflight(t *testing.T) {
 // Ctrl-C in the middle of a run: the run stops, and what it created is removed all the same.
 func TestExternalInterrupted(t *testing.T) {
 	tier.Need(t, tier.Long) // runs against the reference server in the live world (a few seconds)
-	sc, err := ParseScenario([]byte("name: long\nhosts: [h1]\nnetworks: [{name: n}]\nsteps:\n  - {op: deploy, vm: a, networks: [n], host: h1}\n  - {wait: 1h}\n"), "test")
+	sc, err := harness.ParseScenario([]byte("name: long\nhosts: [h1]\nnetworks: [{name: n}]\nsteps:\n  - {op: deploy, vm: a, networks: [n], host: h1}\n  - {wait: 1h}\n"), "test")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -267,7 +250,7 @@ func TestExternalInterrupted(t *testing.T) {
 		}
 		cancel()
 	}()
-	_, err = Run(External, sc, RunOptions{External: &ExternalOptions{
+	_, err = harness.Run(Def, sc, harness.RunOptions{Own: &Options{
 		API:   cloudclient.Options{URL: url, APIKey: creds.APIKey, SecretKey: creds.SecretKey},
 		Hosts: liveHosts(c), Ctx: ctx, Now: c.Now, Speed: 20, Poll: 100 * time.Millisecond,
 	}})

@@ -1,4 +1,4 @@
-package harness
+package container
 
 // The container world: the management server and every host run in Docker containers
 // (drivers/container), so the harness reaches the server only through its control endpoint (JSON
@@ -23,28 +23,46 @@ package harness
 //     (network.gc.interval + network.gc.wait, 20 min with CloudStack's values), too long in real time.
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"github.com/csconform/csconform/model/linear"
 	"io"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/csconform/csconform/drivers/container"
+	ctr "github.com/csconform/csconform/drivers/container"
 	"github.com/csconform/csconform/faults"
+	"github.com/csconform/csconform/harness"
 	"github.com/csconform/csconform/impl"
 	"github.com/csconform/csconform/model/history"
 	"github.com/csconform/csconform/model/host"
 	"github.com/csconform/csconform/model/invariant"
+	"github.com/csconform/csconform/model/linear"
 	"github.com/csconform/csconform/model/vm"
 )
 
-// ContainerScaling is the time scaling of a run in containers, in one place. A scenario's own config
+// Def is the container world, as harness.Run opens it: --driver container.
+var Def = harness.WorldDef{Name: "container", Doc: "server and hosts in Docker containers built FROM scratch; Ctrl-C heals the faults and removes what the run made",
+	Caps: Capabilities, Open: open}
+
+// Capabilities: the server and the hosts in containers on one machine.
+var Capabilities = harness.Capabilities{World: "in containers", Lacks: map[harness.Capability]string{
+	harness.VirtualTime:                harness.WhyRealTime,
+	harness.FaultCap("host-power-off"): "a host container stopped with its agent still leaves the domains in libvirtd (or the hypervisor container), so it is an agent kill, not a power loss",
+	harness.FaultCap("host-remove"):    "the control endpoint has no deleteHost",
+	harness.FaultCap("heartbeat-fail"): "there is no shared NFS primary storage whose heartbeat file the hosts write",
+	harness.FaultCap("peer-stop"):      harness.WhyPeersSimOnly,
+	harness.PeerServers:                harness.WhyPeersSimOnly,
+	harness.PrimedNetworks:             "priming waits for the network GC to shut the network down, 20 min of real time with CloudStack's values",
+	harness.AllocateOp:                 "the control endpoint deploys and starts at once",
+	harness.HAVMs:                      "the control endpoint's deploy has no HA flag (the service offering's offer_ha)",
+}}
+
+// Scaling is the time scaling of a run in containers, in one place. A scenario's own config
 // for a key wins.
 //
 //   - ping.interval (60 s) → 5 s: the power-report graceful period (2 × ping.interval) and the
@@ -52,7 +70,7 @@ import (
 //     paused or partitioned agent is noticed after 12.5 s (ping.timeout 2.5 × ping.interval).
 //   - commands.timeout: the investigation's CheckHealthCommand (50 s) → 5 s and CheckOnHostCommand
 //     (20 s) → 2 s, so a partitioned host is judged within the same scale.
-//   - settle: at most ContainerSettle after the last step (the simulator's default is 3 min), which is
+//   - settle: at most MaxSettle after the last step (the simulator's default is 3 min), which is
 //     past the report grace.
 //   - with real libvirt domains, a router says ready 1 s after reaching userspace (the container
 //     driver's Options.RouterBoot; CloudStack's 36 s is the libvirt world's, where D1 races it); a
@@ -60,39 +78,35 @@ import (
 //
 // A scenario then takes about a minute of wall time, plus about 10 s to start the containers (and
 // the first time, a static build of csconform).
-var ContainerScaling = map[string]string{"ping.interval": "5", "commands.timeout": "CheckHealthCommand=5,CheckOnHostCommand=2"}
+var Scaling = map[string]string{"ping.interval": "5", "commands.timeout": "CheckHealthCommand=5,CheckOnHostCommand=2"}
 
-// ContainerSettle caps a scenario's settle time in containers.
-const ContainerSettle = 40 * time.Second
+// MaxSettle caps a scenario's settle time in containers.
+const MaxSettle = 40 * time.Second
 
-const containerCheckEvery = 300 * time.Millisecond
+const checkEvery = 300 * time.Millisecond
 
-// ContainerOptions say where and how a run in containers happens.
-type ContainerOptions struct {
+// options say where and how a run in containers happens.
+type options struct {
 	Run string          // labels everything of the run (default: NewRunID())
 	Ctx context.Context // cancelled (Ctrl-C): the run stops, heals its faults and removes its containers
 	Log io.Writer       // progress lines (nil: none)
-	// Domains: container.DomainsAuto ("": real libvirt domains where libvirt is usable, else
-	// simulated), container.DomainsLibvirt or container.DomainsSimulated.
+	// Domains: ctr.DomainsAuto ("": real libvirt domains where libvirt is usable, else
+	// simulated), ctr.DomainsLibvirt or ctr.DomainsSimulated.
 	Domains string
 }
 
-// openContainers starts the server and the scenario's hosts in containers and waits for the hosts to
+// open starts the server and the scenario's hosts in containers and waits for the hosts to
 // come up; Close removes everything the run created, whatever the outcome.
-func openContainers(sc *Scenario, defects impl.Switches, ro RunOptions) (World, error) {
-	var co ContainerOptions
-	if ro.Container != nil {
-		co = *ro.Container
-	}
-	co.Ctx, co.Log, co.Domains = cmp.Or(co.Ctx, ro.Ctx), cmp.Or(co.Log, ro.Log), cmp.Or(co.Domains, ro.Domains)
+func open(sc *harness.Scenario, defects impl.Switches, ro harness.RunOptions) (harness.World, error) {
+	co := options{Run: ro.RunID, Ctx: ro.Ctx, Log: ro.Log, Domains: ro.Domains}
 	if co.Ctx == nil {
 		co.Ctx = context.Background()
 	}
 	if co.Run == "" {
-		co.Run = NewRunID()
+		co.Run = harness.NewRunID()
 	}
 	conf := map[string]string{}
-	for k, v := range ContainerScaling {
+	for k, v := range Scaling {
 		conf[k] = v
 	}
 	for k, v := range sc.Config {
@@ -102,8 +116,8 @@ func openContainers(sc *Scenario, defects impl.Switches, ro RunOptions) (World, 
 	if err != nil {
 		return nil, err
 	}
-	o := container.Options{Run: co.Run, Hosts: sc.Hosts, Config: conf, Log: co.Log, Verbose: true, Domains: co.Domains}
-	if profileMatches(ro.Profile, defects) {
+	o := ctr.Options{Run: co.Run, Hosts: sc.Hosts, Config: conf, Log: co.Log, Verbose: true, Domains: co.Domains}
+	if harness.ProfileMatches(ro.Profile, defects) {
 		o.Profile = ro.Profile
 	} else {
 		o.Defects = strings.Join(defects.On(), ",")
@@ -111,19 +125,19 @@ func openContainers(sc *Scenario, defects impl.Switches, ro RunOptions) (World, 
 			o.Defects = "none"
 		}
 	}
-	cl, err := container.Start(co.Ctx, o)
+	cl, err := ctr.Start(co.Ctx, o)
 	if err != nil {
 		return nil, err
 	}
 	w := &containerWorld{cl: cl, ctx: co.Ctx, log: co.Log, vmIDs: map[string]int64{}, netIDs: map[string]int64{},
 		hostState: map[string]string{},
 		grace:     2*cfg.Seconds("ping.interval") + 10*time.Second}
-	w.rec = NewRecorder(time.Now)
+	w.rec = harness.NewRecorder(time.Now)
 	w.start = time.Now()
-	r := &containerRun{w: w, sc: sc, run: co.Run, realTime: realTime{ctx: co.Ctx}}
-	r.background(w.pollHosts, w.checkLoop)
+	r := &containerRun{w: w, sc: sc, run: co.Run, RealTime: harness.NewRealTime(co.Ctx)}
+	r.Background(w.pollHosts, w.checkLoop)
 	if err := w.waitAllUp(2 * time.Minute); err != nil {
-		r.stopBackground()
+		r.StopBackground()
 		cl.Close()
 		return nil, err
 	}
@@ -139,11 +153,10 @@ func tail(s string, n int) string {
 }
 
 type containerWorld struct {
-	serverOutOfReach
-	cl    *container.Cluster
+	cl    *ctr.Cluster
 	ctx   context.Context
 	log   io.Writer
-	rec   *Recorder
+	rec   *harness.Recorder
 	start time.Time
 	grace time.Duration
 
@@ -154,8 +167,8 @@ type containerWorld struct {
 	hostState map[string]string
 	timeline  []string
 	last      *ctlSnapshot
-	checks    outsideChecks
-	viols     []Violation
+	checks    harness.OutsideChecks
+	viols     []harness.Violation
 	checkMu   sync.Mutex
 }
 
@@ -166,7 +179,7 @@ func (w *containerWorld) logf(format string, args ...any) {
 }
 
 func (w *containerWorld) note(format string, args ...any) {
-	line := fmt.Sprintf("%s "+format, append([]any{clock(time.Now(), w.start)}, args...)...)
+	line := fmt.Sprintf("%s "+format, append([]any{harness.Clock(time.Now(), w.start)}, args...)...)
 	w.mu.Lock()
 	w.timeline = append(w.timeline, line)
 	w.mu.Unlock()
@@ -188,7 +201,7 @@ type ctlSnapshot struct {
 // the report's timeline.
 func (w *containerWorld) pollHosts(ctx context.Context) {
 	down := false
-	for sleepCtx(ctx, 200*time.Millisecond) {
+	for harness.SleepCtx(ctx, 200*time.Millisecond) {
 		if err := w.readHosts(ctx); err != nil {
 			if !down && ctx.Err() == nil {
 				w.note("server: control endpoint unreachable (%v)", err)
@@ -246,7 +259,7 @@ func (w *containerWorld) waitAllUp(limit time.Duration) error {
 		if time.Now().After(deadline) {
 			return fmt.Errorf("hosts did not come up within %s", limit)
 		}
-		if !sleepCtx(w.ctx, 100*time.Millisecond) {
+		if !harness.SleepCtx(w.ctx, 100*time.Millisecond) {
 			return w.ctx.Err()
 		}
 	}
@@ -256,7 +269,7 @@ func (w *containerWorld) waitAllUp(limit time.Duration) error {
 // ---- checking
 
 func (w *containerWorld) checkLoop(ctx context.Context) {
-	for sleepCtx(ctx, containerCheckEvery) {
+	for harness.SleepCtx(ctx, checkEvery) {
 		w.check()
 	}
 }
@@ -273,7 +286,7 @@ func (w *containerWorld) check() {
 		return // server unreachable: nothing to compare
 	}
 	s := invariant.Snapshot{Time: time.Now(), ReportGrace: w.grace}
-	w.rec.fillSnapshot(&s)
+	w.rec.FillSnapshot(&s)
 	s.NetworkChanges = nil // not exported by the control endpoint
 	for _, v := range cs.VMs {
 		s.VMs = append(s.VMs, invariant.VM{ID: id(v.ID), Name: v.Name, Type: v.Type, State: v.State, HostID: v.HostID, LastHostID: v.LastHostID, Removed: v.Removed})
@@ -282,7 +295,7 @@ func (w *containerWorld) check() {
 		s.Volumes = append(s.Volumes, invariant.Volume{ID: id(vol.ID), VMID: id(vol.VMID), Path: vol.Path, State: vol.State, Removed: vol.Removed})
 	}
 	for _, h := range cs.Hosts {
-		s.Hosts = append(s.Hosts, invariant.Host{ID: h.ID, Name: h.ID, Status: h.Status, UpSince: w.rec.hostUpSince(h.ID)})
+		s.Hosts = append(s.Hosts, invariant.Host{ID: h.ID, Name: h.ID, Status: h.Status, UpSince: w.rec.HostUpSince(h.ID)})
 	}
 	for _, n := range cs.Networks {
 		s.Networks = append(s.Networks, invariant.Network{ID: id(n.ID), Name: n.Name, State: n.State})
@@ -302,13 +315,13 @@ func (w *containerWorld) check() {
 	w.mu.Lock()
 	w.last = &cs
 	w.mu.Unlock()
-	w.rec.observe(s)
-	for _, v := range w.checks.add(w.rec, s, func(obj string) []string {
+	w.rec.Observe(s)
+	for _, v := range w.checks.Add(w.rec, s, func(obj string) []string {
 		var objs []string
 		if name, ok := strings.CutPrefix(obj, "domain:"); ok {
 			for _, r := range cs.VMs {
 				if r.Name == name {
-					objs = append(objs, VMObj(r.ID))
+					objs = append(objs, harness.VMObj(r.ID))
 				}
 			}
 		}
@@ -378,7 +391,7 @@ func (w *containerWorld) waitJob(jobID int64) error {
 			Succeeded bool
 		}
 		if err := w.cl.Control(w.ctx, "queryAsyncJobResult", url.Values{"jobid": {id(jobID)}, "wait": {"60s"}}, &jr); err != nil {
-			var api *container.APIError
+			var api *ctr.APIError
 			if errors.As(err, &api) || w.ctx.Err() != nil {
 				return err
 			}
@@ -388,7 +401,7 @@ func (w *containerWorld) waitJob(jobID int64) error {
 			if time.Since(unreachable) > serverGone {
 				return err
 			}
-			sleepCtx(w.ctx, 500*time.Millisecond)
+			harness.SleepCtx(w.ctx, 500*time.Millisecond)
 			continue
 		}
 		unreachable = time.Time{}
@@ -486,15 +499,15 @@ func (w *containerWorld) vmOp(client, kind, name, hostID string) error {
 // control endpoint, in real time.
 type containerRun struct {
 	w   *containerWorld
-	sc  *Scenario
+	sc  *harness.Scenario
 	run string
-	realTime
+	*harness.RealTime
 }
 
-var _ World = (*containerRun)(nil)
+var _ harness.World = (*containerRun)(nil)
 
-func (s *containerRun) Begin(res *Result) {
-	res.Started, res.Rec, res.outside = s.w.start, s.w.rec, true
+func (s *containerRun) Begin(res *harness.Result) {
+	res.Started, res.Rec, res.Outside = s.w.start, s.w.rec, true
 }
 
 func (s *containerRun) Setup() error {
@@ -511,24 +524,24 @@ func (s *containerRun) Setup() error {
 	return nil
 }
 
-// Settle waits the scenario's settle, ContainerSettle at most.
+// Settle waits the scenario's settle, MaxSettle at most.
 func (s *containerRun) Settle() error {
 	settle := s.sc.Settle
-	if settle <= 0 || settle > ContainerSettle {
-		settle = ContainerSettle
+	if settle <= 0 || settle > MaxSettle {
+		settle = MaxSettle
 	}
 	return s.Pause(settle)
 }
 
 // Judge takes a last look, twice: a violation of the domains' truth counts once two looks see it.
 func (s *containerRun) Judge() error {
-	s.stopBackground()
+	s.StopBackground()
 	s.w.check()
 	s.w.check()
 	return nil
 }
 
-func (s *containerRun) Finish(res *Result) {
+func (s *containerRun) Finish(res *harness.Result) {
 	w := s.w
 	w.finish(res)
 	w.truthAtEnd()
@@ -542,22 +555,22 @@ func (s *containerRun) VMState(name string) (vm.State, bool) { return s.w.vmStat
 
 // Close removes the run's containers (and libvirt domains and files); an error says what the server
 // logged last, or that the run was interrupted.
-func (s *containerRun) Close(res *Result, err error) (*Result, error) {
-	s.stopBackground()
+func (s *containerRun) Close(res *harness.Result, err error) (*harness.Result, error) {
+	s.StopBackground()
 	defer s.w.cl.Close()
 	if err != nil {
-		if s.ctx.Err() != nil {
-			return nil, fmt.Errorf("interrupted (%v); the run's faults were healed and its containers (and libvirt domains and files) removed", s.ctx.Err())
+		if s.Ctx().Err() != nil {
+			return nil, fmt.Errorf("interrupted (%v); the run's faults were healed and its containers (and libvirt domains and files) removed", s.Ctx().Err())
 		}
 		return res, fmt.Errorf("%v\nserver log (tail):\n%s", err, tail(s.w.cl.ServerLogs(context.Background()), 40))
 	}
 	return res, nil
 }
 
-func (s *containerRun) Now() time.Time             { return time.Now() }
-func (s *containerRun) Wait(d time.Duration) error { return s.Pause(d) }
-func (s *containerRun) Fault(st Step) error        { return faults.Run(s.w, st.faultSpec()) }
-func (s *containerRun) UntilPoll() time.Duration   { return 20 * time.Millisecond }
+func (s *containerRun) Now() time.Time              { return time.Now() }
+func (s *containerRun) Wait(d time.Duration) error  { return s.Pause(d) }
+func (s *containerRun) Fault(st harness.Step) error { return faults.Run(s.w, st.FaultSpec()) }
+func (s *containerRun) UntilPoll() time.Duration    { return 20 * time.Millisecond }
 
 // UntilLimit: real time, so an unmet condition fails in minutes, not the simulator's hour.
 func (s *containerRun) UntilLimit() time.Duration { return 5 * time.Minute }
@@ -572,23 +585,23 @@ func (s *containerRun) CreateNetwork(client, name string) error {
 	return nil
 }
 
-func (s *containerRun) Deploy(client string, st Step) error {
+func (s *containerRun) Deploy(client string, st harness.Step) error {
 	_ = s.w.deploy(client, st.VM, st.Networks, st.Host)
 	return nil
 }
 
-func (s *containerRun) Allocate(string, Step) error {
-	return ContainerCapabilities.Refusal(AllocateOp)
+func (s *containerRun) Allocate(string, harness.Step) error {
+	return Capabilities.Refusal(harness.AllocateOp)
 }
 
-func (s *containerRun) VMOp(client string, st Step) error {
+func (s *containerRun) VMOp(client string, st harness.Step) error {
 	_ = s.w.vmOp(client, st.Op, st.VM, st.Host)
 	return nil
 }
 
 // UntilHolds reads the control endpoint; start-sent is read from the server's log (it runs with
 // --verbose).
-func (s *containerRun) UntilHolds(st Step) bool {
+func (s *containerRun) UntilHolds(st harness.Step) bool {
 	w := s.w
 	switch st.Until {
 	case "host-up":
@@ -601,7 +614,7 @@ func (s *containerRun) UntilHolds(st Step) bool {
 	case "start-sent":
 		if vid, err := w.vmID(st.VM); err == nil {
 			r := w.vmRecord(vid)
-			return r != nil && strings.Contains(w.cl.ServerLogs(w.ctx), startSentLine(r.Name))
+			return r != nil && strings.Contains(w.cl.ServerLogs(w.ctx), harness.StartSentLine(r.Name))
 		}
 	case "implementing":
 		var ns []impl.NetworkVO
@@ -616,12 +629,12 @@ func (s *containerRun) UntilHolds(st Step) bool {
 	return false
 }
 
-func (w *containerWorld) finish(res *Result) {
-	fillTable(res, w.rec, w)
+func (w *containerWorld) finish(res *harness.Result) {
+	harness.FillOutsideTable(res, w.rec, w.vmState)
 	w.mu.Lock()
-	res.Violations = append([]Violation(nil), w.viols...)
+	res.Violations = append([]harness.Violation(nil), w.viols...)
 	w.mu.Unlock()
-	sortedViolations(res.Violations)
+	harness.SortViolations(res.Violations)
 }
 
 // truthAtEnd notes every running domain with what the records say of it and its addresses, so the
@@ -672,7 +685,7 @@ func (w *containerWorld) truthAtEnd() {
 
 var _ faults.World = (*containerWorld)(nil)
 
-func (w *containerWorld) Sleep(d time.Duration) { sleepCtx(w.ctx, d) }
+func (w *containerWorld) Sleep(d time.Duration) { harness.SleepCtx(w.ctx, d) }
 
 func (w *containerWorld) AgentStop(h string, graceful bool) error {
 	if graceful {
@@ -769,7 +782,7 @@ func (w *containerWorld) Begin(kind string, disruptive bool, detail string, targ
 	for _, t := range targets {
 		if name, ok := strings.CutPrefix(t, "vm:"); ok {
 			if vid, err := w.vmID(name); err == nil {
-				t = VMObj(vid)
+				t = harness.VMObj(vid)
 			}
 		}
 		if name, ok := strings.CutPrefix(t, "network:"); ok {
@@ -788,12 +801,46 @@ func (w *containerWorld) Begin(kind string, disruptive bool, detail string, targ
 // End closes a fault once its effect is over: a host fault (and a management-server restart) lasts
 // until the hosts are Up again.
 func (w *containerWorld) End(i int, detail string) {
-	f := w.rec.fault(i)
+	f := w.rec.Fault(i)
 	if f.Disruptive && slices.ContainsFunc(f.Targets, func(t string) bool { return t == "ms" || strings.HasPrefix(t, "host:") }) {
 		deadline := time.Now().Add(2 * time.Minute)
-		for !w.allUp() && time.Now().Before(deadline) && sleepCtx(w.ctx, 100*time.Millisecond) {
+		for !w.allUp() && time.Now().Before(deadline) && harness.SleepCtx(w.ctx, 100*time.Millisecond) {
 		}
 	}
 	w.note("fault %s ends: %s", f.Kind, or(detail, "done"))
 	w.rec.EndFault(i, detail)
+}
+
+// The container world: its hosts are containers on one machine. Run refuses these
+// faults up front; a caller of faults.Run gets the same refusal.
+func (w *containerWorld) HostPower(string, bool) error {
+	return Capabilities.Refusal(harness.FaultCap("host-power-off"))
+}
+func (w *containerWorld) RemoveHost(string) error {
+	return Capabilities.Refusal(harness.FaultCap("host-remove"))
+}
+func (w *containerWorld) PeerStop(string) error {
+	return Capabilities.Refusal(harness.FaultCap("peer-stop"))
+}
+func (w *containerWorld) PeerStart(string) error {
+	return Capabilities.Refusal(harness.FaultCap("peer-stop"))
+}
+func (w *containerWorld) Heartbeat(string, bool) error {
+	return Capabilities.Refusal(harness.FaultCap("heartbeat-fail"))
+}
+
+func or(s, d string) string {
+	if s == "" {
+		return d
+	}
+	return s
+}
+
+func id(i int64) string { return strconv.FormatInt(i, 10) }
+
+func idOrEmpty(i int64) string {
+	if i == 0 {
+		return ""
+	}
+	return id(i)
 }

@@ -1,4 +1,4 @@
-package harness
+package external
 
 // The external world: a CloudStack the harness did not start (a real one, or csconform's reference
 // server behind its API face). The harness starts nothing. It creates the scenario's networks and
@@ -35,14 +35,42 @@ import (
 
 	"github.com/csconform/csconform/faults"
 	"github.com/csconform/csconform/faults/inject"
+	"github.com/csconform/csconform/harness"
 	"github.com/csconform/csconform/harness/audit"
 	"github.com/csconform/csconform/harness/cloudclient"
 	"github.com/csconform/csconform/model/linear"
 	"github.com/csconform/csconform/model/vm"
 )
 
-// ExternalOptions say which CloudStack to drive and how to see its hosts.
-type ExternalOptions struct {
+// Def is the external world, as harness.Run opens it with its Options (harness.RunOptions.Own):
+// csconform repro --api.
+var Def = harness.WorldDef{Name: "external", Doc: "a real CloudStack through its API, csconform repro --api; faults through csconform inject",
+	Caps: Capabilities, Open: open, Preflight: preflight}
+
+// Capabilities: a real CloudStack seen through its API; the faults that need a host go through
+// csconform inject (Preflight checks the host access).
+var Capabilities = capabilities()
+
+func capabilities() harness.Capabilities {
+	c := harness.Capabilities{World: "against an external CloudStack", Lacks: map[harness.Capability]string{
+		harness.VirtualTime:    harness.WhyRealTime,
+		harness.DefectSwitches: "a real CloudStack runs its own code: the profile (--expect) only names the outcome it is judged against",
+		harness.PeerServers:    "the external CloudStack has the servers it has; run the scenario without the field",
+		harness.PrimedNetworks: "that needs the network GC's timing; create and shut the network down by hand",
+		harness.AgedNetworks:   "that needs a write to CloudStack's database (csconform inject backdate, by hand)",
+		harness.SetConfigOp:    "changing the CloudStack's global configuration is not done from here; set it with updateConfiguration first and drop the step",
+		harness.HAVMs:          "the run deploys with the chosen offering; pick an HA offering instead",
+	}}
+	for _, k := range faults.Kinds {
+		if ef, ok := externalFaults[k.Name]; !ok || ef.inject == "" {
+			c.Lacks[harness.FaultCap(k.Name)] = or(ef.why, "unknown to the external world")
+		}
+	}
+	return c
+}
+
+// Options say which CloudStack to drive and how to see its hosts.
+type Options struct {
 	// API is the endpoint, the key pair and the zone/offering/template choices ("" = the first usable
 	// one the API lists). Sleep, Now and Ctx are set by the run.
 	API     cloudclient.Options
@@ -57,7 +85,7 @@ type ExternalOptions struct {
 	// Run names what the run creates, csc-<run>-<name> (default NewRunID()).
 	Run string
 	// Inject is host access for the faults that need it; nil: none, and such a step is refused.
-	Inject *ExternalInject
+	Inject *Inject
 	Ctx    context.Context // cancelled (Ctrl-C): the run stops, heals its faults and removes what it made
 	Log    io.Writer       // progress lines (nil: none)
 	// Now and Speed are the clock of the server under test: Speed world seconds per wall second
@@ -68,8 +96,8 @@ type ExternalOptions struct {
 	Poll time.Duration
 }
 
-// ExternalInject is what the faults that need host access run through.
-type ExternalInject struct {
+// Inject is what the faults that need host access run through.
+type Inject struct {
 	Exec   inject.Executor
 	Policy inject.Policy
 	Log    *inject.Log
@@ -84,8 +112,8 @@ type ExternalInject struct {
 	MgmtPort int // disconnect: the agent port (default 8250)
 }
 
-// ExternalPrefix is what the names of a run's networks and VMs start with.
-func ExternalPrefix(run string) string { return "csc-" + run + "-" }
+// Prefix is what the names of a run's networks and VMs start with.
+func Prefix(run string) string { return "csc-" + run + "-" }
 
 // externalFault is how a scenario fault is applied from outside: through inject, or not at all.
 type externalFault struct {
@@ -113,13 +141,13 @@ var externalFaults = map[string]externalFault{
 // Preflight says what stands in the way of running sc externally with these options, step by step:
 // nil means it can run.
 // expect is the profile whose expectations the outcome is compared with ("": none).
-func (eo ExternalOptions) Preflight(sc *Scenario, expect string) error {
+func (eo Options) Preflight(sc *harness.Scenario, expect string) error {
 	var errs []error
-	for _, r := range ExternalCapabilities.refusals(sc) {
+	for _, r := range Capabilities.Refusals(sc) {
 		errs = append(errs, errors.New(r))
 	}
 	for i, st := range sc.Steps {
-		if st.Fault != "" && ExternalCapabilities.Can(FaultCap(st.Fault)) {
+		if st.Fault != "" && Capabilities.Can(harness.FaultCap(st.Fault)) {
 			errs = append(errs, eo.hostAccess(fmt.Sprintf("step %d", i+1), st)...)
 		}
 	}
@@ -144,7 +172,7 @@ func errStrings(errs []error) []string {
 
 // hostAccess checks a fault step has what inject needs: an executor, --yes, the host allowlisted
 // (and, for a crash, a domain allowlist).
-func (eo ExternalOptions) hostAccess(where string, st Step) []error {
+func (eo Options) hostAccess(where string, st harness.Step) []error {
 	what := fmt.Sprintf("%s (fault %s", where, st.Fault)
 	if st.Host != "" {
 		what += " on " + st.Host
@@ -173,7 +201,7 @@ func (eo ExternalOptions) hostAccess(where string, st Step) []error {
 	return errs
 }
 
-func (in *ExternalInject) target(host string) string {
+func (in *Inject) target(host string) string {
 	if t, ok := in.Targets[host]; ok {
 		return t
 	}
@@ -181,31 +209,38 @@ func (in *ExternalInject) target(host string) string {
 }
 
 // hostName is CloudStack's name for a scenario host.
-func (eo ExternalOptions) hostName(h string) string {
+func (eo Options) hostName(h string) string {
 	if n, ok := eo.HostMap[h]; ok {
 		return n
 	}
 	return h
 }
 
-// preflightExternal is the external world's check before a run: an API to run against, and
+// preflight is the external world's check before a run: an API to run against, and
 // Preflight.
-func preflightExternal(sc *Scenario, o RunOptions) error {
-	if o.External == nil || o.External.API.URL == "" {
+func preflight(sc *harness.Scenario, o harness.RunOptions) error {
+	eo, err := harness.OwnOptions[Options](o, "external")
+	if err != nil {
+		return err
+	}
+	if eo.API.URL == "" {
 		return errors.New("no API URL")
 	}
-	return o.External.Preflight(sc, o.Profile)
+	return eo.Preflight(sc, o.Profile)
 }
 
-// openExternal connects to an external CloudStack (o.External). Every VM and network the run creates
+// open connects to an external CloudStack (o.External). Every VM and network the run creates
 // is removed by Close, whatever the outcome; what could not be is in Result.Leftovers.
-func openExternal(sc *Scenario, _ impl.Switches, o RunOptions) (_ World, err error) {
-	eo := *o.External
+func open(sc *harness.Scenario, _ impl.Switches, o harness.RunOptions) (_ harness.World, err error) {
+	eo, err := harness.OwnOptions[Options](o, "external")
+	if err != nil {
+		return nil, err
+	}
 	if eo.Ctx == nil {
 		eo.Ctx = cmp.Or(o.Ctx, context.Background())
 	}
 	if eo.Run == "" {
-		eo.Run = NewRunID()
+		eo.Run = harness.NewRunID()
 	}
 	if !safeRun.MatchString(eo.Run) {
 		return nil, fmt.Errorf("run id %q: letters and digits only", eo.Run)
@@ -222,11 +257,11 @@ func openExternal(sc *Scenario, _ impl.Switches, o RunOptions) (_ World, err err
 	if eo.Timeout <= 0 {
 		eo.Timeout = 30 * time.Second
 	}
-	w := &extWorld{eo: eo, sc: sc, prefix: ExternalPrefix(eo.Run), vmIDs: map[string]string{}, netIDs: map[string]string{},
+	w := &extWorld{eo: eo, sc: sc, prefix: Prefix(eo.Run), vmIDs: map[string]string{}, netIDs: map[string]string{},
 		instances: map[string]bool{}, vmInstance: map[string]string{}, listed: map[string]bool{}, ipHolder: map[string]string{}, ourVols: map[string]bool{}, hostState: map[string]string{}}
 	w.secrets = []string{eo.API.SecretKey, eo.API.APIKey}
 	defer func() { err = w.redactErr(err) }()
-	w.rec = NewRecorder(eo.Now)
+	w.rec = harness.NewRecorder(eo.Now)
 	w.ro = audit.NewAPIClient(audit.APIOptions{URL: eo.API.URL, APIKey: eo.API.APIKey, SecretKey: eo.API.SecretKey, Zone: eo.API.Zone, Timeout: eo.Timeout, Insecure: eo.API.Insecure})
 	ao := eo.API
 	ao.Sleep, ao.Now, ao.Ctx = func(d time.Duration) { w.sleepWorld(d) }, eo.Now, eo.Ctx
@@ -235,9 +270,9 @@ func openExternal(sc *Scenario, _ impl.Switches, o RunOptions) (_ World, err err
 		return nil, err
 	}
 	w.start = eo.Now()
-	r := &extRun{w: w, realTime: realTime{ctx: eo.Ctx}}
-	r.background(func(bg context.Context) {
-		for sleepCtx(bg, eo.Poll) {
+	r := &extRun{w: w, RealTime: harness.NewRealTime(eo.Ctx)}
+	r.Background(func(bg context.Context) {
+		for harness.SleepCtx(bg, eo.Poll) {
 			w.check()
 		}
 	})
@@ -247,11 +282,10 @@ func openExternal(sc *Scenario, _ impl.Switches, o RunOptions) (_ World, err err
 var safeRun = regexp.MustCompile(`^[A-Za-z0-9]{1,20}$`)
 
 type extWorld struct {
-	serverOutOfReach
-	eo     ExternalOptions
-	sc     *Scenario
+	eo     Options
+	sc     *harness.Scenario
 	prefix string
-	rec    *Recorder
+	rec    *harness.Recorder
 	ro     *cs.CloudStackClient // read-only: the records
 	cc     *cloudclient.Client  // the client operations
 	hosts  []audit.HostSource
@@ -272,16 +306,16 @@ type extWorld struct {
 	hostState  map[string]string
 	last       *audit.Records
 	timeline   []string
-	viols      []Violation
+	viols      []harness.Violation
 	checkMu    sync.Mutex
-	checks     outsideChecks
+	checks     harness.OutsideChecks
 	startSeen  map[string]bool // VMs seen Starting (the start-sent condition, from outside)
 	faultSeq   int
 }
 
 // sleepWorld sleeps d of the server's time; false if the run was cancelled meanwhile.
 func (w *extWorld) sleepWorld(d time.Duration) bool {
-	return sleepCtx(w.eo.Ctx, time.Duration(float64(d)/w.eo.Speed))
+	return harness.SleepCtx(w.eo.Ctx, time.Duration(float64(d)/w.eo.Speed))
 }
 
 // redact takes the key pair and any request's query string out of a text.
@@ -312,7 +346,7 @@ func (w *extWorld) logf(format string, args ...any) {
 }
 
 func (w *extWorld) note(format string, args ...any) {
-	line := w.redact(fmt.Sprintf("%s "+format, append([]any{clock(w.eo.Now(), w.start)}, args...)...))
+	line := w.redact(fmt.Sprintf("%s "+format, append([]any{harness.Clock(w.eo.Now(), w.start)}, args...)...))
 	w.mu.Lock()
 	w.timeline = append(w.timeline, line)
 	w.mu.Unlock()
@@ -497,12 +531,12 @@ func (w *extWorld) vmOp(client, kind, name, host string) error {
 // lists, on the server's clock.
 type extRun struct {
 	w *extWorld
-	realTime
+	*harness.RealTime
 }
 
-var _ World = (*extRun)(nil)
+var _ harness.World = (*extRun)(nil)
 
-func (s *extRun) Begin(res *Result) {
+func (s *extRun) Begin(res *harness.Result) {
 	res.Started, res.External, res.Run, res.Rec = s.w.start, s.w.eo.API.URL, s.w.eo.Run, s.w.rec
 }
 
@@ -519,20 +553,20 @@ func (s *extRun) Setup() error {
 
 func (s *extRun) Settle() error {
 	if !s.w.sleepWorld(s.w.settle()) {
-		return s.ctx.Err()
+		return s.Ctx().Err()
 	}
 	return nil
 }
 
 // Judge takes a last look, twice: a violation of the domains' truth counts once two looks see it.
 func (s *extRun) Judge() error {
-	s.stopBackground()
+	s.StopBackground()
 	s.w.check()
 	s.w.check()
 	return nil
 }
 
-func (s *extRun) Finish(res *Result) {
+func (s *extRun) Finish(res *harness.Result) {
 	w, eo := s.w, s.w.eo
 	w.finish(res)
 	res.VirtualEnd = eo.Now().Sub(w.start)
@@ -550,11 +584,11 @@ func (s *extRun) VMState(name string) (vm.State, bool) { return s.w.vmState(name
 
 // Close removes what the run created: what could not be is the result's Leftovers, or is added to
 // the error; secrets are redacted from the error.
-func (s *extRun) Close(res *Result, err error) (*Result, error) {
+func (s *extRun) Close(res *harness.Result, err error) (*harness.Result, error) {
 	w := s.w
-	s.stopBackground()
-	if err != nil && s.ctx.Err() != nil {
-		res, err = nil, fmt.Errorf("interrupted (%v); the run's faults were healed and what it created removed", s.ctx.Err())
+	s.StopBackground()
+	if err != nil && s.Ctx().Err() != nil {
+		res, err = nil, fmt.Errorf("interrupted (%v); the run's faults were healed and what it created removed", s.Ctx().Err())
 	}
 	left := w.cleanup()
 	if res != nil {
@@ -566,15 +600,15 @@ func (s *extRun) Close(res *Result, err error) (*Result, error) {
 	return res, w.redactErr(err)
 }
 
-func (s *extRun) Now() time.Time            { return s.w.eo.Now() }
-func (s *extRun) Fault(st Step) error       { return s.w.fault(st) }
-func (s *extRun) UntilPoll() time.Duration  { return s.w.eo.Poll / 4 }
-func (s *extRun) UntilLimit() time.Duration { return time.Hour }
+func (s *extRun) Now() time.Time              { return s.w.eo.Now() }
+func (s *extRun) Fault(st harness.Step) error { return s.w.fault(st) }
+func (s *extRun) UntilPoll() time.Duration    { return s.w.eo.Poll / 4 }
+func (s *extRun) UntilLimit() time.Duration   { return time.Hour }
 
 // Wait sleeps d of the server's time.
 func (s *extRun) Wait(d time.Duration) error {
 	if !s.w.sleepWorld(d) {
-		return s.ctx.Err()
+		return s.Ctx().Err()
 	}
 	return nil
 }
@@ -590,25 +624,25 @@ func (s *extRun) CreateNetwork(client, name string) error {
 	return nil
 }
 
-func (s *extRun) Deploy(client string, st Step) error {
+func (s *extRun) Deploy(client string, st harness.Step) error {
 	_ = s.w.deploy(client, "deploy", st.VM, st.Networks, st.Host, true)
 	return nil
 }
 
 // Allocate is deployVirtualMachine with startvm=false.
-func (s *extRun) Allocate(client string, st Step) error {
+func (s *extRun) Allocate(client string, st harness.Step) error {
 	_ = s.w.deploy(client, "allocate", st.VM, st.Networks, st.Host, false)
 	return nil
 }
 
-func (s *extRun) VMOp(client string, st Step) error {
+func (s *extRun) VMOp(client string, st harness.Step) error {
 	_ = s.w.vmOp(client, st.Op, st.VM, st.Host)
 	return nil
 }
 
 // UntilHolds looks at the records anew; start-sent is a VM seen Starting (from outside, the
 // StartCommand is not visible).
-func (s *extRun) UntilHolds(st Step) bool {
+func (s *extRun) UntilHolds(st harness.Step) bool {
 	w := s.w
 	w.check()
 	w.mu.Lock()
@@ -643,7 +677,7 @@ func (s *extRun) UntilHolds(st Step) bool {
 }
 
 // fault applies a scenario fault through inject, recorded in the history as the other worlds do.
-func (w *extWorld) fault(st Step) error {
+func (w *extWorld) fault(st harness.Step) error {
 	ef := externalFaults[st.Fault]
 	in := w.eo.Inject
 	w.mu.Lock()
@@ -694,7 +728,7 @@ func (w *extWorld) fault(st Step) error {
 	// a host fault lasts until the host is Up again: until then it explains a failed start
 	if err == nil && kind.Disruptive && slices.ContainsFunc(targets, func(t string) bool { return strings.HasPrefix(t, "host:") }) {
 		deadline := w.eo.Now().Add(5 * time.Minute)
-		for !w.hostIs(strings.TrimPrefix(targets[0], "host:"), "Up") && w.eo.Now().Before(deadline) && sleepCtx(w.eo.Ctx, w.eo.Poll/4) {
+		for !w.hostIs(strings.TrimPrefix(targets[0], "host:"), "Up") && w.eo.Now().Before(deadline) && harness.SleepCtx(w.eo.Ctx, w.eo.Poll/4) {
 			w.check()
 		}
 	}
@@ -728,10 +762,17 @@ func (w *extWorld) domainOf(instance string) (string, string, error) {
 }
 
 // finish fills the table from the history and the last look.
-func (w *extWorld) finish(res *Result) {
-	fillTable(res, w.rec, w)
+func (w *extWorld) finish(res *harness.Result) {
+	harness.FillOutsideTable(res, w.rec, w.vmState)
 	w.mu.Lock()
-	res.Violations = append([]Violation(nil), w.viols...)
+	res.Violations = append([]harness.Violation(nil), w.viols...)
 	w.mu.Unlock()
-	sortedViolations(res.Violations)
+	harness.SortViolations(res.Violations)
+}
+
+func or(s, d string) string {
+	if s == "" {
+		return d
+	}
+	return s
 }
