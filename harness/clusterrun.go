@@ -226,19 +226,23 @@ func (s *clusterRun) UntilObject(st Step) (obj, instance string, ok bool) {
 	return "", "", false
 }
 
-// UntilHolds reads the records; start-sent is only in the history.
-func (s *clusterRun) UntilHolds(st Step) bool {
-	c := s.c
-	switch st.Until {
-	case "running":
-		s, ok := c.VMState(st.VM)
-		return ok && s == vm.Running
-	case "implementing":
-		id, err := c.NetworkID(st.Network)
-		return err == nil && c.DB.Network(id).State == network.Implementing
-	case "host-up":
-		h := c.DB.Host(st.Host)
-		return h != nil && h.Status == host.Up
+// Records are the cluster's database; a StartCommand is in the history.
+func (s *clusterRun) Records() Records { return clusterRecords{s.c} }
+
+type clusterRecords struct{ c *Cluster }
+
+func (r clusterRecords) VMState(name string) (vm.State, bool) { return r.c.VMState(name) }
+func (r clusterRecords) NetworkState(name string) (network.State, bool) {
+	id, err := r.c.NetworkID(name)
+	if err != nil {
+		return "", false
 	}
-	return false
+	return r.c.DB.Network(id).State, true
 }
+func (r clusterRecords) HostStatus(name string) (host.Status, bool) {
+	if h := r.c.DB.Host(name); h != nil {
+		return h.Status, true
+	}
+	return "", false
+}
+func (clusterRecords) StartSent(string) bool { return false }

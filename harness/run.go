@@ -7,7 +7,9 @@ import (
 
 	"github.com/csconform/csconform/impl"
 	"github.com/csconform/csconform/model/history"
+	"github.com/csconform/csconform/model/host"
 	"github.com/csconform/csconform/model/linear"
+	"github.com/csconform/csconform/model/network"
 	"github.com/csconform/csconform/model/vm"
 )
 
@@ -55,10 +57,10 @@ type World interface {
 	// it records neither (a world seen from outside: its records are looked at instead).
 	History() []history.Event
 	// UntilObject names the condition's object in the history and, for start-sent, the VM's
-	// instance name; false while the object does not exist yet. UntilHolds says whether the
-	// condition holds now, on the world's records (or its log, start-sent).
+	// instance name; false while the object does not exist yet. Records is a look at the world's
+	// records now, for a condition the history has not shown (a state reached before the step).
 	UntilObject(st Step) (obj, instance string, ok bool)
-	UntilHolds(st Step) bool
+	Records() Records
 	// Fault applies a fault step; SetConfig sets a configuration key (an error where the world
 	// cannot).
 	Fault(st Step) error
@@ -79,6 +81,17 @@ type World interface {
 	AwaitAsync()
 	// Ended is not nil once the run was ended from outside (Ctrl-C in a real world).
 	Ended() error
+}
+
+// Records are a world's records as the until: conditions read them, by the scenario's names; the
+// runner judges every condition the same way on them (untilHolds).
+type Records interface {
+	VMState(name string) (vm.State, bool)
+	NetworkState(name string) (network.State, bool)
+	HostStatus(name string) (host.Status, bool)
+	// StartSent says a StartCommand was sent for the VM where the history cannot show it (the
+	// container's server log, an external VM seen Starting); false where the history holds it.
+	StartSent(vm string) bool
 }
 
 // Run runs a scenario in a world: the world's capabilities are checked first (a step it cannot run

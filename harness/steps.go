@@ -8,6 +8,9 @@ import (
 	"time"
 
 	"github.com/csconform/csconform/model/history"
+	"github.com/csconform/csconform/model/host"
+	"github.com/csconform/csconform/model/network"
+	"github.com/csconform/csconform/model/vm"
 )
 
 // runSteps runs a scenario's steps on w: waits, until conditions, faults, configuration changes and
@@ -117,7 +120,7 @@ func waitUntil(w World, st Step, lenient bool) error {
 				}
 			}
 			scanned = len(evs)
-			if w.UntilHolds(st) {
+			if untilHolds(w.Records(), st) {
 				return nil
 			}
 		}
@@ -129,6 +132,24 @@ func waitUntil(w World, st Step, lenient bool) error {
 		return nil
 	}
 	return fmt.Errorf("condition %s not met within %s", st.Until, fmtLimit(limit))
+}
+
+// untilHolds says whether a condition holds in the records now.
+func untilHolds(r Records, st Step) bool {
+	switch st.Until {
+	case "running":
+		s, ok := r.VMState(st.VM)
+		return ok && s == vm.Running
+	case "implementing":
+		s, ok := r.NetworkState(st.Network)
+		return ok && s == network.Implementing
+	case "host-up":
+		s, ok := r.HostStatus(st.Host)
+		return ok && s == host.Up
+	case "start-sent":
+		return r.StartSent(st.VM)
+	}
+	return false
 }
 
 // untilEvent is the event that meets a condition on obj.

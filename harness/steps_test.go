@@ -10,6 +10,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/csconform/csconform/model/history"
+	"github.com/csconform/csconform/model/host"
+	"github.com/csconform/csconform/model/network"
+	"github.com/csconform/csconform/model/vm"
 )
 
 // fakeSteps is a world for the step runner with a clock that moves only when the runner waits: what
@@ -41,7 +44,22 @@ func (f *fakeSteps) History() []history.Event  { return f.events }
 func (f *fakeSteps) UntilObject(Step) (string, string, bool) {
 	return "vm:1", "i-2-1-VM", f.exists
 }
-func (f *fakeSteps) UntilHolds(Step) bool        { return f.holds }
+func (f *fakeSteps) Records() Records { return fakeRecords(f.holds) }
+
+// fakeRecords say every condition holds, or none.
+type fakeRecords bool
+
+func (r fakeRecords) VMState(string) (vm.State, bool) {
+	return map[bool]vm.State{true: vm.Running, false: vm.Stopped}[bool(r)], true
+}
+func (r fakeRecords) NetworkState(string) (network.State, bool) {
+	return map[bool]network.State{true: network.Implementing, false: network.Allocated}[bool(r)], true
+}
+func (r fakeRecords) HostStatus(string) (host.Status, bool) {
+	return map[bool]host.Status{true: host.Up, false: host.Disconnected}[bool(r)], true
+}
+func (r fakeRecords) StartSent(string) bool { return bool(r) }
+
 func (f *fakeSteps) Wait(d time.Duration) error  { return f.Pause(d) }
 func (f *fakeSteps) SetConfig(k, v string) error { f.did = append(f.did, "config "+k); return nil }
 func (f *fakeSteps) Async(name string, fn func()) {
@@ -204,5 +222,51 @@ func TestRunOpRoutesEachKind(t *testing.T) {
 			want = append([]string{"vm-op"}, want...)
 		}
 		assert.Equal(t, want, w.did, op)
+	}
+}
+
+// recordsOf are records of one VM, network and host by name.
+type recordsOf struct {
+	vm      vm.State
+	network network.State
+	host    host.Status
+	sent    bool
+}
+
+func (r recordsOf) VMState(name string) (vm.State, bool) { return r.vm, name == "v1" && r.vm != "" }
+func (r recordsOf) NetworkState(name string) (network.State, bool) {
+	return r.network, name == "n1" && r.network != ""
+}
+func (r recordsOf) HostStatus(name string) (host.Status, bool) {
+	return r.host, name == "h1" && r.host != ""
+}
+func (r recordsOf) StartSent(name string) bool { return name == "v1" && r.sent }
+
+// Every world's records are judged by the one switch: each condition reads its own object, by the
+// scenario's name, and holds only in its target state.
+func TestUntilHoldsReadsEachConditionsObject(t *testing.T) {
+	all := recordsOf{vm: vm.Running, network: network.Implementing, host: host.Up, sent: true}
+	for _, tc := range []struct {
+		name string
+		st   Step
+		r    Records
+		want bool
+	}{
+		{"running", Step{Until: "running", VM: "v1"}, all, true},
+		{"running: another VM", Step{Until: "running", VM: "v2"}, all, false},
+		{"running: Starting", Step{Until: "running", VM: "v1"}, recordsOf{vm: vm.Starting}, false},
+		{"implementing", Step{Until: "implementing", Network: "n1"}, all, true},
+		{"implementing: Implemented", Step{Until: "implementing", Network: "n1"}, recordsOf{network: network.Implemented}, false},
+		{"implementing: another network", Step{Until: "implementing", Network: "n2"}, all, false},
+		{"host-up", Step{Until: "host-up", Host: "h1"}, all, true},
+		{"host-up: Disconnected", Step{Until: "host-up", Host: "h1"}, recordsOf{host: host.Disconnected}, false},
+		{"host-up: unknown host", Step{Until: "host-up", Host: "h9"}, all, false},
+		{"start-sent", Step{Until: "start-sent", VM: "v1"}, all, true},
+		{"start-sent: not sent", Step{Until: "start-sent", VM: "v1"}, recordsOf{vm: vm.Running}, false},
+		{"running does not read the network", Step{Until: "running", VM: "v1"}, recordsOf{network: network.Implementing, host: host.Up, sent: true}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, untilHolds(tc.r, tc.st))
+		})
 	}
 }

@@ -42,6 +42,7 @@ import (
 	"github.com/csconform/csconform/model/host"
 	"github.com/csconform/csconform/model/invariant"
 	"github.com/csconform/csconform/model/linear"
+	"github.com/csconform/csconform/model/network"
 	"github.com/csconform/csconform/model/vm"
 )
 
@@ -599,32 +600,44 @@ func (s *containerRun) VMOp(client string, st harness.Step) error {
 	return nil
 }
 
-// UntilHolds reads the control endpoint; start-sent is read from the server's log (it runs with
-// --verbose).
-func (s *containerRun) UntilHolds(st harness.Step) bool {
-	w := s.w
-	switch st.Until {
-	case "host-up":
-		return w.hostUp(st.Host)
-	case "running":
-		if vid, err := w.vmID(st.VM); err == nil {
-			r := w.vmRecord(vid)
-			return r != nil && r.State == vm.Running
+// Records read the control endpoint anew (hosts: the last ping); start-sent is read from the
+// server's log (it runs with --verbose).
+func (s *containerRun) Records() harness.Records { return records{s.w} }
+
+type records struct{ w *containerWorld }
+
+func (r records) VMState(name string) (vm.State, bool) {
+	if vid, err := r.w.vmID(name); err == nil {
+		if v := r.w.vmRecord(vid); v != nil {
+			return v.State, true
 		}
-	case "start-sent":
-		if vid, err := w.vmID(st.VM); err == nil {
-			r := w.vmRecord(vid)
-			return r != nil && strings.Contains(w.cl.ServerLogs(w.ctx), harness.StartSentLine(r.Name))
-		}
-	case "implementing":
-		var ns []impl.NetworkVO
-		if w.cl.Control(w.ctx, "listNetworks", nil, &ns) == nil {
-			for _, n := range ns {
-				if n.Name == st.Network && n.State == "Implementing" {
-					return true
-				}
+	}
+	return "", false
+}
+
+func (r records) NetworkState(name string) (network.State, bool) {
+	var ns []impl.NetworkVO
+	if r.w.cl.Control(r.w.ctx, "listNetworks", nil, &ns) == nil {
+		for _, n := range ns {
+			if n.Name == name {
+				return n.State, true
 			}
 		}
+	}
+	return "", false
+}
+
+func (r records) HostStatus(name string) (host.Status, bool) {
+	r.w.mu.Lock()
+	defer r.w.mu.Unlock()
+	s, ok := r.w.hostState[name]
+	return host.Status(s), ok
+}
+
+func (r records) StartSent(name string) bool {
+	if vid, err := r.w.vmID(name); err == nil {
+		v := r.w.vmRecord(vid)
+		return v != nil && strings.Contains(r.w.cl.ServerLogs(r.w.ctx), harness.StartSentLine(v.Name))
 	}
 	return false
 }

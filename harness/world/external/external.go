@@ -38,7 +38,9 @@ import (
 	"github.com/csconform/csconform/harness"
 	"github.com/csconform/csconform/harness/audit"
 	"github.com/csconform/csconform/harness/cloudclient"
+	"github.com/csconform/csconform/model/host"
 	"github.com/csconform/csconform/model/linear"
+	"github.com/csconform/csconform/model/network"
 	"github.com/csconform/csconform/model/vm"
 )
 
@@ -640,40 +642,59 @@ func (s *extRun) VMOp(client string, st harness.Step) error {
 	return nil
 }
 
-// UntilHolds looks at the records anew; start-sent is a VM seen Starting (from outside, the
+// Records look at the records anew; start-sent is a VM seen Starting (from outside, the
 // StartCommand is not visible).
-func (s *extRun) UntilHolds(st harness.Step) bool {
-	w := s.w
-	w.check()
+func (s *extRun) Records() harness.Records {
+	s.w.check()
+	return records{s.w}
+}
+
+type records struct{ w *extWorld }
+
+func (r records) VMState(name string) (vm.State, bool) {
+	w := r.w
 	w.mu.Lock()
-	id := w.vmIDs[st.VM]
-	nid := w.netIDs[st.Network]
-	last := w.last
-	started := w.startSeen[id]
-	w.mu.Unlock()
-	switch st.Until {
-	case "host-up":
-		return w.hostIs(w.eo.hostName(st.Host), "Up")
-	case "start-sent":
-		return started
-	case "running":
-		if last != nil {
-			for _, v := range last.VMs {
-				if v.ID == id && v.State == string(vm.Running) {
-					return true
-				}
-			}
-		}
-	case "implementing":
-		if last != nil {
-			for _, n := range last.Networks {
-				if n.ID == nid && n.State == "Implementing" {
-					return true
-				}
+	defer w.mu.Unlock()
+	id, ok := w.vmIDs[name]
+	if ok && w.last != nil {
+		for _, v := range w.last.VMs {
+			if v.ID == id {
+				return vm.State(v.State), true
 			}
 		}
 	}
-	return false
+	return "", false
+}
+
+func (r records) NetworkState(name string) (network.State, bool) {
+	w := r.w
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	id, ok := w.netIDs[name]
+	if ok && w.last != nil {
+		for _, n := range w.last.Networks {
+			if n.ID == id {
+				return network.State(n.State), true
+			}
+		}
+	}
+	return "", false
+}
+
+func (r records) HostStatus(name string) (host.Status, bool) {
+	w := r.w
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	s, ok := w.hostState[w.eo.hostName(name)]
+	return host.Status(s), ok
+}
+
+func (r records) StartSent(name string) bool {
+	w := r.w
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	id, ok := w.vmIDs[name]
+	return ok && w.startSeen[id]
 }
 
 // fault applies a scenario fault through inject, recorded in the history as the other worlds do.
