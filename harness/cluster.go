@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -400,14 +399,8 @@ func (c *Cluster) Snapshot() invariant.Snapshot {
 	return s
 }
 
-func id(i int64) string { return strconv.FormatInt(i, 10) }
-
-func idOrEmpty(i int64) string {
-	if i == 0 {
-		return ""
-	}
-	return id(i)
-}
+// id and idOrEmpty write row ids as the invariants read them.
+var id, idOrEmpty = invariant.RowID, invariant.RefID
 
 // ---- names
 

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -11,6 +12,16 @@ import (
 	"github.com/csconform/csconform/model/network"
 	"github.com/csconform/csconform/model/vm"
 )
+
+// RowID is a row's id as a snapshot writes it; RefID a reference to a row, "" for none (0).
+func RowID(i int64) string { return strconv.FormatInt(i, 10) }
+
+func RefID(i int64) string {
+	if i == 0 {
+		return ""
+	}
+	return RowID(i)
+}
 
 // Snapshot is what the checks look at: the management server's records and
 // the hypervisors' truth at one moment, plus the history needed to judge

@@ -29,7 +29,6 @@ import (
 	"io"
 	"net/url"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -849,11 +848,5 @@ func or(s, d string) string {
 	return s
 }
 
-func id(i int64) string { return strconv.FormatInt(i, 10) }
-
-func idOrEmpty(i int64) string {
-	if i == 0 {
-		return ""
-	}
-	return id(i)
-}
+// id and idOrEmpty write row ids as the invariants read them.
+var id, idOrEmpty = invariant.RowID, invariant.RefID
