@@ -14,9 +14,9 @@ import (
 )
 
 // World is a place a scenario runs: the simulator, the reference in real time, real domains on
-// libvirt, containers, an external CloudStack (Worlds). Run drives every world through it the same
-// way: setup, steps, until conditions, settle, the world's last checks, the table, the
-// expectations. A world is opened for one run (WorldDef.Open) and closed by Run.
+// libvirt, containers, an external CloudStack (harness/world names them). Run drives every world
+// through it the same way: setup, steps, until conditions, settle, the world's last checks, the
+// table, the expectations. A world is opened for one run (WorldDef.Open) and closed by Run.
 type World interface {
 	// Begin fills in what the world knows of the run before its first step: its history
 	// (Result.Rec), when it starts, its scheduler.
