@@ -9,9 +9,10 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode"
 
 	"github.com/go-sql-driver/mysql"
+
+	"github.com/csconform/csconform/harness/audit/dsn"
 )
 
 // DBOptions say where CloudStack's MySQL database is.
@@ -37,79 +38,10 @@ type DB struct {
 }
 
 // String never shows the password.
-func (o DBOptions) String() string { return "db{" + RedactDSN(o.DSN) + "}" }
+func (o DBOptions) String() string { return "db{" + dsn.Redact(o.DSN) + "}" }
 
 // GoString never shows it either.
 func (o DBOptions) GoString() string { return o.String() }
-
-// RedactDSN is the DSN with its password replaced by "***" and its parameters by "?…" (or the text
-// "<unparsable DSN>": a DSN the driver cannot parse may hold the password anywhere). It is built
-// from the parsed parts, never from the text given.
-func RedactDSN(dsn string) string {
-	cfg, err := mysql.ParseDSN(dsn)
-	if err != nil {
-		return "<unparsable DSN>"
-	}
-	s := cfg.User
-	if cfg.Passwd != "" {
-		s += ":***"
-	}
-	net := cfg.Net
-	if !knownNet(net) {
-		net = "?" // a typo there may be the password
-	}
-	s += "@" + net + "(" + cfg.Addr + ")/" + cfg.DBName
-	if strings.Contains(dsn, "?") {
-		s += "?…"
-	}
-	return escapeControls(s)
-}
-
-// escapeControls writes control characters as \xNN: the driver decodes %0A in a database name into a
-// newline, which would break an error (or a log line) quoting the DSN in two.
-func escapeControls(s string) string {
-	if !strings.ContainsFunc(s, unicode.IsControl) {
-		return s
-	}
-	var b strings.Builder
-	for _, r := range s {
-		if unicode.IsControl(r) {
-			fmt.Fprintf(&b, "\\x%02x", r)
-			continue
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
-}
-
-// knownNet: the networks a DSN may name.
-func knownNet(n string) bool { return n == "tcp" || n == "tcp4" || n == "tcp6" || n == "unix" }
-
-// dsnProblem says what is wrong with a DSN the driver refuses, in words of our own: the driver's
-// messages quote the part they could not parse ("default addr for network 'user:PASSWORD'
-// unknown", "invalid bool value: …"), which may be the password.
-func dsnProblem(dsn string, err error) string {
-	m := err.Error()
-	switch {
-	case !strings.Contains(dsn, "@"):
-		return "no @ (a DSN without one is read as NETWORK(ADDRESS)/DATABASE)"
-	case strings.Contains(m, "missing the slash"):
-		return "no /DATABASE after the address"
-	case strings.Contains(m, "address not terminated"):
-		return "the address has no closing )"
-	case strings.HasPrefix(m, "default addr for network"):
-		return "no NETWORK(ADDRESS) after the last @"
-	case strings.Contains(m, "escape"):
-		return "a parameter or the database name is not escaped properly"
-	case strings.Contains(m, "bool value"):
-		return "a parameter wants true or false"
-	case strings.Contains(m, "duration"):
-		return "a parameter wants a duration such as 30s"
-	case strings.Contains(m, "dbname"):
-		return "the database name is not escaped properly"
-	}
-	return "a parameter the driver refuses (its message is not shown: it may quote the password)"
-}
 
 // secrets are the texts an error must not show: the password, and every parameter value of the
 // DSN (a password put in the wrong place).
@@ -124,28 +56,6 @@ func secrets(dsn, password string) []string {
 	return out
 }
 
-// parseDSN checks a DSN without connecting; its errors never quote the DSN's text.
-func parseDSN(dsn string) (*mysql.Config, error) {
-	if dsn == "" {
-		return nil, errors.New("no DSN: want USER[:PASSWORD]@tcp(HOST:PORT)/cloud")
-	}
-	const want = "(want USER[:PASSWORD]@tcp(HOST:PORT)/cloud)"
-	cfg, err := mysql.ParseDSN(dsn)
-	if err != nil {
-		return nil, fmt.Errorf("bad DSN (not shown: it may hold a password): %s %s", dsnProblem(dsn, err), want)
-	}
-	switch {
-	case !knownNet(cfg.Net):
-		return nil, fmt.Errorf("bad DSN %s: the network before (ADDRESS) is not tcp or unix %s", RedactDSN(dsn), want)
-	case cfg.User == "":
-		return nil, fmt.Errorf("bad DSN %s: no user %s", RedactDSN(dsn), want)
-	case len(cfg.Params) > 0:
-		// the driver sends unknown parameters to the server as SET NAME=VALUE when it connects
-		return nil, fmt.Errorf("bad DSN %s: a parameter the driver does not know (not shown); it would be sent to the server as SET NAME=VALUE, and the audit sends nothing but SELECTs", RedactDSN(dsn))
-	}
-	return cfg, nil
-}
-
 // ErrNotCloudStack says the database lacks the tables the audit reads.
 var ErrNotCloudStack = errors.New("is this CloudStack's `cloud` database?")
 
@@ -154,7 +64,7 @@ var tables = []string{"host", "vm_instance", "nics", "networks", "volumes", "rou
 
 // OpenDB checks the DSN, connects and checks that the database is CloudStack's. Close it after.
 func OpenDB(o DBOptions) (*DB, error) {
-	cfg, err := parseDSN(o.DSN)
+	cfg, err := dsn.Parse(o.DSN)
 	if err != nil {
 		return nil, err
 	}
@@ -177,7 +87,7 @@ func OpenDB(o DBOptions) (*DB, error) {
 	hide := secrets(o.DSN, cfg.Passwd)
 	conn, err := mysql.NewConnector(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("bad DSN %s: %v", RedactDSN(o.DSN), redact(err, hide))
+		return nil, fmt.Errorf("bad DSN %s: %v", dsn.Redact(o.DSN), redact(err, hide))
 	}
 	d := &DB{db: sql.OpenDB(conn), cfg: cfg, zone: o.Zone, timeout: o.Timeout, secrets: hide}
 	d.db.SetMaxOpenConns(1)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/csconform/csconform/harness/audit"
 	"github.com/csconform/csconform/harness/audit/cloudsqltest"
+	"github.com/csconform/csconform/harness/audit/dsn"
 )
 
 // zone is a healthy zone in CloudStack's tables: h1 runs VM 3 (i-2-3-VM) and net1's router
@@ -164,14 +165,14 @@ func TestOpenDBErrors(t *testing.T) {
 	for _, c := range cases {
 		_, err := audit.OpenDB(audit.DBOptions{DSN: c.dsn})
 		if err == nil || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("OpenDB(%s): %v, want %q", audit.RedactDSN(c.dsn), err, c.want)
+			t.Errorf("OpenDB(%s): %v, want %q", dsn.Redact(c.dsn), err, c.want)
 			continue
 		}
 		if strings.Contains(err.Error(), "s3cret") {
-			t.Errorf("OpenDB(%s): the error shows the password: %v", audit.RedactDSN(c.dsn), err)
+			t.Errorf("OpenDB(%s): the error shows the password: %v", dsn.Redact(c.dsn), err)
 		}
 		if c.is != nil && !errors.Is(err, c.is) {
-			t.Errorf("OpenDB(%s): %v is not %v", audit.RedactDSN(c.dsn), err, c.is)
+			t.Errorf("OpenDB(%s): %v is not %v", dsn.Redact(c.dsn), err, c.is)
 		}
 	}
 	// an unknown zone
@@ -184,15 +185,15 @@ func TestOpenDBErrors(t *testing.T) {
 	if _, err := db.Records(); err == nil || !strings.Contains(err.Error(), `no zone "nowhere"`) {
 		t.Fatalf("unknown zone: %v", err)
 	}
-	for dsn, want := range map[string]string{
+	for d, want := range map[string]string{
 		"cloud:s3cret@tcp(db:3306)/cloud": "cloud:***@tcp(db:3306)/cloud",
 		"cloud@tcp(db:3306)/cloud":        "cloud@tcp(db:3306)/cloud",
 		"cloud:s3cret@tcp(db:3306":        "<unparsable DSN>",
 	} {
-		if got := audit.RedactDSN(dsn); got != want {
-			t.Errorf("RedactDSN(…) = %s, want %s", got, want)
+		if got := dsn.Redact(d); got != want {
+			t.Errorf("Redact(…) = %s, want %s", got, want)
 		}
-		if got := (audit.DBOptions{DSN: dsn}).String(); strings.Contains(got, "s3cret") {
+		if got := (audit.DBOptions{DSN: d}).String(); strings.Contains(got, "s3cret") {
 			t.Errorf("DBOptions.String shows the password: %s", got)
 		}
 	}
@@ -243,9 +244,9 @@ func TestDSNSecretNeverShown(t *testing.T) {
 			db, err := audit.OpenDB(o)
 			if err == nil {
 				db.Close()
-				t.Fatalf("OpenDB accepted %s", audit.RedactDSN(c.dsn))
+				t.Fatalf("OpenDB accepted %s", dsn.Redact(c.dsn))
 			}
-			shown := err.Error() + "\n" + audit.RedactDSN(c.dsn) + "\n" + fmt.Sprintf("%v %+v %#v %s", o, o, o, o)
+			shown := err.Error() + "\n" + dsn.Redact(c.dsn) + "\n" + fmt.Sprintf("%v %+v %#v %s", o, o, o, o)
 			for _, part := range []string{secret, "Secr3t"} {
 				if strings.Contains(shown, part) {
 					t.Fatalf("the password is shown:\n%s", shown)

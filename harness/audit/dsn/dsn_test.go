@@ -1,0 +1,30 @@
+package dsn
+
+import (
+	"strings"
+	"testing"
+)
+
+// FuzzDSNSecret: whatever surrounds it, a DSN's password is in no error of Parse and not in
+// Redact. The DSN is USER:SECRET@REST with no @ in USER or REST (so the driver, which splits at
+// the last @, reads SECRET as the password when it parses the DSN at all) and no : or / in USER.
+// Seeds: testdata/fuzz/FuzzDSNSecret.
+func FuzzDSNSecret(f *testing.F) {
+	const secret = "Zq7Secr3tXv"
+	f.Fuzz(func(t *testing.T, user, rest string) {
+		if strings.ContainsAny(user, "@:/") || strings.Contains(rest, "@") || strings.Contains(user+rest, "Secr3t") {
+			t.Skip()
+		}
+		dsn := user + ":" + secret + "@" + rest
+		shown := Redact(dsn)
+		if _, err := Parse(dsn); err != nil {
+			shown += "\n" + err.Error()
+			if strings.Contains(err.Error(), "\n") && !strings.Contains(dsn, "\n") {
+				t.Fatalf("not one line: %q", err)
+			}
+		}
+		if strings.Contains(shown, "Secr3t") {
+			t.Fatalf("DSN %q: the password is shown:\n%s", dsn, shown)
+		}
+	})
+}
