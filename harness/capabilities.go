@@ -120,31 +120,26 @@ var (
 	// LiveCapabilities: the live world runs the reference on the machine csconform runs on, hosts
 	// simulated in real time over real TCP.
 	LiveCapabilities = Capabilities{World: "in the live world", Lacks: map[Capability]string{
-		VirtualTime:                inRealTime,
+		VirtualTime:                WhyRealTime,
 		FaultCap("host-power-off"): noHostPower,
 		FaultCap("heartbeat-fail"): noHostPower,
-		FaultCap("peer-stop"):      peersSimOnly,
-		PeerServers:                peersSimOnly,
+		FaultCap("peer-stop"):      WhyPeersSimOnly,
+		PeerServers:                WhyPeersSimOnly,
 	}}
 
 	// LibvirtCapabilities: real QEMU domains on the machine csconform runs on.
 	LibvirtCapabilities = Capabilities{World: "on libvirt", Lacks: map[Capability]string{
-		VirtualTime:                inRealTime,
+		VirtualTime:                WhyRealTime,
 		FaultCap("host-power-off"): noHostPower,
 		FaultCap("heartbeat-fail"): noHostPower,
-		FaultCap("peer-stop"):      peersSimOnly,
-		PeerServers:                peersSimOnly,
+		FaultCap("peer-stop"):      WhyPeersSimOnly,
+		PeerServers:                WhyPeersSimOnly,
 	}}
 )
 
-// Why a world lacks a capability, in the words several worlds share.
+// Why a world lacks a capability, in the words several worlds share (WhyRealTime, WhyPeersSimOnly).
 const (
-	WhyRealTime     = inRealTime
-	WhyPeersSimOnly = peersSimOnly
-)
-
-const (
-	inRealTime   = "it runs in real time: a scheduler strategy, and the checks that let the cloud run on alone after the scenario, are the simulator's"
-	noHostPower  = "its hosts are real machines (or the machine csconform runs on) whose power and shared-storage heartbeat csconform does not control"
-	peersSimOnly = "several management servers run only in the simulator (--driver sim)"
+	WhyRealTime     = "it runs in real time: a scheduler strategy, and the checks that let the cloud run on alone after the scenario, are the simulator's"
+	noHostPower     = "its hosts are real machines (or the machine csconform runs on) whose power and shared-storage heartbeat csconform does not control"
+	WhyPeersSimOnly = "several management servers run only in the simulator (--driver sim)"
 )

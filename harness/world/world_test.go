@@ -90,8 +90,8 @@ func TestCapabilitiesDeclareCatalogueFaults(t *testing.T) {
 	}
 }
 
-// The worlds are one table: each named once, said in a line, with its declaration; every world but
-// the external one (which needs an API and hosts) runs a scenario through it.
+// The worlds are one table: each named once, said in a line, with its declaration and a way to open
+// it; the simulator, found by name, runs a scenario through Run.
 func TestWorldsAreOneTable(t *testing.T) {
 	seen := map[string]bool{}
 	for _, w := range All {

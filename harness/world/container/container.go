@@ -23,6 +23,7 @@ package container
 //     (network.gc.interval + network.gc.wait, 20 min with CloudStack's values), too long in real time.
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -131,7 +132,7 @@ func open(sc *harness.Scenario, defects impl.Switches, ro harness.RunOptions) (h
 	}
 	w := &containerWorld{cl: cl, ctx: co.Ctx, log: co.Log, vmIDs: map[string]int64{}, netIDs: map[string]int64{},
 		hostState: map[string]string{},
-		grace:     2*cfg.Seconds("ping.interval") + 10*time.Second}
+		grace:     harness.ReportGrace(cfg)}
 	w.rec = harness.NewRecorder(time.Now)
 	w.start = time.Now()
 	r := &containerRun{w: w, sc: sc, run: co.Run, RealTime: harness.NewRealTime(co.Ctx)}
@@ -232,7 +233,7 @@ func (w *containerWorld) readHosts(ctx context.Context) error {
 		w.mu.Unlock()
 		if old != string(h.Status) {
 			w.rec.Emit(history.Event{Actor: "server", Kind: history.State, Object: "host:" + h.ID, From: old, To: string(h.Status), Detail: "listHosts"})
-			w.note("server: host %s %s -> %s", h.ID, or(old, "∅"), h.Status)
+			w.note("server: host %s %s -> %s", h.ID, cmp.Or(old, "∅"), h.Status)
 		}
 	}
 	return nil
@@ -409,7 +410,7 @@ func (w *containerWorld) waitJob(jobID int64) error {
 			if jr.Succeeded {
 				return nil
 			}
-			return errors.New(or(jr.Job.Result, "job failed"))
+			return errors.New(cmp.Or(jr.Job.Result, "job failed"))
 		}
 		if w.ctx.Err() != nil {
 			return w.ctx.Err()
@@ -819,7 +820,7 @@ func (w *containerWorld) End(i int, detail string) {
 		for !w.allUp() && time.Now().Before(deadline) && harness.SleepCtx(w.ctx, 100*time.Millisecond) {
 		}
 	}
-	w.note("fault %s ends: %s", f.Kind, or(detail, "done"))
+	w.note("fault %s ends: %s", f.Kind, cmp.Or(detail, "done"))
 	w.rec.EndFault(i, detail)
 }
 
@@ -839,13 +840,6 @@ func (w *containerWorld) PeerStart(string) error {
 }
 func (w *containerWorld) Heartbeat(string, bool) error {
 	return Capabilities.Refusal(harness.FaultCap("heartbeat-fail"))
-}
-
-func or(s, d string) string {
-	if s == "" {
-		return d
-	}
-	return s
 }
 
 // id and idOrEmpty write row ids as the invariants read them.

@@ -21,7 +21,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/csconform/csconform/impl"
 	"io"
 	"maps"
 	"regexp"
@@ -38,6 +37,7 @@ import (
 	"github.com/csconform/csconform/harness"
 	"github.com/csconform/csconform/harness/audit"
 	"github.com/csconform/csconform/harness/cloudclient"
+	"github.com/csconform/csconform/impl"
 	"github.com/csconform/csconform/model/host"
 	"github.com/csconform/csconform/model/linear"
 	"github.com/csconform/csconform/model/network"
@@ -65,7 +65,7 @@ func capabilities() harness.Capabilities {
 	}}
 	for _, k := range faults.Kinds {
 		if ef, ok := externalFaults[k.Name]; !ok || ef.inject == "" {
-			c.Lacks[harness.FaultCap(k.Name)] = or(ef.why, "unknown to the external world")
+			c.Lacks[harness.FaultCap(k.Name)] = cmp.Or(ef.why, "unknown to the external world")
 		}
 	}
 	return c
@@ -651,20 +651,7 @@ func (s *extRun) Records() harness.Records {
 
 type records struct{ w *extWorld }
 
-func (r records) VMState(name string) (vm.State, bool) {
-	w := r.w
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	id, ok := w.vmIDs[name]
-	if ok && w.last != nil {
-		for _, v := range w.last.VMs {
-			if v.ID == id {
-				return vm.State(v.State), true
-			}
-		}
-	}
-	return "", false
-}
+func (r records) VMState(name string) (vm.State, bool) { return r.w.vmState(name) }
 
 func (r records) NetworkState(name string) (network.State, bool) {
 	w := r.w
@@ -789,11 +776,4 @@ func (w *extWorld) finish(res *harness.Result) {
 	res.Violations = append([]harness.Violation(nil), w.viols...)
 	w.mu.Unlock()
 	harness.SortViolations(res.Violations)
-}
-
-func or(s, d string) string {
-	if s == "" {
-		return d
-	}
-	return s
 }

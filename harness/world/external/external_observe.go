@@ -1,6 +1,7 @@
 package external
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"slices"
@@ -171,7 +172,7 @@ func (w *extWorld) poolWrites(ips []invariant.IP) (later []history.Event) {
 		return history.Event{Actor: "server", Kind: history.IP, Object: "ip:" + a, From: from, To: to, Detail: "as listed (NICs)"}
 	}
 	for _, a := range slices.Sorted(maps.Keys(holders)) {
-		h, old := holders[a], or(w.ipHolder[a], "free")
+		h, old := holders[a], cmp.Or(w.ipHolder[a], "free")
 		if h == old {
 			continue
 		}
