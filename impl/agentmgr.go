@@ -87,7 +87,8 @@ func (am *AgentManager) serve(t *Thread, p Pipe) {
 		case m.Kind == MsgAnswer:
 			if a != nil {
 				if r := am.takePending(a, m.Seq); r != nil {
-					r.answer = &m
+					ans := m // a copy: &m would move every message read onto the heap
+					r.answer = &ans
 					r.done.Fire()
 				}
 			}

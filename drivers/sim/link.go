@@ -242,7 +242,7 @@ func (e *end) transmit(m impl.Message) {
 	if m.Kind == impl.MsgPing && m.OutOfBand && e == e.c.agent {
 		if d, ok := f.stale[e.c.host]; ok {
 			delete(f.stale, e.c.host)
-			f.s.After(at.Add(d).Sub(f.s.now), func() { peer.arrive(m) })
+			e.deliverLate(at.Add(d), m)
 			return
 		}
 	}
@@ -253,11 +253,24 @@ func (e *end) transmit(m impl.Message) {
 	// Messages clamped to one arrival time would be woken in the scheduler's tie order: each wake-up
 	// delivers the oldest message on the wire instead, so the order is the sending order.
 	e.wire = append(e.wire, m)
-	f.s.After(at.Sub(f.s.now), func() {
-		next := e.wire[0]
-		e.wire = e.wire[1:]
-		peer.arrive(next)
-	})
+	f.s.After(at.Sub(f.s.now), func() { peer.arrive(popFront(&e.wire)) })
+}
+
+// deliverLate hands m to the peer at the instant at, outside the wire's order (a stale report). Its own
+// function so that only these messages, not every one transmit sends, are captured on the heap.
+func (e *end) deliverLate(at time.Time, m impl.Message) {
+	peer := e.peer
+	e.f.s.After(at.Sub(e.f.s.now), func() { peer.arrive(m) })
+}
+
+// popFront takes a queue's oldest message, keeping its array: a queue resliced from the front loses
+// capacity at each pop and reallocates (a day of 200 hosts allocated 230 MB so).
+func popFront(q *[]impl.Message) impl.Message {
+	m := (*q)[0]
+	n := copy(*q, (*q)[1:])
+	(*q)[n] = impl.Message{}
+	*q = (*q)[:n]
+	return m
 }
 
 func (e *end) flush() {
@@ -282,9 +295,7 @@ func (e *end) Recv() (impl.Message, error) {
 	e.f.s.Point(impl.PointRecv)
 	for {
 		if len(e.inbox) > 0 {
-			m := e.inbox[0]
-			e.inbox = e.inbox[1:]
-			return m, nil
+			return popFront(&e.inbox), nil
 		}
 		if e.c.closed {
 			return impl.Message{}, impl.ErrClosed
