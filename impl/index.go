@@ -15,6 +15,10 @@ import (
 type index struct {
 	vmOrder, netOrder, nicOrder, volOrder, jobOrder []int64
 
+	// vmRows is vm_instance by id, in a slice: power sync reads two or three rows per reported domain,
+	// and a host's VMs, created together, sit together here (a map spreads them over its groups)
+	vmRows []*VMVO
+
 	vmByName map[string][]*VMVO // the rows themselves, by id
 	// vmLive is VMIDByName's answer, kept as rows are created and removed: power sync asks for every
 	// domain of every report, and a lookup that reached into the rows missed the cache at thousands of VMs
@@ -57,6 +61,7 @@ func removeID(s []int64, id int64) []int64 {
 
 // reindex rebuilds every index from the tables (after a load from the state file).
 func (db *DB) reindex() {
+	db.liveGen++
 	watching, changed := db.ix.watching, db.ix.changedSet
 	db.ix = index{vmByName: map[string][]*VMVO{}, vmLive: map[string]int64{}, vmByHost: map[string][]int64{}, vmByNet: map[int64][]int64{},
 		nicByVM: map[int64][]int64{}, volByVM: map[int64][]int64{}, jobByObj: map[jobObject][]int64{},
@@ -90,6 +95,12 @@ func (db *DB) reindex() {
 
 func (db *DB) indexVM(v *VMVO) {
 	db.ix.vmOrder = insertID(db.ix.vmOrder, v.ID)
+	if v.ID < maxDenseVMID {
+		if n := int(v.ID) + 1; n > len(db.ix.vmRows) {
+			db.ix.vmRows = slices.Grow(db.ix.vmRows, n-len(db.ix.vmRows))[:n]
+		}
+		db.ix.vmRows[v.ID] = v
+	}
 	byName := db.ix.vmByName[v.Name]
 	i, found := slices.BinarySearchFunc(byName, v.ID, func(r *VMVO, id int64) int { return cmp.Compare(r.ID, id) })
 	if !found {
@@ -104,8 +115,25 @@ func (db *DB) indexVM(v *VMVO) {
 	}
 }
 
+// maxDenseVMID bounds vmRows: a state file may hold any id, and a slice as long as the largest would
+// not fit in memory; rows above it are looked up in the table.
+const maxDenseVMID = 1 << 22
+
+// vmRow is db.vms[id], through vmRows.
+func (db *DB) vmRow(id int64) (*VMVO, bool) {
+	switch {
+	case id >= maxDenseVMID:
+		v, ok := db.vms[id]
+		return v, ok
+	case id < 0 || id >= int64(len(db.ix.vmRows)) || db.ix.vmRows[id] == nil:
+		return nil, false
+	}
+	return db.ix.vmRows[id], true
+}
+
 // liveName keeps vmLive for a name: the lowest id among its rows not removed.
 func (db *DB) liveName(name string) {
+	db.liveGen++
 	for _, r := range db.ix.vmByName[name] {
 		if !r.Removed {
 			db.ix.vmLive[name] = r.ID
@@ -157,6 +185,18 @@ func rowsOf[V any](table map[int64]*V, ids []int64, f func(*V) bool) []*V {
 	var out []*V
 	for _, id := range ids {
 		if v, ok := table[id]; ok && (f == nil || f(v)) {
+			c := *v
+			out = append(out, &c)
+		}
+	}
+	return out
+}
+
+// vmRowsOf is rowsOf for vm_instance, through vmRows.
+func (db *DB) vmRowsOf(ids []int64, f func(*VMVO) bool) []*VMVO {
+	var out []*VMVO
+	for _, id := range ids {
+		if v, ok := db.vmRow(id); ok && (f == nil || f(v)) {
 			c := *v
 			out = append(out, &c)
 		}

@@ -12,10 +12,12 @@ import (
 
 // processHostVmStateReport handles a report of powered-on domains; force is the ping's outOfBand flag.
 func (s *Server) processHostVmStateReport(t *Thread, hostID string, report []string, collected time.Time, force bool) {
-	var reported []int64
+	reported := make([]int64, 0, len(report))
 	var unknown []string
-	for _, name := range report {
-		if id, ok := s.DB.VMIDByName(name); ok {
+	hints := s.takeNameHints(hostID, len(report))
+	defer s.putNameHints(hostID, hints)
+	for i, name := range report {
+		if id, ok := s.DB.VMIDByNameHinted(name, &hints[i]); ok {
 			reported = append(reported, id)
 		} else {
 			unknown = append(unknown, name)
@@ -33,6 +35,28 @@ func (s *Server) processHostVmStateReport(t *Thread, hostID string, report []str
 		}
 	}
 	s.processMissingVmReport(t, hostID, reported, force)
+}
+
+// takeNameHints lends the name hints of a host's last report (power sync looks up the same names at
+// every ping); a report of the same host handled meanwhile gets fresh ones.
+func (s *Server) takeNameHints(hostID string, n int) []NameHint {
+	s.mu.Lock()
+	h := s.nameHints[hostID]
+	delete(s.nameHints, hostID)
+	s.mu.Unlock()
+	if len(h) < n {
+		h = append(h, make([]NameHint, n-len(h))...)
+	}
+	return h
+}
+
+func (s *Server) putNameHints(hostID string, h []NameHint) {
+	s.mu.Lock()
+	if s.nameHints == nil {
+		s.nameHints = map[string][]NameHint{}
+	}
+	s.nameHints[hostID] = h
+	s.mu.Unlock()
 }
 
 // reportPredatesStateChange is the C3 fix: a power-on entry collected before the VM's last state

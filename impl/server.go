@@ -33,13 +33,15 @@ type Server struct {
 	ha      *HighAvailabilityManager
 	started time.Time
 
-	// mu guards threadNo and unknownOnHost when the server's threads are real goroutines. Like every
-	// Go mutex in impl it is never held across a call into Env, a Pipe or a Hypervisor: in the
+	// mu guards threadNo, unknownOnHost and nameHints when the server's threads are real goroutines.
+	// Like every Go mutex in impl it is never held across a call into Env, a Pipe or a Hypervisor: in the
 	// simulator a task parks inside those, and a parked task holding a mutex would stop the world.
 	mu       sync.Mutex
 	threadNo int
 	// unknownOnHost remembers the unknown domains last reported per host (PR #14207).
 	unknownOnHost map[string]string
+	// nameHints keeps each host's power-sync lookups between its reports (takeNameHints)
+	nameHints map[string][]NameHint
 
 	// syncTransitioningVmPowerState is vm.sync.power.state.transitioning, read once at start as
 	// VMMI.configure does (the key is not dynamic).

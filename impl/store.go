@@ -42,7 +42,11 @@ type DB struct {
 	haWork    map[int64]*HaWorkVO  // op_ha_work (hawork.go)
 	haWorkSeq int64
 	nextID    int64
-	ix        index // secondary indexes (index.go)
+	// vmSlab is where CreateVM puts new rows, 64 to an array: a host's VMs, deployed together, share
+	// cache lines that power sync reads at every report (rows are never freed, so neither are arrays)
+	vmSlab  []VMVO
+	liveGen uint64 // bumped at each change of the live names (NameHint)
+	ix      index  // secondary indexes (index.go)
 
 	disk     *disk       // the state file (nil = memory only); see persist.go
 	detached atomic.Bool // a stopping server: commits no longer reach the disk
@@ -196,8 +200,12 @@ func (db *DB) CreateVM(actor, name, typ string, networks []int64) *VMVO {
 	point(db.env, PointWrite)
 	db.lock()
 	defer db.commit()
-	v := &VMVO{ID: db.id(), Type: typ, State: vm.Stopped, NetworkIDs: append([]int64(nil), networks...),
-		Created: db.env.Now(), UpdateTime: db.env.Now(), PowerState: vm.PowerOff}
+	if len(db.vmSlab) == cap(db.vmSlab) {
+		db.vmSlab = make([]VMVO, 0, 64)
+	}
+	db.vmSlab = append(db.vmSlab, VMVO{ID: db.id(), Type: typ, State: vm.Stopped, NetworkIDs: append([]int64(nil), networks...),
+		Created: db.env.Now(), UpdateTime: db.env.Now(), PowerState: vm.PowerOff})
+	v := &db.vmSlab[len(db.vmSlab)-1]
 	if name == "" {
 		if typ == "DomainRouter" {
 			name = fmt.Sprintf("r-%d-VM", v.ID)
@@ -219,7 +227,7 @@ func (db *DB) VM(id int64) *VMVO {
 	point(db.env, PointRead)
 	db.lock()
 	defer db.mu.Unlock()
-	v, ok := db.vms[id]
+	v, ok := db.vmRow(id)
 	if !ok {
 		return nil
 	}
@@ -253,6 +261,33 @@ func (db *DB) VMIDByName(name string) (int64, bool) {
 	return id, ok
 }
 
+// NameHint remembers one VMIDByName answer for a caller that asks for the same names over and over
+// (power sync: every domain of every report of a host). It answers again, without the index's lookup,
+// for the same name while no VM has been created, removed or renamed since: the same answer, read at
+// the same scheduling point. The zero NameHint holds nothing.
+type NameHint struct {
+	db   *DB // generations of different DBs (a reload, another server's) say nothing of each other
+	name string
+	id   int64
+	ok   bool
+	gen  uint64
+}
+
+// VMIDByNameHinted is VMIDByName through h (nil: none).
+func (db *DB) VMIDByNameHinted(name string, h *NameHint) (int64, bool) {
+	point(db.env, PointRead)
+	db.lock()
+	defer db.mu.Unlock()
+	if h != nil && h.db == db && h.gen == db.liveGen && h.name == name {
+		return h.id, h.ok
+	}
+	id, ok := db.ix.vmLive[name]
+	if h != nil {
+		*h = NameHint{db: db, name: name, id: id, ok: ok, gen: db.liveGen}
+	}
+	return id, ok
+}
+
 // VMStamp is what a VM's last state change left in its row: name, state and update_time.
 type VMStamp struct {
 	Name       string
@@ -266,7 +301,7 @@ func (db *DB) VMStampOf(id int64) (VMStamp, bool) {
 	point(db.env, PointRead)
 	db.lock()
 	defer db.mu.Unlock()
-	v, ok := db.vms[id]
+	v, ok := db.vmRow(id)
 	if !ok {
 		return VMStamp{}, false
 	}
@@ -291,14 +326,14 @@ func (db *DB) VMs(f func(*VMVO) bool) []*VMVO {
 	point(db.env, PointRead)
 	db.lock()
 	defer db.mu.Unlock()
-	return rowsOf(db.vms, db.ix.vmOrder, f)
+	return db.vmRowsOf(db.ix.vmOrder, f)
 }
 
 // VMsOnHost lists the VM rows whose host_id is hostID matching f, by id (the host index).
 func (db *DB) VMsOnHost(hostID string, f func(*VMVO) bool) []*VMVO {
 	db.lock()
 	defer db.mu.Unlock()
-	return rowsOf(db.vms, db.ix.vmByHost[hostID], f)
+	return db.vmRowsOf(db.ix.vmByHost[hostID], f)
 }
 
 // HostVMs is VMs restricted to host_id hostID through the host index: the same rows in the same
@@ -312,7 +347,7 @@ func (db *DB) HostVMs(hostID string, f func(*VMVO) bool) []*VMVO {
 func (db *DB) SetHAEnabled(id int64, on bool) {
 	db.lock()
 	defer db.commit()
-	if v, ok := db.vms[id]; ok {
+	if v, ok := db.vmRow(id); ok {
 		v.HAEnabled = on
 		db.touch(tVM, id)
 	}
@@ -322,7 +357,7 @@ func (db *DB) SetHAEnabled(id int64, on bool) {
 func (db *DB) VMsInNetwork(nid int64, f func(*VMVO) bool) []*VMVO {
 	db.lock()
 	defer db.mu.Unlock()
-	return rowsOf(db.vms, db.ix.vmByNet[nid], f)
+	return db.vmRowsOf(db.ix.vmByNet[nid], f)
 }
 
 // UpdateVMState is VMInstanceDaoImpl.updateState: an optimistic write keyed on state, host and
@@ -331,7 +366,7 @@ func (db *DB) UpdateVMState(actor string, old *VMVO, ev vm.Event, newState vm.St
 	point(db.env, PointWrite)
 	db.lock()
 	defer db.commit()
-	row, ok := db.vms[old.ID]
+	row, ok := db.vmRow(old.ID)
 	if !ok {
 		return false
 	}
@@ -369,7 +404,7 @@ func (db *DB) RemoveVM(actor string, id int64) {
 	point(db.env, PointWrite)
 	db.lock()
 	defer db.commit()
-	if v, ok := db.vms[id]; ok {
+	if v, ok := db.vmRow(id); ok {
 		v.Removed = true
 		db.liveName(v.Name)
 		db.touch(tVM, id)
@@ -384,7 +419,7 @@ func (db *DB) UpdatePowerState(actor string, id int64, ps vm.PowerState, hostID 
 	point(db.env, PointWrite)
 	db.lock()
 	defer db.commit()
-	v, ok := db.vms[id]
+	v, ok := db.vmRow(id)
 	if !ok {
 		return false
 	}
@@ -415,7 +450,7 @@ func (db *DB) SetPowerState(actor string, id int64, ps vm.PowerState) {
 	point(db.env, PointWrite)
 	db.lock()
 	defer db.commit()
-	if v, ok := db.vms[id]; ok && v.PowerState != ps {
+	if v, ok := db.vmRow(id); ok && v.PowerState != ps {
 		db.emit(history.Event{Actor: actor, Kind: history.Power, Object: VMObject(id), From: string(v.PowerState), To: string(ps), Detail: v.Name})
 		v.PowerState = ps
 		v.PowerStateUpdateTime = db.env.Now()
@@ -429,7 +464,7 @@ func (db *DB) ResetVMPowerStateTracking(id int64) {
 	point(db.env, PointWrite)
 	db.lock()
 	defer db.commit()
-	if v, ok := db.vms[id]; ok {
+	if v, ok := db.vmRow(id); ok {
 		v.PowerStateUpdateCount = 0
 		v.PowerStateUpdateTime = db.env.Now()
 		db.touch(tVM, id)
