@@ -152,6 +152,9 @@ func LookupConfigKey(name string) (ConfigKey, bool) {
 type Config struct {
 	mu     sync.RWMutex // a value may be changed while the server's threads read it
 	values map[string]string
+	// nums holds the numeric values parsed, until Set changes them: power sync reads ping.interval for
+	// each report, and parsing it each time was a tenth of a 200-host day
+	nums map[string]float64
 }
 
 // NewConfig returns the defaults with overrides applied; an unknown key or a bad value is an error.
@@ -185,6 +188,7 @@ func (c *Config) Set(name, value string) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.values[name] = value
+	delete(c.nums, name)
 	return nil
 }
 
@@ -196,10 +200,25 @@ func (c *Config) Get(name string) string {
 }
 
 func (c *Config) num(name string) float64 {
-	v, err := strconv.ParseFloat(c.Get(name), 64)
+	c.mu.RLock()
+	v, ok := c.nums[name]
+	text := c.values[name]
+	c.mu.RUnlock()
+	if ok {
+		return v
+	}
+	v, err := strconv.ParseFloat(text, 64)
 	if err != nil {
 		panic(fmt.Sprintf("config %s: %v", name, err))
 	}
+	c.mu.Lock()
+	if c.values[name] == text { // not Set meanwhile
+		if c.nums == nil {
+			c.nums = map[string]float64{}
+		}
+		c.nums[name] = v
+	}
+	c.mu.Unlock()
 	return v
 }
 

@@ -120,3 +120,27 @@ func TestProfilesAndDefects(t *testing.T) {
 		t.Fatal("unknown profile accepted")
 	}
 }
+
+// TestConfigNumbersFollowSet: a numeric key read once (and so parsed once) reads the new value after
+// Set, as a dynamic key does at each use.
+func TestConfigNumbersFollowSet(t *testing.T) {
+	c, err := NewConfig(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range []struct {
+		set  string
+		want time.Duration
+	}{{"", 60 * time.Second}, {"10", 10 * time.Second}, {"10", 10 * time.Second}, {"3", 3 * time.Second}} {
+		if v.set != "" {
+			if err := c.Set("ping.interval", v.set); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for range 2 {
+			if got := c.PingInterval(); got != v.want {
+				t.Fatalf("after Set(%q): ping.interval reads %v, want %v", v.set, got, v.want)
+			}
+		}
+	}
+}
