@@ -15,11 +15,12 @@ type benchOpts struct {
 	seeds, budget int
 	detectors     string
 	// the scale bench
-	scale               string
-	scaleRun            int
-	scaleRuns           int
-	profile, cpuprofile string
-	sf                  scaleFlags
+	scale     string
+	scaleRun  int
+	scaleRuns int
+	profile   string
+	prof      scaleProfiles
+	sf        scaleFlags
 	// the defect table and the generators' throughput
 	shrink     time.Duration
 	throughput int
@@ -37,7 +38,8 @@ func benchFlags(fs *pflag.FlagSet, o *benchOpts) {
 	_ = fs.MarkHidden("scale-run")
 	fs.IntVar(&o.scaleRuns, "scale-runs", 1, "the scale bench: run each size `N` times and print the median (3 or 5 on a noisy machine: one run's growth factor can be off by a third)")
 	fs.StringVar(&o.profile, "profile", impl.Fixed, "the scale bench's profile `P`")
-	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "the scale bench: write a CPU profile of each size to `FILE`.<hosts>")
+	fs.StringVar(&o.prof.cpu, "cpuprofile", "", "the scale bench: write a CPU profile of each size to `FILE`.<hosts>")
+	fs.StringVar(&o.prof.mem, "memprofile", "", "the scale bench: write an allocation profile of each size to `FILE`.<hosts>")
 	o.sf = addScaleFlags(fs)
 	fs.DurationVar(&o.shrink, "shrink", time.Millisecond, "how long `D` each finding may shrink (10s for counterexamples as short as they get)")
 	fs.IntVar(&o.throughput, "throughput", 1000, "explore `N` cases under fixed with the classic generator and with the current one, and print both speeds and coverages side by side (0: skip)")

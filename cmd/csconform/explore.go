@@ -295,10 +295,10 @@ func benchDefects() []string {
 func benchCmd(o *benchOpts, stdout, stderr io.Writer) int {
 	tty := isTerminal(stderr)
 	if o.scaleRun > 0 {
-		return runScaleOne(o.scaleRun, o.sf, o.profile, o.cpuprofile, stdout, stderr)
+		return runScaleOne(o.scaleRun, o.sf, o.profile, o.prof, stdout, stderr)
 	}
 	if o.scale != "" {
-		return benchScale(o.scale, o.scaleRuns, o.sf, o.profile, o.cpuprofile, stdout, stderr)
+		return benchScale(o.scale, o.scaleRuns, o.sf, o.profile, o.prof, stdout, stderr)
 	}
 	if o.shrink <= 0 || o.throughput < 0 {
 		fmt.Fprintln(stderr, "csconform bench: --shrink must be positive and --throughput not negative")

@@ -71,8 +71,23 @@ type scaleRun struct {
 	MaxRSS     int64         `json:"-"` // KiB
 }
 
+// scaleProfiles names the profiles a scale run writes ("": none).
+type scaleProfiles struct{ cpu, mem string }
+
+// of is the profiles of the run of n hosts: each size its own files.
+func (p scaleProfiles) of(n int) []string {
+	var args []string
+	if p.cpu != "" {
+		args = append(args, "--cpuprofile", fmt.Sprintf("%s.%d", p.cpu, n))
+	}
+	if p.mem != "" {
+		args = append(args, "--memprofile", fmt.Sprintf("%s.%d", p.mem, n))
+	}
+	return args
+}
+
 // runScaleOne runs one size in this process and prints its scaleRun as JSON.
-func runScaleOne(hosts int, sf scaleFlags, profile, cpuprofile string, stdout, stderr io.Writer) int {
+func runScaleOne(hosts int, sf scaleFlags, profile string, prof scaleProfiles, stdout, stderr io.Writer) int {
 	// The simulator runs one task at a time: a second P only moves each hand-off between goroutines
 	// to another thread (measured on 2 cores, 24 h of 100 and 200 hosts, 5 runs each: wall 6.09 and
 	// 15.40 s with two, 4.31 and 9.76 s with one). GOMAXPROCS set in the environment wins.
@@ -84,8 +99,8 @@ func runScaleOne(hosts int, sf scaleFlags, profile, cpuprofile string, stdout, s
 		fmt.Fprintln(stderr, "csconform bench:", err)
 		return exitBadInput
 	}
-	if cpuprofile != "" {
-		f, err := os.Create(cpuprofile)
+	if prof.cpu != "" {
+		f, err := os.Create(prof.cpu)
 		if err != nil {
 			fmt.Fprintln(stderr, "csconform bench:", err)
 			return exitBadInput
@@ -105,13 +120,32 @@ func runScaleOne(hosts int, sf scaleFlags, profile, cpuprofile string, stdout, s
 	}
 	r := scaleRun{Hosts: hosts, VMs: hosts * *sf.vmsPerHost, Wall: time.Since(t0), Simulated: res.VirtualEnd, Steps: res.Steps,
 		Violations: len(res.Violations), Mismatches: len(res.Mismatches)}
+	if prof.mem != "" {
+		if err := writeAllocs(prof.mem); err != nil {
+			fmt.Fprintln(stderr, "csconform bench:", err)
+			return exitBadInput
+		}
+	}
 	json.NewEncoder(stdout).Encode(r)
 	return exitOK
 }
 
+// writeAllocs writes the allocation profile so far to path.
+func writeAllocs(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
 // benchScale runs each size in a child process and prints wall and CPU time, steps/s, the simulated:real
 // ratio, peak RSS and the growth factor from the size before.
-func benchScale(sizes string, runs int, sf scaleFlags, profile, cpuprofile string, stdout, stderr io.Writer) int {
+func benchScale(sizes string, runs int, sf scaleFlags, profile string, prof scaleProfiles, stdout, stderr io.Writer) int {
 	if runs < 1 || runs > 25 {
 		fmt.Fprintf(stderr, "csconform bench: --scale-runs wants 1 to 25, got %d\n", runs)
 		return exitBadInput
@@ -143,9 +177,7 @@ func benchScale(sizes string, runs int, sf scaleFlags, profile, cpuprofile strin
 	for _, n := range hosts {
 		args := []string{"bench", "--scale-run", strconv.Itoa(n), "--profile", profile,
 			"--vms-per-host", strconv.Itoa(*sf.vmsPerHost), "--vms-per-network", strconv.Itoa(*sf.vmsPerNetwork), "--duration", sf.duration.String()}
-		if cpuprofile != "" {
-			args = append(args, "--cpuprofile", fmt.Sprintf("%s.%d", cpuprofile, n))
-		}
+		args = append(args, prof.of(n)...)
 		var all []scaleRun
 		for range runs {
 			cmd := exec.Command(self, args...)

@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -28,4 +30,22 @@ func TestScaleCommands(t *testing.T) {
 		require.Equal(t, exitBadInput, run(args, &out, &errOut), "%v", args)
 		require.NotEmpty(t, errOut.String(), "%v", args)
 	}
+}
+
+// TestScaleRunWritesProfiles: one size's run writes the CPU and allocation profiles it is given, and
+// says so when it cannot.
+func TestScaleRunWritesProfiles(t *testing.T) {
+	dir := t.TempDir()
+	cpu, mem := filepath.Join(dir, "cpu"), filepath.Join(dir, "mem")
+	var out, errOut bytes.Buffer
+	require.Equal(t, exitOK, run([]string{"bench", "--scale-run", "2", "--vms-per-host", "2", "--duration", "10m", "--cpuprofile", cpu, "--memprofile", mem}, &out, &errOut), errOut.String())
+	require.Contains(t, out.String(), `"hosts":2`)
+	for _, f := range []string{cpu, mem} {
+		st, err := os.Stat(f)
+		require.NoError(t, err)
+		require.NotZero(t, st.Size(), f)
+	}
+	errOut.Reset()
+	require.Equal(t, exitBadInput, run([]string{"bench", "--scale-run", "2", "--vms-per-host", "2", "--duration", "10m", "--memprofile", filepath.Join(dir, "no", "such")}, &out, &errOut))
+	require.Contains(t, errOut.String(), "no such file")
 }
