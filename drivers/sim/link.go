@@ -39,9 +39,9 @@ type end struct {
 	f       *Fabric
 	c       *conn
 	peer    *end
-	inbox   []impl.Message
+	inbox   msgQueue
 	held    []impl.Message // sent while the link was cut
-	wire    []impl.Message // sent, not arrived yet, in sending order
+	wire    msgQueue       // sent, not arrived yet, in sending order
 	lastArr time.Time
 	sig     impl.Signal
 }
@@ -252,8 +252,8 @@ func (e *end) transmit(m impl.Message) {
 	e.lastArr = at
 	// Messages clamped to one arrival time would be woken in the scheduler's tie order: each wake-up
 	// delivers the oldest message on the wire instead, so the order is the sending order.
-	e.wire = append(e.wire, m)
-	f.s.After(at.Sub(f.s.now), func() { peer.arrive(popFront(&e.wire)) })
+	e.wire.push(m)
+	f.s.After(at.Sub(f.s.now), func() { peer.arrive(e.wire.pop()) })
 }
 
 // deliverLate hands m to the peer at the instant at, outside the wire's order (a stale report). Its own
@@ -263,13 +263,33 @@ func (e *end) deliverLate(at time.Time, m impl.Message) {
 	e.f.s.After(at.Sub(e.f.s.now), func() { peer.arrive(m) })
 }
 
-// popFront takes a queue's oldest message, keeping its array: a queue resliced from the front loses
-// capacity at each pop and reallocates (a day of 200 hosts allocated 230 MB so).
-func popFront(q *[]impl.Message) impl.Message {
-	m := (*q)[0]
-	n := copy(*q, (*q)[1:])
-	(*q)[n] = impl.Message{}
-	*q = (*q)[:n]
+// msgQueue is a FIFO of messages that keeps its array: a slice resliced from the front loses capacity
+// at each pop and reallocates (a day of 200 hosts allocated 230 MB so), and one copied down at each pop
+// pays for its length.
+type msgQueue struct {
+	buf  []impl.Message
+	head int
+}
+
+func (q *msgQueue) len() int { return len(q.buf) - q.head }
+
+func (q *msgQueue) push(m impl.Message) {
+	if q.head > 0 && len(q.buf) == cap(q.buf) { // room at the front: move down rather than grow
+		n := copy(q.buf, q.buf[q.head:])
+		clear(q.buf[n:])
+		q.buf, q.head = q.buf[:n], 0
+	}
+	q.buf = append(q.buf, m)
+}
+
+// pop takes the oldest message; the queue must not be empty.
+func (q *msgQueue) pop() impl.Message {
+	m := q.buf[q.head]
+	q.buf[q.head] = impl.Message{} // its strings and slices are the receiver's now
+	q.head++
+	if q.head == len(q.buf) {
+		q.buf, q.head = q.buf[:0], 0
+	}
 	return m
 }
 
@@ -285,7 +305,7 @@ func (e *end) arrive(m impl.Message) {
 	if e.c.closed {
 		return
 	}
-	e.inbox = append(e.inbox, m)
+	e.inbox.push(m)
 	if e.sig != nil {
 		e.sig.Fire()
 	}
@@ -294,8 +314,8 @@ func (e *end) arrive(m impl.Message) {
 func (e *end) Recv() (impl.Message, error) {
 	e.f.s.Point(impl.PointRecv)
 	for {
-		if len(e.inbox) > 0 {
-			return popFront(&e.inbox), nil
+		if e.inbox.len() > 0 {
+			return e.inbox.pop(), nil
 		}
 		if e.c.closed {
 			return impl.Message{}, impl.ErrClosed

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"pgregory.net/rapid"
+
+	"github.com/csconform/csconform/impl"
 )
 
 // TestWakeQueuePopsInKeyOrder: the queue pops wake-ups in (at, tie, seq) order, as the container/heap
@@ -42,6 +44,36 @@ func TestWakeQueuePopsInKeyOrder(t *testing.T) {
 			ref = slices.Insert(ref, j, w)
 			if q.peek() != ref[0] {
 				t.Fatalf("op %d: the head is seq %d, want seq %d", i, q.peek().seq, ref[0].seq)
+			}
+		}
+	})
+}
+
+// TestMsgQueueIsFIFO: a message queue hands messages out in the order they went in, under any
+// interleaving of pushes and pops, and holds no message it has handed out.
+func TestMsgQueueIsFIFO(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		var q msgQueue
+		var ref []int64
+		next := int64(1)
+		for i, n := 0, rapid.IntRange(1, 300).Draw(t, "ops"); i < n; i++ {
+			if len(ref) > 0 && rapid.IntRange(0, 2).Draw(t, "pop") == 0 {
+				if got := q.pop().Seq; got != ref[0] {
+					t.Fatalf("popped %d, want %d", got, ref[0])
+				}
+				ref = ref[1:]
+			} else {
+				q.push(impl.Message{Seq: next, Kind: impl.MsgPing})
+				ref = append(ref, next)
+				next++
+			}
+			if q.len() != len(ref) {
+				t.Fatalf("len %d, want %d", q.len(), len(ref))
+			}
+			for j, m := range q.buf {
+				if (j < q.head) != (m.Kind == "") {
+					t.Fatalf("slot %d (head %d) holds %+v", j, q.head, m)
+				}
 			}
 		}
 	})
