@@ -107,7 +107,7 @@ func (s *Server) reportUnknownInstances(t *Thread, hostID string, names []string
 
 func (s *Server) processMissingVmReport(t *Thread, hostID string, reported []int64, force bool) {
 	startTime := s.Env.Now()
-	cands := s.DB.VMsOnHost(hostID, func(v *VMVO) bool {
+	cands := s.DB.HostVMs(hostID, func(v *VMVO) bool {
 		return !v.Removed && v.HostID == hostID && (v.State == vm.Running || v.State == vm.Stopping || v.State == vm.Starting) &&
 			!slices.Contains(reported, v.ID)
 	})
