@@ -182,21 +182,14 @@ func (db *DB) indexJob(j *JobVO) {
 
 // rowsOf copies the rows of ids (in the order given) that match f (nil: all).
 func rowsOf[V any](table map[int64]*V, ids []int64, f func(*V) bool) []*V {
-	var out []*V
-	for _, id := range ids {
-		if v, ok := table[id]; ok && (f == nil || f(v)) {
-			c := *v
-			out = append(out, &c)
-		}
-	}
-	return out
+	return rowsBy(func(id int64) (*V, bool) { v, ok := table[id]; return v, ok }, ids, f)
 }
 
-// vmRowsOf is rowsOf for vm_instance, through vmRows.
-func (db *DB) vmRowsOf(ids []int64, f func(*VMVO) bool) []*VMVO {
-	var out []*VMVO
+// rowsBy is rowsOf with rows found by get (vm_instance's through vmRow).
+func rowsBy[V any](get func(int64) (*V, bool), ids []int64, f func(*V) bool) []*V {
+	var out []*V
 	for _, id := range ids {
-		if v, ok := db.vmRow(id); ok && (f == nil || f(v)) {
+		if v, ok := get(id); ok && (f == nil || f(v)) {
 			c := *v
 			out = append(out, &c)
 		}

@@ -251,15 +251,9 @@ func (db *DB) VMByName(name string) *VMVO {
 	return &c
 }
 
-// VMIDByName is VMByName for callers that need only the id (power sync, once per reported domain
-// per report): the same read and the same scheduling point, without copying the row.
-func (db *DB) VMIDByName(name string) (int64, bool) {
-	point(db.env, PointRead)
-	db.lock()
-	defer db.mu.Unlock()
-	id, ok := db.ix.vmLive[name]
-	return id, ok
-}
+// VMIDByName is VMByName for callers that need only the id: the same read and the same scheduling
+// point, without copying the row (power sync asks through a hint, VMIDByNameHinted).
+func (db *DB) VMIDByName(name string) (int64, bool) { return db.VMIDByNameHinted(name, nil) }
 
 // NameHint remembers one VMIDByName answer for a caller that asks for the same names over and over
 // (power sync: every domain of every report of a host). It answers again, without the index's lookup,
@@ -326,14 +320,14 @@ func (db *DB) VMs(f func(*VMVO) bool) []*VMVO {
 	point(db.env, PointRead)
 	db.lock()
 	defer db.mu.Unlock()
-	return db.vmRowsOf(db.ix.vmOrder, f)
+	return rowsBy(db.vmRow, db.ix.vmOrder, f)
 }
 
 // VMsOnHost lists the VM rows whose host_id is hostID matching f, by id (the host index).
 func (db *DB) VMsOnHost(hostID string, f func(*VMVO) bool) []*VMVO {
 	db.lock()
 	defer db.mu.Unlock()
-	return db.vmRowsOf(db.ix.vmByHost[hostID], f)
+	return rowsBy(db.vmRow, db.ix.vmByHost[hostID], f)
 }
 
 // HostVMs is VMs restricted to host_id hostID through the host index: the same rows in the same
@@ -357,7 +351,7 @@ func (db *DB) SetHAEnabled(id int64, on bool) {
 func (db *DB) VMsInNetwork(nid int64, f func(*VMVO) bool) []*VMVO {
 	db.lock()
 	defer db.mu.Unlock()
-	return db.vmRowsOf(db.ix.vmByNet[nid], f)
+	return rowsBy(db.vmRow, db.ix.vmByNet[nid], f)
 }
 
 // UpdateVMState is VMInstanceDaoImpl.updateState: an optimistic write keyed on state, host and
