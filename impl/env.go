@@ -94,7 +94,8 @@ type Hypervisor interface {
 	WaitReady(name string, timeout time.Duration) error
 	// Stop destroys the domain and returns once it is gone; a domain that does not exist is not an error.
 	Stop(name string) error
-	// Running lists the powered-on domains, sorted by name.
+	// Running lists the powered-on domains, sorted by name. The caller must not modify the answer
+	// (a driver may hand the same slice to every caller until a domain changes).
 	Running() []string
 	// DeleteVolume removes a volume; it fails while a running domain holds it open.
 	DeleteVolume(path string) error

@@ -2,7 +2,6 @@ package sim
 
 import (
 	"fmt"
-	"slices"
 	"sort"
 	"time"
 
@@ -21,7 +20,8 @@ type Host struct {
 	// BootDelay gives the time from create to the guest's "ready" line for a domain.
 	BootDelay func(spec impl.DomainSpec) time.Duration
 	version   uint64 // counts the changes to domains (Version)
-	// running is Running's answer at version runningAt (each ping asks; few change anything)
+	// running is Running's answer at version runningAt (each ping asks; few change anything); never
+	// written in place once handed out
 	running   []string
 	runningAt uint64
 	// off: powered off; beatStopped: when the storage heartbeat stopped (zero: beating). See power.go.
@@ -145,21 +145,28 @@ func (h *Host) halt(d *domain, detail string) {
 	h.emit(impl.LifecycleEvent{Domain: d.spec.Name, Event: "STOPPED", Detail: detail})
 }
 
+// Running is shared, not copied: every ping asks, and a quiet host's answer does not change. A
+// change builds a new array, so an answer already handed out (a report on the wire) stays as it
+// was; the answer's capacity is its length, so a caller's append copies instead of writing into it.
 func (h *Host) Running() []string {
 	if h.running == nil || h.runningAt != h.version {
-		h.running = h.running[:0]
+		var names []string
 		for n, d := range h.domains {
 			if d.running {
-				h.running = append(h.running, n)
+				names = append(names, n)
 			}
 		}
-		sort.Strings(h.running)
+		sort.Strings(names)
+		h.running = names[:len(names):len(names)]
+		if h.running == nil {
+			h.running = []string{}
+		}
 		h.runningAt = h.version
 	}
 	if len(h.running) == 0 {
 		return nil
 	}
-	return slices.Clone(h.running)
+	return h.running
 }
 
 func (h *Host) DeleteVolume(path string) error {

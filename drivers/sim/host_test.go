@@ -41,3 +41,34 @@ func TestDomainsVersionMovesWithEveryHost(t *testing.T) {
 		t.Fatal("DomainsVersion never moved")
 	}
 }
+
+// TestRunningAnswersStayAsHandedOut: Running shares its answer between calls, so a report already on
+// the wire must not change when a domain does, and a caller's append must not write into it.
+func TestRunningAnswersStayAsHandedOut(t *testing.T) {
+	s := NewScheduler(1)
+	defer s.Close()
+	h := NewHost(s, "h1")
+	s.Go("t", func() {
+		_ = h.Start(impl.DomainSpec{Name: "i-2-2-VM"})
+		_ = h.Start(impl.DomainSpec{Name: "i-2-1-VM"})
+		first := h.Running()
+		if again := h.Running(); &again[0] != &first[0] {
+			t.Errorf("an unchanged host built a new answer")
+		}
+		_ = append(first, "i-2-9-VM")
+		_ = h.Stop("i-2-1-VM")
+		_ = h.Start(impl.DomainSpec{Name: "i-2-0-VM"})
+		if got := h.Running(); len(got) != 2 || got[0] != "i-2-0-VM" || got[1] != "i-2-2-VM" {
+			t.Errorf("after the change: %v", got)
+		}
+		if len(first) != 2 || first[0] != "i-2-1-VM" || first[1] != "i-2-2-VM" {
+			t.Errorf("an answer handed out changed: %v", first)
+		}
+		if again := h.Running(); cap(again) != len(again) {
+			t.Errorf("an answer has room (%d > %d): a caller's append would write into it", cap(again), len(again))
+		}
+	})
+	if err := s.RunFor(time.Minute); err != nil {
+		t.Fatal(err)
+	}
+}
