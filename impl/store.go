@@ -224,16 +224,27 @@ func (db *DB) CreateVM(actor, name, typ string, networks []int64) *VMVO {
 
 // VM reads a VM row (nil if missing).
 func (db *DB) VM(id int64) *VMVO {
+	c, ok := db.vmCopy(id)
+	if !ok {
+		return nil
+	}
+	return &c
+}
+
+// vmCopy is VM's read. The getters that return a copy are this small so that they inline: a caller
+// that only reads the copy keeps it on its stack instead of allocating it (power sync and the agent
+// manager read a row per message).
+func (db *DB) vmCopy(id int64) (VMVO, bool) {
 	point(db.env, PointRead)
 	db.lock()
 	defer db.mu.Unlock()
 	v, ok := db.vmRow(id)
 	if !ok {
-		return nil
+		return VMVO{}, false
 	}
 	c := *v
 	c.NetworkIDs = append([]int64(nil), v.NetworkIDs...)
-	return &c
+	return c, true
 }
 
 // VMByName finds a live (not removed) VM by instance name: the one with the lowest id (the vmLive
@@ -503,15 +514,22 @@ func (db *DB) CreateNetwork(actor, name string, persistent bool, poolSize int) *
 
 // Network reads a network row (nil if missing).
 func (db *DB) Network(id int64) *NetworkVO {
+	c, ok := db.networkCopy(id)
+	if !ok {
+		return nil
+	}
+	return &c
+}
+
+func (db *DB) networkCopy(id int64) (NetworkVO, bool) { // Network's read (see vmCopy)
 	point(db.env, PointRead)
 	db.lock()
 	defer db.mu.Unlock()
 	n, ok := db.networks[id]
 	if !ok {
-		return nil
+		return NetworkVO{}, false
 	}
-	c := *n
-	return &c
+	return *n, true
 }
 
 // RemoveNetwork marks a network's row removed (the last step of destroyNetwork).
@@ -771,15 +789,22 @@ func (db *DB) SetVolumeState(actor string, id int64, state string) {
 
 // Host reads a host row (nil if missing).
 func (db *DB) Host(id string) *HostVO {
+	c, ok := db.hostCopy(id)
+	if !ok {
+		return nil
+	}
+	return &c
+}
+
+func (db *DB) hostCopy(id string) (HostVO, bool) { // Host's read (see vmCopy)
 	point(db.env, PointRead)
 	db.lock()
 	defer db.mu.Unlock()
 	h, ok := db.hosts[id]
 	if !ok {
-		return nil
+		return HostVO{}, false
 	}
-	c := *h
-	return &c
+	return *h, true
 }
 
 // Hosts lists hosts by id.
@@ -913,15 +938,22 @@ func (db *DB) ExpungeJob(actor string, id int64) {
 
 // Job reads a job row.
 func (db *DB) Job(id int64) *JobVO {
+	c, ok := db.jobCopy(id)
+	if !ok {
+		return nil
+	}
+	return &c
+}
+
+func (db *DB) jobCopy(id int64) (JobVO, bool) { // Job's read (see vmCopy)
 	point(db.env, PointRead)
 	db.lock()
 	defer db.mu.Unlock()
 	j, ok := db.jobs[id]
 	if !ok {
-		return nil
+		return JobVO{}, false
 	}
-	c := *j
-	return &c
+	return *j, true
 }
 
 // Jobs lists jobs matching f, by id.
