@@ -1,6 +1,7 @@
 package impl
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -14,8 +15,9 @@ import (
 func (s *Server) processHostVmStateReport(t *Thread, hostID string, report []string, collected time.Time, force bool) {
 	reported := make([]int64, 0, len(report))
 	var unknown []string
-	hints := s.takeNameHints(hostID, len(report))
-	defer s.putNameHints(hostID, hints)
+	memo := s.takeReportMemo(hostID, len(report))
+	defer s.putReportMemo(hostID, memo)
+	hints := memo.hints
 	for i, name := range report {
 		if id, ok := s.DB.VMIDByNameHinted(name, &hints[i]); ok {
 			reported = append(reported, id)
@@ -24,7 +26,7 @@ func (s *Server) processHostVmStateReport(t *Thread, hostID string, report []str
 		}
 	}
 	s.reportUnknownInstances(t, hostID, unknown)
-	s.Log(t, "DEBUG", HostObject(hostID), "Process VM state report. host: %s, number of records in report: %d, force: %v", hostID, len(report), force)
+	s.logText(t, "DEBUG", memo.object, memo.line(hostID, len(report), force))
 	now := s.Env.Now()
 	for _, id := range reported {
 		if !s.Defects[C3] && s.reportPredatesStateChange(t, id, collected) {
@@ -37,25 +39,49 @@ func (s *Server) processHostVmStateReport(t *Thread, hostID string, report []str
 	s.processMissingVmReport(t, hostID, reported, force)
 }
 
-// takeNameHints lends the name hints of a host's last report (power sync looks up the same names at
-// every ping); a report of the same host handled meanwhile gets fresh ones.
-func (s *Server) takeNameHints(hostID string, n int) []NameHint {
-	s.mu.Lock()
-	h := s.nameHints[hostID]
-	delete(s.nameHints, hostID)
-	s.mu.Unlock()
-	if len(h) < n {
-		h = append(h, make([]NameHint, n-len(h))...)
-	}
-	return h
+// reportMemo is what power sync keeps of a host's last report: the name hints (it looks up the same
+// names at every ping) and the report's log line, which is the same line ping after ping on a quiet
+// host (three quarters of a scale run's history; formatting each was a string per event kept for the
+// whole run).
+type reportMemo struct {
+	hints  []NameHint
+	object string // HostObject
+	text   string // the last line, for n records and force
+	n      int
+	force  bool
 }
 
-func (s *Server) putNameHints(hostID string, h []NameHint) {
-	s.mu.Lock()
-	if s.nameHints == nil {
-		s.nameHints = map[string][]NameHint{}
+// line is processHostVmStateReport's log line.
+func (m *reportMemo) line(hostID string, n int, force bool) string {
+	if m.text == "" || m.n != n || m.force != force {
+		m.text = fmt.Sprintf("Process VM state report. host: %s, number of records in report: %d, force: %v", hostID, n, force)
+		m.n, m.force = n, force
 	}
-	s.nameHints[hostID] = h
+	return m.text
+}
+
+// takeReportMemo lends the memo of a host's last report; a report of the same host handled meanwhile
+// gets a fresh one.
+func (s *Server) takeReportMemo(hostID string, n int) *reportMemo {
+	s.mu.Lock()
+	m := s.reportMemos[hostID]
+	delete(s.reportMemos, hostID)
+	s.mu.Unlock()
+	if m == nil {
+		m = &reportMemo{object: HostObject(hostID)}
+	}
+	if len(m.hints) < n {
+		m.hints = append(m.hints, make([]NameHint, n-len(m.hints))...)
+	}
+	return m
+}
+
+func (s *Server) putReportMemo(hostID string, m *reportMemo) {
+	s.mu.Lock()
+	if s.reportMemos == nil {
+		s.reportMemos = map[string]*reportMemo{}
+	}
+	s.reportMemos[hostID] = m
 	s.mu.Unlock()
 }
 

@@ -1,6 +1,7 @@
 package impl
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -47,4 +48,19 @@ func TestPowerReportPointsAreItsQueries(t *testing.T) {
 	s.processHostVmStateReport(&Thread{Name: "t"}, "h1", []string{"web1"}, time.Time{}, false)
 	require.Equal(t, []PointKind{PointRead, PointWrite, PointRead}, points,
 		"findVMByInstanceName, updatePowerState, findByHostInStates")
+}
+
+// TestReportLineFollowsItsArguments: the memoised log line of a host's report is the line Log would
+// have formatted, whatever the record count and force flag of the report before it.
+func TestReportLineFollowsItsArguments(t *testing.T) {
+	m := &reportMemo{}
+	for _, c := range []struct {
+		n     int
+		force bool
+	}{{20, false}, {20, false}, {19, false}, {19, true}, {19, false}, {0, false}, {20, true}} {
+		want := fmt.Sprintf("Process VM state report. host: %s, number of records in report: %d, force: %v", "h7", c.n, c.force)
+		if got := m.line("h7", c.n, c.force); got != want {
+			t.Fatalf("line(%d, %v) = %q, want %q", c.n, c.force, got, want)
+		}
+	}
 }

@@ -33,15 +33,16 @@ type Server struct {
 	ha      *HighAvailabilityManager
 	started time.Time
 
-	// mu guards threadNo, unknownOnHost and nameHints when the server's threads are real goroutines.
+	// mu guards threadNo, unknownOnHost and reportMemos when the server's threads are real goroutines.
 	// Like every Go mutex in impl it is never held across a call into Env, a Pipe or a Hypervisor: in the
 	// simulator a task parks inside those, and a parked task holding a mutex would stop the world.
 	mu       sync.Mutex
 	threadNo int
 	// unknownOnHost remembers the unknown domains last reported per host (PR #14207).
 	unknownOnHost map[string]string
-	// nameHints keeps each host's power-sync lookups between its reports (takeNameHints)
-	nameHints map[string][]NameHint
+	// reportMemos keeps each host's power-sync lookups and log line between its reports
+	// (takeReportMemo)
+	reportMemos map[string]*reportMemo
 
 	// syncTransitioningVmPowerState is vm.sync.power.state.transitioning, read once at start as
 	// VMMI.configure does (the key is not dynamic).
@@ -110,7 +111,12 @@ func (s *Server) nextThread(pool string) string {
 
 // Log writes a management-server.log line into the history.
 func (s *Server) Log(t *Thread, level, object, format string, args ...any) {
-	s.DB.Emit(history.Event{Actor: t.Name, Kind: history.Log, Level: level, Object: object, Detail: fmt.Sprintf(format, args...)})
+	s.logText(t, level, object, fmt.Sprintf(format, args...))
+}
+
+// logText is Log of a line already formatted.
+func (s *Server) logText(t *Thread, level, object, text string) {
+	s.DB.Emit(history.Event{Actor: t.Name, Kind: history.Log, Level: level, Object: object, Detail: text})
 }
 
 // acquireInLockTable polls the lock table until timeout (Merovingian2.acquire); false on time-out.
