@@ -36,7 +36,7 @@ func benchFlags(fs *pflag.FlagSet, o *benchOpts) {
 	fs.StringVar(&o.scale, "scale", "", "instead: the scale bench, one generated cloud per host count in `LIST` (e.g. 10,50,100,200), each in its own process: wall and CPU time, steps/s, simulated:real, peak RSS and growth from the size before")
 	fs.IntVar(&o.scaleRun, "scale-run", 0, "run one size `N` in this process (the scale bench's child)")
 	_ = fs.MarkHidden("scale-run")
-	fs.IntVar(&o.scaleRuns, "scale-runs", 1, "the scale bench: run each size `N` times and print the median (3 or 5 on a noisy machine: one run's growth factor can be off by a third)")
+	fs.IntVar(&o.scaleRuns, "scale-runs", 1, "the scale bench: run each size `N` times, in rounds of every size, and print the median (3 or 5 on a noisy machine: one run's growth factor can be off by a third)")
 	fs.StringVar(&o.profile, "profile", impl.Fixed, "the scale bench's profile `P`")
 	fs.StringVar(&o.prof.cpu, "cpuprofile", "", "the scale bench: write a CPU profile of each size to `FILE`.<hosts>")
 	fs.StringVar(&o.prof.mem, "memprofile", "", "the scale bench: write an allocation profile of each size to `FILE`.<hosts>")

@@ -171,44 +171,73 @@ func benchScale(sizes string, runs int, sf scaleFlags, profile string, prof scal
 		return exitBadInput
 	}
 	fmt.Fprintf(stdout, "scale: N hosts x %d VMs, %d VMs a network, %s simulated, profile %s, one process per run (GOMAXPROCS=1 unless set), the median of %d run(s) per size\n", *sf.vmsPerHost, *sf.vmsPerNetwork, *sf.duration, profile, runs)
-	fmt.Fprintln(stdout, "growth: wall time, CPU time and scheduler steps over the size before's, against the hosts' ratio (linear: the same; wall above steps is a dearer step)")
+	fmt.Fprintln(stdout, "growth: wall time, CPU time and scheduler steps over the size before's, against the hosts' ratio (linear: the same; wall above steps is a dearer step); runs go in rounds of every size, and a time's growth is the median of the rounds' ratios")
 	fmt.Fprintf(stdout, "%6s %6s %9s %9s %10s %10s %11s %9s %28s %10s\n", "hosts", "VMs", "wall", "cpu", "steps", "steps/s", "sim:real", "peak RSS", "growth wall/cpu/steps/hosts", "violations")
-	var prev *scaleRun
-	for _, n := range hosts {
-		args := []string{"bench", "--scale-run", strconv.Itoa(n), "--profile", profile,
-			"--vms-per-host", strconv.Itoa(*sf.vmsPerHost), "--vms-per-network", strconv.Itoa(*sf.vmsPerNetwork), "--duration", sf.duration.String()}
-		args = append(args, prof.of(n)...)
-		var all []scaleRun
-		for range runs {
-			cmd := exec.Command(self, args...)
-			var out bytes.Buffer
-			cmd.Stdout, cmd.Stderr = &out, stderr
-			if err := cmd.Run(); err != nil {
-				fmt.Fprintf(stderr, "csconform bench: the run of %d hosts failed: %v\n", n, err)
+	// Runs go in rounds, each size once a round: a slow spell of a shared machine then falls on every
+	// size instead of on one size's runs, and the growth is the median of each round's ratio (runs
+	// minutes apart are not compared). The table's rows print as the last round completes them.
+	all := make([][]scaleRun, len(hosts))
+	for round := range runs {
+		for i, n := range hosts {
+			args := []string{"bench", "--scale-run", strconv.Itoa(n), "--profile", profile,
+				"--vms-per-host", strconv.Itoa(*sf.vmsPerHost), "--vms-per-network", strconv.Itoa(*sf.vmsPerNetwork), "--duration", sf.duration.String()}
+			args = append(args, prof.of(n)...)
+			r, err := runScaleChild(self, args, stderr)
+			if err != nil {
+				fmt.Fprintf(stderr, "csconform bench: the run of %d hosts %v\n", n, err)
 				return exitBadInput
 			}
-			var r scaleRun
-			if err := json.Unmarshal(out.Bytes(), &r); err != nil {
-				fmt.Fprintf(stderr, "csconform bench: the run of %d hosts printed %q: %v\n", n, out.String(), err)
-				return exitBadInput
+			all[i] = append(all[i], r)
+			if round < runs-1 {
+				fmt.Fprintf(stderr, "scale: round %d of %d: %d hosts in %.2fs\n", round+1, runs, n, r.Wall.Seconds())
+				continue
 			}
-			if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-				r.MaxRSS = ru.Maxrss
+			m := medianRun(all[i])
+			growth := "-"
+			if i > 0 {
+				prev := all[i-1]
+				growth = fmt.Sprintf("%.2fx/%.2fx/%.2fx/%.2fx", medianRatio(all[i], prev, func(x scaleRun) time.Duration { return x.Wall }),
+					medianRatio(all[i], prev, func(x scaleRun) time.Duration { return x.CPU }),
+					float64(m.Steps)/float64(prev[0].Steps), float64(m.Hosts)/float64(prev[0].Hosts))
 			}
-			r.CPU = cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
-			all = append(all, r)
+			fmt.Fprintf(stdout, "%6d %6d %8.2fs %8.2fs %10d %10.0f %9.0f:1 %6.0f MB %28s %10d\n", m.Hosts, m.VMs, m.Wall.Seconds(), m.CPU.Seconds(),
+				m.Steps, float64(m.Steps)/m.Wall.Seconds(), m.Simulated.Seconds()/m.Wall.Seconds(), float64(m.MaxRSS)/1024, growth, m.Violations)
 		}
-		r := medianRun(all)
-		growth := "-"
-		if prev != nil {
-			growth = fmt.Sprintf("%.2fx/%.2fx/%.2fx/%.2fx", r.Wall.Seconds()/prev.Wall.Seconds(), r.CPU.Seconds()/prev.CPU.Seconds(),
-				float64(r.Steps)/float64(prev.Steps), float64(r.Hosts)/float64(prev.Hosts))
-		}
-		fmt.Fprintf(stdout, "%6d %6d %8.2fs %8.2fs %10d %10.0f %9.0f:1 %6.0f MB %28s %10d\n", r.Hosts, r.VMs, r.Wall.Seconds(), r.CPU.Seconds(),
-			r.Steps, float64(r.Steps)/r.Wall.Seconds(), r.Simulated.Seconds()/r.Wall.Seconds(), float64(r.MaxRSS)/1024, growth, r.Violations)
-		prev = &r
 	}
 	return exitOK
+}
+
+// runScaleChild runs one size in a child process: its JSON line, with the OS's CPU time and peak RSS.
+func runScaleChild(self string, args []string, stderr io.Writer) (scaleRun, error) {
+	cmd := exec.Command(self, args...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, stderr
+	if err := cmd.Run(); err != nil {
+		return scaleRun{}, fmt.Errorf("failed: %w", err)
+	}
+	var r scaleRun
+	if err := json.Unmarshal(out.Bytes(), &r); err != nil {
+		return scaleRun{}, fmt.Errorf("printed %q: %w", out.String(), err)
+	}
+	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		r.MaxRSS = ru.Maxrss
+	}
+	r.CPU = cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+	return r, nil
+}
+
+// medianRatio is the median over rounds of f(a[k]) / f(b[k]): the growth between two sizes, each
+// round's pair run back to back.
+func medianRatio(a, b []scaleRun, f func(scaleRun) time.Duration) float64 {
+	var rs []float64
+	for k := range min(len(a), len(b)) {
+		rs = append(rs, f(a[k]).Seconds()/f(b[k]).Seconds())
+	}
+	slices.Sort(rs)
+	if n := len(rs); n%2 == 0 {
+		return (rs[n/2-1] + rs[n/2]) / 2
+	}
+	return rs[len(rs)/2]
 }
 
 // medianRun is the runs' median wall and CPU time (each on its own) and their largest peak RSS; the
