@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 
@@ -149,7 +150,7 @@ func (h *Host) halt(d *domain, detail string) {
 // change builds a new array, so an answer already handed out (a report on the wire) stays as it
 // was; the answer's capacity is its length, so a caller's append copies instead of writing into it.
 func (h *Host) Running() []string {
-	if h.running == nil || h.runningAt != h.version {
+	if h.runningAt != h.version { // a new host, at version 0, runs nothing: nil is its answer
 		var names []string
 		for n, d := range h.domains {
 			if d.running {
@@ -157,14 +158,7 @@ func (h *Host) Running() []string {
 			}
 		}
 		sort.Strings(names)
-		h.running = names[:len(names):len(names)]
-		if h.running == nil {
-			h.running = []string{}
-		}
-		h.runningAt = h.version
-	}
-	if len(h.running) == 0 {
-		return nil
+		h.running, h.runningAt = slices.Clip(names), h.version
 	}
 	return h.running
 }
