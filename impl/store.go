@@ -247,6 +247,20 @@ func (db *DB) vmCopy(id int64) (VMVO, bool) {
 	return c, true
 }
 
+// rowCopy is the read of Network, Host and Job (see vmCopy): a copy of table's row id. The tables
+// are never replaced, only written under db.mu, so passing one in before the lock is safe.
+func rowCopy[K comparable, V any](db *DB, table map[K]*V, id K) (V, bool) {
+	point(db.env, PointRead)
+	db.lock()
+	defer db.mu.Unlock()
+	r, ok := table[id]
+	if !ok {
+		var zero V
+		return zero, false
+	}
+	return *r, true
+}
+
 // VMByName finds a live (not removed) VM by instance name: the one with the lowest id (the vmLive
 // index keeps it). Power sync, which asks for each domain of each report, needs only the id
 // (VMIDByName).
@@ -514,22 +528,11 @@ func (db *DB) CreateNetwork(actor, name string, persistent bool, poolSize int) *
 
 // Network reads a network row (nil if missing).
 func (db *DB) Network(id int64) *NetworkVO {
-	c, ok := db.networkCopy(id)
+	c, ok := rowCopy(db, db.networks, id)
 	if !ok {
 		return nil
 	}
 	return &c
-}
-
-func (db *DB) networkCopy(id int64) (NetworkVO, bool) { // Network's read (see vmCopy)
-	point(db.env, PointRead)
-	db.lock()
-	defer db.mu.Unlock()
-	n, ok := db.networks[id]
-	if !ok {
-		return NetworkVO{}, false
-	}
-	return *n, true
 }
 
 // RemoveNetwork marks a network's row removed (the last step of destroyNetwork).
@@ -789,22 +792,11 @@ func (db *DB) SetVolumeState(actor string, id int64, state string) {
 
 // Host reads a host row (nil if missing).
 func (db *DB) Host(id string) *HostVO {
-	c, ok := db.hostCopy(id)
+	c, ok := rowCopy(db, db.hosts, id)
 	if !ok {
 		return nil
 	}
 	return &c
-}
-
-func (db *DB) hostCopy(id string) (HostVO, bool) { // Host's read (see vmCopy)
-	point(db.env, PointRead)
-	db.lock()
-	defer db.mu.Unlock()
-	h, ok := db.hosts[id]
-	if !ok {
-		return HostVO{}, false
-	}
-	return *h, true
 }
 
 // Hosts lists hosts by id.
@@ -938,22 +930,11 @@ func (db *DB) ExpungeJob(actor string, id int64) {
 
 // Job reads a job row.
 func (db *DB) Job(id int64) *JobVO {
-	c, ok := db.jobCopy(id)
+	c, ok := rowCopy(db, db.jobs, id)
 	if !ok {
 		return nil
 	}
 	return &c
-}
-
-func (db *DB) jobCopy(id int64) (JobVO, bool) { // Job's read (see vmCopy)
-	point(db.env, PointRead)
-	db.lock()
-	defer db.mu.Unlock()
-	j, ok := db.jobs[id]
-	if !ok {
-		return JobVO{}, false
-	}
-	return *j, true
 }
 
 // Jobs lists jobs matching f, by id.
