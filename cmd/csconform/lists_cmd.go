@@ -49,8 +49,9 @@ func newScenariosCmd(e *cliEnv) *cobra.Command {
 		Use:   "scale [flags]",
 		Short: "print a generated scale scenario: N hosts x 20 VMs over networks of 25, then a quiet day",
 		Long: `Prints a generated scale scenario (the clouds csconform bench --scale runs): --hosts hosts with
---vms-per-host VMs each, spread over networks of --vms-per-network, then --duration of quiet time. A
-start for a scenario of your own cloud's size.`,
+--vms-per-host VMs each, spread over networks of --vms-per-network, deployed host by host and left to
+run until --duration of simulated time has passed (a run of 48 h, the default --max-sim-time, needs a
+larger one for its deploys). A start for a scenario of your own cloud's size.`,
 		Example: "  csconform scenarios scale --hosts 100 > cloud.yaml; csconform repro cloud.yaml --profile fixed",
 		Args:    noArgs,
 		Run: func(_ *cobra.Command, _ []string) {

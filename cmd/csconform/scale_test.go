@@ -51,6 +51,14 @@ func TestScaleRunWritesProfiles(t *testing.T) {
 	require.Contains(t, errOut.String(), "no such file")
 }
 
+// TestScaleRunOfTheLongestDuration: a cloud run for the longest duration the generator takes, 48 h,
+// finishes: its deploys' minutes on top of that once passed the run's default bound.
+func TestScaleRunOfTheLongestDuration(t *testing.T) {
+	var out, errOut bytes.Buffer
+	require.Equal(t, exitOK, run([]string{"bench", "--scale-run", "2", "--vms-per-host", "2", "--duration", "48h"}, &out, &errOut), errOut.String())
+	require.Contains(t, out.String(), `"hosts":2`)
+}
+
 // TestMedianRatioPairsRounds: the growth between two sizes is the median of each round's ratio, not
 // the ratio of the medians, so a slow round inflates neither size alone.
 func TestMedianRatioPairsRounds(t *testing.T) {
