@@ -150,9 +150,9 @@ func TestSameSeedSameBytes(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			hist[i] = len(r.Rec.Events)
+			hist[i] = r.Rec.History().Len()
 			var b bytes.Buffer
-			for _, e := range r.Rec.Events {
+			for e := range r.Rec.History().All() {
 				b.WriteString(e.Time.String() + e.Actor + e.Kind + e.Object + e.From + e.To + e.Detail + "\n")
 			}
 			r.Rec = nil

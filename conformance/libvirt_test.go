@@ -184,7 +184,7 @@ func writeHistory(path string, r *harness.Result) error {
 	}
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
-	for _, e := range r.Rec.Events {
+	for e := range r.Rec.History().All() {
 		if err := enc.Encode(e); err != nil {
 			return err
 		}

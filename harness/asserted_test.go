@@ -26,11 +26,11 @@ func TestForcedStopIsTheOperatorsAssertion(t *testing.T) {
 			require.NoError(t, err)
 			assert.Empty(t, r.Violations)
 			assert.Empty(t, r.NotLinearizable)
-			said := slices.ContainsFunc(r.cluster.Rec.Events, func(e history.Event) bool {
+			said := slices.ContainsFunc(r.cluster.Rec.History().Slice(), func(e history.Event) bool {
 				return e.Actor == "checker" && e.Kind == history.Log && strings.Contains(e.Detail, "still runs after forceStop web1")
 			})
 			assert.True(t, said, "the history says which domain the checkers leave to the operator")
-			freed := slices.ContainsFunc(r.cluster.Rec.Events, func(e history.Event) bool { return e.Kind == history.IP && e.To == "free" })
+			freed := slices.ContainsFunc(r.cluster.Rec.History().Slice(), func(e history.Event) bool { return e.Kind == history.IP && e.To == "free" })
 			assert.True(t, freed, "the forced stop released the address")
 
 			believeForcedStops = false

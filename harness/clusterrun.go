@@ -9,7 +9,6 @@ import (
 	"github.com/csconform/csconform/drivers/sim"
 	"github.com/csconform/csconform/faults"
 	"github.com/csconform/csconform/impl"
-	"github.com/csconform/csconform/model/history"
 	"github.com/csconform/csconform/model/host"
 	"github.com/csconform/csconform/model/linear"
 	"github.com/csconform/csconform/model/network"
@@ -140,7 +139,7 @@ func (s *clusterRun) Wait(d time.Duration) error      { s.c.Sleep(d); return nil
 func (s *clusterRun) Pause(d time.Duration) error     { s.c.w.pause(d); return nil }
 func (s *clusterRun) UntilPoll() time.Duration        { return 50 * time.Millisecond }
 func (s *clusterRun) UntilLimit() time.Duration       { return time.Hour }
-func (s *clusterRun) History() []history.Event        { return s.c.Rec.events() }
+func (s *clusterRun) History() Events                 { return s.c.Rec.History() }
 func (s *clusterRun) Fault(st Step) error             { return faults.Run(s.c, st.FaultSpec()) }
 func (s *clusterRun) SetConfig(key, val string) error { return s.c.SetConfig(key, val) }
 func (s *clusterRun) Ended() error                    { return nil } // the simulator is stopped from outside its tasks

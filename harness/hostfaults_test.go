@@ -67,7 +67,7 @@ func TestHostWorldStates(t *testing.T) {
 			var got []host.Status
 			investigated := false
 			started := false
-			for _, e := range cl.Rec.events() {
+			for e := range cl.Rec.History().All() {
 				started = started || e.Kind == history.Fault
 				if !started || e.Object != "host:h1" {
 					continue

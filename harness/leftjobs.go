@@ -27,7 +27,7 @@ func (c *Cluster) checkLeftServerJobs() {
 		return
 	}
 	ended := map[string]time.Time{}
-	for _, e := range c.Rec.events() {
+	for e := range c.Rec.History().All() {
 		if e.Kind != history.State || !strings.HasPrefix(e.Object, "job:") {
 			continue
 		}

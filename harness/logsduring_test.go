@@ -20,7 +20,7 @@ func TestLogsDuringAnswersAsTheScan(t *testing.T) {
 		c := r.cluster
 		scan := func(object string, from, end time.Time) []history.Event {
 			var out []history.Event
-			for _, e := range c.Rec.events() {
+			for e := range c.Rec.History().All() {
 				if !e.Time.Before(from) && !e.Time.After(end) && e.Object == object && e.Kind == history.Log {
 					out = append(out, e)
 				}
@@ -28,7 +28,7 @@ func TestLogsDuringAnswersAsTheScan(t *testing.T) {
 			return out
 		}
 		var objects []string
-		for _, e := range c.Rec.events() {
+		for e := range c.Rec.History().All() {
 			if e.Kind == history.Log && !slices.Contains(objects, e.Object) {
 				objects = append(objects, e.Object)
 			}

@@ -143,7 +143,7 @@ func (r *RealTime) Pause(d time.Duration) error {
 
 // History: a world seen from outside records no state changes of the server's; its until
 // conditions are judged on its records (UntilObject: no object to search the history for).
-func (r *RealTime) History() []history.Event                { return nil }
+func (r *RealTime) History() Events                         { return Events{} }
 func (r *RealTime) UntilObject(Step) (string, string, bool) { return "", "", true }
 
 // NewCase: from outside, a row knows the step's network, not the VM's record.

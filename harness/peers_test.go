@@ -37,7 +37,7 @@ func TestPeerServerLeaves(t *testing.T) {
 			var stop, left, failed time.Time
 			var reconnected bool
 			var failedBy string
-			for _, e := range r.cluster.Rec.events() {
+			for e := range r.cluster.Rec.History().All() {
 				switch {
 				case e.Kind == history.Fault && e.To == "peer-stop" && stop.IsZero():
 					stop = e.Time
@@ -64,7 +64,7 @@ func TestCommandGoesThroughTheHostsOwner(t *testing.T) {
 	r, err := RunScenario(sc, "fixed", nil, 0)
 	require.NoError(t, err)
 	var forwarded []string
-	for _, e := range r.cluster.Rec.events() {
+	for e := range r.cluster.Rec.History().All() {
 		if e.Kind == history.Log && strings.HasPrefix(e.Detail, "Forwarding StartCommand") {
 			forwarded = append(forwarded, e.Actor+" "+e.Detail)
 		}

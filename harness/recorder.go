@@ -31,7 +31,7 @@ type Recorder struct {
 	// come from the server's threads, the agents and the checker at once. It is never held across a
 	// call out of the recorder.
 	mu     sync.Mutex
-	Events []history.Event
+	hist   Events // the history (History)
 	Ops    []invariant.ClientOp
 	Faults []invariant.Fault
 	// netChanges are network state writes not yet checked.
@@ -80,15 +80,8 @@ func (r *Recorder) emit(e history.Event) {
 	if e.Time.IsZero() {
 		e.Time = r.clock()
 	}
-	e.Seq = int64(len(r.Events) + 1)
-	if len(r.Events) == cap(r.Events) {
-		// Doubled, not append's 1.25x for a large slice: a day of a big cloud records hundreds of
-		// thousands of events, and each growth copies them all (13-14% of a scale run's CPU at 1.25x).
-		grown := make([]history.Event, len(r.Events), max(2*cap(r.Events), 1024))
-		copy(grown, r.Events)
-		r.Events = grown
-	}
-	r.Events = append(r.Events, e)
+	e.Seq = int64(r.hist.Len() + 1)
+	r.hist.add(e)
 	if r.notify != nil {
 		close(r.notify)
 		r.notify = nil
@@ -227,7 +220,7 @@ func (r *Recorder) EndFault(i int, detail string) {
 // led to it": state changes, IPs, calls, returns, faults and the log lines about those objects.
 func (r *Recorder) Trail(objects []string, until time.Time, max int) []history.Event {
 	var out []history.Event
-	for _, e := range r.events() {
+	for e := range r.History().All() {
 		if e.Time.After(until) {
 			break
 		}
@@ -257,12 +250,12 @@ func SortViolations(vs []Violation) {
 	})
 }
 
-// events is the history so far. Events are only ever appended, so the prefix returned stays valid
+// History is the history so far. Events are only ever appended, so what it returns stays valid
 // while other tasks go on emitting.
-func (r *Recorder) events() []history.Event {
+func (r *Recorder) History() Events {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.Events[:len(r.Events):len(r.Events)]
+	return r.hist.snapshot()
 }
 
 // faults is a copy of the faults so far.
@@ -338,9 +331,9 @@ func (r *Recorder) HostUpSince(h string) time.Time {
 func (r *Recorder) lastChange() time.Time {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for i := len(r.Events) - 1; i >= 0; i-- {
-		if k := r.Events[i].Kind; k != history.Log && k != history.Observe && k != history.Violation {
-			return r.Events[i].Time
+	for e := range r.hist.Backward() {
+		if k := e.Kind; k != history.Log && k != history.Observe && k != history.Violation {
+			return e.Time
 		}
 	}
 	return time.Time{}

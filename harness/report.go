@@ -29,13 +29,13 @@ func (c *Cluster) trail(v invariant.Violation) []TrailEvent {
 			objs = append(objs, VMObj(r.ID))
 		}
 	case "ip":
-		for _, e := range c.Rec.events() {
+		for e := range c.Rec.History().All() {
 			if e.Object == v.Object {
 				objs = append(objs, e.From, e.To)
 			}
 		}
 	case "volume":
-		for _, e := range c.Rec.events() {
+		for e := range c.Rec.History().All() {
 			if e.Detail == name && strings.HasPrefix(e.Object, "volume:") {
 				objs = append(objs, e.Object)
 			}

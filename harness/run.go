@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/csconform/csconform/impl"
-	"github.com/csconform/csconform/model/history"
 	"github.com/csconform/csconform/model/host"
 	"github.com/csconform/csconform/model/linear"
 	"github.com/csconform/csconform/model/network"
@@ -53,9 +52,9 @@ type World interface {
 	// UntilPoll is the time between two looks; UntilLimit how long a condition may take.
 	UntilPoll() time.Duration
 	UntilLimit() time.Duration
-	// History is what the world recorded so far (state changes, the server's log lines); nil where
+	// History is what the world recorded so far (state changes, the server's log lines); empty where
 	// it records neither (a world seen from outside: its records are looked at instead).
-	History() []history.Event
+	History() Events
 	// UntilObject names the condition's object in the history and, for start-sent, the VM's
 	// instance name; false while the object does not exist yet. Records is a look at the world's
 	// records now, for a condition the history has not shown (a state reached before the step).
@@ -152,7 +151,7 @@ func Run(def WorldDef, sc *Scenario, o RunOptions) (*Result, error) {
 	}
 	w.Finish(res)
 	if b, ok := w.LinearBounds(); ok {
-		res.checkLinear(res.Rec.Events, b)
+		res.checkLinear(res.Rec.History().All(), b)
 		res.LinearChecked = true
 	}
 	if e, ok := sc.Expect[o.Profile]; ok && (!switches || ProfileMatches(o.Profile, defects)) {

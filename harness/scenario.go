@@ -5,8 +5,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"maps"
 	"slices"
+	"sort"
 	"strings"
 	"time"
 
@@ -295,11 +297,11 @@ type Result struct {
 
 // ServerHistory is the run's history where it holds the server's own events (state changes, log
 // lines), nil where the server ran out of reach.
-func (r *Result) ServerHistory() []history.Event {
+func (r *Result) ServerHistory() iter.Seq[history.Event] {
 	if r == nil || r.Rec == nil || r.Outside {
 		return nil
 	}
-	return r.Rec.Events
+	return r.Rec.History().All()
 }
 
 // stopped turns the simulator's bound of steps and an interruption into a *StoppedError; any other
@@ -318,8 +320,8 @@ func stopped(err error, lim Limits) error {
 // checkLinear runs the linearizability checker on a run's history with the run's staleness bounds
 // (none for a world whose snapshots cannot judge ghost records): what it cannot decide in time is
 // Undecided, never taken for linearizable.
-func (res *Result) checkLinear(events []history.Event, b linear.Bounds) {
-	rs := linear.CheckWith(linear.Partitions(events), 10*time.Second, b)
+func (res *Result) checkLinear(events iter.Seq[history.Event], b linear.Bounds) {
+	rs := linear.CheckWith(linear.PartitionsOf(events), 10*time.Second, b)
 	res.NotLinearizable, res.Undecided = linear.Illegal(rs), linear.Undecided(rs)
 }
 
@@ -408,36 +410,35 @@ func (r *Result) finish(c *Cluster) {
 	r.Violations = c.Violations
 }
 
-// eventsFrom is the history from the first event at t or later when the history is in time order
-// (the simulator's always is: a binary search instead of a scan from the start), else all of it.
-func (c *Cluster) eventsFrom(t time.Time) []history.Event {
-	es := c.Rec.events()
-	if c.sortedEvents < len(es) {
-		if !slices.IsSortedFunc(es[c.sortedEvents:], func(a, b history.Event) int { return a.Time.Compare(b.Time) }) ||
-			(c.sortedEvents > 0 && es[c.sortedEvents].Time.Before(es[c.sortedEvents-1].Time)) {
-			return es
+// eventsFrom is the position in es of the first event at t or later when the history is in time
+// order (the simulator's always is: a binary search instead of a scan from the start), else 0.
+func (c *Cluster) eventsFrom(es Events, t time.Time) int {
+	if c.sortedEvents < es.Len() {
+		var prev time.Time
+		if c.sortedEvents > 0 {
+			prev = es.At(c.sortedEvents - 1).Time
 		}
-		c.sortedEvents = len(es)
+		for e := range es.From(c.sortedEvents) {
+			if e.Time.Before(prev) {
+				return 0
+			}
+			prev = e.Time
+		}
+		c.sortedEvents = es.Len()
 	}
-	i, _ := slices.BinarySearchFunc(es, t, func(e history.Event, t time.Time) int {
-		if e.Time.Before(t) {
-			return -1
-		}
-		return 1
-	})
-	return es[i:]
+	return sort.Search(es.Len(), func(i int) bool { return !es.At(i).Time.Before(t) })
 }
 
-// logsDuring is object's log events from from to end, in history order: what a scan of
-// eventsFrom(from) that stops at the first event after end finds. For a history in time order it reads
-// an index of each object's log lines (finish asks for every case: a scan each made finishing a
+// logsDuring is object's log events from from to end, in history order: what a scan of the history
+// from eventsFrom(from) that stops at the first event after end finds. For a history in time order it
+// reads an index of each object's log lines (finish asks for every case: a scan each made finishing a
 // deploy of thousands of VMs quadratic).
 func (c *Cluster) logsDuring(object string, from, end time.Time) []history.Event {
-	es := c.eventsFrom(from)
-	all := c.Rec.events()
+	all := c.Rec.History()
+	start := c.eventsFrom(all, from)
 	var out []history.Event
-	if c.sortedEvents < len(all) { // not in time order: the scan
-		for _, e := range es {
+	if c.sortedEvents < all.Len() { // not in time order: the scan
+		for e := range all.From(start) {
 			if e.Time.Before(from) {
 				continue
 			}
@@ -453,23 +454,23 @@ func (c *Cluster) logsDuring(object string, from, end time.Time) []history.Event
 	if c.logIdx == nil {
 		c.logIdx = map[string][]int{}
 	}
-	for ; c.logIdxN < len(all); c.logIdxN++ {
-		if e := all[c.logIdxN]; e.Kind == history.Log {
+	for ; c.logIdxN < all.Len(); c.logIdxN++ {
+		if e := all.At(c.logIdxN); e.Kind == history.Log {
 			c.logIdx[e.Object] = append(c.logIdx[e.Object], c.logIdxN)
 		}
 	}
 	ix := c.logIdx[object]
 	i, _ := slices.BinarySearchFunc(ix, from, func(p int, t time.Time) int {
-		if all[p].Time.Before(t) {
+		if all.At(p).Time.Before(t) {
 			return -1
 		}
 		return 1
 	})
 	for _, p := range ix[i:] {
-		if all[p].Time.After(end) {
+		if all.At(p).Time.After(end) {
 			break
 		}
-		out = append(out, all[p])
+		out = append(out, *all.At(p))
 	}
 	return out
 }

@@ -106,7 +106,7 @@ func waitUntil(w World, st Step, lenient bool) error {
 		limit = min(limit, 5*time.Minute)
 	}
 	deadline := w.Now().Add(limit)
-	scanned := len(w.History())
+	scanned := w.History().Len()
 	if st.Until == "start-sent" {
 		scanned = 0
 	}
@@ -114,12 +114,12 @@ func waitUntil(w World, st Step, lenient bool) error {
 		if obj, instance, ok := w.UntilObject(st); ok {
 			hit := untilEvent(st.Until, obj, instance)
 			evs := w.History()
-			for _, e := range evs[scanned:] {
+			for e := range evs.From(scanned) {
 				if hit(e) {
 					return nil
 				}
 			}
-			scanned = len(evs)
+			scanned = evs.Len()
 			if untilHolds(w.Records(), st) {
 				return nil
 			}

@@ -40,7 +40,13 @@ func (f *fakeSteps) Pause(d time.Duration) error {
 }
 func (f *fakeSteps) UntilPoll() time.Duration  { return 50 * time.Millisecond }
 func (f *fakeSteps) UntilLimit() time.Duration { return time.Hour }
-func (f *fakeSteps) History() []history.Event  { return f.events }
+func (f *fakeSteps) History() Events {
+	var es Events
+	for _, e := range f.events {
+		es.add(e)
+	}
+	return es
+}
 func (f *fakeSteps) UntilObject(Step) (string, string, bool) {
 	return "vm:1", "i-2-1-VM", f.exists
 }

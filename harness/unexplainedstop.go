@@ -2,6 +2,7 @@ package harness
 
 import (
 	"fmt"
+	"iter"
 	"slices"
 	"strings"
 	"time"
@@ -21,14 +22,14 @@ const unexplainedStopGrace = 15 * time.Minute
 // sync's stop of a missing VM is checkBeforeCleanup: the agent refuses while the domain runs); a
 // regression that does (an unchecked stop, a stop sent to the wrong host) loses a user's running VM
 // without breaking any other invariant: its record follows the domain.
-func UnexplainedStops(events []history.Event, faults []invariant.Fault) []invariant.Violation {
+func UnexplainedStops(events iter.Seq[history.Event], faults []invariant.Fault) []invariant.Violation {
 	type op struct {
 		call, done time.Time
 		stops      bool // a stop, destroy or expunge: its StopCommand may land after it returned
 	}
 	ops := map[int]*op{}
 	byObj := map[string][]*op{} // the objects an operation names at its call or its return
-	for _, e := range events {
+	for e := range events {
 		switch e.Kind {
 		case history.Call:
 			kind, _, _ := strings.Cut(e.Detail, " ")
@@ -77,7 +78,7 @@ func UnexplainedStops(events []history.Event, faults []invariant.Fault) []invari
 	}
 	var out []invariant.Violation
 	last := map[string]string{}
-	for _, e := range events {
+	for e := range events {
 		if e.Kind != history.Observe || !strings.HasPrefix(e.Object, "vm:") {
 			continue
 		}
@@ -97,7 +98,7 @@ func UnexplainedStops(events []history.Event, faults []invariant.Fault) []invari
 
 // checkUnexplainedStops reports UnexplainedStops at the end of a run.
 func (c *Cluster) checkUnexplainedStops() {
-	vs := UnexplainedStops(c.Rec.events(), c.Rec.faults())
+	vs := UnexplainedStops(c.Rec.History().All(), c.Rec.faults())
 	for _, v := range vs {
 		c.report(v)
 	}

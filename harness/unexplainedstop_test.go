@@ -1,6 +1,7 @@
 package harness
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -56,7 +57,7 @@ func TestUnexplainedStops(t *testing.T) {
 				record = "Stopped"
 			}
 			events := append(append(append([]history.Event{}, base...), c.events...), off(record))
-			vs := UnexplainedStops(events, c.faults)
+			vs := UnexplainedStops(slices.Values(events), c.faults)
 			assert.Equal(t, c.want, len(vs) == 1, "violations: %v", vs)
 		})
 	}

@@ -18,7 +18,7 @@ func TestUntilSeesAShortState(t *testing.T) {
 	r, err := RunScenario(sc, "cloudstack-4.22", nil, 7)
 	require.NoError(t, err)
 	var implementing, left, restart time.Time
-	for _, e := range r.cluster.Rec.events() {
+	for e := range r.cluster.Rec.History().All() {
 		switch {
 		case e.Kind == history.State && e.Object == "network:1" && e.To == "Implementing" && e.Time.Sub(r.Started) > 15*time.Minute && implementing.IsZero():
 			implementing = e.Time

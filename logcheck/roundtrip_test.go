@@ -59,7 +59,7 @@ func newMatrix() *matrix {
 }
 
 // historyOf is the reference's recorded history of a run.
-func historyOf(r *harness.Result) []history.Event { return r.ServerHistory() }
+func historyOf(r *harness.Result) []history.Event { return slices.Collect(r.ServerHistory()) }
 
 // compare writes the run's log, runs logcheck on it and adds the verdicts to the matrix.
 func (m *matrix) compare(t *testing.T, name, profile string, r *harness.Result, style logcheck.Style) {

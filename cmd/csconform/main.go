@@ -268,5 +268,5 @@ func writeHistory(path string, r *harness.Result) error {
 	if r.Rec == nil {
 		return errors.New("no history recorded")
 	}
-	return history.WriteFile(path, r.Rec.Events)
+	return history.WriteFileSeq(path, r.Rec.History().All())
 }

@@ -2,6 +2,7 @@ package explore
 
 import (
 	"fmt"
+	"iter"
 	"strings"
 
 	"github.com/csconform/csconform/harness"
@@ -84,9 +85,9 @@ func NewCoverage() *Coverage {
 // CaseCoverage reads a run's history: each state change that is a row of a model table, and each log
 // line's kind. A change no table explains (a VM's creation or removal, a network state set around the
 // state machine, a host's event that changes nothing and so writes nothing) counts for nothing.
-func CaseCoverage(events []history.Event) *Coverage {
+func CaseCoverage(events iter.Seq[history.Event]) *Coverage {
 	c := NewCoverage()
-	for _, e := range events {
+	for e := range events {
 		switch e.Kind {
 		case history.State:
 			if t, ok := rowOf(e); ok {
@@ -231,4 +232,4 @@ func (s *CoverageSummary) Text() string {
 }
 
 // eventsOf is a run's history, nil where the world keeps none of the server's (a server in a container).
-func eventsOf(r *harness.Result) []history.Event { return r.ServerHistory() }
+func eventsOf(r *harness.Result) iter.Seq[history.Event] { return r.ServerHistory() }

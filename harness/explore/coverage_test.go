@@ -1,6 +1,7 @@
 package explore
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -56,17 +57,17 @@ func TestCoverageReadsTheStoresEvents(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			got := ""
-			for tr := range CaseCoverage([]history.Event{c.e}).Hit {
+			for tr := range CaseCoverage(slices.Values([]history.Event{c.e})).Hit {
 				got = tr.String()
 			}
 			assert.Equal(t, c.want, got)
 		})
 	}
-	logs := CaseCoverage([]history.Event{
+	logs := CaseCoverage(slices.Values([]history.Event{
 		{Kind: history.Log, Level: "DEBUG", Detail: "Network 7 is still free"},
 		{Kind: history.Log, Level: "DEBUG", Detail: "Network 12 is still free"},
 		{Kind: history.Log, Level: "WARN", Detail: "Network 12 is still free"},
-	}).Logs
+	})).Logs
 	assert.Equal(t, map[string]bool{"DEBUG Network # is still free": true, "WARN Network # is still free": true}, logs)
 }
 

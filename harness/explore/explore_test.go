@@ -171,10 +171,10 @@ func TestFindingReplays(t *testing.T) {
 		t.Fatal(err)
 	}
 	var ha, hb bytes.Buffer
-	for _, e := range a.Result.Rec.Events {
+	for e := range a.Result.Rec.History().All() {
 		fmt.Fprintf(&ha, "%+v\n", e)
 	}
-	for _, e := range b.Result.Rec.Events {
+	for e := range b.Result.Rec.History().All() {
 		fmt.Fprintf(&hb, "%+v\n", e)
 	}
 	if !bytes.Equal(ha.Bytes(), hb.Bytes()) {

@@ -144,7 +144,7 @@ func (s *Summary) WriteReports(dir string) error {
 		j.ReplaySeed, j.Replay = s.Finding.Seed, s.replayCommand(s.Finding.Seed)
 	}
 	if !s.Found && s.Last != nil && s.Last.Result != nil && s.Last.Result.Rec != nil {
-		if err := history.WriteFile(filepath.Join(dir, "history.jsonl"), s.Last.Result.Rec.Events); err != nil {
+		if err := history.WriteFileSeq(filepath.Join(dir, "history.jsonl"), s.Last.Result.Rec.History().All()); err != nil {
 			return err
 		}
 	}
@@ -156,7 +156,7 @@ func (s *Summary) WriteReports(dir string) error {
 		for _, v := range o.Result.Violations {
 			j.Violations = append(j.Violations, map[string]string{"invariant": v.Invariant, "object": v.Object, "message": v.Message})
 		}
-		windows := faultWindows(o.Result.Rec.Events)
+		windows := faultWindows(o.Result.Rec.History().Slice())
 		for _, r := range o.Illegal {
 			name := r.FileName()
 			title := fmt.Sprintf("csconform: %s (%s model), seed %d, %s", r.Object, r.Model, s.Finding.Seed, s.Profile)
@@ -165,7 +165,7 @@ func (s *Summary) WriteReports(dir string) error {
 			}
 			j.Illegal = append(j.Illegal, illegalJSON{Object: r.Object, Model: r.Model, Explain: r.Explain, HTML: name})
 		}
-		if err := history.WriteFile(filepath.Join(dir, "history.jsonl"), o.Result.Rec.Events); err != nil {
+		if err := history.WriteFileSeq(filepath.Join(dir, "history.jsonl"), o.Result.Rec.History().All()); err != nil {
 			return err
 		}
 		if err := o.SaveScenario(filepath.Join(dir, "counterexample.yaml"), s.Profile); err != nil {

@@ -88,7 +88,7 @@ func (o *Outcome) Counterexample() string {
 		}
 	}
 	b.WriteString("timeline:\n")
-	b.WriteString(Timeline(o.Result.Rec.Events, sim.Epoch, 150))
+	b.WriteString(Timeline(o.Result.Rec.History().Slice(), sim.Epoch, 150))
 	return b.String()
 }
 

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"iter"
 	"os"
 	"slices"
 	"strings"
@@ -44,10 +45,13 @@ func (l Limits) total() int64 {
 }
 
 // Write writes events as JSON lines.
-func Write(w io.Writer, events []Event) error {
+func Write(w io.Writer, events []Event) error { return WriteSeq(w, slices.Values(events)) }
+
+// WriteSeq writes the events a sequence yields as JSON lines.
+func WriteSeq(w io.Writer, events iter.Seq[Event]) error {
 	bw := bufio.NewWriter(w)
 	enc := json.NewEncoder(bw)
-	for _, e := range events {
+	for e := range events {
 		if err := enc.Encode(e); err != nil {
 			return err
 		}
@@ -56,12 +60,15 @@ func Write(w io.Writer, events []Event) error {
 }
 
 // WriteFile writes events to path as JSON lines.
-func WriteFile(path string, events []Event) error {
+func WriteFile(path string, events []Event) error { return WriteFileSeq(path, slices.Values(events)) }
+
+// WriteFileSeq writes the events a sequence yields to path as JSON lines.
+func WriteFileSeq(path string, events iter.Seq[Event]) error {
 	f, err := os.Create(path)
 	if err != nil {
 		return err
 	}
-	if err := Write(f, events); err != nil {
+	if err := WriteSeq(f, events); err != nil {
 		f.Close()
 		return err
 	}

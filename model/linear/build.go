@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"html"
+	"iter"
 	"maps"
 	"os"
 	"slices"
@@ -73,10 +74,14 @@ type call struct {
 // cannot read it; open sections are keyed by object and thread as a pair, so no name can make one
 // object's section another's; and an event numbered before an earlier one counts as happening when
 // it is read, so that no operation returns before it is called.
-func Partitions(events []history.Event) []Partition {
+func Partitions(events []history.Event) []Partition { return PartitionsOf(slices.Values(events)) }
+
+// PartitionsOf is Partitions of the events a sequence yields: a recorder's history in chunks, read
+// where it lies.
+func PartitionsOf(events iter.Seq[history.Event]) []Partition {
 	b := builder{parts: map[string]*Partition{}, calls: map[int]*call{}, sections: map[section]int{}, failedStarts: map[string]int{}, clients: map[string]map[string]int{},
 		hosts: map[string]*hostSeen{}}
-	for _, e := range events {
+	for e := range events {
 		if e.Seq <= b.now {
 			e.Seq = b.now + 1
 		}

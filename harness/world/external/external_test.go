@@ -164,7 +164,7 @@ func TestExternalSeed004(t *testing.T) {
 			}
 			// the key pair is in no output
 			js, _ := json.Marshal(res)
-			hist, _ := json.Marshal(res.Rec.Events)
+			hist, _ := json.Marshal(res.Rec.History().Slice())
 			for _, out := range []string{log.String(), injectOut.String(), text.String(), string(js), string(hist)} {
 				for _, secret := range []string{creds.SecretKey, creds.APIKey} {
 					if strings.Contains(out, secret) {
