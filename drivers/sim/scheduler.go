@@ -5,6 +5,7 @@ package sim
 
 import (
 	"fmt"
+	"iter"
 	"math/rand/v2"
 	"runtime/debug"
 	"sort"
@@ -17,8 +18,8 @@ import (
 // Epoch is virtual time zero: the day the seed 000 A/B ran.
 var Epoch = time.Date(2026, 10, 29, 0, 0, 0, 0, time.UTC)
 
-// Scheduler runs tasks as goroutines but lets only one run at a time. A task that would block (sleep,
-// wait on a signal) parks and hands control back; the scheduler advances virtual time to the next due
+// Scheduler runs tasks as coroutines (iter.Pull), so only one runs at a time. A task that would block
+// (sleep, wait on a signal) parks and hands control back; the scheduler advances virtual time to the next due
 // wake-up and, among wake-ups due at the same instant, picks with the seeded RNG (Random) or by the
 // tasks' priorities (PCT, which also preempts at scheduling points: see pct.go).
 type Scheduler struct {
@@ -33,7 +34,6 @@ type Scheduler struct {
 	queue    wakeQueue
 	free     []*wakeup // wake-ups done with, for reuse: a step allocates nothing
 	seq      uint64
-	yield    chan struct{}
 	cur      *task
 	tasks    map[*task]struct{}
 	ids      uint64
@@ -64,9 +64,13 @@ func (e *LimitError) Error() string {
 }
 
 type task struct {
-	id     uint64
-	name   string
-	wake   chan struct{}
+	id   uint64
+	name string
+	// resume runs the task until it parks or ends; yield, on the task's goroutine, hands control back.
+	// A coroutine switch goes straight from one goroutine to the other, where the two unbuffered
+	// channels this replaced went through the Go scheduler's run queue at every step.
+	resume func() (struct{}, bool)
+	yield  func(struct{}) bool
 	gen    uint64
 	killed bool
 	done   bool
@@ -156,7 +160,6 @@ func NewScheduler(seed uint64) *Scheduler {
 		now:   Epoch,
 		seed:  seed,
 		rng:   rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
-		yield: make(chan struct{}),
 		tasks: map[*task]struct{}{},
 	}
 }
@@ -219,17 +222,20 @@ func (s *Scheduler) After(d time.Duration, fn func()) {
 // Go starts a task; it first runs when the scheduler picks it.
 func (s *Scheduler) Go(name string, fn func()) {
 	s.ids++
-	t := &task{id: s.ids, name: name, wake: make(chan struct{}), fn: fn, killed: s.closing}
+	t := &task{id: s.ids, name: name, fn: fn, killed: s.closing}
 	if s.pct != nil {
 		t.prio = s.pct.priority(s.strategy.depth())
 	}
 	s.tasks[t] = struct{}{}
-	go s.body(t)
+	// never stopped: a task ends by returning, or unwinds from its park once killed (Close)
+	t.resume, _ = iter.Pull(func(yield func(struct{}) bool) {
+		t.yield = yield
+		s.body(t)
+	})
 	s.push(s.now, t)
 }
 
 func (s *Scheduler) body(t *task) {
-	<-t.wake
 	defer func() {
 		r := recover()
 		if r != nil {
@@ -239,7 +245,6 @@ func (s *Scheduler) body(t *task) {
 		}
 		t.done = true
 		delete(s.tasks, t)
-		s.yield <- struct{}{}
 	}()
 	if t.killed {
 		return
@@ -252,8 +257,7 @@ func (s *Scheduler) park(t *task) {
 	if t.killed {
 		panic(killed{})
 	}
-	s.yield <- struct{}{}
-	<-t.wake
+	t.yield(struct{}{})
 	if t.killed {
 		panic(killed{})
 	}
@@ -327,8 +331,7 @@ func (s *Scheduler) step(limit time.Time) bool {
 		} else {
 			w.t.gen++ // any other pending wake-up for this park is now stale
 			s.cur = w.t
-			w.t.wake <- struct{}{}
-			<-s.yield
+			w.t.resume()
 			s.cur = nil
 		}
 		s.spent(w)
