@@ -88,9 +88,10 @@ func (p scaleProfiles) of(n int) []string {
 
 // runScaleOne runs one size in this process and prints its scaleRun as JSON.
 func runScaleOne(hosts int, sf scaleFlags, profile string, prof scaleProfiles, stdout, stderr io.Writer) int {
-	// The simulator runs one task at a time: a second P only moves each hand-off between goroutines
-	// to another thread (measured on 2 cores, 24 h of 100 and 200 hosts, 5 runs each: wall 6.09 and
-	// 15.40 s with two, 4.31 and 9.76 s with one). GOMAXPROCS set in the environment wins.
+	// The simulator runs one task at a time, so one P measures the simulator alone. (When tasks were
+	// goroutines handed control over channels, a second P moved each hand-off to another thread: 24 h
+	// of 200 hosts took 1.4-1.6x the wall time. As coroutines, two Ps take 0.94x, the collector's share
+	// moving to the other core, at the same CPU time.) GOMAXPROCS set in the environment wins.
 	if os.Getenv("GOMAXPROCS") == "" {
 		runtime.GOMAXPROCS(1)
 	}
