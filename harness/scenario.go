@@ -8,7 +8,6 @@ import (
 	"iter"
 	"maps"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
@@ -410,9 +409,9 @@ func (r *Result) finish(c *Cluster) {
 	r.Violations = c.Violations
 }
 
-// eventsFrom is the position in es of the first event at t or later when the history is in time
-// order (the simulator's always is: a binary search instead of a scan from the start), else 0.
-func (c *Cluster) eventsFrom(es Events, t time.Time) int {
+// inTimeOrder says whether es is in time order (the simulator's always is), reading only the events
+// past those already known to be.
+func (c *Cluster) inTimeOrder(es Events) bool {
 	if c.sortedEvents < es.Len() {
 		var prev time.Time
 		if c.sortedEvents > 0 {
@@ -420,25 +419,24 @@ func (c *Cluster) eventsFrom(es Events, t time.Time) int {
 		}
 		for e := range es.From(c.sortedEvents) {
 			if e.Time.Before(prev) {
-				return 0
+				return false
 			}
 			prev = e.Time
 		}
 		c.sortedEvents = es.Len()
 	}
-	return sort.Search(es.Len(), func(i int) bool { return !es.At(i).Time.Before(t) })
+	return true
 }
 
 // logsDuring is object's log events from from to end, in history order: what a scan of the history
-// from eventsFrom(from) that stops at the first event after end finds. For a history in time order it
-// reads an index of each object's log lines (finish asks for every case: a scan each made finishing a
-// deploy of thousands of VMs quadratic).
+// that stops at the first event after end finds. For a history in time order it reads an index of
+// each object's log lines (finish asks for every case: a scan each made finishing a deploy of
+// thousands of VMs quadratic).
 func (c *Cluster) logsDuring(object string, from, end time.Time) []history.Event {
 	all := c.Rec.History()
-	start := c.eventsFrom(all, from)
 	var out []history.Event
-	if c.sortedEvents < all.Len() { // not in time order: the scan
-		for e := range all.From(start) {
+	if !c.inTimeOrder(all) { // the scan
+		for e := range all.All() {
 			if e.Time.Before(from) {
 				continue
 			}

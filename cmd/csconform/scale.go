@@ -115,8 +115,9 @@ func runScaleOne(hosts int, sf scaleFlags, profile string, prof scaleProfiles, s
 	}
 	t0 := time.Now()
 	// The deploys' own minutes come on top of the settle that fills the duration: a run of 48 h, the
-	// default bound, would stop at it. The bound guards runaway runs; this one's end is known.
-	lim := harness.Limits{MaxSimTime: max(*sf.duration, harness.DefaultMaxSimTime) + time.Hour}
+	// default bound and the longest the generator takes, would stop at it. The bound guards runaway
+	// runs; this one's end is known.
+	lim := harness.Limits{MaxSimTime: harness.DefaultMaxSimTime + time.Hour}
 	res, err := harness.Run(harness.Simulator, sc, harness.RunOptions{Profile: profile, Seed: sc.Seed, Limits: lim})
 	if err != nil {
 		fmt.Fprintln(stderr, "csconform bench:", err)
@@ -181,12 +182,15 @@ func benchScale(sizes string, runs int, sf scaleFlags, profile string, prof scal
 	// size instead of on one size's runs, and the growth is the median of each round's ratio (runs
 	// minutes apart are not compared). The table's rows print as the last round completes them.
 	all := make([][]scaleRun, len(hosts))
+	args := make([][]string, len(hosts)) // each size's child, the same every round
+	for i, n := range hosts {
+		args[i] = append([]string{"bench", "--scale-run", strconv.Itoa(n), "--profile", profile,
+			"--vms-per-host", strconv.Itoa(*sf.vmsPerHost), "--vms-per-network", strconv.Itoa(*sf.vmsPerNetwork), "--duration", sf.duration.String()},
+			prof.of(n)...)
+	}
 	for round := range runs {
 		for i, n := range hosts {
-			args := []string{"bench", "--scale-run", strconv.Itoa(n), "--profile", profile,
-				"--vms-per-host", strconv.Itoa(*sf.vmsPerHost), "--vms-per-network", strconv.Itoa(*sf.vmsPerNetwork), "--duration", sf.duration.String()}
-			args = append(args, prof.of(n)...)
-			r, err := runScaleChild(self, args, stderr)
+			r, err := runScaleChild(self, args[i], stderr)
 			if err != nil {
 				fmt.Fprintf(stderr, "csconform bench: the run of %d hosts %v\n", n, err)
 				return exitBadInput
