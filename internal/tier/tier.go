@@ -1,8 +1,10 @@
 // Package tier is the one gate of the slow test tiers. A test that needs real QEMU domains, a Docker
 // daemon or a long time says so with Need, and runs only where its tier is asked for:
 // CSCONFORM_TIERS=libvirt,containers (or all) for the machine's tiers, which CI's scripts set
-// (ci/test-libvirt.sh, ci/test-containers.sh, ci/test-libvirt-conformance.sh); long tests run unless
-// go test -short. A plain go test ./... runs everything but the machine's tiers.
+// (ci/test-libvirt.sh, ci/test-containers.sh, ci/test-libvirt-conformance.sh), and realtime for the
+// real-time runs of every built-in scenario (minutes; ci/test.sh); long tests run unless go test
+// -short. A plain go test ./... runs everything but the machine's tiers and realtime, in at most three
+// minutes on two cores.
 package tier
 
 import (
@@ -20,9 +22,12 @@ const (
 	Libvirt Tier = "libvirt"
 	// Containers: a Docker daemon, images built FROM scratch.
 	Containers Tier = "containers"
-	// Long: seconds to minutes a test (real time, the live world over TCP; many simulated cases);
-	// off under go test -short.
+	// Long: seconds a test, at most about a minute (real time, the live world over TCP; many
+	// simulated cases); off under go test -short.
 	Long Tier = "long"
+	// Realtime: every built-in scenario in real time (the live world), minutes of mostly waiting;
+	// too long for the laptop tests, so asked for like a machine's tier (ci/test.sh does).
+	Realtime Tier = "realtime"
 )
 
 // Env is the variable that asks for the machine's tiers: a comma-separated list, or "all".
@@ -47,6 +52,6 @@ func Need(t testing.TB, tiers ...Tier) {
 		if tr == Long {
 			t.Skip("a long test: left out by go test -short")
 		}
-		t.Skipf("the %s tier: run with %s=%s (ci/test-%s.sh sets it)", tr, Env, tr, map[Tier]string{Libvirt: "libvirt", Containers: "containers"}[tr])
+		t.Skipf("the %s tier: run with %s=%s (%s sets it)", tr, Env, tr, map[Tier]string{Libvirt: "ci/test-libvirt.sh", Containers: "ci/test-containers.sh", Realtime: "ci/test.sh"}[tr])
 	}
 }
