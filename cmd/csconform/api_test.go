@@ -49,13 +49,12 @@ func TestAPIKeysFile(t *testing.T) {
 // through the API face; a wrong secret is refused; the secret shows up in no output or history.
 func TestServerAPIThroughCloudStackGo(t *testing.T) {
 	tier.Need(t, tier.Long) // builds csconform and runs it in real time: about 10 s
+	t.Parallel()            // mostly waiting: beside the package's other real-time tests
 	dir := t.TempDir()
-	bin := buildCSConform(t, dir)
+	bin := buildCSConform(t)
 	const key, secret = "an-api-key", "the-secret-key-7f3a9"
-	t.Setenv(envAPIKey, key)
-	t.Setenv(envSecretKey, secret)
 	hist := filepath.Join(dir, "history.jsonl")
-	srv, out := startProc(t, bin, "server", "--listen", "127.0.0.1:0", "--control", "127.0.0.1:0", "--api", "127.0.0.1:0",
+	srv, out := startProcEnv(t, []string{envControlToken + "=" + testControlToken, envAPIKey + "=" + key, envSecretKey + "=" + secret}, bin, "server", "--listen", "127.0.0.1:0", "--control", "127.0.0.1:0", "--api", "127.0.0.1:0",
 		"--config", "ping.interval=1", "--config", "vm.job.check.interval=200", "--history", hist, "--verbose")
 	addrs, lines := listening(out, "agents", "api")
 	agentAddr, api := addrs["agents"], addrs["api"]

@@ -106,8 +106,9 @@ func TestControlEndpointNeedsToken(t *testing.T) {
 // the address it tried).
 func TestServerControlTokenAndLoopback(t *testing.T) {
 	tier.Need(t, tier.Long) // builds csconform and runs it
+	t.Parallel()            // mostly waiting: beside the package's other real-time tests
 	dir := t.TempDir()
-	bin := buildCSConform(t, dir)
+	bin := buildCSConform(t)
 	file := filepath.Join(dir, "control.token")
 	srv, out := startProcEnv(t, []string{envControlToken + "="}, bin, "server", "--listen", "127.0.0.1:0", "--control", "127.0.0.1:0", "--control-token-file", file)
 	addrs, lines := listening(out, "control")

@@ -72,12 +72,12 @@ esac
 // nothing the run created is left, and the secret is in no output.
 func TestReproExternalAgainstServer(t *testing.T) {
 	tier.Need(t, tier.Long) // builds csconform and runs seed 004 against a server process in real time: about a minute
+	t.Parallel()            // mostly waiting: beside the package's other real-time tests (no t.Setenv here)
 	dir := t.TempDir()
-	bin := buildCSConform(t, dir)
+	bin := buildCSConform(t)
 	const key, secret = "ext-api-key", "ext-secret-9c1e77d0"
-	t.Setenv(envAPIKey, key)
-	t.Setenv(envSecretKey, secret)
-	srv, out := startProc(t, bin, "server", "--listen", "127.0.0.1:0", "--control", "127.0.0.1:0", "--api", "127.0.0.1:0",
+	creds := []string{envAPIKey + "=" + key, envSecretKey + "=" + secret}
+	srv, out := startProcEnv(t, append([]string{envControlToken + "=" + testControlToken}, creds...), bin, "server", "--listen", "127.0.0.1:0", "--control", "127.0.0.1:0", "--api", "127.0.0.1:0",
 		"--config", "ping.interval=1", "--config", "vm.job.check.interval=200", "--config", "vm.destroy.forcestop=true")
 	addrs, _ := listening(out, "agents", "api")
 	agentAddr, api := addrs["agents"], addrs["api"]
@@ -102,11 +102,12 @@ func TestReproExternalAgainstServer(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	t.Setenv("DIR", dir)
-	t.Setenv("BIN", bin)
-	t.Setenv("SERVER", agentAddr)
-	t.Setenv("PATH", shims+string(os.PathListSeparator)+os.Getenv("PATH"))
-	if out, err := exec.Command("systemctl", "start", "cloudstack-agent").CombinedOutput(); err != nil {
+	// the shims' environment, and the repro's below: its inject --local finds them first on PATH
+	env := append(os.Environ(), append(creds, "DIR="+dir, "BIN="+bin, "SERVER="+agentAddr,
+		"PATH="+shims+string(os.PathListSeparator)+os.Getenv("PATH"))...)
+	start := exec.Command(filepath.Join(shims, "systemctl"), "start", "cloudstack-agent")
+	start.Env = env
+	if out, err := start.CombinedOutput(); err != nil {
 		t.Fatalf("starting the agent: %v %s", err, out)
 	}
 	t.Cleanup(func() {
@@ -132,7 +133,7 @@ func TestReproExternalAgainstServer(t *testing.T) {
 	// a host read under a name CloudStack does not have
 	o.Reset()
 	e.Reset()
-	if code := run([]string{"repro", "seed-004-forced-destroy", "--api", api, "--host", "kvm9=" + truth, "--map-host", "h1=kvm9",
+	if code := run([]string{"repro", "seed-004-forced-destroy", "--api", api, "--api-key", key, "--secret-key", secret, "--host", "kvm9=" + truth, "--map-host", "h1=kvm9",
 		"--allow-host", "kvm9", "--local", "--yes"}, &o, &e); code != 2 || !strings.Contains(e.String(), `no Routing host "kvm9"`) {
 		t.Fatalf("an unknown host: exit %d\n%s%s", code, o.String(), e.String())
 	}
@@ -141,8 +142,8 @@ func TestReproExternalAgainstServer(t *testing.T) {
 	cmd := exec.Command(bin, "repro", "seed-004-forced-destroy", "--api", api, "--host", "h1="+truth, "--poll", "250ms",
 		"--allow-host", "h1", "--local", "--yes", "--audit-log", injectLog, "--expect", "cloudstack-4.22", "--history", hist)
 	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	start := time.Now()
+	cmd.Stdout, cmd.Stderr, cmd.Env = &stdout, &stderr, env
+	began := time.Now()
 	err := cmd.Run()
 	code := 0
 	if ee, ok := err.(*exec.ExitError); ok {
@@ -150,7 +151,7 @@ func TestReproExternalAgainstServer(t *testing.T) {
 	} else if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("exit %d after %s\n%s", code, time.Since(start).Round(time.Second), stdout.String())
+	t.Logf("exit %d after %s\n%s", code, time.Since(began).Round(time.Second), stdout.String())
 	if code != 1 {
 		t.Fatalf("exit %d, want 1 (violations found)\n%s", code, stderr.String())
 	}

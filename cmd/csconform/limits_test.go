@@ -68,7 +68,8 @@ func TestReproRefusesRunawayScenarios(t *testing.T) {
 // Before, SIGINT was caught and never looked at, and a run kept going for half an hour.
 func TestReproStopsOnInterrupt(t *testing.T) {
 	tier.Need(t, tier.Long) // builds the binary
-	bin := buildCSConform(t, t.TempDir())
+	t.Parallel()            // beside the package's real-time tests, which mostly wait
+	bin := buildCSConform(t)
 	// 300 hosts for 47 h of simulated time: millions of steps, many seconds on any machine
 	f := scenarioFile(t, 300, "", "", "47h")
 	cmd := exec.Command(bin, "repro", f, "--profile", "fixed")

@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -136,14 +137,38 @@ func goTool(t *testing.T) string {
 	return p
 }
 
-// buildCSConform builds the csconform binary into dir.
-func buildCSConform(t *testing.T, dir string) string {
+// built is the csconform binary the package's tests share: linking it takes seconds of both cores,
+// once a test was too many (TestMain removes it).
+var built struct {
+	once     sync.Once
+	dir, bin string
+	out      []byte
+	err      error
+}
+
+// buildCSConform builds the csconform binary, once for the package, and returns its path.
+func buildCSConform(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(dir, "csconform")
-	if out, err := exec.Command(goTool(t), "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	goBin := goTool(t)
+	built.once.Do(func() {
+		if built.dir, built.err = os.MkdirTemp("", "csconform-test-bin-"); built.err != nil {
+			return
+		}
+		built.bin = filepath.Join(built.dir, "csconform")
+		built.out, built.err = exec.Command(goBin, "build", "-o", built.bin, ".").CombinedOutput()
+	})
+	if built.err != nil {
+		t.Fatalf("go build: %v\n%s", built.err, built.out)
 	}
-	return bin
+	return built.bin
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if built.dir != "" {
+		os.RemoveAll(built.dir)
+	}
+	os.Exit(code)
 }
 
 // listening reads a server's output until it has said where each of what ("agents", "control",
@@ -236,8 +261,9 @@ func call(t *testing.T, base, cmd string, params url.Values, out any) {
 // Finally SIGTERM stops the server with status 0.
 func TestServerAndAgentProcesses(t *testing.T) {
 	tier.Need(t, tier.Long) // builds csconform and runs it in real time: about 15 s
+	t.Parallel()            // mostly waiting: beside the package's other real-time tests
 	dir := t.TempDir()
-	bin := buildCSConform(t, dir)
+	bin := buildCSConform(t)
 	hist := filepath.Join(dir, "history.jsonl")
 	srv, srvOut := startProc(t, bin, "server", "--listen", "127.0.0.1:0", "--control", "127.0.0.1:0",
 		"--config", "ping.interval=1", "--config", "vm.job.check.interval=200", "--config", "commands.timeout=CheckHealthCommand=1,CheckOnHostCommand=1", "--history", hist)
@@ -318,8 +344,9 @@ func TestServerAndAgentProcesses(t *testing.T) {
 // after the restart works. A bad --state is refused with status 2.
 func TestServerStateFileSurvivesKill(t *testing.T) {
 	tier.Need(t, tier.Long) // builds csconform and runs it in real time: about 10 s
+	t.Parallel()            // mostly waiting: beside the package's other real-time tests
 	dir := t.TempDir()
-	bin := buildCSConform(t, dir)
+	bin := buildCSConform(t)
 	notDir := filepath.Join(dir, "file")
 	os.WriteFile(notDir, nil, 0o600)
 	runCLICases(t, []cliCase{{[]string{"server", "--listen", "127.0.0.1:0", "--control", "127.0.0.1:0", "--state", filepath.Join(notDir, "db.json")}, 2, "database"}})
