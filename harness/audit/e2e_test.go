@@ -31,7 +31,7 @@ func auditScenario(t *testing.T, file, profile string) *audit.Report {
 	var rep *audit.Report
 	var auditErr error
 	start := time.Now()
-	_, err = harness.Run(harness.Live, sc, harness.RunOptions{Profile: profile, Seed: sc.Seed, Own: &harness.LiveOptions{Speed: 10, API: true, AtEnd: func(c *harness.Cluster) {
+	_, err = harness.Run(harness.Live, sc, harness.RunOptions{Profile: profile, Seed: sc.Seed, Own: &harness.LiveOptions{Speed: 20, API: true, AtEnd: func(c *harness.Cluster) {
 		url, creds, ok := c.APIEndpoint()
 		if !ok {
 			auditErr = os.ErrNotExist
@@ -81,7 +81,7 @@ func checks(r *audit.Report) []string {
 // Stopped, its address handed to another VM or free, its volume released — is what csconform audit
 // reports; under fixed it reports nothing.
 func TestAuditFindsWhatTheSeedsLeave(t *testing.T) {
-	tier.Need(t, tier.Long) // runs two seed scenarios under both profiles in real time (~15 s)
+	tier.Need(t, tier.Long) // runs two seed scenarios under both profiles in real time (~25 s, two at a time)
 	cases := []struct {
 		file, profile string
 		want          []string
