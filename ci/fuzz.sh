@@ -22,7 +22,7 @@ for dir in "${pkgs[@]}"; do
   pkg="$(go list "$dir")"
   # go test -list prints the matching names, then "ok <package> <time>"; a package that does not
   # build fails here
-  list="$(go test -list '^Fuzz' "$dir")"
+  list="$(go test -timeout 5m -list '^Fuzz' "$dir")"
   for name in $(grep -E '^Fuzz' <<<"$list" || true); do
     targets+=("$pkg $name")
   done
@@ -40,7 +40,7 @@ for i in "${!targets[@]}"; do
   t0=$(date +%s.%N)
   dir="$(go list -f '{{.Dir}}' "$pkg")/testdata/fuzz/$name"
   before="$(ls "$dir" 2>/dev/null | sort || true)"
-  fuzz() { go test -run '^$' -fuzz "^${name}\$" -fuzztime "$fuzztime" -fuzzminimizetime "$minimizetime" "$pkg" >"$out" 2>&1; }
+  fuzz() { go test -timeout 5m -run '^$' -fuzz "^${name}\$" -fuzztime "$fuzztime" -fuzzminimizetime "$minimizetime" "$pkg" >"$out" 2>&1; }
   if fuzz; then
     status=ok
   elif [ "$(ls "$dir" 2>/dev/null | sort || true)" = "$before" ] && grep -q '^    context deadline exceeded$' "$out" && ! grep -qE '^(panic:|    [a-z_]+_test\.go:[0-9]+:)' "$out"; then

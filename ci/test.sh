@@ -38,14 +38,33 @@ echo "== gofmt"
 bad="$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))"
 if [ -n "$bad" ]; then echo "gofmt would change: $bad" >&2; exit 1; fi
 
-echo "== unit, property and conformance tests (simulator driver)"
-go test -count=1 ./...
+# Every go test here has a -timeout well over what it needs (idle, on 2 cores) and says so: a test that
+# creeps shows in the slowest-ten figures long before it reaches its deadline.
+echo "== unit, property and conformance tests (the laptop tests, go test ./...; simulator driver): each package under 90 s idle, all under 3 min"
+gotest_json() { # go test -json ARGS, shown as go test shows it, with the run's wall time and its slowest ten
+  local log rc t0
+  log="$(mktemp)"
+  t0=$(date +%s)
+  set +e
+  go test -json "$@" >"$log" 2>&1
+  rc=$?
+  go run ./internal/cmd/testtimes -n 10 <"$log"
+  set -e
+  echo "wall time: $(( $(date +%s) - t0 )) s (go test $*)"
+  rm -f "$log"
+  return "$rc"
+}
+gotest_json -count=1 -timeout 15m ./...
+
+echo "== realtime tier: every built-in scenario in the live world, directly and through the API (real time, mostly waiting)"
+# The laptop tests above ran the seed scenarios this way; this runs them all, 8 at a time (4-6 min idle).
+CSCONFORM_TIERS=realtime gotest_json -count=1 -timeout 25m -parallel 8 -run '^TestSeedScenariosThroughTheAPI$' ./harness
 
 echo "== audit on MariaDB (a real server: passwords, privileges, READ ONLY; ci/setup-mariadb.sh)"
 t0=$(date +%s)
 eval "$(ci/setup-mariadb.sh)"
 trap 'ci/setup-mariadb.sh stop' EXIT
-out="$(go test -count=1 -v -run 'TestMariaDB' ./harness/audit 2>&1)" || { echo "$out"; exit 1; }
+out="$(go test -count=1 -timeout 10m -v -run 'TestMariaDB' ./harness/audit 2>&1)" || { echo "$out"; exit 1; }
 echo "$out" | grep -E '^(--- |ok)'
 ci/setup-mariadb.sh stop
 trap - EXIT
@@ -57,7 +76,7 @@ echo "== fuzz: every fuzz target in the module, ${CSCONFORM_FUZZTIME:-5s} each (
 CSCONFORM_FUZZTIME="${CSCONFORM_FUZZTIME:-5s}" ci/fuzz.sh
 
 echo "== race detector on the code that runs with real goroutines (real-time Env, TCP, server and agent)"
-go test -race -count=1 ./drivers/live ./impl
+go test -race -count=1 -timeout 20m ./drivers/live ./impl
 
 echo "== CLI smoke: the seed scenarios reproduce under cloudstack-4.22 and pass under fixed"
 go build -o /tmp/csconform-ci ./cmd/csconform
@@ -92,9 +111,9 @@ fi
 
 echo "== logcheck: the round trip (reference logs vs in-process detectors) and the benchmark figures"
 # (the parse and bad-input tests ran with the unit tests above; this prints the matrix and the figures)
-LOGCHECK_CASES=200 go test -count=1 -v ./logcheck -run 'TestRoundTrip' | grep -v '^=== \|^    \|^        '
+LOGCHECK_CASES=200 go test -count=1 -timeout 10m -v ./logcheck -run 'TestRoundTrip' | grep -v '^=== \|^    \|^        '
 # figures printed, never asserted against a time (the machine is shared)
-LOGCHECK_BENCH_MB=64 go test -count=1 ./logcheck -run '^$' -bench 'BenchmarkLogcheck' -benchtime 1x | grep '^Benchmark'
+LOGCHECK_BENCH_MB=64 go test -count=1 -timeout 10m ./logcheck -run '^$' -bench 'BenchmarkLogcheck' -benchtime 1x | grep '^Benchmark'
 
 # The mutation score runs beside the libvirt tier's package install and guest build (mostly
 # downloads and unpacking on a fresh machine), never beside a booting guest.

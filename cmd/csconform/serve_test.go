@@ -3,7 +3,9 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -138,25 +140,36 @@ func goTool(t *testing.T) string {
 }
 
 // built is the csconform binary the package's tests share: linking it takes seconds of both cores,
-// once a test was too many (TestMain removes it).
+// once a test was too many. TestMain starts the build when the long tests will run, so it overlaps
+// the package's quick tests instead of holding up the first real-time one, and removes it at the end.
 var built struct {
 	once     sync.Once
+	ctx      context.Context
 	dir, bin string
 	out      []byte
 	err      error
 }
 
-// buildCSConform builds the csconform binary, once for the package, and returns its path.
-func buildCSConform(t *testing.T) string {
-	t.Helper()
-	goBin := goTool(t)
+// build builds the binary, once: the go tool is found on PATH or in GOROOT.
+func build() {
 	built.once.Do(func() {
+		goBin, err := exec.LookPath("go")
+		if err != nil {
+			goBin = filepath.Join(runtime.GOROOT(), "bin", "go")
+		}
 		if built.dir, built.err = os.MkdirTemp("", "csconform-test-bin-"); built.err != nil {
 			return
 		}
 		built.bin = filepath.Join(built.dir, "csconform")
-		built.out, built.err = exec.Command(goBin, "build", "-o", built.bin, ".").CombinedOutput()
+		built.out, built.err = exec.CommandContext(built.ctx, goBin, "build", "-o", built.bin, ".").CombinedOutput()
 	})
+}
+
+// buildCSConform returns the package's csconform binary, built on first use.
+func buildCSConform(t *testing.T) string {
+	t.Helper()
+	goTool(t) // skips the test without a go tool
+	build()
 	if built.err != nil {
 		t.Fatalf("go build: %v\n%s", built.err, built.out)
 	}
@@ -164,7 +177,18 @@ func buildCSConform(t *testing.T) string {
 }
 
 func TestMain(m *testing.M) {
+	flag.Parse()
+	ctx, cancel := context.WithCancel(context.Background())
+	built.ctx = ctx
+	done := make(chan struct{})
+	if tier.Enabled(tier.Long) {
+		go func() { build(); close(done) }()
+	} else {
+		close(done)
+	}
 	code := m.Run()
+	cancel() // a run of quick tests only does not wait for a build it never used
+	<-done
 	if built.dir != "" {
 		os.RemoveAll(built.dir)
 	}
