@@ -16,9 +16,12 @@ import (
 	"github.com/csconform/csconform/model/vm"
 )
 
-// eventually polls cond every 50 ms for up to limit: a bounded wait, never a claim about speed.
+// eventually polls cond every 50 ms for up to four times limit: a bounded wait, never a claim about
+// speed (limit is what an idle machine needs; a loaded one takes longer, and a wait that ends when its
+// event comes costs nothing for being generous).
 func eventually(t *testing.T, limit time.Duration, what string, cond func() bool) {
 	t.Helper()
+	limit *= 4
 	deadline := time.Now().Add(limit)
 	for !cond() {
 		if time.Now().After(deadline) {
