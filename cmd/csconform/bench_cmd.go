@@ -2,7 +2,6 @@ package main
 
 import (
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -22,7 +21,7 @@ type benchOpts struct {
 	prof      scaleProfiles
 	sf        scaleFlags
 	// the defect table and the generators' throughput
-	shrink     time.Duration
+	shrink     int
 	throughput int
 	only       string
 	classic    bool
@@ -41,7 +40,7 @@ func benchFlags(fs *pflag.FlagSet, o *benchOpts) {
 	fs.StringVar(&o.prof.cpu, "cpuprofile", "", "the scale bench: write a CPU profile of each size to `FILE`.<hosts>")
 	fs.StringVar(&o.prof.mem, "memprofile", "", "the scale bench: write an allocation profile of each size to `FILE`.<hosts>")
 	o.sf = addScaleFlags(fs)
-	fs.DurationVar(&o.shrink, "shrink", time.Millisecond, "how long `D` each finding may shrink (10s for counterexamples as short as they get)")
+	fs.IntVar(&o.shrink, "shrink", 0, "how many runs `N` each finding may shrink with (0: none; 2000 for counterexamples as short as they get; a bound by runs, so a seed shrinks alike on any machine)")
 	fs.IntVar(&o.throughput, "throughput", 1000, "explore `N` cases under fixed with the classic generator and with the current one, and print both speeds and coverages side by side (0: skip)")
 	fs.StringVar(&o.only, "defects", "", "only these of "+strings.Join(benchDefects(), ",")+" (`LIST`; default all)")
 	fs.BoolVar(&o.classic, "classic", false, "find them with the classic generator (before swarm, config and the guide)")

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -137,9 +138,9 @@ func exploreCmd(o *exploreOpts, args []string, stdout, stderr io.Writer) int {
 		}
 		progress()
 	}}
-	shrink := time.Duration(0)
+	shrink := 0 // explore.DefaultShrinkRuns
 	if xo.RealTime() {
-		shrink = 5 * time.Minute // a case takes a minute or two of real time
+		shrink = 3 // a case takes a minute or two of real time
 	}
 	for k := 0; done < o.budget && !sum.Found; k++ {
 		if k%sn != si {
@@ -300,8 +301,8 @@ func benchCmd(o *benchOpts, stdout, stderr io.Writer) int {
 	if o.scale != "" {
 		return benchScale(o.scale, o.scaleRuns, o.sf, o.profile, o.prof, stdout, stderr)
 	}
-	if o.shrink <= 0 || o.throughput < 0 {
-		fmt.Fprintln(stderr, "csconform bench: --shrink must be positive and --throughput not negative")
+	if o.shrink < 0 || o.throughput < 0 {
+		fmt.Fprintln(stderr, "csconform bench: --shrink and --throughput must not be negative")
 		return 2
 	}
 	if o.seeds < 1 || o.budget < 1 {
@@ -341,7 +342,7 @@ func benchCmd(o *benchOpts, stdout, stderr io.Writer) int {
 		found, own := 0, 0
 		for s := 1; s <= o.seeds; s++ {
 			t0 := time.Now()
-			f, ran, err := explore.Explore(explore.Options{Profile: d, Defects: sw, Detectors: det, Classic: o.classic, Scheduler: o.sched.st}, o.budget, uint64(s)*7919, o.shrink)
+			f, ran, err := explore.Explore(explore.Options{Profile: d, Defects: sw, Detectors: det, Classic: o.classic, Scheduler: o.sched.st}, o.budget, uint64(s)*7919, cmp.Or(o.shrink, -1))
 			if err != nil {
 				fmt.Fprintln(stderr, "csconform bench:", err)
 				return 2
@@ -374,7 +375,7 @@ func benchCmd(o *benchOpts, stdout, stderr io.Writer) int {
 		}
 		fmt.Fprintf(stdout, "%-32s %3d/%-2d %13d %12d %12.2fs %11.2fs %6d/%-2d %9s\n", d, found, o.seeds, cases[len(cases)/2], cases[len(cases)-1], secs[len(secs)/2], secs[len(secs)-1], own, found, sh)
 	}
-	fmt.Fprintf(stdout, "(not fixed: of the findings, those whose shrunk program passes under fixed; shrunk: median/worst actions, shrinking up to %s)\n", o.shrink)
+	fmt.Fprintf(stdout, "(not fixed: of the findings, those whose shrunk program passes under fixed; shrunk: median/worst actions, shrinking with up to %d runs)\n", o.shrink)
 	if o.throughput > 0 {
 		classic, current, err := explore.CompareThroughput(o.throughput, 1)
 		if err != nil {

@@ -46,7 +46,7 @@ func TestExploreAndCheck(t *testing.T) {
 func TestBenchFlags(t *testing.T) {
 	runCLICases(t, []cliCase{
 		{[]string{"bench", "--defects", "D9"}, 2, "--defects takes"},
-		{[]string{"bench", "--shrink", "0s"}, 2, "--shrink must be positive"},
-		{[]string{"bench", "--throughput", "-1"}, 2, "--throughput not negative"},
+		{[]string{"bench", "--shrink", "-1"}, 2, "--shrink and --throughput must not be negative"},
+		{[]string{"bench", "--throughput", "-1"}, 2, "--throughput must not be negative"},
 	})
 }

@@ -3,6 +3,7 @@ package explore
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -13,7 +14,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/csconform/csconform/drivers/sim"
 	"github.com/csconform/csconform/harness"
@@ -60,6 +60,8 @@ type Options struct {
 	Peers bool
 	// Scheduler is the simulator's strategy (sim driver only; the zero value is random).
 	Scheduler sim.Strategy
+
+	shrink *shrinkBudget // set by Explore: how many more runs shrinking may make
 }
 
 // ErrInterrupted is an exploration stopped by its context (Ctrl-C) before its budget.
@@ -156,17 +158,26 @@ func Property(o Options) func(*rapid.T) {
 		if err := sc.Validate(); err != nil {
 			t.Fatalf("generated an invalid program: %v", err)
 		}
-		out, err := Run(sc, o)
-		if err != nil && o.interrupted() {
-			t.Skip("interrupted")
+		key := o.shrink.key(sc) // before Run, which sets the program's scheduler
+		out, spent := o.shrink.lookup(key)
+		if spent {
+			return // shrinking's budget is spent: a program not yet run is taken as passing
 		}
-		if err != nil {
-			t.Fatalf("run: %v", err)
+		if out == nil {
+			var err error
+			out, err = Run(sc, o)
+			if err != nil && o.interrupted() {
+				t.Skip("interrupted")
+			}
+			if err != nil {
+				t.Fatalf("run: %v", err)
+			}
+			out.Actions = actions
 		}
-		out.Actions = actions
 		if o.Seen != nil {
 			o.Seen(out)
 		}
+		o.shrink.record(key, out, o.Detectors)
 		if out.Failed(o.Detectors) {
 			t.Fatalf("%s", out.Counterexample())
 		}
@@ -189,10 +200,12 @@ type Finding struct {
 var rapidMu sync.Mutex
 
 // Explore runs up to checks cases from seed (0: a random one) and returns the shrunk finding, or nil.
-// shrinkTime bounds the minimisation (0: rapid's default). The first case is seed's program; the
-// guide (o.Guide, or one of its own) picks each later one among candidate seeds drawn from seed, so
-// the same seed runs the same sequence of cases. Classic runs rapid's own sequence instead.
-func Explore(o Options, checks int, seed uint64, shrinkTime time.Duration) (*Finding, int, error) {
+// shrinkRuns bounds the minimisation by the runs it makes (0: DefaultShrinkRuns; negative: none, the
+// finding is the failing case as drawn), never by time, so a seed shrinks to the same program on any
+// machine, loaded or idle. The first case is seed's program; the guide (o.Guide, or one of its own)
+// picks each later one among candidate seeds drawn from seed, so the same seed runs the same sequence
+// of cases. Classic runs rapid's own sequence instead.
+func Explore(o Options, checks int, seed uint64, shrinkRuns int) (*Finding, int, error) {
 	rapidMu.Lock()
 	defer rapidMu.Unlock()
 	// rapid asks testing.Short(); outside go test that needs the testing flags, parsed
@@ -212,9 +225,15 @@ func Explore(o Options, checks int, seed uint64, shrinkTime time.Duration) (*Fin
 	if seed == 0 && !o.Classic {
 		seed = rand.Uint64() | 1
 	}
+	// rapid's own bound on shrinking is wall time (30 s by default): set out of reach, so the run
+	// budget alone ends it
 	restore := setFlags(map[string]string{"rapid.checks": strconv.Itoa(perCheck), "rapid.seed": strconv.FormatUint(seed, 10),
-		"rapid.nofailfile": "true", "rapid.shrinktime": shrinkTime.String(), "rapid.failfile": ""}, shrinkTime > 0)
+		"rapid.nofailfile": "true", "rapid.shrinktime": "23h", "rapid.failfile": ""})
 	defer restore()
+	if shrinkRuns == 0 {
+		shrinkRuns = DefaultShrinkRuns
+	}
+	o.shrink = &shrinkBudget{left: max(shrinkRuns, 0), failing: map[string]*Outcome{}}
 	guide := o.Guide
 	if guide == nil {
 		guide = NewGuide()
@@ -234,6 +253,7 @@ func Explore(o Options, checks int, seed uint64, shrinkTime time.Duration) (*Fin
 			cases++
 			if out.Failed(det) {
 				firstFail = cases
+				o.shrink.active = true // every run from here on is shrinking's
 			}
 			if ev := eventsOf(out.Result); ev != nil {
 				guide.observe(out.Program, CaseCoverage(ev))
@@ -283,12 +303,9 @@ func Explore(o Options, checks int, seed uint64, shrinkTime time.Duration) (*Fin
 
 var seedRE = regexp.MustCompile(`-rapid\.seed=(\d+)`)
 
-func setFlags(vals map[string]string, withShrink bool) func() {
+func setFlags(vals map[string]string) func() {
 	old := map[string]string{}
 	for k, v := range vals {
-		if k == "rapid.shrinktime" && !withShrink {
-			continue
-		}
 		f := flag.Lookup(k)
 		if f == nil {
 			continue
@@ -301,6 +318,56 @@ func setFlags(vals map[string]string, withShrink bool) func() {
 			_ = flag.Set(k, v)
 		}
 	}
+}
+
+// DefaultShrinkRuns is how many runs shrinking makes at most after a finding (a few seconds of a
+// simulated case's 5 ms each; rapid's 30 s made a few thousand, fewer on a loaded machine).
+const DefaultShrinkRuns = 4000
+
+// shrinkBudget bounds shrinking by runs. Once a case fails, each run is shrinking's: a program that
+// failed before gets its outcome again without a run (rapid replays the program it keeps, and asks
+// again when it confirms a smaller one), and once the budget is spent every other program passes
+// unrun, so rapid's shrinker finds nothing smaller and stops at the smallest failure so far.
+type shrinkBudget struct {
+	active  bool
+	left    int
+	failing map[string]*Outcome // by programKey
+}
+
+// lookup says what a program's run would be: a failing outcome kept (no run needed), spent (pass it
+// unrun), or neither (run it; counted).
+func (b *shrinkBudget) lookup(key string) (out *Outcome, spent bool) {
+	if b == nil || !b.active {
+		return nil, false
+	}
+	if out := b.failing[key]; out != nil {
+		return out, false
+	}
+	if b.left <= 0 {
+		return nil, true
+	}
+	b.left--
+	return nil, false
+}
+
+// record keeps a failing outcome while shrinking.
+func (b *shrinkBudget) record(key string, out *Outcome, d Detectors) {
+	if b != nil && b.active && key != "" && out.Failed(d) {
+		b.failing[key] = out
+	}
+}
+
+// key is a program as drawn, as text: two draws of the same program have the same key ("" while no
+// case failed: nothing is kept then).
+func (b *shrinkBudget) key(sc *harness.Scenario) string {
+	if b == nil || !b.active {
+		return ""
+	}
+	j, err := json.Marshal(sc)
+	if err != nil {
+		panic(fmt.Sprintf("explore: a program that does not marshal: %v", err))
+	}
+	return string(j)
 }
 
 // captureTB is the testing.TB rapid reports to outside go test.

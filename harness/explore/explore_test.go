@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -89,15 +90,16 @@ var families = []struct {
 	name    string
 	defects impl.Switches
 	budget  int
-	// shrink: how long rapid may minimise; the seed defects' counterexamples must come out short
-	shrink time.Duration
+	// shrink: how many runs shrinking may make (0: DefaultShrinkRuns); the seed defects'
+	// counterexamples must come out short
+	shrink int
 }{
-	{"D1", only(impl.D1), 100, 10 * time.Second},
-	{"D2", only(impl.D2a, impl.D2b, impl.D2c, impl.D2d, impl.D2e), 100, 10 * time.Second},
-	{"D3", only(impl.D3), 100, 10 * time.Second},
-	{"planted: a stop that timed out counts as stopped", only(impl.PlantedStopTimeoutIsSuccess), 100, 2 * time.Second},
-	{"C1", only(impl.C1), 1000, 2 * time.Second},
-	{"C2", only(impl.C2), 3000, 2 * time.Second}, // C2 often heals itself (the host's report at reconnect marks the VM Running again): more cases
+	{"D1", only(impl.D1), 100, 0},
+	{"D2", only(impl.D2a, impl.D2b, impl.D2c, impl.D2d, impl.D2e), 100, 0},
+	{"D3", only(impl.D3), 100, 0},
+	{"planted: a stop that timed out counts as stopped", only(impl.PlantedStopTimeoutIsSuccess), 100, 200},
+	{"C1", only(impl.C1), 1000, 200},
+	{"C2", only(impl.C2), 3000, 200}, // C2 often heals itself (the host's report at reconnect marks the VM Running again): more cases
 }
 
 // TestEachDetectorFindsEachDefect switches each defect on alone and explores from a random start with
@@ -120,7 +122,7 @@ func TestEachDetectorFindsEachDefect(t *testing.T) {
 					t.Fatalf("not found in %d cases from seed %d", ran, seed)
 				}
 				t.Logf("found after %d cases from seed %d; shrunk (replay with -rapid.seed=%d):\n%s", found.Cases, seed, found.Seed, found.Shrunk.Counterexample())
-				if n := found.Shrunk.Actions; f.shrink >= 10*time.Second && n > 10 {
+				if n := found.Shrunk.Actions; f.shrink == 0 && n > 10 {
 					t.Errorf("shrunk to %d actions, want at most 10", n)
 				}
 				// the defect's own finding: its shrunk program passes once the defects are fixed
@@ -140,7 +142,7 @@ func TestEachDetectorFindsEachDefect(t *testing.T) {
 // the defects are fixed.
 func TestFixedFindsNothing(t *testing.T) {
 	seed := seedFor("fixed")
-	found, ran, err := Explore(Options{Profile: "fixed", Defects: impl.Switches{}}, 100, seed, time.Second)
+	found, ran, err := Explore(Options{Profile: "fixed", Defects: impl.Switches{}}, 100, seed, 200)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,11 +158,11 @@ func TestFixedFindsNothing(t *testing.T) {
 // the same history, byte for byte.
 func TestFindingReplays(t *testing.T) {
 	o := Options{Profile: "D3", Defects: only(impl.D3)}
-	found, _, err := Explore(o, 100, 42, time.Second)
+	found, _, err := Explore(o, 100, 42, 200)
 	if err != nil || found == nil {
 		t.Fatalf("no finding to replay (err %v)", err)
 	}
-	again, ran, err := Explore(o, 1, found.Seed, time.Second)
+	again, ran, err := Explore(o, 1, found.Seed, 200)
 	if err != nil || again == nil || again.Cases != 1 || ran != 1 {
 		t.Fatalf("seed %d did not fail on its first case (err %v)", found.Seed, err)
 	}
@@ -189,7 +191,7 @@ func TestFindingReplays(t *testing.T) {
 func TestSavedCounterexampleIsAScenario(t *testing.T) {
 	sw, _ := impl.ProfileSwitches("cloudstack-4.22")
 	o := Options{Profile: "cloudstack-4.22", Defects: sw}
-	found, _, err := Explore(o, 100, 7, time.Second)
+	found, _, err := Explore(o, 100, 7, 200)
 	if err != nil || found == nil {
 		t.Fatalf("no finding (err %v)", err)
 	}
@@ -216,7 +218,7 @@ func TestSavedCounterexampleIsAScenario(t *testing.T) {
 
 func TestReports(t *testing.T) {
 	o := Options{Profile: "D1", Defects: only(impl.D1)}
-	found, ran, err := Explore(o, 100, 3, time.Second)
+	found, ran, err := Explore(o, 100, 3, 200)
 	if err != nil || found == nil {
 		t.Fatalf("no finding (err %v)", err)
 	}
@@ -291,7 +293,7 @@ func BenchmarkFindDefect(b *testing.B) {
 		b.Run(f.name, func(b *testing.B) {
 			cases := 0
 			for i := 0; i < b.N; i++ {
-				found, ran, err := Explore(Options{Profile: f.name, Defects: f.defects}, f.budget, uint64(i+1)*7919, time.Millisecond)
+				found, ran, err := Explore(Options{Profile: f.name, Defects: f.defects}, f.budget, uint64(i+1)*7919, -1)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -321,5 +323,44 @@ func BenchmarkSimulatorSteps(b *testing.B) {
 func BenchmarkPorcupine10k(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		CheckLargeHistory(10000)
+	}
+}
+
+// TestShrinkingIsBoundedByRuns: the same seed shrinks to the same program, byte for byte, whether the
+// machine is idle or busy. Shrinking was bounded by rapid's wall-clock shrinktime, and
+// `explore --defects D3 --seed 1 --budget 100` shrank to 8, 8 (another program) and 2 actions in three
+// runs (issue 33); a budget of runs cannot depend on the machine. Two goroutines spin beside the
+// second exploration to make it a loaded one.
+func TestShrinkingIsBoundedByRuns(t *testing.T) {
+	tier.Need(t, tier.Long) // explores and shrinks twice: seconds
+	o := Options{Profile: "D3", Defects: only(impl.D3)}
+	explore := func() string {
+		found, _, err := Explore(o, 100, 1, 300)
+		if err != nil || found == nil {
+			t.Fatalf("no finding (err %v)", err)
+		}
+		return found.Shrunk.Counterexample()
+	}
+	idle := explore()
+	stop := make(chan struct{})
+	var spinning sync.WaitGroup
+	for range 2 {
+		spinning.Add(1)
+		go func() {
+			defer spinning.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+			}
+		}()
+	}
+	busy := explore()
+	close(stop)
+	spinning.Wait()
+	if idle != busy {
+		t.Fatalf("the same seed shrank to two programs:\n%s\n---- loaded:\n%s", idle, busy)
 	}
 }

@@ -2,7 +2,6 @@ package explore
 
 import (
 	"testing"
-	"time"
 
 	"github.com/csconform/csconform/harness"
 	"github.com/csconform/csconform/impl"
@@ -26,7 +25,7 @@ func TestGuideKeepsReplay(t *testing.T) {
 		var outs []*Outcome
 		o := o
 		o.Seen = func(out *Outcome) { outs = append(outs, out) }
-		_, ran, err := Explore(o, 30, 99, time.Second)
+		_, ran, err := Explore(o, 30, 99, 200)
 		require.NoError(t, err)
 		require.Equal(t, 30, ran)
 		return outs
@@ -43,7 +42,7 @@ func TestGuideKeepsReplay(t *testing.T) {
 		var again *Outcome
 		o := o
 		o.Seen = func(out *Outcome) { again = out }
-		_, _, err := Explore(o, 1, a[i].Seed, time.Second)
+		_, _, err := Explore(o, 1, a[i].Seed, 200)
 		require.NoError(t, err)
 		assert.Equal(t, programText(t, a[i].Program), programText(t, again.Program), "case %d does not replay from its seed", i)
 	}

@@ -88,7 +88,7 @@ func killMutant(o MutationOptions, fixed impl.Switches, id impl.Mutant) (string,
 			if k > 0 {
 				s = rand.New(rand.NewPCG(seed, k)).Uint64() | 1
 			}
-			f, ran, err := Explore(Options{Profile: impl.Fixed, Defects: fixed, Scheduler: o.Scheduler}, o.Budget-done, s, 100*time.Millisecond) // the score needs no shrinking
+			f, ran, err := Explore(Options{Profile: impl.Fixed, Defects: fixed, Scheduler: o.Scheduler}, o.Budget-done, s, -1) // the score needs no shrinking
 			if err != nil {
 				// rapid reports a case that failed to run (a panic, a step that cannot complete) as an
 				// error: the mutant broke the reference, and that is a kill

@@ -2,7 +2,6 @@ package explore
 
 import (
 	"testing"
-	"time"
 
 	"github.com/csconform/csconform/drivers/sim"
 	"github.com/csconform/csconform/impl"
@@ -21,14 +20,14 @@ func TestPCTFindsAReadThenWriteRace(t *testing.T) {
 	planted := impl.Switches{impl.PlantedIPFromStaleRead: true}
 	inv := Detectors{Invariants: true}
 	for _, seed := range []uint64{1 * 7919, 2 * 7919, 3 * 7919} {
-		f, ran, err := Explore(Options{Profile: "planted", Defects: planted, Detectors: inv, Scheduler: sim.Strategy{Kind: sim.PCT}}, 1000, seed, time.Millisecond)
+		f, ran, err := Explore(Options{Profile: "planted", Defects: planted, Detectors: inv, Scheduler: sim.Strategy{Kind: sim.PCT}}, 1000, seed, -1)
 		require.NoError(t, err)
 		require.NotNil(t, f, "PCT: not found in %d cases from seed %d", ran, seed)
 		require.Contains(t, f.Shrunk.Invariants(), "ip-conflict", "seed %d", seed)
 		t.Logf("PCT, seed %d: found after %d cases", seed, f.Cases)
 	}
 	// the same budget under the random strategy: the window is never cut
-	f, ran, err := Explore(Options{Profile: "planted", Defects: planted, Detectors: inv}, 1000, 7919, time.Millisecond)
+	f, ran, err := Explore(Options{Profile: "planted", Defects: planted, Detectors: inv}, 1000, 7919, -1)
 	require.NoError(t, err)
 	require.Nil(t, f, "random found it after %d cases", ran)
 }
