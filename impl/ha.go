@@ -165,12 +165,28 @@ func b2i(b bool) int {
 
 // scheduleRestart queues an HA item for the VM; without investigation the VM is force-stopped first.
 func (m *HighAvailabilityManager) scheduleRestart(t *Thread, v *VMVO, investigate bool, reason string) {
+	m.finishScheduleRestart(t, v, investigate, reason, m.beginScheduleRestart(t, v))
+}
+
+// beginScheduleRestart is scheduleRestart up to the forced stop of a VM with no host id: that stop's
+// VmWork job queued, not joined (nil: the VM has a host). finishScheduleRestart joins it and goes on.
+func (m *HighAvailabilityManager) beginScheduleRestart(t *Thread, v *VMVO) *JobVO {
 	s := m.s
 	s.Log(t, "DEBUG", VMObject(v.ID), "HA schedule restart")
+	if v.HostID != "" {
+		return nil
+	}
+	s.Log(t, "DEBUG", VMObject(v.ID), "Found a vm that is scheduled to be restarted but has no host id: %s", v.Name)
+	return s.submitStop(t, v.ID, forcedCleanup) // the HA manager's own decision, as in forceStop
+}
+
+// finishScheduleRestart is the rest of scheduleRestart, from the join of the forced stop begun by
+// beginScheduleRestart (stop nil: none).
+func (m *HighAvailabilityManager) finishScheduleRestart(t *Thread, v *VMVO, investigate bool, reason string, stop *JobVO) {
+	s := m.s
 	hostID := v.HostID
-	if hostID == "" {
-		s.Log(t, "DEBUG", VMObject(v.ID), "Found a vm that is scheduled to be restarted but has no host id: %s", v.Name)
-		m.forceStop(t, v.ID)
+	if stop != nil {
+		m.forceStopped(t, v.ID, s.jobs.joinVmWork(stop))
 	}
 	if !investigate {
 		s.Log(t, "DEBUG", VMObject(v.ID), "VM does not require investigation so I'm marking it as Stopped: %s", v.Name)
@@ -196,7 +212,12 @@ func (m *HighAvailabilityManager) scheduleRestart(t *Thread, v *VMVO, investigat
 }
 
 func (m *HighAvailabilityManager) forceStop(t *Thread, vmID int64) {
-	if err := m.s.advanceStop(t, vmID, forcedCleanup); err != nil { // the HA manager's own decision, as a failed start's cleanup is
+	m.forceStopped(t, vmID, m.s.advanceStop(t, vmID, forcedCleanup)) // the HA manager's own decision, as a failed start's cleanup is
+}
+
+// forceStopped logs a forced stop's failure.
+func (m *HighAvailabilityManager) forceStopped(t *Thread, vmID int64, err error) {
+	if err != nil {
 		m.s.Log(t, "WARN", VMObject(vmID), "HA: forced stop of VM %d failed: %v", vmID, err)
 	}
 }

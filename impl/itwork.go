@@ -122,14 +122,45 @@ func (db *DB) ItWorkInProgressFor(msid string) []*ItWorkVO {
 // the VM is as that clean-up left it (the order of the two managers' start() is Spring's and was not
 // checked). The "vmmgr.cancel.workitem" lock is
 // not taken: a server lists only its own rows. Stopping and Migrating rows are never created here.
+//
+// scheduleRestart of a VM with no host id (a start killed before the planner chose a host, or one
+// cleanupLeftOverJobs moved to Stopped) first force-stops it through its work queue, and the Java's
+// start() joins that VmWork job (advanceStop: stopVmThroughJobQueue, then the outcome). Here Start does
+// not join it: the dispatcher (the heartbeat) is not running yet, and even once it is, each join takes
+// a heartbeat and a poll (some 3 s a VM: two minutes for 40, an hour for 1,000) while the server does
+// not serve. So from the first such row on, the rows are taken in order as the Java takes them up to
+// the forced stop (the lines, the stop queued on the VM's queue, ahead of anything a client can queue
+// once the server serves), and a server thread joins each stop and goes on (the HA item, the row
+// Done), in the same order, while the server starts and serves. Rows before it, with nothing to join,
+// are handled in Start as before.
 func (s *Server) cancelWorkItems(t *Thread) {
+	type begun struct {
+		w    *ItWorkVO
+		v    *VMVO
+		stop *JobVO // the forced stop queued (nil: the VM had a host)
+	}
+	var later []begun
 	for _, w := range s.DB.ItWorkInProgressFor(s.ID) {
 		s.Log(t, "INFO", VMObject(w.InstanceID), "Handling unfinished work item: %s", w)
 		v := s.DB.VM(w.InstanceID)
 		if v == nil || w.Type != vm.Starting {
 			continue
 		}
-		s.ha.scheduleRestart(t, v, true, "")
-		s.DB.UpdateItWorkStep(w.ID, ItWorkDone)
+		stop := s.ha.beginScheduleRestart(t, v)
+		if stop == nil && later == nil {
+			s.ha.finishScheduleRestart(t, v, true, "", nil)
+			s.DB.UpdateItWorkStep(w.ID, ItWorkDone)
+			continue
+		}
+		later = append(later, begun{w, v, stop})
 	}
+	if later == nil {
+		return
+	}
+	s.Go("CancelWorkItems", func(t *Thread) {
+		for _, b := range later {
+			s.ha.finishScheduleRestart(t, b.v, true, "", b.stop)
+			s.DB.UpdateItWorkStep(b.w.ID, ItWorkDone)
+		}
+	})
 }

@@ -1,6 +1,7 @@
 package impl_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/csconform/csconform/impl"
 	"github.com/csconform/csconform/model/history"
+	"github.com/csconform/csconform/model/job"
 	"github.com/csconform/csconform/model/vm"
 )
 
@@ -82,4 +84,83 @@ func TestCancelWorkItemsHandsUnfinishedStartsToHA(t *testing.T) {
 	require.True(t, log.has("main", "Schedule vm for HA: web1 (HAWork[1-HA-"), "no HA restart with investigation")
 	require.True(t, log.has("main", "-Starting-Investigating]"))
 	require.Nil(t, db.FindOutstandingItWork(id, vm.Starting), "the row should be Done")
+}
+
+// A restart after kill -9 under load (issue 35): the dead incarnation left many starts half done, each
+// VM Starting without a host (killed between changeToStartState and the planner's OperationRetry),
+// its op_it_work row at Prepare; half of them with their start's job still in progress, which
+// cleanupLeftOverJobs fails and moves to Stopped (cleanupVirtualMachine: OperationFailed). For every
+// row cancelWorkItems calls scheduleRestart, which force-stops a VM with no host through its work
+// queue before it queues the HA item: the stop is a VmWork job for the heartbeat to dispatch.
+//
+// Read: apache/cloudstack@00114e8b engine/orchestration/src/main/java/com/cloud/vm/VirtualMachineManagerImpl.java
+// (start: cancelWorkItems(_nodeId); cancelWorkItems: scheduleRestart(vm, true) then Step.Done;
+// advanceStop: outside a work job, stopVmThroughJobQueue and a wait on its outcome),
+// apache/cloudstack@04913a45 server/src/main/java/com/cloud/ha/HighAvailabilityManagerImpl.java
+// (scheduleRestart: hostId == null → _itMgr.advanceStop(uuid, true), then the HA item), and
+// apache/cloudstack@04b49bc3 framework/jobs/.../AsyncJobManagerImpl.java (submitAsyncJob with a sync
+// object only queues the item; the heartbeat dispatches it to the work-job executors configure made).
+//
+// Start must not wait on those stops: it returns at once, before any of them ran (here the work-job
+// dispatcher only starts after cancelWorkItems, so a wait in Start waited vm.job.timeout, 600 s, per
+// VM for a job nobody dispatched), and the clean-up then happens all the same: every VM Stopped by its
+// forced stop, every row Done, every VM handed to HA.
+func TestRestartDoesNotWaitOnHalfStartedVMsCleanup(t *testing.T) {
+	const n = 40
+	w := newSimServer(t, 5, nil, impl.Switches{})
+	s, f, db := w.s, w.f, w.db
+	net := w.srv.CreateNetwork("n1", false, 64)
+	var ids []int64
+	for i := range n {
+		v := w.srv.AllocateVirtualMachine(fmt.Sprintf("web%d", i), []int64{net.ID})
+		if i%2 == 0 {
+			db.CreateJob("API-Job-Executor-1", "DeployVMCmd", "VirtualMachine", v.ID, "ms1")
+		}
+		require.True(t, db.UpdateVMState("Work-Job-Executor-1", v, vm.StartRequested, vm.Starting, ""))
+		db.PersistItWork("ms1", vm.Starting, v.ID)
+		ids = append(ids, v.ID)
+	}
+	f.Listen(false)
+	s.Kill("ms/")
+	require.NoError(t, s.RunFor(5*time.Second))
+	f.Listen(true)
+
+	srv := impl.NewServer("ms1", s, db, w.cfg, impl.Switches{}, f)
+	began := s.Now()
+	var returned time.Time
+	var starting, queued int // VMs still Starting, forced stops queued, when Start returned
+	s.Go("restart", func() {
+		srv.Start()
+		returned = s.Now()
+		for _, id := range ids {
+			if db.VM(id).State == vm.Starting {
+				starting++
+			}
+			queued += len(db.JobsFor("VirtualMachine", id, func(j *impl.JobVO) bool { return j.Cmd == "VmWorkStop" && j.Status == job.InProgress }))
+		}
+	})
+	require.NoError(t, s.RunUntil(began.Add(time.Minute), func() bool { return !returned.IsZero() }))
+	require.False(t, returned.IsZero(), "Start had not returned a minute after it began: it waits on the clean-up's stop jobs")
+	require.Equal(t, began, returned, "Start took simulated time: it waited on the clean-up")
+	require.Equal(t, n/2, starting, "Start returned after the clean-up's stop jobs ran, not before")
+	require.Equal(t, n, queued, "every forced stop is queued before Start returns, ahead of anything a client queues")
+
+	require.NoError(t, s.RunUntil(s.Now().Add(10*time.Minute), func() bool {
+		return len(db.ItWorkInProgressFor("ms1")) == 0 && len(db.JobsInProgress(func(j *impl.JobVO) bool { return j.MSID == "ms1" })) == 0
+	}))
+	require.Empty(t, db.ItWorkInProgressFor("ms1"), "rows left not Done")
+	for _, id := range ids {
+		v := db.VM(id)
+		require.Equal(t, vm.Stopped, v.State, "%s", v.Name)
+		require.Empty(t, v.HostID, "%s", v.Name)
+		ha := db.HaWorkOf(id)
+		require.Len(t, ha, 1, "%s: one HA item", v.Name)
+		require.EqualValues(t, "HA", ha[0].Type)
+		require.True(t, w.log.has("", "Schedule vm for HA: "+v.Name+" ("), "%s not handed to HA", v.Name)
+	}
+	stops := db.Jobs(func(j *impl.JobVO) bool { return j.Cmd == "VmWorkStop" })
+	require.Len(t, stops, n, "one forced stop per VM without a host")
+	for _, j := range stops {
+		require.Equal(t, job.Succeeded, j.Status, "job %d", j.ID)
+	}
 }

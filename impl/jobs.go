@@ -126,11 +126,24 @@ func (m *AsyncJobManager) waitJobOn(env Env, id int64, interval, timeout time.Du
 // runVmWork is startVmThroughJobQueue / stopVmThroughJobQueue: a VmWork job on the VM's queue, joined
 // by the caller, who polls it every vm.job.check.interval.
 func (m *AsyncJobManager) runVmWork(t *Thread, cmd string, vmID int64, fn func(t *Thread) error) error {
+	return m.joinVmWork(m.submitVmWork(t, cmd, vmID, fn))
+}
+
+// submitVmWork is the submit half of runVmWork: the job's row, and the job at the tail of the VM's
+// queue for the heartbeat to dispatch.
+func (m *AsyncJobManager) submitVmWork(t *Thread, cmd string, vmID int64, fn func(t *Thread) error) *JobVO {
 	s := m.s
 	j := s.DB.CreateJob(t.Name, cmd, "VirtualMachine", vmID, s.ID)
 	m.mu.Lock()
 	m.queues[vmID] = append(m.queues[vmID], &workItem{job: j, fn: fn})
 	m.mu.Unlock()
+	return j
+}
+
+// joinVmWork is the caller's half: it polls the job every vm.job.check.interval for up to
+// vm.job.timeout (the Outcome's get).
+func (m *AsyncJobManager) joinVmWork(j *JobVO) error {
+	s := m.s
 	_, err := m.WaitJob(j.ID, s.Config.Millis("vm.job.check.interval"), s.Config.Millis("vm.job.timeout"))
 	return err
 }

@@ -382,7 +382,12 @@ func (s *Server) sendStopAs(t *Thread, v *VMVO, force stopForce, checkBeforeClea
 
 // AdvanceStop runs the stop as a VmWorkStop job.
 func (s *Server) advanceStop(t *Thread, vmID int64, force stopForce) error {
-	return s.jobs.runVmWork(t, "VmWorkStop", vmID, func(t *Thread) error { return s.orchestrateStop(t, vmID, force) })
+	return s.jobs.joinVmWork(s.submitStop(t, vmID, force))
+}
+
+// submitStop queues advanceStop's VmWorkStop job without joining it.
+func (s *Server) submitStop(t *Thread, vmID int64, force stopForce) *JobVO {
+	return s.jobs.submitVmWork(t, "VmWorkStop", vmID, func(t *Thread) error { return s.orchestrateStop(t, vmID, force) })
 }
 
 func (s *Server) orchestrateStop(t *Thread, vmID int64, force stopForce) error {
