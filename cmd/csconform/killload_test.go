@@ -144,10 +144,11 @@ func envDuration(name string, def time.Duration) time.Duration {
 // CSCONFORM_KILL_HALF half-started VMs (default 10), for measuring by hand; the test prints the figures.
 func TestServerRestartAfterKillUnderLoad(t *testing.T) {
 	tier.Need(t, tier.Long) // builds csconform and runs it in real time: about 20 s
+	t.Parallel()            // mostly waiting: beside the package's other real-time tests
 	clients := envInt("CSCONFORM_KILL_CLIENTS", 30)
 	load := envDuration("CSCONFORM_KILL_LOAD", 3*time.Second)
 	dir := t.TempDir()
-	bin := buildCSConform(t, dir)
+	bin := buildCSConform(t)
 	state := filepath.Join(dir, "ms", "db.json")
 	hist := filepath.Join(dir, "history.jsonl")
 	free := func() string {
