@@ -54,7 +54,7 @@ func TestServerAPIThroughCloudStackGo(t *testing.T) {
 	bin := buildCSConform(t)
 	const key, secret = "an-api-key", "the-secret-key-7f3a9"
 	hist := filepath.Join(dir, "history.jsonl")
-	srv, out := startProcEnv(t, []string{envControlToken + "=" + testControlToken, envAPIKey + "=" + key, envSecretKey + "=" + secret}, bin, "server", "--listen", "127.0.0.1:0", "--control", "127.0.0.1:0", "--api", "127.0.0.1:0",
+	srv, out := startProcEnv(t, []string{envControlToken + "=" + testControlToken, envAgentKey + "=" + testAgentKey, envAPIKey + "=" + key, envSecretKey + "=" + secret}, bin, "server", "--listen", "127.0.0.1:0", "--control", "127.0.0.1:0", "--api", "127.0.0.1:0",
 		"--config", "ping.interval=1", "--config", "vm.job.check.interval=200", "--history", hist, "--verbose")
 	addrs, lines := listening(out, "agents", "api")
 	agentAddr, api := addrs["agents"], addrs["api"]

@@ -71,52 +71,78 @@ func newControl(srv *impl.Server, db *impl.DB, cfg *impl.Config, token string) h
 	return requireToken(token, mux)
 }
 
-// envControlToken names the environment variable that gives the server its control token.
+// envControlToken names the environment variable that gives the server its control token (and
+// csconform hypervisor and csconform agent the token of their fault hooks).
 const envControlToken = "CSCONFORM_CONTROL_TOKEN"
 
-// controlToken resolves the control endpoint's token: $CSCONFORM_CONTROL_TOKEN; else the token in
-// file if it exists; else a generated one, written to file (created 0600, never overwritten) or to a
-// new 0600 file in the temporary directory. written names the file when the token was generated there
-// (the server prints the path, never the token).
+// envAgentKey names the environment variable that gives the server and its agents the agent key: the
+// server takes an agent's StartupCommand only with it.
+const envAgentKey = "CSCONFORM_AGENT_KEY"
+
+// controlToken resolves the control token (of the server's control endpoint, and of the fault hooks
+// of csconform hypervisor --listen and csconform agent --faults): $CSCONFORM_CONTROL_TOKEN; else the
+// token in file if it exists; else a generated one, written to file (created 0600, never overwritten)
+// or to a new 0600 file in the temporary directory. written names the file when the token was
+// generated there (the process prints the path, never the token).
 func controlToken(file string) (token, written string, err error) {
-	if t := os.Getenv(envControlToken); t != "" {
-		return t, "", checkToken(t, "$"+envControlToken)
+	return secret(envControlToken, file, "control token", true)
+}
+
+// agentKey resolves the agent key as controlToken does the control token, from $CSCONFORM_AGENT_KEY
+// or file; the server generates one when there is none (generate), an agent cannot.
+func agentKey(file string, generate bool) (key, written string, err error) {
+	return secret(envAgentKey, file, "agent key", generate)
+}
+
+// secret resolves a shared secret named what: $env; else the secret in file if it exists; else, with
+// generate, a generated one written to file (created 0600, never overwritten) or to a new 0600 file in
+// the temporary directory, whose name is written; without generate, an error.
+func secret(env, file, what string, generate bool) (s, written string, err error) {
+	if t := os.Getenv(env); t != "" {
+		return t, "", checkSecret(t, "$"+env, what)
 	}
 	if file != "" {
 		b, err := os.ReadFile(file)
 		if err == nil {
 			t := strings.TrimSpace(string(b))
-			return t, "", checkToken(t, "control token file "+file)
+			return t, "", checkSecret(t, what+" file "+file, what)
 		}
-		if !errors.Is(err, os.ErrNotExist) {
-			return "", "", fmt.Errorf("control token file: %w", err)
+		if !errors.Is(err, os.ErrNotExist) || !generate {
+			return "", "", fmt.Errorf("%s file: %w", what, err)
 		}
+	}
+	if !generate {
+		return "", "", fmt.Errorf("no %s: set $%s or give its file", what, env)
 	}
 	t := randomKey()
 	var f *os.File
 	if file == "" {
-		f, err = os.CreateTemp("", "csconform-control-*.token") // 0600
+		first, last, _ := strings.Cut(what, " ")
+		f, err = os.CreateTemp("", "csconform-"+first+"-*."+last) // 0600: csconform-control-*.token, csconform-agent-*.key
 	} else {
 		f, err = os.OpenFile(file, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	}
 	if err != nil {
-		return "", "", fmt.Errorf("control token file: %w", err)
+		return "", "", fmt.Errorf("%s file: %w", what, err)
 	}
 	defer f.Close()
 	if _, err := fmt.Fprintln(f, t); err != nil {
-		return "", "", fmt.Errorf("control token file: %w", err)
+		return "", "", fmt.Errorf("%s file: %w", what, err)
 	}
 	return t, f.Name(), nil
 }
 
-// checkToken refuses tokens that are easy to guess or cannot travel in a header.
-func checkToken(t, where string) error {
+// checkToken refuses control tokens that are easy to guess or cannot travel in a header.
+func checkToken(t, where string) error { return checkSecret(t, where, "control token") }
+
+// checkSecret refuses secrets that are easy to guess or cannot travel in a header.
+func checkSecret(t, where, what string) error {
 	if len(t) < 16 {
-		return fmt.Errorf("%s: the control token needs at least 16 characters", where)
+		return fmt.Errorf("%s: the %s needs at least 16 characters", where, what)
 	}
 	for _, c := range []byte(t) {
 		if c <= ' ' || c >= 0x7f {
-			return fmt.Errorf("%s: the control token is printable ASCII without spaces", where)
+			return fmt.Errorf("%s: the %s is printable ASCII without spaces", where, what)
 		}
 	}
 	return nil
@@ -130,7 +156,7 @@ func requireToken(token string, next http.Handler) http.Handler {
 		var why string
 		switch {
 		case r.Header.Get("Authorization") == "":
-			why = "no control token: send the header Authorization: Bearer TOKEN (the server's $" + envControlToken +
+			why = "no control token: send the header Authorization: Bearer TOKEN (the process's $" + envControlToken +
 				", its --control-token-file, or the file it printed at start)"
 		case !strings.EqualFold(scheme, "Bearer"):
 			why = "the control token goes in the header Authorization: Bearer TOKEN"

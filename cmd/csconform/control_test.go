@@ -110,7 +110,7 @@ func TestServerControlTokenAndLoopback(t *testing.T) {
 	dir := t.TempDir()
 	bin := buildCSConform(t)
 	file := filepath.Join(dir, "control.token")
-	srv, out := startProcEnv(t, []string{envControlToken + "="}, bin, "server", "--listen", "127.0.0.1:0", "--control", "127.0.0.1:0", "--control-token-file", file)
+	srv, out := startProcEnv(t, []string{envControlToken + "=", envAgentKey + "=" + testAgentKey}, bin, "server", "--listen", "127.0.0.1:0", "--control", "127.0.0.1:0", "--control-token-file", file)
 	addrs, lines := listening(out, "control")
 	base := addrs["control"]
 	if base == "" {

@@ -38,6 +38,9 @@ func hypervisorCmd(o *hypervisorOpts, stdout, stderr io.Writer) int {
 		return fail(err)
 	}
 	defer uln.Close()
+	if err := os.Chmod(o.socket, 0o600); err != nil { // the agent runs as the same user
+		return fail(err)
+	}
 	go (&http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}).Serve(uln)
 	if o.listen != "" {
 		tln, err := net.Listen("tcp", o.listen)
@@ -45,7 +48,14 @@ func hypervisorCmd(o *hypervisorOpts, stdout, stderr io.Writer) int {
 			return fail(err)
 		}
 		defer tln.Close()
-		go (&http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}).Serve(tln)
+		token, written, err := controlToken(o.tokenFile)
+		if err != nil {
+			return fail(err)
+		}
+		go (&http.Server{Handler: truthOpen(token, handler), ReadHeaderTimeout: 10 * time.Second}).Serve(tln)
+		if written != "" {
+			fmt.Fprintf(stdout, "control token in %s\n", written)
+		}
 		fmt.Fprintf(stdout, "hypervisor %s: truth on http://%s\n", o.hostID, tln.Addr())
 	}
 	fmt.Fprintf(stdout, "hypervisor %s: simulated domains (no libvirt) on unix:%s\n", o.hostID, o.socket)
@@ -53,6 +63,20 @@ func hypervisorCmd(o *hypervisorOpts, stdout, stderr io.Writer) int {
 	defer stop()
 	<-ctx.Done()
 	return 0
+}
+
+// truthOpen serves GET /domains (the truth, read-only) to anyone and everything else, the fault hooks
+// first, only with the control token (requireToken): on TCP any local process can reach the port.
+// The unix socket stays as it is, for the agent; only its owner can connect to it.
+func truthOpen(token string, h http.Handler) http.Handler {
+	locked := requireToken(token, h)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet && r.URL.Path == "/domains" {
+			h.ServeHTTP(w, r)
+			return
+		}
+		locked.ServeHTTP(w, r)
+	})
 }
 
 // newRemoteHypervisor reaches a csconform hypervisor process on the unix socket path.
@@ -71,22 +95,30 @@ func newRemoteHypervisor(env *live.Env, _, path string, _ hvFlags) (impl.Hypervi
 	return nil, err
 }
 
-// agentDialer is the agent's transport; with faultsAddr it also serves the agent's fault hook
+// agentDialer is the agent's transport, presenting key in its StartupCommand; with faultsAddr it also
+// serves, only with the control token (requireToken), the agent's fault hook
 // POST /delayNextOutOfBand?d=1500ms, a live.StaleReport: the next out-of-band report reaches the
 // server that late; with hold (an agent on real libvirt domains) a StartCommand arriving while that
 // report is armed waits on the wire for its collection (live.StaleHold, the order seed 001 needs on
 // real domains). With routerBoot (an agent on real libvirt domains) it also serves POST /routerBoot?d=36s: routers started from now on
 // say ready that long after reaching userspace (0: back to --router-boot), the slow-router-boot fault
 // that a hypervisor container serves for simulated domains.
-func agentDialer(server, faultsAddr string, hold bool, routerBoot func(time.Duration), stdout, stderr io.Writer) (impl.Transport, error) {
+func agentDialer(server, key, faultsAddr, tokenFile string, hold bool, routerBoot func(time.Duration), stdout, stderr io.Writer) (impl.Transport, error) {
 	d := &live.StaleReport{Hold: hold, Log: func(detail string) { fmt.Fprintf(stderr, "csconform agent: %s\n", detail) }}
-	tr := d.Wrap(&live.Dialer{Addr: server})
+	tr := d.Wrap(&live.Dialer{Addr: server, Key: key})
 	if faultsAddr == "" {
 		return tr, nil
+	}
+	token, written, err := controlToken(tokenFile)
+	if err != nil {
+		return nil, err
 	}
 	ln, err := net.Listen("tcp", faultsAddr)
 	if err != nil {
 		return nil, err
+	}
+	if written != "" {
+		fmt.Fprintf(stdout, "control token in %s\n", written)
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /delayNextOutOfBand", func(w http.ResponseWriter, r *http.Request) {
@@ -112,7 +144,7 @@ func agentDialer(server, faultsAddr string, hold bool, routerBoot func(time.Dura
 			writeJSON(w, http.StatusOK, map[string]string{"routerBoot": v.String()})
 		})
 	}
-	go (&http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}).Serve(ln)
+	go (&http.Server{Handler: requireToken(token, mux), ReadHeaderTimeout: 10 * time.Second}).Serve(ln)
 	fmt.Fprintf(stdout, "agent fault hooks on http://%s\n", ln.Addr())
 	return tr, nil
 }

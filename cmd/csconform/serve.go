@@ -192,10 +192,22 @@ func serverCmd(o *serverOpts, stdout, stderr io.Writer) int {
 			return fail(err)
 		}
 	}
-	// last, so that a server that cannot start leaves no generated token file behind
+	// last, so that a server that cannot start leaves no generated token or key file behind
 	token, tokenWritten, err := controlToken(o.tokenFile)
 	if err != nil {
 		return fail(err)
+	}
+	key, keyWritten, err := agentKey(o.agentKeyFile, true)
+	if err != nil {
+		if tokenWritten != "" {
+			os.Remove(tokenWritten)
+		}
+		return fail(err)
+	}
+	ln.Key = key
+	ln.Refused = func(host, from, why string) {
+		sink.Emit(history.Event{Kind: history.Log, Level: "WARN", Actor: "AgentManager", Object: host,
+			Detail: fmt.Sprintf("refused the agent connection from %s (host %q): %s", from, host, why)})
 	}
 	srv := impl.NewServer(o.id, env, db, cfg, sw, ln)
 	srv.Start()
@@ -209,6 +221,9 @@ func serverCmd(o *serverOpts, stdout, stderr io.Writer) int {
 		go as.Serve(al)
 	}
 
+	if keyWritten != "" {
+		fmt.Fprintf(stdout, "agent key in %s\n", keyWritten)
+	}
 	fmt.Fprintf(stdout, "agents listening on %s\n", ln.Addr())
 	if tokenWritten != "" {
 		fmt.Fprintf(stdout, "control token in %s\n", tokenWritten)
@@ -262,6 +277,10 @@ func agentCmd(o *agentOpts, stdout, stderr io.Writer) int {
 	case hf.routerBoot < 0:
 		return fail(fmt.Errorf("--router-boot %s: negative", hf.routerBoot))
 	}
+	key, _, err := agentKey(o.keyFile, false)
+	if err != nil {
+		return fail(fmt.Errorf("%v (the server's key: it takes a StartupCommand only with it)", err))
+	}
 	// The agent retries its connection for ever once running; a server that cannot be reached at
 	// start is a mistake to report, not to wait out.
 	probe, err := net.DialTimeout("tcp", o.server, 5*time.Second)
@@ -294,7 +313,7 @@ func agentCmd(o *agentOpts, stdout, stderr io.Writer) int {
 			hf.routerBootNow.Store(int64(d))
 		}
 	}
-	tr, err := agentDialer(o.server, o.faultsAddr, hvKind == "libvirt", routerBoot, stdout, stderr)
+	tr, err := agentDialer(o.server, key, o.faultsAddr, o.tokenFile, hvKind == "libvirt", routerBoot, stdout, stderr)
 	if err != nil {
 		return fail(err)
 	}

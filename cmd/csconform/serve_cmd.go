@@ -19,6 +19,7 @@ type serverOpts struct {
 	verbose                            bool
 	apiAddr, apiKey, secretKey         string
 	keysFile                           string
+	agentKeyFile                       string
 }
 
 func serverFlags(fs *pflag.FlagSet, o *serverOpts) {
@@ -26,6 +27,7 @@ func serverFlags(fs *pflag.FlagSet, o *serverOpts) {
 	fs.StringVar(&o.listen, "listen", "127.0.0.1:8250", "where agents connect (`ADDR`)")
 	fs.StringVar(&o.controlAddr, "control", "127.0.0.1:8096", "the control endpoint's `ADDR`, JSON over HTTP (loopback only: it drives everything the server does); GET / lists it. Every request needs the header \"Authorization: Bearer TOKEN\" (else 401), the token being $CSCONFORM_CONTROL_TOKEN; else the one in --control-token-file; else a generated one, written to a new 0600 file (--control-token-file, or one in the temporary directory) whose path is printed. The token is never printed or logged")
 	fs.StringVar(&o.tokenFile, "control-token-file", "", "where the control token is read from, or written to when generated (`FILE`)")
+	fs.StringVar(&o.agentKeyFile, "agent-key-file", "", "the agent key's `FILE`: the server takes an agent's StartupCommand only with the key, $CSCONFORM_AGENT_KEY; else the one in FILE; else a generated one, written to a new 0600 file (FILE, or one in the temporary directory) whose path is printed (\"agent key in FILE\"). A connection with a wrong or no key is refused with a WARN line. Never printed or logged")
 	fs.StringVar(&o.id, "id", "ms1", "management server id `MSID`")
 	fs.StringVar(&o.profile, "profile", impl.CloudStack422, "the profile `P`: cloudstack-4.22 or fixed")
 	fs.StringVar(&o.defects, "defects", "", "switch on exactly the defects in `LIST` instead (D1,D2a,...; none)")
@@ -46,9 +48,11 @@ func newServerCmd(e *cliEnv) *cobra.Command {
 		Short: "run the management server over TCP",
 		Long: `Runs the reference management server over TCP, for agents started with csconform agent.
 
-It prints "agents listening on ADDR", "control listening on http://ADDR" (after "control token in
-FILE" when it generated the token) and, with --api, "api listening on http://ADDR/client/api" once
-ready. SIGINT/SIGTERM: the server stops, writing nothing more to its --state FILE (the file is as a
+It prints "agents listening on ADDR" (after "agent key in FILE" when it generated the agent key),
+"control listening on http://ADDR" (after "control token in FILE" when it generated the token) and,
+with --api, "api listening on http://ADDR/client/api" once ready. Agents present the agent key in
+their StartupCommand (csconform agent: $CSCONFORM_AGENT_KEY or --agent-key-file); a connection
+without it is refused and logged (WARN). SIGINT/SIGTERM: the server stops, writing nothing more to its --state FILE (the file is as a
 kill at that moment would leave it). Exit 2 on bad flags or an unreadable or unwritable --state FILE.`,
 		Example: "  csconform server --state ms.db --history ms.jsonl --config vm.destroy.forcestop=true",
 		Args:    noArgs,
@@ -67,6 +71,7 @@ type agentOpts struct {
 	hf                                 hvFlags
 	historyFile                        string
 	verbose                            bool
+	keyFile, tokenFile                 string
 }
 
 func agentFlags(fs *pflag.FlagSet, o *agentOpts) {
@@ -75,7 +80,9 @@ func agentFlags(fs *pflag.FlagSet, o *agentOpts) {
 	fs.StringVar(&o.hvName, "hypervisor", "sim", "where domains run (`NAME`; see above)")
 	fs.StringVar(&o.profile, "profile", impl.CloudStack422, "the profile `P` of the agent's switches (C6), as the server's: cloudstack-4.22 or fixed")
 	fs.StringVar(&o.defects, "defects", "", "switch on exactly the defects in `LIST` instead, as the server's")
-	fs.StringVar(&o.faultsAddr, "faults", "", "serve the agent's fault hook (POST /delayNextOutOfBand?d=DURATION) on `ADDR`")
+	fs.StringVar(&o.keyFile, "agent-key-file", "", "the server's agent key is $CSCONFORM_AGENT_KEY; else the one in `FILE` (required: the server refuses an agent without it)")
+	fs.StringVar(&o.faultsAddr, "faults", "", "serve the agent's fault hook (POST /delayNextOutOfBand?d=DURATION) on `ADDR`, only with the header \"Authorization: Bearer TOKEN\" (else 401), the token as the server's control token: $CSCONFORM_CONTROL_TOKEN; else the one in --control-token-file; else a generated one, written to a new 0600 file whose path is printed")
+	fs.StringVar(&o.tokenFile, "control-token-file", "", "with --faults: where the control token is read from, or written to when generated (`FILE`)")
 	// as the libvirt driver names and labels domains, so csconform cleanup finds them
 	fs.StringVar(&o.hf.run, "run", "", "libvirt: the run `ID` the domains belong to (default $CSCONFORM_RUN; required): a restarted agent with the same --run and --host finds its running domains again")
 	fs.StringVar(&o.hf.runDir, "run-dir", "", "libvirt: base directory `DIR` of run files: volumes, serial logs (default $CSCONFORM_RUN_DIR or /var/lib/csconform); libvirtd opens them by path, so in a container mount it at the same path as on the host")
@@ -94,8 +101,13 @@ func newAgentCmd(e *cliEnv) *cobra.Command {
 		Long: `Runs one host's agent, connected to csconform server's --listen address. --hypervisor is where its
 domains run:` + hypervisorDocs() + `
 
-SIGINT/SIGTERM: the agent sends a ShutdownCommand and exits. Exit 2 on bad flags or an unreachable
-management server.`,
+It presents the server's agent key ($CSCONFORM_AGENT_KEY, else --agent-key-file) in its
+StartupCommand: the server refuses an agent without it. --faults serves the agent's fault hooks
+(POST /delayNextOutOfBand?d=DURATION; with --hypervisor libvirt also POST /routerBoot?d=DURATION)
+only with the header "Authorization: Bearer TOKEN", the control token.
+
+SIGINT/SIGTERM: the agent sends a ShutdownCommand and exits. Exit 2 on bad flags, no agent key or an
+unreachable management server.`,
 		Example: "  csconform agent --host h1 --server 127.0.0.1:8250 --hypervisor libvirt --run r1",
 		Args:    noArgs,
 		Run: func(c *cobra.Command, _ []string) {
@@ -110,12 +122,13 @@ management server.`,
 }
 
 // hypervisorOpts are hypervisor's flags.
-type hypervisorOpts struct{ hostID, socket, listen string }
+type hypervisorOpts struct{ hostID, socket, listen, tokenFile string }
 
 func hypervisorFlags(fs *pflag.FlagSet, o *hypervisorOpts) {
 	fs.StringVar(&o.hostID, "host", "", "the host `ID` whose domains these are (required)")
 	fs.StringVar(&o.socket, "socket", "", "the unix socket `PATH` agents use (--hypervisor unix:PATH; required)")
-	fs.StringVar(&o.listen, "listen", "", "serve the same HTTP API on TCP at `ADDR`, for the harness")
+	fs.StringVar(&o.listen, "listen", "", "serve the same HTTP API on TCP at `ADDR`, for the harness; everything but GET /domains only with the header \"Authorization: Bearer TOKEN\" (else 401), the token as the server's control token: $CSCONFORM_CONTROL_TOKEN; else the one in --control-token-file; else a generated one, written to a new 0600 file whose path is printed")
+	fs.StringVar(&o.tokenFile, "control-token-file", "", "with --listen: where the control token is read from, or written to when generated (`FILE`)")
 }
 
 func newHypervisorCmd(e *cliEnv) *cobra.Command {
@@ -128,7 +141,10 @@ Agents use it with csconform agent --hypervisor unix:PATH. --listen serves the s
 for the harness: GET /domains (the truth: running domains, IPs, disks), and the host's faults:
 POST /crash?name=[&detail=FAILED|CRASHED] (the domain's QEMU dies or its guest panics),
 POST /guestShutdown?name= (the guest powers itself off) and POST /routerBoot?d=DURATION (router
-guests created from now on take d to say ready; 0 restores the default, 1 s).`,
+guests created from now on take d to say ready; 0 restores the default, 1 s). On --listen every
+request but GET /domains needs the header "Authorization: Bearer TOKEN" (else 401); the token is
+$CSCONFORM_CONTROL_TOKEN, else the one in --control-token-file, else a generated one whose file is
+printed ("control token in FILE"). The unix socket needs none: only its owner can connect.`,
 		Args: noArgs,
 		Run: func(_ *cobra.Command, _ []string) {
 			*e.code = hypervisorCmd(o, e.stdout, e.stderr)

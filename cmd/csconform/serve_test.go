@@ -78,10 +78,14 @@ type proc struct {
 // sends.
 const testControlToken = "test-control-token-5b9e1d"
 
-// startProc starts a csconform process with $CSCONFORM_CONTROL_TOKEN set to testControlToken.
+// testAgentKey is the agent key of every server and agent the tests start (startProc).
+const testAgentKey = "test-agent-key-7c41a0e2"
+
+// startProc starts a csconform process with $CSCONFORM_CONTROL_TOKEN set to testControlToken and
+// $CSCONFORM_AGENT_KEY to testAgentKey.
 func startProc(t *testing.T, bin string, args ...string) (*proc, *bufio.Scanner) {
 	t.Helper()
-	return startProcEnv(t, []string{envControlToken + "=" + testControlToken}, bin, args...)
+	return startProcEnv(t, []string{envControlToken + "=" + testControlToken, envAgentKey + "=" + testAgentKey}, bin, args...)
 }
 
 // startProcEnv starts a csconform process with env added to the test's environment.

@@ -81,8 +81,13 @@ const (
 	agentPort   = "8250"
 )
 
-// envControlToken is how the server in its container gets the control token (csconform server -h).
+// envControlToken is how the server in its container gets the control token (csconform server -h),
+// and the hypervisor and agent containers the token of their fault hooks (the run's one token).
 const envControlToken = "CSCONFORM_CONTROL_TOKEN"
+
+// envAgentKey is how the server and agent containers get the run's agent key: the server takes an
+// agent's StartupCommand only with it.
+const envAgentKey = "CSCONFORM_AGENT_KEY"
 
 // publishedOn is the host address every published port is bound to: the run's endpoints (control,
 // truth, fault hooks) are for the harness on this machine, not for the network.
@@ -160,7 +165,8 @@ type Cluster struct {
 
 	mu      sync.Mutex
 	control string // http://127.0.0.1:PORT of the server's control endpoint
-	token   string // the control endpoint's token (never logged)
+	token   string // the control endpoint's token, and the fault hooks' (never logged)
+	key     string // the agent key of the server and its agents (never logged)
 	faults  map[string]func(context.Context) error
 }
 
@@ -207,7 +213,7 @@ func Start(ctx context.Context, o Options) (c *Cluster, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("docker: %w", err)
 	}
-	c = &Cluster{Run: o.Run, o: o, cli: cli, hosts: map[string]*Host{}, faults: map[string]func(context.Context) error{}, token: newToken()}
+	c = &Cluster{Run: o.Run, o: o, cli: cli, hosts: map[string]*Host{}, faults: map[string]func(context.Context) error{}, token: newToken(), key: newToken()}
 	defer func() {
 		if err != nil {
 			c.Close()
@@ -245,7 +251,7 @@ func Start(ctx context.Context, o Options) (c *Cluster, err error) {
 	for _, k := range keys {
 		args = append(args, "--config", k+"="+o.Config[k])
 	}
-	c.ms, err = c.run(ctx, "ms", "server", "", args, map[string]string{envControlToken: c.token}, []string{controlPort}, "control listening")
+	c.ms, err = c.run(ctx, "ms", "server", "", args, map[string]string{envControlToken: c.token, envAgentKey: c.key}, []string{controlPort}, "control listening")
 	if err != nil {
 		return c, fmt.Errorf("management server: %w", err)
 	}
@@ -494,7 +500,7 @@ func (c *Cluster) startHost(ctx context.Context, h string) error {
 		return c.startLibvirtHost(ctx, h)
 	}
 	sock := "/run/csc/" + h + ".sock"
-	hv, err := c.run(ctx, h+"-hv", "hypervisor", h, []string{"hypervisor", "--host", h, "--socket", sock, "--listen", "0.0.0.0:8097"}, nil, []string{truthPort}, "simulated domains")
+	hv, err := c.run(ctx, h+"-hv", "hypervisor", h, []string{"hypervisor", "--host", h, "--socket", sock, "--listen", "0.0.0.0:8097"}, c.hookEnv(), []string{truthPort}, "simulated domains")
 	hst := &Host{ID: h, HV: hv}
 	c.hosts[h] = hst
 	if err != nil {
@@ -504,8 +510,16 @@ func (c *Cluster) startHost(ctx context.Context, h string) error {
 		return err
 	}
 	hst.Agent, err = c.run(ctx, h+"-agent", "agent", h, append([]string{"agent", "--host", h, "--server", "ms:" + agentPort, "--hypervisor", "unix:" + sock, "--faults", "0.0.0.0:8098"}, c.switchArgs()...),
-		nil, []string{faultsPort}, "agent "+h+": management server")
+		c.agentEnv(), []string{faultsPort}, "agent "+h+": management server")
 	return err
+}
+
+// hookEnv is a hypervisor container's environment: the token of its fault hooks.
+func (c *Cluster) hookEnv() map[string]string { return map[string]string{envControlToken: c.token} }
+
+// agentEnv is an agent container's environment: the agent key and the token of its fault hook.
+func (c *Cluster) agentEnv() map[string]string {
+	return map[string]string{envControlToken: c.token, envAgentKey: c.key}
 }
 
 // switchArgs are the profile's flags, the same for the server and every agent (C6 is the agent's).
@@ -532,7 +546,7 @@ func (c *Cluster) startLibvirtHost(ctx context.Context, h string) error {
 	hst.Agent, err = c.run(ctx, h+"-agent", "agent", h, append([]string{"agent", "--host", h, "--server", "ms:" + agentPort,
 		"--hypervisor", "libvirt", "--run", c.Run, "--run-dir", c.o.BaseDir, "--guest-dir", c.o.GuestDir,
 		"--virt-type", c.virtType, "--router-boot", c.o.RouterBoot.String(), "--faults", "0.0.0.0:8098"}, c.switchArgs()...),
-		nil, []string{faultsPort}, "agent "+h+": management server",
+		c.agentEnv(), []string{faultsPort}, "agent "+h+": management server",
 		same(LibvirtSocket, false), same(lv.RunDir(), false), same(c.o.GuestDir, true))
 	return err
 }
@@ -656,7 +670,7 @@ func (c *Cluster) CrashDomain(ctx context.Context, h, dom, detail string) error 
 	if hst.lv != nil {
 		return hst.lv.Crash(dom)
 	}
-	return getJSON(ctx, hst.truth+"/crash?"+url.Values{"name": {dom}, "detail": {detail}}.Encode(), "POST", nil)
+	return doJSON(ctx, hst.truth+"/crash?"+url.Values{"name": {dom}, "detail": {detail}}.Encode(), "POST", c.token, nil)
 }
 
 // DelayNextOutOfBand makes the next out-of-band report of h reach the server d late (the agent's
@@ -670,7 +684,7 @@ func (c *Cluster) DelayNextOutOfBand(ctx context.Context, h string, d time.Durat
 	if err != nil {
 		return err
 	}
-	return getJSON(ctx, u+"/delayNextOutOfBand?"+url.Values{"d": {d.String()}}.Encode(), "POST", nil)
+	return doJSON(ctx, u+"/delayNextOutOfBand?"+url.Values{"d": {d.String()}}.Encode(), "POST", c.token, nil)
 }
 
 // Logs returns a container's output (for a failing run's report).

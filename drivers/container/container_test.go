@@ -89,6 +89,19 @@ func TestFaults(t *testing.T) {
 	if err := doJSON(ctx, c.control+"/listHosts", "GET", "not-the-run-token-at-all", nil); err == nil || !strings.Contains(err.Error(), "wrong control token") {
 		t.Fatalf("control endpoint with a wrong token: %v", err)
 	}
+	// so do the hosts' fault hooks (issue 35 item 5); the truth, read-only, needs none
+	faults, err := endpoint(ctx, c.hosts["h1"].Agent, faultsPort)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, u := range []string{c.hosts["h1"].truth + "/crash?name=i-0-0-VM", c.hosts["h1"].truth + "/routerBoot?d=1s", faults + "/delayNextOutOfBand?d=1s"} {
+		if err := getJSON(ctx, u, "POST", nil); err == nil || !strings.Contains(err.Error(), "no control token") {
+			t.Fatalf("%s without the token: %v", u, err)
+		}
+	}
+	if err := getJSON(ctx, c.hosts["h1"].truth+"/domains", "GET", nil); err != nil {
+		t.Fatalf("the truth without a token: %v", err)
+	}
 	for _, ct := range []testcontainers.Container{c.ms, c.hosts["h1"].HV, c.hosts["h1"].Agent} {
 		insp, err := ct.Inspect(ctx)
 		if err != nil {

@@ -2,6 +2,7 @@ package live
 
 import (
 	"bufio"
+	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -27,6 +28,13 @@ var WriteTimeout = 30 * time.Second
 
 // Listener is the management server's side of the transport.
 type Listener struct {
+	// Key, when set, is the agent key (set before the server starts): a connection's first message
+	// must be a StartupCommand carrying it, and so must every StartupCommand after it. A connection
+	// that breaks the rule is closed before the server sees anything of it (impl.ErrClosed on Recv),
+	// and Refused, when set, is told: the host the message named, the peer's address, and why.
+	Key     string
+	Refused func(host, from, why string)
+
 	ln     net.Listener
 	mu     sync.Mutex
 	pipes  map[*Pipe]struct{}
@@ -52,6 +60,7 @@ func (l *Listener) Accept() (impl.Pipe, error) {
 		return nil, fmt.Errorf("%w: %v", impl.ErrClosed, err)
 	}
 	p := newPipe(c)
+	p.want, p.refused = l.Key, l.Refused
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed {
@@ -91,6 +100,7 @@ func (l *Listener) Close() {
 type Dialer struct {
 	Addr    string
 	Timeout time.Duration // connect timeout (default 5 s)
+	Key     string        // the agent key its StartupCommands carry (Listener.Key)
 }
 
 // Dial connects to the management server.
@@ -103,7 +113,9 @@ func (d *Dialer) Dial(hostID string) (impl.Pipe, error) {
 	if err != nil {
 		return nil, err
 	}
-	return newPipe(c), nil
+	p := newPipe(c)
+	p.key = d.Key
+	return p, nil
 }
 
 // Accept is not an agent's to do.
@@ -119,6 +131,18 @@ type Pipe struct {
 	in      *bufio.Scanner
 	once    sync.Once
 	onClose func()
+
+	key     string // an agent's: the key its StartupCommands carry
+	want    string // the server's: the key a StartupCommand must carry ("": none)
+	authed  bool   // the server's: a StartupCommand with the key came
+	refused func(host, from, why string)
+}
+
+// frame is a message on the wire: a StartupCommand also carries the agent key, which the
+// transport adds and checks, so the management server's code never sees it.
+type frame struct {
+	impl.Message
+	Key string `json:"agentKey,omitempty"`
 }
 
 func newPipe(c net.Conn) *Pipe {
@@ -129,7 +153,11 @@ func newPipe(c net.Conn) *Pipe {
 
 // Send writes one message.
 func (p *Pipe) Send(m impl.Message) error {
-	b, err := json.Marshal(m)
+	f := frame{Message: m}
+	if m.Kind == impl.MsgStartup {
+		f.Key = p.key
+	}
+	b, err := json.Marshal(f)
 	if err != nil {
 		return err
 	}
@@ -156,12 +184,38 @@ func (p *Pipe) Recv() (impl.Message, error) {
 		}
 		return impl.Message{}, fmt.Errorf("%w: %v", impl.ErrClosed, err)
 	}
-	var m impl.Message
-	if err := json.Unmarshal(p.in.Bytes(), &m); err != nil {
+	var f frame
+	if err := json.Unmarshal(p.in.Bytes(), &f); err != nil {
 		p.Close()
 		return impl.Message{}, fmt.Errorf("%w: bad frame: %v", impl.ErrClosed, err)
 	}
-	return m, nil
+	if p.want != "" {
+		if why := p.check(f); why != "" {
+			if p.refused != nil {
+				p.refused(f.HostID, p.RemoteAddr(), why)
+			}
+			p.Close()
+			return impl.Message{}, fmt.Errorf("%w: refused: %s", impl.ErrClosed, why)
+		}
+	}
+	return f.Message, nil
+}
+
+// check says why the server refuses f ("": it does not): a connection starts with a StartupCommand,
+// and every StartupCommand carries the agent key.
+func (p *Pipe) check(f frame) string {
+	switch {
+	case f.Kind != impl.MsgStartup && !p.authed:
+		return fmt.Sprintf("a %s before any StartupCommand", f.Kind)
+	case f.Kind != impl.MsgStartup:
+		return ""
+	case f.Key == "":
+		return "no agent key (the agent's $CSCONFORM_AGENT_KEY or --agent-key-file)"
+	case subtle.ConstantTimeCompare([]byte(f.Key), []byte(p.want)) != 1:
+		return "wrong agent key"
+	}
+	p.authed = true
+	return ""
 }
 
 // Close closes the connection; the peer's Recv ends.
