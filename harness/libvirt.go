@@ -143,7 +143,7 @@ func NewLibvirtCluster(o Options, lo LibvirtOptions) (*Cluster, error) {
 	c.Rec = NewRecorder(time.Now)
 	c.DB = impl.NewDB(w.base, c.Rec)
 	fail := func(err error) (*Cluster, error) { w.close(); return nil, err }
-	w.ln, err = live.Listen("127.0.0.1:0")
+	w.ln, err = listenAgents("127.0.0.1:0")
 	if err != nil {
 		return fail(err)
 	}
@@ -384,7 +384,7 @@ func (w *libvirtWorld) newServer() *impl.Server {
 		// A restart listens again on the same address, where the proxies send the agents.
 		var err error
 		for i := 0; i < 50; i++ {
-			if w.ln, err = live.Listen(w.addr); err == nil {
+			if w.ln, err = listenAgents(w.addr); err == nil {
 				break
 			}
 			time.Sleep(100 * time.Millisecond)
@@ -406,7 +406,7 @@ func (w *libvirtWorld) stopServer() {
 func (w *libvirtWorld) newAgent(h string) *impl.Agent {
 	lh := w.hosts[h]
 	lh.env = w.base.Child()
-	a := impl.NewAgent(h, lh.env, lh.stale.Wrap(&live.Dialer{Addr: lh.proxy.Addr()}),
+	a := impl.NewAgent(h, lh.env, lh.stale.Wrap(&live.Dialer{Addr: lh.proxy.Addr(), Key: agentKey}),
 		&agentHV{Host: lh.hv, env: lh.env, name: "agent/" + h + "/libvirt-events"}, w.c.Rec)
 	a.Defects = w.c.Defects
 	return a

@@ -13,6 +13,8 @@ package harness
 // with cloudstack-go (harness/cloudclient).
 
 import (
+	crand "crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"math/rand/v2"
 	"net"
@@ -112,7 +114,7 @@ func NewLiveCluster(o Options, lo LiveOptions) (*Cluster, error) {
 	c.Rec = NewRecorder(base.Now)
 	c.DB = impl.NewDB(w.base, c.Rec)
 	fail := func(err error) (*Cluster, error) { w.close(); return nil, err }
-	if w.ln, err = live.Listen("127.0.0.1:0"); err != nil {
+	if w.ln, err = listenAgents("127.0.0.1:0"); err != nil {
 		return fail(err)
 	}
 	w.addr = w.ln.Addr()
@@ -272,10 +274,27 @@ func relisten(addr string, listen func(string) error) {
 	panic(fmt.Sprintf("cannot listen again on %s: %v", addr, err))
 }
 
+// agentKey is the agent key of the live worlds' servers and agents (this process's alone): a process
+// that reaches a world's agent port without it cannot pass for one of its hosts.
+var agentKey = func() string {
+	b := make([]byte, 24)
+	crand.Read(b) // crypto/rand does not fail on Linux
+	return hex.EncodeToString(b)
+}()
+
+// listenAgents listens for the agents of a live world, which must present agentKey.
+func listenAgents(addr string) (*live.Listener, error) {
+	ln, err := live.Listen(addr)
+	if err == nil {
+		ln.Key = agentKey
+	}
+	return ln, err
+}
+
 func (w *liveWorld) newServer() *impl.Server {
 	c := w.c
 	if w.ln == nil {
-		relisten(w.addr, func(a string) (err error) { w.ln, err = live.Listen(a); return })
+		relisten(w.addr, func(a string) (err error) { w.ln, err = listenAgents(a); return })
 	}
 	w.msEnv = w.base.Child()
 	s := impl.NewServer("ms1", w.msEnv, c.DB, c.Config, c.Defects, w.ln)
@@ -311,7 +330,7 @@ func (w *liveWorld) stopServer() {
 func (w *liveWorld) newAgent(h string) *impl.Agent {
 	lh := w.hosts[h]
 	lh.env = w.base.Child()
-	a := impl.NewAgent(h, lh.env, &liveDialer{Dialer: live.Dialer{Addr: lh.proxy.Addr()}, h: lh, w: w}, &liveAgentHV{lh}, w.c.Rec)
+	a := impl.NewAgent(h, lh.env, &liveDialer{Dialer: live.Dialer{Addr: lh.proxy.Addr(), Key: agentKey}, h: lh, w: w}, &liveAgentHV{lh}, w.c.Rec)
 	a.Defects = w.c.Defects
 	return a
 }
