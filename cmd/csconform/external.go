@@ -51,7 +51,7 @@ type extFlags struct {
 	expect                                *string
 	allowHosts, allowVMs, sshOpts         []string
 	maxTargets, mgmtPort                  *int
-	yes, local                            *bool
+	yes, local, allowProxyCommand         *bool
 	sshUser, auditLog                     *string
 }
 
@@ -80,7 +80,8 @@ func addExternalFlags(fs *pflag.FlagSet) *extFlags {
 	f.maxTargets = fs.Int("max-targets", 1, "--api: refuse a fault on more than `N` targets")
 	f.yes = fs.Bool("yes", false, "--api: really inject the faults (else the run refuses them)")
 	f.sshUser = fs.String("ssh-user", "root", "--api: the ssh `USER` for faults")
-	fs.StringArrayVar(&f.sshOpts, "ssh-opt", nil, "--api: an extra ssh `OPT` for faults, repeatable")
+	fs.StringArrayVar(&f.sshOpts, "ssh-opt", nil, "--api: an extra ssh `OPT` for faults, repeatable (the allowlist is matched against what ssh -G resolves: the host and every ProxyJump host)")
+	f.allowProxyCommand = fs.Bool("allow-proxy-command", false, "--api: let ssh connect through a ProxyCommand (--ssh-opt or ~/.ssh/config), whose target cannot be checked; refused without it")
 	fs.Var(f.sshTargets, "ssh-target", "--api: reach this host over ssh at this address (`NAME=ADDR`); repeatable")
 	f.local = fs.Bool("local", false, "--api: run the fault commands on this machine instead of over ssh")
 	f.auditLog = fs.String("audit-log", "csconform-inject.log", "--api: csconform inject's append-only log `FILE` of the faults")
@@ -150,7 +151,7 @@ func (f *extFlags) options(ctx context.Context, set map[string]bool, stderr io.W
 			ex = inject.Local{}
 		}
 		in := &external.Inject{Exec: ex, Yes: *f.yes, Out: stderr, Targets: f.sshTargets, MgmtPort: *f.mgmtPort,
-			Policy: inject.Policy{AllowHosts: f.allowHosts, AllowVMs: f.allowVMs, MaxTargets: *f.maxTargets}}
+			Policy: inject.Policy{AllowHosts: f.allowHosts, AllowVMs: f.allowVMs, MaxTargets: *f.maxTargets, AllowProxyCommand: *f.allowProxyCommand}}
 		eo.Inject = in
 		// the log is opened only when a fault is about to need it (a run without faults writes none)
 		closer = func() {

@@ -40,7 +40,8 @@ Safety: a target is touched only if the allowlist names it, by a name pattern (-
 must be allowed too, and so must every step's host (the database host included). A target allowed by
 neither is refused, with the flag that would allow it. Over ssh, the host ssh really connects to
 (ssh -G with --ssh-user and --ssh-opt: an alias's HostName) must be allowed as well as the name
-given. Host names match case-insensitively. Tags are read from the API (--api; read-only: list*
+given, and so must every ProxyJump host; a ProxyCommand is refused without --allow-proxy-command
+(its target cannot be checked); the dry run shows what ssh -G resolved, proxy included. Host names match case-insensitively. Tags are read from the API (--api; read-only: list*
 commands sent as GET, anything else refused before it is sent) when the plan is checked, just before
 anything runs; a tag that cannot be read allows nothing.
 
@@ -137,7 +138,8 @@ func injectCmd(o *injectOpts, args []string, fs *pflag.FlagSet, stdout, stderr i
 	defer log.Close()
 	in := &inject.Injector{Exec: ex, Log: log, Out: stdout, Yes: o.yes,
 		Policy: inject.Policy{AllowHosts: o.allowHosts, AllowVMs: o.allowVMs, AllowNetworks: o.allowNets,
-			AllowTags: o.allowTags, AllowHostTags: o.allowHostTags, Tags: tags, MaxTargets: o.maxTargets}}
+			AllowTags: o.allowTags, AllowHostTags: o.allowHostTags, Tags: tags, MaxTargets: o.maxTargets,
+			AllowProxyCommand: o.allowProxyCommand}}
 	ctx, stop := reproContext() // Ctrl-C and SIGTERM cancel: the fault is healed at once
 	defer stop()
 	if err := in.Run(ctx, plan); err != nil {

@@ -23,7 +23,7 @@ type injectOpts struct {
 	yes, dryRun                                    bool
 	logFile, sshUser                               string
 	sshOpts                                        []string
-	local                                          bool
+	local, allowProxyCommand                       bool
 	id                                             string
 }
 
@@ -54,7 +54,8 @@ func injectFlags(fs *pflag.FlagSet, o *injectOpts) {
 	fs.BoolVar(&o.insecure, "insecure", false, "do not verify the API's TLS certificate")
 	// the executor
 	fs.StringVar(&o.sshUser, "ssh-user", "root", "ssh `USER`; keys only (BatchMode), no password prompt")
-	fs.StringArrayVar(&o.sshOpts, "ssh-opt", nil, "an extra ssh option `OPT`, repeatable (e.g. --ssh-opt=-i --ssh-opt=/path/key)")
+	fs.StringArrayVar(&o.sshOpts, "ssh-opt", nil, "an extra ssh option `OPT`, repeatable (e.g. --ssh-opt=-i --ssh-opt=/path/key). The allowlist is matched against what ssh -G resolves with them and ~/.ssh/config: the host ssh connects to and every ProxyJump host; the dry run shows it")
+	fs.BoolVar(&o.allowProxyCommand, "allow-proxy-command", false, "let ssh connect through a ProxyCommand (from --ssh-opt or ~/.ssh/config), whose target cannot be checked against the allowlist; refused without it")
 	fs.BoolVar(&o.local, "local", false, "run the commands on this machine instead of over ssh (one-machine staging)")
 	fs.StringVar(&o.id, "id", "", "tag `ID` of this run's rules and heal units (default from the clock)")
 }

@@ -75,7 +75,8 @@ func (s SSH) Run(ctx context.Context, host string, argv []string) (string, error
 // Endpoint is where ssh connects for a host name: its configuration applied (ssh -G).
 type Endpoint struct {
 	HostName, User, Port string
-	ProxyJump            string // "" when none
+	ProxyJump            string // "" when none: the jump hosts, [USER@]HOST[:PORT] separated by commas
+	ProxyCommand         string // "" when none: the command ssh connects through
 }
 
 func (e Endpoint) String() string {
@@ -83,7 +84,32 @@ func (e Endpoint) String() string {
 	if e.ProxyJump != "" {
 		s += " via " + e.ProxyJump
 	}
+	if e.ProxyCommand != "" {
+		s += " through ProxyCommand " + strconv.Quote(e.ProxyCommand)
+	}
 	return s
+}
+
+// JumpHosts are the host names of e's ProxyJump, in order: each [ssh://][USER@]HOST[:PORT], an IPv6
+// address in brackets.
+func (e Endpoint) JumpHosts() []string {
+	if e.ProxyJump == "" {
+		return nil
+	}
+	var hosts []string
+	for _, j := range strings.Split(e.ProxyJump, ",") {
+		j = strings.TrimPrefix(strings.TrimSpace(j), "ssh://")
+		if i := strings.LastIndex(j, "@"); i >= 0 {
+			j = j[i+1:]
+		}
+		if rest, ok := strings.CutPrefix(j, "["); ok {
+			j, _, _ = strings.Cut(rest, "]")
+		} else {
+			j, _, _ = strings.Cut(j, ":")
+		}
+		hosts = append(hosts, j)
+	}
+	return hosts
 }
 
 // Resolver says where an executor really connects for a host name (an alias in ssh's config can
@@ -116,6 +142,10 @@ func (s SSH) Resolve(ctx context.Context, host string) (Endpoint, error) {
 		case "proxyjump":
 			if v != "none" {
 				e.ProxyJump = v
+			}
+		case "proxycommand":
+			if v != "none" {
+				e.ProxyCommand = v
 			}
 		}
 	}
@@ -414,9 +444,13 @@ type Policy struct {
 	Tags          TagSource
 	MaxTargets    int // blast radius (default 1)
 	// Resolve, if set, says where a host name really leads (ssh -G): the host is allowed only if
-	// both the name given and the host ssh connects to are. Injector.Run sets it from an Exec that
-	// is a Resolver.
+	// both the name given and the host ssh connects to are, and every ProxyJump host on the way
+	// (each resolved in turn); a ProxyCommand only with AllowProxyCommand. Injector.Run sets it from
+	// an Exec that is a Resolver.
 	Resolve func(host string) (Endpoint, error)
+	// AllowProxyCommand lets ssh connect through a ProxyCommand (--allow-proxy-command): its target
+	// is in a command, which cannot be checked against the allowlist.
+	AllowProxyCommand bool
 }
 
 // Tag is a CloudStack resource tag.
@@ -491,6 +525,13 @@ func (pol Policy) Check(p Plan) error {
 // hostWhy is "" if the host is allowed, else why not and which flag would allow it: the name
 // given must be allowed, and so must the host ssh connects to for it (an alias can point anywhere).
 func (pol Policy) hostWhy(h string) string {
+	return pol.hostWhySeen(h, map[string]bool{})
+}
+
+// hostWhySeen is hostWhy, the jump hosts of a ProxyJump checked in turn as hosts; seen are the hosts
+// already being checked (a -J on the command line is in every host's ssh -G).
+func (pol Policy) hostWhySeen(h string, seen map[string]bool) string {
+	seen[strings.ToLower(h)] = true
 	if why := pol.nameWhy(h); why != "" || pol.Resolve == nil {
 		return why
 	}
@@ -501,11 +542,25 @@ func (pol Policy) hostWhy(h string) string {
 	if e.HostName == "" {
 		return fmt.Sprintf("cannot tell what ssh connects to for %s (ssh -G gives no hostname)", h)
 	}
-	if strings.EqualFold(e.HostName, h) {
-		return ""
+	if e.ProxyCommand != "" && !pol.AllowProxyCommand {
+		return fmt.Sprintf("ssh connects to %s (ssh -G): a ProxyCommand's target cannot be checked against the allowlist; "+
+			"remove it (--ssh-opt, ~/.ssh/config) or allow it with --allow-proxy-command", e)
 	}
-	if why := pol.nameWhy(e.HostName); why != "" {
-		return fmt.Sprintf("ssh connects to %s (ssh -G): %s", e, why)
+	if !strings.EqualFold(e.HostName, h) {
+		if why := pol.nameWhy(e.HostName); why != "" {
+			return fmt.Sprintf("ssh connects to %s (ssh -G): %s", e, why)
+		}
+	}
+	for _, j := range e.JumpHosts() {
+		if seen[strings.ToLower(j)] {
+			continue
+		}
+		if err := CheckHost(j); err != nil {
+			return fmt.Sprintf("ssh connects to %s (ssh -G): jump host %q: %v", e, j, err)
+		}
+		if why := pol.hostWhySeen(j, seen); why != "" {
+			return fmt.Sprintf("ssh connects to %s (ssh -G): jump host %s: %s", e, j, why)
+		}
 	}
 	return ""
 }

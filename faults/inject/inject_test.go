@@ -443,6 +443,54 @@ func TestSSHResolveRefusesAnAliasOutside(t *testing.T) {
 	}
 }
 
+// Issue 35 item 7: a proxy sends ssh past the allowlist. With the real ssh -G: a ProxyCommand (from
+// --ssh-opt or ssh's config) is refused, its target being a command that cannot be checked; a
+// ProxyJump host outside the allowlist is refused, one inside goes, and the dry run shows it.
+func TestSSHResolveRefusesAProxy(t *testing.T) {
+	if _, err := exec.LookPath("ssh"); err != nil {
+		t.Skip("no ssh client (apt-get install openssh-client; ci/test.sh installs it)")
+	}
+	t.Parallel()
+	cfg := filepath.Join(t.TempDir(), "ssh_config")
+	if err := os.WriteFile(cfg, []byte("Host stage-kvm3\n  ProxyCommand nc prod1 22\n\nHost stage-kvm4\n  ProxyJump prod1\n\n"+
+		"Host stage-kvm5\n  ProxyJump ops@stage-bastion:2222\n\nHost stage-bastion\n  ProxyJump prod2\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	refused := func(ssh SSH, host, want string) {
+		t.Helper()
+		in, _, _ := newInjector(t, ssh, false)
+		p, err := Build(Spec{Fault: AgentRestart, Hosts: []string{host}, ID: "x"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := in.Run(context.Background(), p); err == nil || !strings.HasPrefix(err.Error(), "refused") || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s with %v: %v, want a refusal naming %q", host, ssh.Options, err, want)
+		}
+	}
+	base := SSH{User: "root", Options: []string{"-F", cfg}, Timeout: time.Second}
+	refused(SSH{User: "root", Options: []string{"-F", cfg, "-oProxyCommand=nc prod1 22"}, Timeout: time.Second}, "stage-kvm1", "ProxyCommand")
+	refused(base, "stage-kvm3", "ProxyCommand")
+	refused(SSH{User: "root", Options: []string{"-F", cfg, "-J", "prod1"}, Timeout: time.Second}, "stage-kvm1", "prod1")
+	refused(base, "stage-kvm4", "prod1")
+	// stage-kvm5 jumps through stage-bastion, which is allowed, but stage-bastion itself through prod2
+	refused(base, "stage-kvm5", "prod2")
+
+	ok := SSH{User: "root", Options: []string{"-F", cfg, "-J", "ops@stage-bastion2:2222"}, Timeout: time.Second}
+	in, _, out := newInjector(t, ok, false)
+	p, _ := Build(Spec{Fault: AgentRestart, Hosts: []string{"stage-kvm1"}, ID: "x"})
+	if err := in.Run(context.Background(), p); err != nil || !strings.Contains(out.String(), "ssh to      stage-kvm1: root@stage-kvm1:22 via ops@stage-bastion2:2222 (ssh -G)") {
+		t.Fatalf("a jump host inside the allowlist: %v\n%s", err, out)
+	}
+
+	// --allow-proxy-command: it goes, and the dry run shows it
+	in, _, out = newInjector(t, base, false)
+	in.Policy.AllowProxyCommand = true
+	p, _ = Build(Spec{Fault: AgentRestart, Hosts: []string{"stage-kvm3"}, ID: "x"})
+	if err := in.Run(context.Background(), p); err != nil || !strings.Contains(out.String(), `ssh to      stage-kvm3: root@stage-kvm3:22 through ProxyCommand "nc prod1 22" (ssh -G)`) {
+		t.Fatalf("an allowed ProxyCommand: %v\n%s", err, out)
+	}
+}
+
 // After a heal, the host's dead man's switch (the csconform-heal-ID timer) is cancelled: left armed
 // it would start the agent (or delete rules) again later. Already gone is fine; a failed heal leaves
 // it armed, as the last resort.
