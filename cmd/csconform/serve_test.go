@@ -41,6 +41,9 @@ func TestServeFlagErrors(t *testing.T) {
 	defer ll.Close()
 	reachable := ll.Addr().String()
 	t.Setenv("CSCONFORM_RUN", "")
+	t.Setenv(envAgentKey, "")
+	runCLICases(t, []cliCase{{[]string{"agent", "--host", "h1", "--server", dead}, 2, "no agent key"}})
+	t.Setenv(envAgentKey, testAgentKey) // the checks after the key's
 	cases := []cliCase{
 		{[]string{"server", "-h"}, 0, "--listen ADDR"},
 		{[]string{"agent", "--help"}, 0, "--hypervisor NAME"},
