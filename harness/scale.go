@@ -19,7 +19,7 @@ type ScaleOptions struct {
 
 // The bounds of a generated cloud: a network pool of 32 addresses, one for the router.
 const (
-	maxScaleHosts      = 10_000
+	maxScaleHosts      = MaxScenarioHosts
 	maxScaleVMsPerHost = 1_000
 	maxVMsPerNetwork   = 31
 	scaleBatchWait     = 10 * time.Second // between two hosts' deploys
@@ -49,6 +49,8 @@ func ScaleScenario(o ScaleOptions) (*Scenario, error) {
 		return nil, fmt.Errorf("scale: VMs per host must be 1 to %d, got %d", maxScaleVMsPerHost, o.VMsPerHost)
 	case o.VMsPerNetwork < 1 || o.VMsPerNetwork > maxVMsPerNetwork:
 		return nil, fmt.Errorf("scale: VMs per network must be 1 to %d (a pool of 32 addresses), got %d", maxVMsPerNetwork, o.VMsPerNetwork)
+	case o.Hosts*o.VMsPerHost > MaxScenarioVMs:
+		return nil, fmt.Errorf("scale: %d hosts x %d VMs is %d VMs: at most %d", o.Hosts, o.VMsPerHost, o.Hosts*o.VMsPerHost, MaxScenarioVMs)
 	case o.Duration < 0 || o.Duration > DefaultMaxSimTime:
 		return nil, fmt.Errorf("scale: duration must be at most %s, got %s", DefaultMaxSimTime, o.Duration)
 	}

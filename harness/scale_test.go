@@ -18,7 +18,7 @@ func TestScaleScenario(t *testing.T) {
 	require.Equal(t, 10*time.Second, sc.Steps[4].Wait) // the second host's first deploy
 	require.Equal(t, time.Hour-30*time.Second, sc.Settle)
 
-	for _, bad := range []ScaleOptions{{Hosts: 0}, {Hosts: 1, VMsPerHost: -1}, {Hosts: 1, VMsPerNetwork: 40}, {Hosts: 1, Duration: 100 * time.Hour}} {
+	for _, bad := range []ScaleOptions{{Hosts: 0}, {Hosts: 1, VMsPerHost: -1}, {Hosts: 1, VMsPerNetwork: 40}, {Hosts: 1, Duration: 100 * time.Hour}, {Hosts: MaxScenarioHosts + 1}, {Hosts: 100, VMsPerHost: MaxScenarioVMs/100 + 1}} {
 		_, err := ScaleScenario(bad)
 		require.Error(t, err, "%+v", bad)
 	}

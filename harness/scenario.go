@@ -108,6 +108,18 @@ var CaseResults = []string{"passed", "failed", "retried", "any"}
 // Ops a step may name.
 var Ops = []string{"createNetwork", "deploy", "allocate", "start", "startNoRetry", "stop", "forceStop", "destroy", "destroyExpunge", "expunge", "setConfig"}
 
+// The bounds of a scenario's size (Validate refuses a larger one as bad input): well above the
+// built-in scenarios and what ScaleScenario generates for bench --scale (800 hosts of 10 VMs in
+// docs/architecture.md), far below where a run outgrows a machine (a file of 100,000 hosts grew to
+// 2.9 GB before it ran a step).
+const (
+	MaxScenarioHosts = 2_000
+	// MaxScenarioVMs counts the VMs the scenario creates: its deploy and allocate steps and its primed
+	// networks' VMs.
+	MaxScenarioVMs   = 50_000
+	MaxScenarioSteps = 100_000
+)
+
 // ParseScenario reads and validates a scenario file's content.
 func ParseScenario(data []byte, source string) (*Scenario, error) {
 	var s Scenario
@@ -130,6 +142,12 @@ func (s *Scenario) Validate() error {
 	if len(s.Hosts) == 0 {
 		return fmt.Errorf("scenario %s lists no hosts", s.Name)
 	}
+	if err := s.checkSize(); err != nil {
+		return err
+	}
+	if s.Settle < 0 {
+		return fmt.Errorf("scenario %s: settle %s is negative", s.Name, s.Settle)
+	}
 	if _, err := impl.NewConfig(s.Config); err != nil {
 		return fmt.Errorf("scenario %s: %v", s.Name, err)
 	}
@@ -142,6 +160,9 @@ func (s *Scenario) Validate() error {
 	for _, n := range s.Networks {
 		if n.Name == "" || nets[n.Name] {
 			return fmt.Errorf("scenario %s: network names must be unique and non-empty", s.Name)
+		}
+		if n.Age < 0 {
+			return fmt.Errorf("scenario %s: network %s: age %s is negative", s.Name, n.Name, n.Age)
 		}
 		nets[n.Name] = true
 	}
@@ -156,6 +177,14 @@ func (s *Scenario) Validate() error {
 	}
 	for i, st := range s.Steps {
 		where := fmt.Sprintf("scenario %s step %d", s.Name, i+1)
+		for _, d := range []struct {
+			field string
+			d     time.Duration
+		}{{"wait", st.Wait}, {"duration", st.Duration}} {
+			if d.d < 0 {
+				return fmt.Errorf("%s: %s %s is negative", where, d.field, d.d)
+			}
+		}
 		if st.Host != "" && !hosts[st.Host] {
 			return fmt.Errorf("%s: unknown host %q", where, st.Host)
 		}
@@ -224,6 +253,31 @@ func (s *Scenario) Validate() error {
 				return fmt.Errorf("scenario %s: expect %s: case %s: result must be passed, failed, retried or any", s.Name, p, c)
 			}
 		}
+	}
+	return nil
+}
+
+// checkSize refuses a scenario past MaxScenarioHosts, MaxScenarioVMs or MaxScenarioSteps.
+func (s *Scenario) checkSize() error {
+	if len(s.Hosts) > MaxScenarioHosts {
+		return fmt.Errorf("scenario %s lists %d hosts: at most %d", s.Name, len(s.Hosts), MaxScenarioHosts)
+	}
+	if len(s.Steps) > MaxScenarioSteps {
+		return fmt.Errorf("scenario %s has %d steps: at most %d", s.Name, len(s.Steps), MaxScenarioSteps)
+	}
+	vms := 0
+	for _, n := range s.Networks {
+		if n.Primed {
+			vms++
+		}
+	}
+	for _, st := range s.Steps {
+		if st.Fault == "" && (st.Op == "deploy" || st.Op == "allocate") {
+			vms++
+		}
+	}
+	if vms > MaxScenarioVMs {
+		return fmt.Errorf("scenario %s creates %d VMs: at most %d (its deploy and allocate steps and primed networks)", s.Name, vms, MaxScenarioVMs)
 	}
 	return nil
 }

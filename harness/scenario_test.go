@@ -1,6 +1,7 @@
 package harness
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -29,6 +30,68 @@ func TestParseScenarioRejectsBadInput(t *testing.T) {
 		{"bad case result", "name: x\nhosts: [h1]\nexpect: {fixed: {violations: [], cases: {a: ok}}}\n", "result must be"},
 		{"bad duration", "name: x\nhosts: [h1]\nsteps:\n  - wait: soon\n", "time.Duration"},
 		{"empty step", "name: x\nhosts: [h1]\nsteps:\n  - case: a\n", "nothing to do"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := ParseScenario([]byte(c.yaml), "test.yaml")
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("err = %v, want it to mention %q", err, c.want)
+			}
+		})
+	}
+}
+
+// TestParseScenarioBoundsSizesAndDurations: a scenario too large to run (a 0.7 MB file of 100,000
+// hosts grew to 2.9 GB) or with a negative duration is bad input, refused with the bound it passed.
+func TestParseScenarioBoundsSizesAndDurations(t *testing.T) {
+	hosts := func(n int) []string {
+		hs := make([]string, n)
+		for i := range hs {
+			hs[i] = fmt.Sprintf("h%d", i+1)
+		}
+		return hs
+	}
+	deploys := make([]Step, MaxScenarioVMs+1)
+	for i := range deploys {
+		deploys[i] = Step{Op: "deploy", VM: fmt.Sprintf("v%d", i+1), Networks: []string{"n1"}, Async: true}
+	}
+	waits := make([]Step, MaxScenarioSteps+1)
+	for i := range waits {
+		waits[i] = Step{Wait: time.Second}
+	}
+	n1 := []NetworkDef{{Name: "n1"}}
+	// the sizes, built rather than parsed (the YAML of 100,000 steps takes seconds to decode)
+	for _, c := range []struct {
+		sc   Scenario
+		want string
+	}{
+		{Scenario{Name: "x", Hosts: hosts(MaxScenarioHosts + 1)}, fmt.Sprintf("lists %d hosts: at most %d", MaxScenarioHosts+1, MaxScenarioHosts)},
+		{Scenario{Name: "x", Hosts: hosts(1), Networks: n1, Steps: deploys}, fmt.Sprintf("creates %d VMs: at most %d", MaxScenarioVMs+1, MaxScenarioVMs)},
+		{Scenario{Name: "x", Hosts: hosts(1), Networks: []NetworkDef{{Name: "n1", Primed: true}}, Steps: deploys[1:]}, fmt.Sprintf("creates %d VMs: at most %d", MaxScenarioVMs+1, MaxScenarioVMs)},
+		{Scenario{Name: "x", Hosts: hosts(1), Steps: waits}, fmt.Sprintf("has %d steps: at most %d", MaxScenarioSteps+1, MaxScenarioSteps)},
+	} {
+		if err := c.sc.Validate(); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("err = %v, want it to mention %q", err, c.want)
+		}
+	}
+	// at the bounds, accepted
+	for _, sc := range []Scenario{
+		{Name: "x", Hosts: hosts(MaxScenarioHosts)},
+		{Name: "x", Hosts: hosts(1), Networks: n1, Steps: deploys[1:]},
+		{Name: "x", Hosts: hosts(1), Steps: waits[1:]},
+	} {
+		if err := sc.Validate(); err != nil {
+			t.Error(err)
+		}
+	}
+
+	cases := []struct {
+		name, yaml, want string
+	}{
+		{"negative settle", "name: x\nhosts: [h1]\nsettle: -5h\n", "settle -5h0m0s is negative"},
+		{"negative wait", "name: x\nhosts: [h1]\nsteps:\n  - {wait: -1s, until: host-up, host: h1}\n", "step 1: wait -1s is negative"},
+		{"negative duration", "name: x\nhosts: [h1]\nsteps:\n  - {fault: agent-restart, host: h1, duration: -20s}\n", "step 1: duration -20s is negative"},
+		{"negative age", "name: x\nhosts: [h1]\nnetworks: [{name: n1, age: -48h}]\n", "network n1: age -48h0m0s is negative"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -54,6 +54,11 @@ func TestReproRefusesRunawayScenarios(t *testing.T) {
 		{[]string{"repro", scenarioFile(t, 1, "", "", "1000000h")}, 2, "would pass the run's bound of 48h0m0s of simulated time (--max-sim-time)"},
 		{[]string{"repro", scenarioFile(t, 1, "", manySteps.String(), ""), "--max-steps", "3000"}, 2, "bound of 3000 scheduler steps (--max-steps 3000)"},
 		{[]string{"repro", scenarioFile(t, 1, "", "", "30h"), "--max-sim-time", "10h"}, 2, "bound of 10h0m0s of simulated time"},
+		{[]string{"repro", scenarioFile(t, 100_000, "", "", "")}, 2, "lists 100000 hosts: at most 2000"},
+		{[]string{"repro", scenarioFile(t, 1, "", "", "-5h")}, 2, "settle -5h0m0s is negative"},
+		{[]string{"repro", scenarioFile(t, 1, "", "  - {wait: -1m, op: stop, vm: v1}\n", "")}, 2, "wait -1m0s is negative"},
+		{[]string{"scenarios", "scale", "--hosts", "2001"}, 2, "hosts must be 1 to 2000"},
+		{[]string{"scenarios", "scale", "--hosts", "2000", "--vms-per-host", "30"}, 2, "60000 VMs: at most 50000"},
 	}
 	runCLICases(t, cases)
 
