@@ -32,7 +32,7 @@ func benchFlags(fs *pflag.FlagSet, o *benchOpts) {
 	fs.IntVar(&o.seeds, "seeds", 20, "`N` seeds per defect")
 	fs.IntVar(&o.budget, "budget", 100, "at most `N` cases per seed")
 	fs.StringVar(&o.detectors, "detectors", "both", "`D`: both, invariants or linear")
-	fs.StringVar(&o.scale, "scale", "", "instead: the scale bench, one generated cloud per host count in `LIST` (e.g. 10,50,100,200), each in its own process: wall and CPU time, steps/s, simulated:real, peak RSS and growth from the size before")
+	fs.StringVar(&o.scale, "scale", "", "instead: the scale bench, one generated cloud per host count in `LIST` (e.g. 10,50,100,200), each in its own process (SIGINT or SIGTERM goes on to it, and bench reaps it before it exits 130): wall and CPU time, steps/s, simulated:real, peak RSS and growth from the size before")
 	fs.IntVar(&o.scaleRun, "scale-run", 0, "run one size `N` in this process (the scale bench's child)")
 	_ = fs.MarkHidden("scale-run")
 	fs.IntVar(&o.scaleRuns, "scale-runs", 1, "the scale bench: run each size `N` times, in rounds of every size, and print the median (3 or 5 on a noisy machine: one run's growth factor can be off by a third)")

@@ -6,10 +6,12 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
+	"os/signal"
 	"runtime"
 	"runtime/pprof"
 	"slices"
@@ -188,9 +190,19 @@ func benchScale(sizes string, runs int, sf scaleFlags, profile string, prof scal
 			"--vms-per-host", strconv.Itoa(*sf.vmsPerHost), "--vms-per-network", strconv.Itoa(*sf.vmsPerNetwork), "--duration", sf.duration.String()},
 			prof.of(n)...)
 	}
+	// SIGINT or SIGTERM (CI's timeout signals the parent alone) goes on to the running child, which
+	// the parent reaps before it exits 130: no child runs on, reparented, after its bench.
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
 	for round := range runs {
 		for i, n := range hosts {
-			r, err := runScaleChild(self, args[i], stderr)
+			r, err := runScaleChild(self, args[i], sigs, stderr)
+			var intr *childInterrupted
+			if errors.As(err, &intr) {
+				fmt.Fprintf(stderr, "csconform bench: interrupted (%v) in round %d of %d, during the run of %d hosts: its child stopped and reaped\n", intr.sig, round+1, runs, n)
+				return exitInterrupted
+			}
 			if err != nil {
 				fmt.Fprintf(stderr, "csconform bench: the run of %d hosts %v\n", n, err)
 				return exitBadInput
@@ -215,12 +227,49 @@ func benchScale(sizes string, runs int, sf scaleFlags, profile string, prof scal
 	return exitOK
 }
 
+// childInterrupted: a signal stopped a scale run's child.
+type childInterrupted struct{ sig os.Signal }
+
+func (e *childInterrupted) Error() string { return "interrupted by " + e.sig.String() }
+
+// childGrace is how long a signalled child has to exit before it is killed.
+const childGrace = 10 * time.Second
+
 // runScaleChild runs one size in a child process: its JSON line, with the OS's CPU time and peak RSS.
-func runScaleChild(self string, args []string, stderr io.Writer) (scaleRun, error) {
+// A signal on sigs is sent on to the child, which is waited for (killed after childGrace) before
+// runScaleChild returns a *childInterrupted; so is a child a signal killed (Ctrl-C signals the
+// terminal's whole process group).
+func runScaleChild(self string, args []string, sigs <-chan os.Signal, stderr io.Writer) (scaleRun, error) {
+	select {
+	case sig := <-sigs: // between two runs: none starts
+		return scaleRun{}, &childInterrupted{sig}
+	default:
+	}
 	cmd := exec.Command(self, args...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, stderr
-	if err := cmd.Run(); err != nil {
+	if err := cmd.Start(); err != nil {
+		return scaleRun{}, fmt.Errorf("failed: %w", err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	var err error
+	select {
+	case err = <-done:
+	case sig := <-sigs:
+		_ = cmd.Process.Signal(sig)
+		select {
+		case <-done:
+		case <-time.After(childGrace):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+		return scaleRun{}, &childInterrupted{sig}
+	}
+	if err != nil {
+		if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() && (ws.Signal() == syscall.SIGINT || ws.Signal() == syscall.SIGTERM) {
+			return scaleRun{}, &childInterrupted{ws.Signal()}
+		}
 		return scaleRun{}, fmt.Errorf("failed: %w", err)
 	}
 	var r scaleRun
