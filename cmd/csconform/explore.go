@@ -153,10 +153,18 @@ func exploreCmd(o *exploreOpts, args []string, stdout, stderr io.Writer) int {
 			if !o.quiet && tty {
 				fmt.Fprintln(stderr)
 			}
-			sum.Cases = done
+			sum.Cases, sum.Interrupted = done, true
 			sum.WallSecs = time.Since(start).Seconds()
 			coverage()
 			fmt.Fprint(stdout, sum.Text())
+			// the reports of what ran, marked interrupted: a CI timeout leaves its result.json and junit.xml
+			if o.out != "" {
+				if err := sum.WriteReports(o.out); err != nil {
+					fmt.Fprintln(stderr, "csconform explore:", err)
+				} else {
+					fmt.Fprintf(stdout, "reports in %s\n", o.out)
+				}
+			}
 			fmt.Fprintf(stderr, "csconform explore: interrupted after %d of %d cases\n", done, o.budget)
 			return exitInterrupted
 		}

@@ -31,7 +31,7 @@ func exploreFlags(fs *pflag.FlagSet, o *exploreOpts) {
 	fs.Uint64Var(&o.seed, "seed", 0, "the seed `N` to start from (default: random, printed); --seed N --budget 1 replays a finding")
 	fs.StringVar(&o.shard, "shard", "", "run the i-th of n disjoint slices of the seed space (`i/n`, a CI matrix; needs --seed, the same for every shard)")
 	fs.StringVar(&o.detectors, "detectors", "both", "`D`: both, invariants or linear")
-	fs.StringVar(&o.out, "out", "", "write summary.txt, result.json (seeds as strings, the replay command), junit.xml (one test case per detector, seed and replay as properties), history.jsonl (the finding's, or the last case's) and, for a finding, counterexample.yaml and one porcupine HTML per failing partition into `DIR`, a fresh one (a non-empty directory is refused)")
+	fs.StringVar(&o.out, "out", "", "write summary.txt, result.json (seeds as strings, the replay command), junit.xml (one test case per detector, seed and replay as properties), history.jsonl (the finding's, or the last case's) and, for a finding, counterexample.yaml and one porcupine HTML per failing partition into `DIR`, a fresh one (a non-empty directory is refused); a run stopped by SIGINT or SIGTERM writes them too, for the cases it ran, marked interrupted")
 	fs.BoolVar(&o.quiet, "quiet", false, "no progress bar")
 	fs.BoolVar(&o.peers, "peers", true, "draw programs with two management servers now and then (the hosts split between them, the API calls alternating) and peer-stop; the simulator only (--peers=false: one server, as before 2026-11-30)")
 	fs.StringVar(&o.driver, "driver", "sim", driverHelp(drivers)+"; a real-time world takes a minute or two a case: use a small budget")

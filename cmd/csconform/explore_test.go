@@ -1,10 +1,17 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
+	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
+	"syscall"
 	"testing"
+
+	"github.com/csconform/csconform/internal/tier"
 )
 
 func TestExploreAndCheck(t *testing.T) {
@@ -49,4 +56,64 @@ func TestBenchFlags(t *testing.T) {
 		{[]string{"bench", "--shrink", "-1"}, 2, "--shrink and --throughput must not be negative"},
 		{[]string{"bench", "--throughput", "-1"}, 2, "--throughput must not be negative"},
 	})
+}
+
+// TestExploreInterruptedWritesItsReports: SIGTERM (a CI timeout's) to explore --out stops it with
+// exit 130 and the reports of what it explored, marked interrupted; it never says it found nothing.
+// Before, it wrote nothing and printed "found nothing".
+func TestExploreInterruptedWritesItsReports(t *testing.T) {
+	tier.Need(t, tier.Long) // builds the binary
+	dir := t.TempDir()
+	bin := buildCSConform(t, dir)
+	out := filepath.Join(dir, "out")
+	// fixed finds nothing: 2,000 cases run well past the first progress line (at 10%)
+	cmd := exec.Command(bin, "explore", "--profile", "fixed", "--budget", "2000", "--seed", "5", "--out", out)
+	var stdout bytes.Buffer
+	cmd.Stdout = &stdout
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill() }()
+	lines := bufio.NewScanner(stderr)
+	var errb strings.Builder
+	for lines.Scan() { // the first progress line: cases have run
+		errb.WriteString(lines.Text() + "\n")
+		if strings.Contains(lines.Text(), "cases,") {
+			break
+		}
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	for lines.Scan() {
+		errb.WriteString(lines.Text() + "\n")
+	}
+	_ = cmd.Wait()
+	all := stdout.String() + errb.String()
+	if code := cmd.ProcessState.ExitCode(); code != exitInterrupted {
+		t.Fatalf("exit %d, want %d:\n%s", code, exitInterrupted, all)
+	}
+	if strings.Contains(all, "found nothing") || !strings.Contains(stdout.String(), "nothing found so far") {
+		t.Fatalf("an interrupted run says it found nothing, or not that it was interrupted:\n%s", all)
+	}
+	data, err := os.ReadFile(filepath.Join(out, "result.json"))
+	if err != nil {
+		t.Fatalf("no result.json: %v\n%s", err, all)
+	}
+	var res struct {
+		Interrupted bool `json:"interrupted"`
+		Cases       int  `json:"cases"`
+		Budget      int  `json:"budget"`
+	}
+	if err := json.Unmarshal(data, &res); err != nil || !res.Interrupted || res.Cases < 1 || res.Cases >= res.Budget {
+		t.Fatalf("result.json (%v), want interrupted with the cases it ran:\n%s", err, data)
+	}
+	junit, err := os.ReadFile(filepath.Join(out, "junit.xml"))
+	if err != nil || !strings.Contains(string(junit), `<property name="interrupted" value="true">`) || !strings.Contains(string(junit), "<error") {
+		t.Fatalf("junit.xml (%v), want it marked interrupted:\n%s", err, junit)
+	}
 }

@@ -39,6 +39,9 @@ type Summary struct {
 	Undecided int `json:"undecidedCases,omitempty"`
 	// Coverage is what the cases reached of the model tables (nil where the world keeps no history).
 	Coverage *CoverageSummary `json:"coverage,omitempty"`
+	// Interrupted: the run stopped (Ctrl-C, SIGTERM) before its budget; Cases are those it ran.
+	// Nothing found is then no verdict.
+	Interrupted bool `json:"interrupted,omitempty"`
 }
 
 type findingJSON struct {
@@ -73,6 +76,12 @@ func (s *Summary) Text() string {
 	}
 	if !s.Found {
 		switch {
+		case s.Interrupted: // no verdict: never "found nothing"
+			fmt.Fprintf(&b, "%s, nothing found so far", s.interruptedAfter())
+			if s.Undecided > 0 {
+				fmt.Fprintf(&b, "; %d case(s) UNDECIDED: the linearizability checker timed out on some object", s.Undecided)
+			}
+			b.WriteString("\n")
 		case s.Driver == "container":
 			b.WriteString("found nothing: no invariant broken (linearizability is not checked in containers: the server's history stays in its container)\n")
 		case s.Undecided > 0:
@@ -89,7 +98,15 @@ func (s *Summary) Text() string {
 	if s.Undecided > 0 {
 		fmt.Fprintf(&b, "before it, %d case(s) UNDECIDED: the linearizability checker timed out on some object\n", s.Undecided)
 	}
+	if s.Interrupted {
+		b.WriteString(s.interruptedAfter() + "\n")
+	}
 	return b.String()
+}
+
+// interruptedAfter says how far an interrupted run got.
+func (s *Summary) interruptedAfter() string {
+	return fmt.Sprintf("interrupted after %d of %d cases", s.Cases, s.Budget)
 }
 
 // replayFlags are the profile (or defects) and scheduler flags of a replay, for the CLI and go test.
@@ -236,6 +253,7 @@ type junitSuite struct {
 	Name       string          `xml:"name,attr"`
 	Tests      int             `xml:"tests,attr"`
 	Failures   int             `xml:"failures,attr"`
+	Errors     int             `xml:"errors,attr"`
 	Skipped    int             `xml:"skipped,attr"`
 	Time       string          `xml:"time,attr"`
 	Properties []junitProperty `xml:"properties>property"`
@@ -251,7 +269,12 @@ type junitCase struct {
 	Name      string        `xml:"name,attr"`
 	Classname string        `xml:"classname,attr"`
 	Failure   *junitFailure `xml:"failure,omitempty"`
+	Error     *junitError   `xml:"error,omitempty"`
 	Skipped   *junitSkipped `xml:"skipped,omitempty"`
+}
+
+type junitError struct {
+	Message string `xml:"message,attr"`
 }
 
 type junitSkipped struct {
@@ -266,7 +289,8 @@ type junitFailure struct {
 // JUnit is the run as JUnit XML: one test case per detector, named the same from run to run
 // (detector/profile/shard); the seed, the cases run and the replay command are properties; a finding
 // is one failure, on the first detector that flagged it, with the counterexample once (a second
-// detector that flagged the same finding is marked skipped, pointing at the first).
+// detector that flagged the same finding is marked skipped, pointing at the first). An interrupted
+// run has the property interrupted=true and an error on each detector that found nothing.
 func (s *Summary) JUnit() []byte {
 	run := s.Profile
 	if s.Profile == "custom" {
@@ -313,10 +337,29 @@ func (s *Summary) JUnit() []byte {
 		lin.Skipped = &junitSkipped{Message: fmt.Sprintf("undecided in %d case(s): the checker timed out", s.Undecided)}
 	}
 	suite.Cases = []junitCase{inv, lin}
+	if s.Interrupted {
+		// no verdict where nothing was found: an error on each such detector, never a pass
+		suite.Properties = append(suite.Properties, junitProperty{"interrupted", "true"})
+		for i := range suite.Cases {
+			c := &suite.Cases[i]
+			if c.Failure != nil {
+				continue
+			}
+			msg := s.interruptedAfter() + ": not explored to the end, nothing found so far"
+			if c.Skipped != nil {
+				msg += "; " + c.Skipped.Message
+				c.Skipped = nil
+			}
+			c.Error = &junitError{Message: msg}
+		}
+	}
 	suite.Tests = 2
 	for _, c := range suite.Cases {
 		if c.Failure != nil {
 			suite.Failures++
+		}
+		if c.Error != nil {
+			suite.Errors++
 		}
 		if c.Skipped != nil {
 			suite.Skipped++
