@@ -63,8 +63,9 @@ func TestBenchFlags(t *testing.T) {
 // Before, it wrote nothing and printed "found nothing".
 func TestExploreInterruptedWritesItsReports(t *testing.T) {
 	tier.Need(t, tier.Long) // builds the binary
+	t.Parallel()            // beside the package's real-time tests, which mostly wait
 	dir := t.TempDir()
-	bin := buildCSConform(t, dir)
+	bin := buildCSConform(t)
 	out := filepath.Join(dir, "out")
 	// fixed finds nothing: 2,000 cases run well past the first progress line (at 10%)
 	cmd := exec.Command(bin, "explore", "--profile", "fixed", "--budget", "2000", "--seed", "5", "--out", out)

@@ -96,7 +96,8 @@ func TestMedianRatioPairsRounds(t *testing.T) {
 // Before, the parent died and the child ran on, reparented, to the end of its simulated days.
 func TestBenchScaleReapsItsChildOnSignal(t *testing.T) {
 	tier.Need(t, tier.Long) // builds the binary
-	bin := buildCSConform(t, t.TempDir())
+	t.Parallel()            // beside the package's real-time tests, which mostly wait
+	bin := buildCSConform(t)
 	// 100 hosts for 47 h of simulated time: many seconds of the child's on any machine
 	cmd := exec.Command(bin, "bench", "--scale", "100", "--duration", "47h")
 	var out, errb bytes.Buffer
