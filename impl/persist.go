@@ -30,6 +30,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"io"
 	"io/fs"
 	"maps"
 	"os"
@@ -41,6 +42,16 @@ import (
 	"github.com/csconform/csconform/model/job"
 	"github.com/csconform/csconform/model/network"
 	"github.com/csconform/csconform/model/vm"
+)
+
+// MaxStateFile caps the snapshot a state file holds, and MaxStateLog its commit log (which is
+// compacted into a new snapshot at twice the snapshot's size): what the server reads is never more,
+// and what it writes never more either, so it writes no file its next start would refuse. A VM with
+// its NIC, volume, address and four jobs takes about 2 KB of snapshot, so 256 MiB holds well over
+// 100,000 of them.
+const (
+	MaxStateFile = 256 << 20
+	MaxStateLog  = 3 * MaxStateFile
 )
 
 // dbFileVersion 2 added the commit log (Generation); version 1 files load as snapshots with no log.
@@ -540,26 +551,43 @@ type logError struct{ err error }
 
 func (e logError) Error() string { return "log: " + e.err.Error() }
 
-// readIfExists reads a file; nil, nil when there is none.
-func readIfExists(path string) ([]byte, error) {
-	b, err := os.ReadFile(path)
+// readIfExists reads a file of at most max bytes; nil, nil when there is none. A longer one is an
+// error, found from its size when it is a regular file, else after reading max+1 bytes (a device or
+// a pipe).
+func readIfExists(path string, max int64, what string) ([]byte, error) {
+	f, err := os.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
-	if err == nil && b == nil {
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	tooBig := fmt.Errorf("longer than the cap of %d MiB a state file's %s may have", max>>20, what)
+	if st, err := f.Stat(); err == nil && st.Mode().IsRegular() && st.Size() > max {
+		return nil, tooBig
+	}
+	b, err := io.ReadAll(io.LimitReader(f, max+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(b)) > max {
+		return nil, tooBig
+	}
+	if b == nil {
 		b = []byte{}
 	}
-	return b, err
+	return b, nil
 }
 
 // readDB loads the database kept in the state file path (and its log) without writing anything.
 func readDB(env Env, sink history.Sink, path string) (*DB, loadResult, error) {
 	db := NewDB(env, sink)
-	snap, err := readIfExists(path)
+	snap, err := readIfExists(path, MaxStateFile, "snapshot")
 	if err != nil {
 		return nil, loadResult{}, fmt.Errorf("database %s: %w", path, err)
 	}
-	log, err := readIfExists(path + ".log")
+	log, err := readIfExists(path+".log", MaxStateLog, "log")
 	if err != nil {
 		return nil, loadResult{}, fmt.Errorf("database %s: %w", path+".log", err)
 	}
@@ -610,6 +638,10 @@ func (db *DB) snapshot() error {
 	d := db.disk
 	d.gen++
 	b, err := db.encodeFile(d.gen)
+	if err == nil && len(b) > MaxStateFile {
+		// the next start would refuse it: the old snapshot and log stay, and this is an ERROR line
+		err = fmt.Errorf("a snapshot of %d bytes, over the cap of %d MiB a state file may have: not written", len(b), MaxStateFile>>20)
+	}
 	if err == nil {
 		err = writeDurably(d.path, b)
 	}
@@ -680,6 +712,10 @@ func (db *DB) appendRecord() error {
 		return err
 	}
 	b := frame(payload)
+	if d.logSize+int64(len(b)) > MaxStateLog {
+		// the log would be one the next start refuses: a new snapshot holds the record instead
+		return db.snapshot()
+	}
 	if _, err := d.log.Write(b); err != nil {
 		return err
 	}

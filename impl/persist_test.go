@@ -315,3 +315,41 @@ func TestDetachDoesNotWaitForTheLock(t *testing.T) {
 	db.mu.Unlock()
 	require.True(t, db.detached.Load())
 }
+
+// A state file or log over its cap (MaxStateFile, MaxStateLog) is refused with an error naming the
+// file and the cap, without reading it whole: a device such as /dev/zero used to be read until memory
+// ran out (2.5 GB in 20 s).
+func TestOpenDBCapsItsFiles(t *testing.T) {
+	dir := t.TempDir()
+	big := func(name string, size int64) string {
+		p := filepath.Join(dir, name)
+		f, err := os.Create(p)
+		require.NoError(t, err)
+		require.NoError(t, f.Truncate(size)) // sparse: nothing is written
+		require.NoError(t, f.Close())
+		return p
+	}
+	snap := big("big.json", MaxStateFile+1)
+	_, err := OpenDB(newClock(), nil, snap)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), snap)
+	assert.Contains(t, err.Error(), "256 MiB")
+
+	good := filepath.Join(dir, "good.json")
+	db, err := OpenDB(newClock(), nil, good)
+	require.NoError(t, err)
+	populate(t, db)
+	require.NoError(t, os.Remove(good+".log"))
+	big("good.json.log", MaxStateLog+1)
+	_, err = OpenDB(newClock(), nil, good)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), good+".log")
+	assert.Contains(t, err.Error(), "768 MiB")
+
+	if _, err := os.Stat("/dev/zero"); err == nil {
+		_, err = OpenDB(newClock(), nil, "/dev/zero")
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), "/dev/zero")
+		assert.Contains(t, err.Error(), "256 MiB")
+	}
+}

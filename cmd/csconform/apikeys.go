@@ -5,7 +5,6 @@ package main
 // a new 0600 file whose path the server prints. The secret is never printed or logged.
 
 import (
-	"bufio"
 	"crypto/rand"
 	"encoding/base64"
 	"errors"
@@ -81,15 +80,13 @@ func writeKeysFile(path string, c cloudapi.Credentials) (string, error) {
 // ReadKeysFile reads a keys file (KEY=VALUE lines, # comments; the names of the environment
 // variables, or apiKey/secretKey).
 func ReadKeysFile(path string) (cloudapi.Credentials, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return cloudapi.Credentials{}, err
-	}
-	defer f.Close()
 	var c cloudapi.Credentials
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
+	b, err := readSecretFile(path)
+	if err != nil {
+		return c, fmt.Errorf("api keys file %s: %w", path, err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		line = strings.TrimSpace(line)
 		if line == "" || strings.HasPrefix(line, "#") {
 			continue
 		}
@@ -104,9 +101,6 @@ func ReadKeysFile(path string) (cloudapi.Credentials, error) {
 		case envSecretKey, "secretKey", "secret-key":
 			c.SecretKey = v
 		}
-	}
-	if err := sc.Err(); err != nil {
-		return c, err
 	}
 	if c.APIKey == "" || c.SecretKey == "" {
 		return c, fmt.Errorf("api keys file %s: want %s=… and %s=… lines", path, envAPIKey, envSecretKey)

@@ -11,6 +11,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"io/fs"
 	"net/http"
 	"os"
 	"strconv"
@@ -102,13 +104,13 @@ func secret(env, file, what string, generate bool) (s, written string, err error
 		return t, "", checkSecret(t, "$"+env, what)
 	}
 	if file != "" {
-		b, err := os.ReadFile(file)
+		b, err := readSecretFile(file)
 		if err == nil {
 			t := strings.TrimSpace(string(b))
 			return t, "", checkSecret(t, what+" file "+file, what)
 		}
 		if !errors.Is(err, os.ErrNotExist) || !generate {
-			return "", "", fmt.Errorf("%s file: %w", what, err)
+			return "", "", fmt.Errorf("%s file %s: %w", what, file, err)
 		}
 	}
 	if !generate {
@@ -130,6 +132,42 @@ func secret(env, file, what string, generate bool) (s, written string, err error
 		return "", "", fmt.Errorf("%s file: %w", what, err)
 	}
 	return t, f.Name(), nil
+}
+
+// maxSecretFile caps what the server reads from a control token or API keys file: a token or a key
+// pair takes a few hundred bytes.
+const maxSecretFile = 4 << 10
+
+// readSecretFile reads a small file of secrets, refusing one longer than maxSecretFile (found from its
+// size when it is a regular file, else after reading one byte past the cap: /dev/zero, a pipe). Its
+// errors do not name the file: the caller does.
+func readSecretFile(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, unwrapPath(err)
+	}
+	defer f.Close()
+	tooBig := fmt.Errorf("longer than the cap of %d KiB", maxSecretFile>>10)
+	if st, err := f.Stat(); err == nil && st.Mode().IsRegular() && st.Size() > maxSecretFile {
+		return nil, tooBig
+	}
+	b, err := io.ReadAll(io.LimitReader(f, maxSecretFile+1))
+	if err != nil {
+		return nil, unwrapPath(err)
+	}
+	if len(b) > maxSecretFile {
+		return nil, tooBig
+	}
+	return b, nil
+}
+
+// unwrapPath drops the path an *fs.PathError carries (the caller names the file once).
+func unwrapPath(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
 }
 
 // checkToken refuses control tokens that are easy to guess or cannot travel in a header.

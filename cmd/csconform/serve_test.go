@@ -447,3 +447,44 @@ func TestServerStateFileSurvivesKill(t *testing.T) {
 		t.Fatalf("stop after the restart: done=%v result %q", res.Done, res.Job.Result)
 	}
 }
+
+// Every file the server reads is capped, and an over-long one is refused with exit 2 and its name:
+// --state /dev/zero and --control-token-file /dev/zero used to read until memory ran out, and a keys
+// file with a long line said only "bufio.Scanner: token too long".
+func TestServerCapsTheFilesItReads(t *testing.T) {
+	t.Setenv(envControlToken, "")
+	t.Setenv(envAPIKey, "")
+	t.Setenv(envSecretKey, "")
+	dir := t.TempDir()
+	sparse := filepath.Join(dir, "sparse.token")
+	f, err := os.Create(sparse)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Truncate(1 << 20)
+	f.Close()
+	long := filepath.Join(dir, "long.keys")
+	if err := os.WriteFile(long, []byte(envAPIKey+"="+strings.Repeat("k", 100_000)+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	longToken := filepath.Join(dir, "long.token")
+	if err := os.WriteFile(longToken, []byte(strings.Repeat("t", 100_000)+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	srv := []string{"server", "--listen", "127.0.0.1:0", "--control", "127.0.0.1:0"}
+	with := func(extra ...string) []string { return append(append([]string{}, srv...), extra...) }
+	cases := []cliCase{
+		{with("--control-token-file", sparse), 2, "control token file " + sparse + ": longer than the cap of 4 KiB"},
+		{with("--control-token-file", longToken), 2, "control token file " + longToken + ": longer than the cap of 4 KiB"},
+		{with("--api", "127.0.0.1:0", "--api-keys-file", long), 2, "api keys file " + long + ": longer than the cap of 4 KiB"},
+		{with("--api", "127.0.0.1:0", "--api-keys-file", sparse), 2, "api keys file " + sparse + ": longer than the cap of 4 KiB"},
+		{[]string{"audit", "--api", "http://127.0.0.1:1/client/api", "--api-keys-file", long, "--host", "h1=x"}, 2, "api keys file " + long + ": longer than the cap of 4 KiB"},
+	}
+	if _, err := os.Stat("/dev/zero"); err == nil {
+		cases = append(cases,
+			cliCase{with("--state", "/dev/zero"), 2, "database /dev/zero: longer than the cap of 256 MiB"},
+			cliCase{with("--control-token-file", "/dev/zero"), 2, "control token file /dev/zero: longer than the cap of 4 KiB"},
+			cliCase{with("--api", "127.0.0.1:0", "--api-keys-file", "/dev/zero"), 2, "api keys file /dev/zero: longer than the cap of 4 KiB"})
+	}
+	runCLICases(t, cases)
+}
