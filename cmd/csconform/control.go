@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net"
 	"net/http"
 	"os"
 	"strconv"
@@ -71,6 +72,19 @@ func newControl(srv *impl.Server, db *impl.DB, cfg *impl.Config, token string) h
 		writeJSON(w, http.StatusOK, list)
 	})
 	return requireToken(token, mux)
+}
+
+// checkControlAddr refuses a control endpoint bound (at a) other than on loopback, unless any: the
+// endpoint drives everything the server does, so it is for this machine only. flag is the --control
+// value, as given.
+func checkControlAddr(flag string, a net.Addr, any bool) error {
+	if any {
+		return nil
+	}
+	if ta, ok := a.(*net.TCPAddr); ok && ta.IP.IsLoopback() {
+		return nil
+	}
+	return fmt.Errorf("--control %s (bound to %s) is not a loopback address: the control endpoint drives everything the server does; give a loopback address (127.0.0.1:PORT), or add --control-any-address to serve it beyond this machine", flag, a)
 }
 
 // envControlToken names the environment variable that gives the server its control token (and

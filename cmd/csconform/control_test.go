@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -205,5 +206,42 @@ func TestControlRefusesConfigOutOfRange(t *testing.T) {
 	}
 	if got := cfg.Get("ping.interval"); got != "60" {
 		t.Errorf("ping.interval is now %s", got)
+	}
+}
+
+// The control endpoint drives everything the server does: an address other than loopback is refused
+// (exit 2, before any token is written) unless --control-any-address says so.
+func TestControlLoopbackOnly(t *testing.T) {
+	t.Setenv(envControlToken, "")
+	t.Setenv("TMPDIR", t.TempDir())
+	srv := []string{"server", "--listen", "127.0.0.1:0"}
+	runCLICases(t, []cliCase{
+		{append(srv, "--control", "0.0.0.0:0"), 2, "--control 0.0.0.0:0 (bound to [::]:"},
+		{append(srv, "--control", ":0"), 2, "is not a loopback address"},
+		{append(srv, "--control", "[::]:0"), 2, "is not a loopback address"},
+	})
+	if tokens, _ := filepath.Glob(filepath.Join(os.Getenv("TMPDIR"), "*")); len(tokens) > 0 {
+		t.Errorf("a refused server left %v", tokens)
+	}
+	for _, c := range []struct {
+		addr     string
+		any, bad bool
+	}{
+		{"127.0.0.1:8096", false, false},
+		{"127.0.0.2:8096", false, false},
+		{"[::1]:8096", false, false},
+		{"0.0.0.0:8096", false, true},
+		{"[::]:8096", false, true},
+		{"10.1.2.3:8096", false, true},
+		{"0.0.0.0:8096", true, false},
+		{"10.1.2.3:8096", true, false},
+	} {
+		a, err := net.ResolveTCPAddr("tcp", c.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := checkControlAddr(c.addr, a, c.any); (err != nil) != c.bad {
+			t.Errorf("%s (any address %v): %v", c.addr, c.any, err)
+		}
 	}
 }

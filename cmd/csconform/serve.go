@@ -178,6 +178,10 @@ func serverCmd(o *serverOpts, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(fmt.Errorf("control endpoint: %w", err))
 	}
+	defer cl.Close()
+	if err := checkControlAddr(o.controlAddr, cl.Addr(), o.controlAny); err != nil {
+		return fail(err)
+	}
 	var al net.Listener
 	if o.apiAddr != "" {
 		if al, err = net.Listen("tcp", o.apiAddr); err != nil {

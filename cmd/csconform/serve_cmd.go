@@ -16,7 +16,7 @@ type serverOpts struct {
 	profile, defects                   string
 	overrides                          configFlags
 	stateFile, historyFile             string
-	verbose                            bool
+	verbose, controlAny                bool
 	apiAddr, apiKey, secretKey         string
 	keysFile                           string
 	agentKeyFile                       string
@@ -25,7 +25,8 @@ type serverOpts struct {
 func serverFlags(fs *pflag.FlagSet, o *serverOpts) {
 	o.overrides = configFlags{}
 	fs.StringVar(&o.listen, "listen", "127.0.0.1:8250", "where agents connect (`ADDR`)")
-	fs.StringVar(&o.controlAddr, "control", "127.0.0.1:8096", "the control endpoint's `ADDR`, JSON over HTTP (loopback only: it drives everything the server does); GET / lists it. Every request needs the header \"Authorization: Bearer TOKEN\" (else 401), the token being $CSCONFORM_CONTROL_TOKEN; else the one in --control-token-file; else a generated one, written to a new 0600 file (--control-token-file, or one in the temporary directory) whose path is printed. The token is never printed or logged")
+	fs.StringVar(&o.controlAddr, "control", "127.0.0.1:8096", "the control endpoint's `ADDR`, JSON over HTTP (loopback only, else refused unless --control-any-address: it drives everything the server does); GET / lists it. Every request needs the header \"Authorization: Bearer TOKEN\" (else 401), the token being $CSCONFORM_CONTROL_TOKEN; else the one in --control-token-file; else a generated one, written to a new 0600 file (--control-token-file, or one in the temporary directory) whose path is printed. The token is never printed or logged")
+	fs.BoolVar(&o.controlAny, "control-any-address", false, "let --control listen on an address other than loopback (0.0.0.0, a host's address or name): anyone who reaches it and has the token drives the server")
 	fs.StringVar(&o.tokenFile, "control-token-file", "", "where the control token is read from, or written to when generated (`FILE`; at most 4 KiB)")
 	fs.StringVar(&o.agentKeyFile, "agent-key-file", "", "the agent key's `FILE`: the server takes an agent's StartupCommand only with the key, $CSCONFORM_AGENT_KEY; else the one in FILE; else a generated one, written to a new 0600 file (FILE, or one in the temporary directory) whose path is printed (\"agent key in FILE\"; at most 4 KiB). A connection with a wrong or no key is refused with a WARN line. Never printed or logged")
 	fs.StringVar(&o.id, "id", "ms1", "management server id `MSID`")

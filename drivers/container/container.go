@@ -238,7 +238,7 @@ func Start(ctx context.Context, o Options) (c *Cluster, err error) {
 	}
 	// The control endpoint listens only on the server's address on the run's network (its alias ms),
 	// where the published port leads: agents need only the agent port.
-	args := []string{"server", "--listen", "0.0.0.0:" + agentPort, "--control", "ms:8096", "--state", serverState}
+	args := []string{"server", "--listen", "0.0.0.0:" + agentPort, "--control", "ms:8096", "--control-any-address", "--state", serverState}
 	if o.Verbose {
 		args = append(args, "--verbose")
 	}
