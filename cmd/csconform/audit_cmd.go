@@ -28,7 +28,7 @@ func auditFlags(fs *pflag.FlagSet, o *auditOpts) {
 	fs.StringVar(&o.secretKey, "secret-key", "", "the `SECRET` key (else $CSCONFORM_SECRET_KEY, else --api-keys-file); never printed or logged")
 	fs.StringVar(&o.keysFile, "api-keys-file", "", "the key pair as KEY=VALUE lines in `FILE`")
 	fs.BoolVar(&o.insecure, "insecure", false, "do not verify the API's TLS certificate")
-	fs.StringVar(&o.dsn, "db", "", "read the records from CloudStack's MySQL database instead, read-only: `DSN` USER[:PASSWORD]@tcp(HOST:3306)/cloud (go-sql-driver/mysql's; the database defaults to cloud). Give the password in $CSCONFORM_DB_PASSWORD rather than in the DSN; it is never printed. A read-only MySQL user is enough (SELECT on cloud.*)")
+	fs.StringVar(&o.dsn, "db", "", "read the records from CloudStack's MySQL database instead, read-only: `DSN` USER[:PASSWORD]@tcp(HOST:3306)/cloud (go-sql-driver/mysql's; the database defaults to cloud). Give the password in $CSCONFORM_DB_PASSWORD rather than in the DSN; it is never printed. A read-only MySQL user is enough (SELECT on cloud.*). allowAllFiles, allowCleartextPasswords and allowOldPasswords are refused (the first lets the server read local files)")
 	fs.StringVar(&o.zone, "zone", "", "only this `ZONE` (uuid or name; id or name with --api)")
 	// hosts
 	fs.Var(&o.hosts, "host", "a host (its name in CloudStack) and its libvirt URI, repeatable: qemu:///system, qemu+ssh://root@kvm1/system (OpenSSH, with your ssh config), qemu+tcp://kvm1/system")

@@ -78,3 +78,13 @@ func TestAuditDBFlags(t *testing.T) {
 	t.Setenv(envDBPassword, "s3cret")
 	runCLICases(t, []cliCase{{[]string{"audit", "--db", "cloud@tcp(127.0.0.1:1)/cloud", "--host", "h1=x"}, 2, "cannot reach"}})
 }
+
+// audit --db refuses the driver options that let a hostile MySQL server read local files or get the
+// password in clear, before connecting (exit 2).
+func TestAuditRefusesUnsafeDSNOptions(t *testing.T) {
+	runCLICases(t, []cliCase{
+		{[]string{"audit", "--db", "u:pw@tcp(127.0.0.1:1)/cloud?allowAllFiles=true", "--host", "h1=x"}, 2, "allowAllFiles=true lets the database server read any local file"},
+		{[]string{"audit", "--db", "u:pw@tcp(127.0.0.1:1)/cloud?allowCleartextPasswords=1", "--host", "h1=x"}, 2, "allowCleartextPasswords"},
+		{[]string{"audit", "--db", "u:pw@tcp(127.0.0.1:1)/cloud?allowOldPasswords=true", "--host", "h1=x"}, 2, "allowOldPasswords"},
+	})
+}

@@ -96,6 +96,13 @@ func Parse(dsn string) (*mysql.Config, error) {
 		return nil, fmt.Errorf("bad DSN %s: the network before (ADDRESS) is not tcp or unix %s", Redact(dsn), want)
 	case cfg.User == "":
 		return nil, fmt.Errorf("bad DSN %s: no user %s", Redact(dsn), want)
+	case cfg.AllowAllFiles:
+		// LOAD DATA LOCAL INFILE of any file the server names: a hostile server reads local files
+		return nil, fmt.Errorf("bad DSN %s: allowAllFiles=true lets the database server read any local file (LOAD DATA LOCAL INFILE); the audit only reads, leave it out", Redact(dsn))
+	case cfg.AllowCleartextPasswords:
+		return nil, fmt.Errorf("bad DSN %s: allowCleartextPasswords=true sends the password in clear to a server that asks; leave it out", Redact(dsn))
+	case cfg.AllowOldPasswords:
+		return nil, fmt.Errorf("bad DSN %s: allowOldPasswords=true uses MySQL's old, breakable password hashing; leave it out", Redact(dsn))
 	case len(cfg.Params) > 0:
 		// the driver sends unknown parameters to the server as SET NAME=VALUE when it connects
 		return nil, fmt.Errorf("bad DSN %s: a parameter the driver does not know (not shown); it would be sent to the server as SET NAME=VALUE, and the audit sends nothing but SELECTs", Redact(dsn))

@@ -28,3 +28,26 @@ func FuzzDSNSecret(f *testing.F) {
 		}
 	})
 }
+
+// The driver options that let a hostile MySQL server read local files (LOAD DATA LOCAL INFILE) or have
+// the password sent in clear or hashed the old, breakable way are refused: the audit only reads.
+func TestParseRefusesUnsafeOptions(t *testing.T) {
+	for _, p := range []string{"allowAllFiles", "allowCleartextPasswords", "allowOldPasswords"} {
+		for _, v := range []string{"true", "1", "TRUE"} {
+			dsn := "audit:pw@tcp(db:3306)/cloud?" + p + "=" + v
+			_, err := Parse(dsn)
+			if err == nil {
+				t.Errorf("%s=%s accepted", p, v)
+				continue
+			}
+			if !strings.Contains(strings.ToLower(err.Error()), strings.ToLower(p)) || strings.Contains(err.Error(), "pw") {
+				t.Errorf("%s=%s: %v (want the option named, the password not)", p, v, err)
+			}
+		}
+	}
+	for _, ok := range []string{"audit:pw@tcp(db:3306)/cloud", "audit:pw@tcp(db:3306)/cloud?allowAllFiles=false&timeout=5s"} {
+		if _, err := Parse(ok); err != nil {
+			t.Errorf("%s: %v", ok, err)
+		}
+	}
+}
