@@ -800,6 +800,37 @@ func (db *DB) Host(id string) *HostVO {
 }
 
 // Hosts lists hosts by id.
+// IDsAfter lists the ids above after of the rows of table ("vm", "network" or "job"), in order: what
+// the API's UUID map has not seen yet, found by a binary search in the table's id order rather than a
+// copy of every row.
+func (db *DB) IDsAfter(table string, after int64) []int64 {
+	db.lock()
+	defer db.mu.Unlock()
+	var order []int64
+	switch table {
+	case "vm":
+		order = db.ix.vmOrder
+	case "network":
+		order = db.ix.netOrder
+	case "job":
+		order = db.ix.jobOrder
+	default:
+		panic("IDsAfter: no table " + table)
+	}
+	i, found := slices.BinarySearch(order, after)
+	if found {
+		i++
+	}
+	return slices.Clone(order[i:])
+}
+
+// HostCount is the number of host rows (they are never deleted).
+func (db *DB) HostCount() int {
+	db.lock()
+	defer db.mu.Unlock()
+	return len(db.hosts)
+}
+
 func (db *DB) Hosts() []*HostVO {
 	point(db.env, PointRead)
 	db.lock()

@@ -418,17 +418,10 @@ func (r *request) vmParam(name string, need bool) (*impl.VMVO, *apiError) {
 		}
 		return nil, nil
 	}
-	k, ok := r.h.ids.lookup("vm", v, func() []string {
-		var ks []string
-		for _, m := range r.h.db.VMs(nil) {
-			ks = append(ks, strconv.FormatInt(m.ID, 10))
-		}
-		return ks
-	})
+	id, ok := r.h.ids.lookupID("vm", v, func(after int64) []int64 { return r.h.db.IDsAfter("vm", after) })
 	if !ok {
 		return nil, r.invalid(name, v)
 	}
-	id, _ := strconv.ParseInt(k, 10, 64)
 	m := r.h.db.VM(id)
 	if m == nil || m.Removed || m.Type != "User" {
 		return nil, r.invalid(name, v)
@@ -437,17 +430,10 @@ func (r *request) vmParam(name string, need bool) (*impl.VMVO, *apiError) {
 }
 
 func (r *request) networkByUUID(name, v string) (*impl.NetworkVO, *apiError) {
-	k, ok := r.h.ids.lookup("network", v, func() []string {
-		var ks []string
-		for _, n := range r.h.db.Networks(nil) {
-			ks = append(ks, strconv.FormatInt(n.ID, 10))
-		}
-		return ks
-	})
+	id, ok := r.h.ids.lookupID("network", v, func(after int64) []int64 { return r.h.db.IDsAfter("network", after) })
 	if !ok {
 		return nil, r.invalid(name, v)
 	}
-	id, _ := strconv.ParseInt(k, 10, 64)
 	n := r.h.db.Network(id)
 	if n == nil || n.Removed {
 		return nil, r.invalid(name, v)
@@ -460,7 +446,7 @@ func (r *request) hostParam(name string) (string, *apiError) {
 	if v == "" {
 		return "", nil
 	}
-	k, ok := r.h.ids.lookup("host", v, func() []string {
+	k, ok := r.h.ids.lookupKey("host", v, r.h.db.HostCount, func() []string {
 		var ks []string
 		for _, x := range r.h.db.Hosts() {
 			ks = append(ks, x.ID)
@@ -872,17 +858,10 @@ func (h *Handler) queryJob(r *request) (any, *apiError) {
 	if err != nil {
 		return nil, err
 	}
-	k, ok := h.ids.lookup("job", u, func() []string {
-		var ks []string
-		for _, j := range h.db.Jobs(nil) {
-			ks = append(ks, strconv.FormatInt(j.ID, 10))
-		}
-		return ks
-	})
+	id, ok := h.ids.lookupID("job", u, func(after int64) []int64 { return h.db.IDsAfter("job", after) })
 	if !ok {
 		return nil, r.invalid("jobid", u)
 	}
-	id, _ := strconv.ParseInt(k, 10, 64)
 	j := h.db.Job(id)
 	if j == nil {
 		return nil, r.invalid("jobid", u)

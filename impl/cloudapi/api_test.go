@@ -73,6 +73,7 @@ func (l *logBuf) String() string { l.mu.Lock(); defer l.mu.Unlock(); return l.b.
 var testCreds = Credentials{APIKey: "test-api-key-0123", SecretKey: "s3cr3t/Key+with=odd&chars~"}
 
 type fixture struct {
+	h   *Handler
 	srv *impl.Server
 	url string
 	log *logBuf
@@ -90,10 +91,11 @@ func newFixture(t *testing.T) *fixture {
 	db := impl.NewDB(env, log)
 	srv := impl.NewServer("ms1", env, db, cfg, impl.Switches{}, noAgents{never: make(chan struct{})})
 	srv.Start()
-	ts := httptest.NewServer(New(srv, Options{Logf: log.Logf}, testCreds))
+	h := New(srv, Options{Logf: log.Logf}, testCreds)
+	ts := httptest.NewServer(h)
 	t.Cleanup(ts.Close)
 	u := ts.URL + "/client/api"
-	return &fixture{srv: srv, url: u, log: log, cs: cs.NewClient(u, testCreds.APIKey, testCreds.SecretKey, false)}
+	return &fixture{h: h, srv: srv, url: u, log: log, cs: cs.NewClient(u, testCreds.APIKey, testCreds.SecretKey, false)}
 }
 
 // apiErr unpacks cloudstack-go's error text into errorcode, cserrorcode and errortext.
