@@ -16,31 +16,31 @@ import (
 func TestAPICredentialFlags(t *testing.T) {
 	runCLICases(t, []cliCase{
 		{[]string{"server", "--listen", "127.0.0.1:0", "--control", "127.0.0.1:0", "--api", "127.0.0.1:0", "--api-key", "k"}, 2, "go together"},
-		{[]string{"server", "--listen", "127.0.0.1:0", "--control", "127.0.0.1:0", "--api", "127.0.0.1:99999", "--api-key", "k", "--secret-key", "s"}, 2, "api endpoint"},
+		{[]string{"server", "--listen", "127.0.0.1:0", "--control", "127.0.0.1:0", "--api", "127.0.0.1:99999", "--api-key", "k", "--secret-key", "s3cret-long-enough-42"}, 2, "api endpoint"},
 	})
 }
 
 func TestAPIKeysFile(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "keys")
-	c, got, err := apiCredentials("", "", path)
-	if err != nil || got != path {
+	c, got, generated, err := apiCredentials("", "", path)
+	if err != nil || got != path || !generated {
 		t.Fatalf("generate: %v %q", err, got)
 	}
 	fi, err := os.Stat(path)
 	if err != nil || fi.Mode().Perm() != 0o600 {
 		t.Fatalf("keys file mode: %v %v", err, fi)
 	}
-	again, _, err := apiCredentials("", "", path)
-	if err != nil || again != c {
+	again, _, generated, err := apiCredentials("", "", path)
+	if err != nil || again != c || generated {
 		t.Fatalf("the file is not read back: %v", err)
 	}
 	t.Setenv(envAPIKey, "ek")
-	t.Setenv(envSecretKey, "es")
-	if e, _, _ := apiCredentials("", "", path); e.APIKey != "ek" || e.SecretKey != "es" {
+	t.Setenv(envSecretKey, "es-long-enough-1234")
+	if e, _, _, _ := apiCredentials("", "", path); e.APIKey != "ek" || e.SecretKey != "es-long-enough-1234" {
 		t.Fatalf("the environment does not win over the file: %v", e)
 	}
-	if f, _, _ := apiCredentials("fk", "fs", path); f.APIKey != "fk" || f.SecretKey != "fs" {
+	if f, _, _, _ := apiCredentials("fk", "fs-long-enough-1234", path); f.APIKey != "fk" || f.SecretKey != "fs-long-enough-1234" {
 		t.Fatalf("flags do not win: %v", f)
 	}
 }

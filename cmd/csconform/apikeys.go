@@ -20,32 +20,45 @@ const (
 	envSecretKey = "CSCONFORM_SECRET_KEY"
 )
 
-// apiCredentials resolves the key pair; file is "" unless a pair was generated (then it names the
-// file it was written to) or read from a file.
-func apiCredentials(flagKey, flagSecret, keysFile string) (cloudapi.Credentials, string, error) {
+// minSecretKey is the least length of the server's API secret key, as of its control token.
+const minSecretKey = 16
+
+// checkSecretKey refuses a secret key that is easy to guess; where names its source. It never quotes
+// the key.
+func checkSecretKey(s, where string) error {
+	if len(s) < minSecretKey {
+		return fmt.Errorf("%s: the API secret key needs at least %d characters", where, minSecretKey)
+	}
+	return nil
+}
+
+// apiCredentials resolves the server's key pair; file is "" unless a pair was generated (then it
+// names the file it was written to) or read from a file; generated says the server made the file
+// (then it removes it when it stops).
+func apiCredentials(flagKey, flagSecret, keysFile string) (c cloudapi.Credentials, file string, generated bool, err error) {
 	switch {
 	case flagKey != "" || flagSecret != "":
 		if flagKey == "" || flagSecret == "" {
-			return cloudapi.Credentials{}, "", errors.New("--api-key and --secret-key go together")
+			return c, "", false, errors.New("--api-key and --secret-key go together")
 		}
-		return cloudapi.Credentials{APIKey: flagKey, SecretKey: flagSecret}, "", nil
+		return cloudapi.Credentials{APIKey: flagKey, SecretKey: flagSecret}, "", false, checkSecretKey(flagSecret, "--secret-key")
 	case os.Getenv(envAPIKey) != "" || os.Getenv(envSecretKey) != "":
 		k, s := os.Getenv(envAPIKey), os.Getenv(envSecretKey)
 		if k == "" || s == "" {
-			return cloudapi.Credentials{}, "", fmt.Errorf("%s and %s go together", envAPIKey, envSecretKey)
+			return c, "", false, fmt.Errorf("%s and %s go together", envAPIKey, envSecretKey)
 		}
-		return cloudapi.Credentials{APIKey: k, SecretKey: s}, "", nil
+		return cloudapi.Credentials{APIKey: k, SecretKey: s}, "", false, checkSecretKey(s, "$"+envSecretKey)
 	}
 	if keysFile != "" {
 		if c, err := ReadKeysFile(keysFile); err == nil {
-			return c, keysFile, nil
+			return c, keysFile, false, checkSecretKey(c.SecretKey, "api keys file "+keysFile)
 		} else if !errors.Is(err, os.ErrNotExist) {
-			return cloudapi.Credentials{}, "", err
+			return c, "", false, err
 		}
 	}
-	c := cloudapi.Credentials{APIKey: randomKey(), SecretKey: randomKey()}
+	c = cloudapi.Credentials{APIKey: randomKey(), SecretKey: randomKey()}
 	path, err := writeKeysFile(keysFile, c)
-	return c, path, err
+	return c, path, err == nil, err
 }
 
 func randomKey() string {

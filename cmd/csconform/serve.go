@@ -138,7 +138,8 @@ func newLogSink(stderr io.Writer, verbose bool, historyFile string) (*logSink, f
 		return nil, nil, err
 	}
 	s.seq = last
-	f, err := os.OpenFile(historyFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	// 0600, as the state and key files: a history holds every record's names and addresses
+	f, err := os.OpenFile(historyFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -160,8 +161,17 @@ func serverCmd(o *serverOpts, stdout, stderr io.Writer) int {
 	var creds cloudapi.Credentials
 	var credsFile string
 	if o.apiAddr != "" {
-		if creds, credsFile, err = apiCredentials(o.apiKey, o.secretKey, o.keysFile); err != nil {
+		if o.secretKey != "" {
+			fmt.Fprintf(stderr, "csconform server: warning: --secret-key on the command line is visible to every local user (ps, /proc/PID/cmdline); give it in $%s or --api-keys-file\n", envSecretKey)
+		}
+		var generated bool
+		if creds, credsFile, generated, err = apiCredentials(o.apiKey, o.secretKey, o.keysFile); err != nil {
 			return fail(err)
+		}
+		if generated && o.keysFile == "" {
+			// made in the temporary directory for this run only: gone when the server stops, however
+			// it stops short of a kill (a bad flag later on, SIGINT, SIGTERM)
+			defer os.Remove(credsFile)
 		}
 	}
 	sink, closeSink, err := newLogSink(stderr, o.verbose, o.historyFile)
@@ -201,12 +211,15 @@ func serverCmd(o *serverOpts, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(err)
 	}
+	if tokenWritten != "" && o.tokenFile == "" {
+		defer os.Remove(tokenWritten) // as the keys file
+	}
 	key, keyWritten, err := agentKey(o.agentKeyFile, true)
 	if err != nil {
-		if tokenWritten != "" {
-			os.Remove(tokenWritten)
-		}
 		return fail(err)
+	}
+	if keyWritten != "" && o.agentKeyFile == "" {
+		defer os.Remove(keyWritten) // generated in the temporary directory: gone with the server
 	}
 	ln.Key = key
 	ln.Refused = func(host, from, why string) {

@@ -25,7 +25,7 @@ type serverOpts struct {
 func serverFlags(fs *pflag.FlagSet, o *serverOpts) {
 	o.overrides = configFlags{}
 	fs.StringVar(&o.listen, "listen", "127.0.0.1:8250", "where agents connect (`ADDR`)")
-	fs.StringVar(&o.controlAddr, "control", "127.0.0.1:8096", "the control endpoint's `ADDR`, JSON over HTTP (loopback only, else refused unless --control-any-address: it drives everything the server does); GET / lists it. Every request needs the header \"Authorization: Bearer TOKEN\" (else 401), the token being $CSCONFORM_CONTROL_TOKEN; else the one in --control-token-file; else a generated one, written to a new 0600 file (--control-token-file, or one in the temporary directory) whose path is printed. The token is never printed or logged")
+	fs.StringVar(&o.controlAddr, "control", "127.0.0.1:8096", "the control endpoint's `ADDR`, JSON over HTTP (loopback only, else refused unless --control-any-address: it drives everything the server does); GET / lists it. Every request needs the header \"Authorization: Bearer TOKEN\" (else 401), the token being $CSCONFORM_CONTROL_TOKEN; else the one in --control-token-file; else a generated one, written to a new 0600 file (--control-token-file, or one in the temporary directory, removed when the server stops) whose path is printed. The token is never printed or logged")
 	fs.BoolVar(&o.controlAny, "control-any-address", false, "let --control listen on an address other than loopback (0.0.0.0, a host's address or name): anyone who reaches it and has the token drives the server")
 	fs.StringVar(&o.tokenFile, "control-token-file", "", "where the control token is read from, or written to when generated (`FILE`; at most 4 KiB)")
 	fs.StringVar(&o.agentKeyFile, "agent-key-file", "", "the agent key's `FILE`: the server takes an agent's StartupCommand only with the key, $CSCONFORM_AGENT_KEY; else the one in FILE; else a generated one, written to a new 0600 file (FILE, or one in the temporary directory) whose path is printed (\"agent key in FILE\"; at most 4 KiB). A connection with a wrong or no key is refused with a WARN line. Never printed or logged")
@@ -34,11 +34,11 @@ func serverFlags(fs *pflag.FlagSet, o *serverOpts) {
 	fs.StringVar(&o.defects, "defects", "", "switch on exactly the defects in `LIST` instead (D1,D2a,...; none)")
 	fs.Var(o.overrides, "config", "a configuration override, repeatable (csconform config lists the keys)")
 	fs.StringVar(&o.stateFile, "state", "", "keep the database in `FILE`, as CloudStack keeps it in MySQL: loaded at start when FILE exists, and every committed write is on disk (FILE.tmp, fsync, rename) before the write returns, so a server killed at any moment and started again with the same FILE and --id finds every record (its in-flight jobs are then cleaned up at startup, as CloudStack does). FILE is capped at 256 MiB (well over 100,000 VMs with their NICs, volumes and jobs) and FILE.log at 768 MiB: a longer one is refused at start, and the server writes none. Default: in memory, lost at exit")
-	fs.StringVar(&o.historyFile, "history", "", "append every event as JSON lines to `FILE`")
+	fs.StringVar(&o.historyFile, "history", "", "append every event as JSON lines to `FILE` (created 0600)")
 	fs.BoolVar(&o.verbose, "verbose", false, "log DEBUG lines too (default: INFO and up, and every state change)")
 	fs.StringVar(&o.apiAddr, "api", "", "also serve CloudStack's API (signed requests, as cloudstack-go sends them) at http://`ADDR`/client/api; off by default")
-	fs.StringVar(&o.apiKey, "api-key", "", "the API's `KEY`; else $CSCONFORM_API_KEY; else the pair in --api-keys-file; else a generated pair, written to a new 0600 file (--api-keys-file, or one in the temporary directory) whose path is printed")
-	fs.StringVar(&o.secretKey, "secret-key", "", "the API's `SECRET` key, with --api-key (else $CSCONFORM_SECRET_KEY); never printed or logged")
+	fs.StringVar(&o.apiKey, "api-key", "", "the API's `KEY`; else $CSCONFORM_API_KEY; else the pair in --api-keys-file; else a generated pair, written to a new 0600 file (--api-keys-file, or one in the temporary directory, removed when the server stops) whose path is printed")
+	fs.StringVar(&o.secretKey, "secret-key", "", "the API's `SECRET` key, with --api-key (else $CSCONFORM_SECRET_KEY); at least 16 characters, never printed or logged. On the command line every local user sees it (/proc): the server warns; prefer $CSCONFORM_SECRET_KEY or --api-keys-file")
 	fs.StringVar(&o.keysFile, "api-keys-file", "", "the key pair as KEY=VALUE lines in `FILE` (at most 4 KiB)")
 }
 

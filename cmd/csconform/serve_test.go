@@ -488,3 +488,75 @@ func TestServerCapsTheFilesItReads(t *testing.T) {
 	}
 	runCLICases(t, cases)
 }
+
+// A server removes the files it generated in the temporary directory (the control token, the API
+// keys, the agent key) when it stops, on SIGTERM as on SIGINT: every start used to leave a
+// csconform-control-*.token and a csconform-api-*.keys behind. Its --history file is created 0600, as the state and key files.
+func TestServerRemovesWhatItGenerated(t *testing.T) {
+	tier.Need(t, tier.Long) // builds csconform and runs it: a few seconds
+	t.Parallel()            // mostly waiting: beside the package's other real-time tests
+	bin := buildCSConform(t)
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
+		t.Run(sig.String(), func(t *testing.T) {
+			tmp := t.TempDir()
+			hist := filepath.Join(tmp, "history.jsonl")
+			env := []string{"TMPDIR=" + tmp, envControlToken + "=", envAgentKey + "=", envAPIKey + "=", envSecretKey + "="}
+			p, out := startProcEnv(t, env, bin, "server", "--listen", "127.0.0.1:0", "--control", "127.0.0.1:0", "--api", "127.0.0.1:0", "--history", hist)
+			_, lines := listening(out, "control", "api")
+			var made []string
+			for _, l := range lines {
+				for _, pre := range []string{"control token in ", "agent key in ", "api keys in "} {
+					if f, ok := strings.CutPrefix(l, pre); ok {
+						made = append(made, f)
+					}
+				}
+			}
+			if len(made) != 3 {
+				t.Fatalf("want the generated token and key files named; stdout:\n%s", strings.Join(lines, "\n"))
+			}
+			for _, f := range made {
+				if _, err := os.Stat(f); err != nil {
+					t.Fatalf("while running: %v", err)
+				}
+			}
+			st, err := os.Stat(hist)
+			if err != nil || st.Mode().Perm() != 0o600 {
+				t.Errorf("--history file: %v %v, want mode 0600", st, err)
+			}
+			p.cmd.Process.Signal(sig)
+			if code := p.waitExit(t); code != 0 {
+				t.Fatalf("exit %d after %s", code, sig)
+			}
+			for _, f := range made {
+				if _, err := os.Stat(f); !os.IsNotExist(err) {
+					t.Errorf("%s is left after %s (%v)", f, sig, err)
+				}
+			}
+			if left, _ := filepath.Glob(filepath.Join(tmp, "csconform-*")); len(left) > 0 {
+				t.Errorf("left in the temporary directory: %v", left)
+			}
+		})
+	}
+}
+
+// The API secret: at least 16 characters wherever it comes from, and on the command line (visible to
+// every local user in /proc) only with a warning.
+func TestAPISecretRules(t *testing.T) {
+	t.Setenv(envAPIKey, "")
+	t.Setenv(envSecretKey, "")
+	srv := []string{"server", "--listen", "127.0.0.1:0", "--control", "127.0.0.1:0", "--api", "127.0.0.1:99999"}
+	runCLICases(t, []cliCase{
+		{append(srv, "--api-key", "k", "--secret-key", "short"), 2, "--secret-key: the API secret key needs at least 16 characters"},
+		{append(srv, "--api-key", "k", "--secret-key", "long-enough-secret-123"), 2, "warning: --secret-key on the command line is visible"},
+	})
+	t.Setenv(envAPIKey, "k")
+	t.Setenv(envSecretKey, "short")
+	runCLICases(t, []cliCase{{srv, 2, "$" + envSecretKey + ": the API secret key needs at least 16 characters"}})
+	t.Setenv(envAPIKey, "")
+	t.Setenv(envSecretKey, "")
+	keys := filepath.Join(t.TempDir(), "keys")
+	if err := os.WriteFile(keys, []byte(envAPIKey+"=k\n"+envSecretKey+"=short\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	runCLICases(t, []cliCase{{append(srv, "--api-keys-file", keys), 2, "api keys file " + keys + ": the API secret key needs at least 16 characters"}})
+}
