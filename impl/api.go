@@ -13,10 +13,19 @@ import (
 
 // CreateNetwork is createNetwork: the network stays Allocated until a VM start implements it.
 func (s *Server) CreateNetwork(name string, persistent bool, poolSize int) *NetworkVO {
+	n, err := s.NewNetwork(name, persistent, poolSize)
+	if err != nil {
+		panic(err)
+	}
+	return n
+}
+
+// NewNetwork is CreateNetwork, refused when the database has no id or /24 left (DB.NewNetwork).
+func (s *Server) NewNetwork(name string, persistent bool, poolSize int) (*NetworkVO, error) {
 	if poolSize <= 0 {
 		poolSize = 32
 	}
-	return s.DB.CreateNetwork("api", name, persistent, poolSize)
+	return s.DB.NewNetwork("api", name, persistent, poolSize)
 }
 
 // DeployVirtualMachine allocates the VM (record, NICs, ROOT volume) and starts it in a job, through

@@ -31,6 +31,8 @@ type index struct {
 	itWorkByVM map[int64][]int64 // op_it_work rows by instance_id
 	haWorkByVM map[int64][]int64 // op_ha_work rows by instance_id
 	jobLive    []int64           // IN_PROGRESS jobs: the job GC's expiry and a restart's clean-up read only these
+	cidrs      map[int]bool      // the /24s networks hold, 10.a.b as a<<8|b (networkCIDR)
+	cidrFree   int               // no /24 below this is free (networks are never deleted)
 	watching   bool
 	changedSet map[rowRef]struct{} // rows written since the last TakeChanges (when watching)
 }
@@ -70,6 +72,12 @@ func (db *DB) reindex() {
 		db.indexVM(db.vms[id])
 	}
 	db.ix.netOrder = slices.Sorted(maps.Keys(db.networks))
+	db.ix.cidrs = map[int]bool{}
+	for _, n := range db.networks {
+		if k, ok := cidrKey(n.CIDR); ok {
+			db.ix.cidrs[k] = true
+		}
+	}
 	for _, id := range slices.Sorted(maps.Keys(db.nics)) {
 		db.indexNic(db.nics[id])
 	}

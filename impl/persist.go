@@ -54,6 +54,14 @@ const (
 	MaxStateLog  = 3 * MaxStateFile
 )
 
+// MaxCounter bounds the state file's counters: NextID (the id of the last row made), a generation,
+// and the ids of the work tables. It is 2^53-1, the largest integer a JSON reader that uses doubles
+// (jq, JavaScript) reads exactly, and far enough from 2^63-1 that no increment overflows (at 2^63-1
+// the next network got a negative id and the CIDR 10.-36893488147419102.-58). A file past it is
+// refused at load, and the server writes none: a write that would take a counter past it is refused
+// with an ERROR line, and a network is not created (NewNetwork).
+const MaxCounter = 1<<53 - 1
+
 // dbFileVersion 2 added the commit log (Generation); version 1 files load as snapshots with no log.
 const dbFileVersion = 2
 
@@ -112,8 +120,9 @@ func (db *DB) decode(b []byte) (int64, error) {
 	if f.Version != dbFileVersion && f.Version != 1 {
 		return 0, fmt.Errorf("version %d, this build reads versions 1 and %d", f.Version, dbFileVersion)
 	}
-	if f.Generation < 0 {
-		return 0, fmt.Errorf("generation %d", f.Generation)
+	if f.Generation < 0 || f.Generation >= MaxCounter {
+		// opening writes the next generation
+		return 0, fmt.Errorf("generation %d: not in 0..%d", f.Generation, int64(MaxCounter-1))
 	}
 	db.nextID = f.NextID
 	if err := putRows("VMs", db.vms, f.VMs, func(v *VMVO) int64 { return v.ID }); err != nil {
@@ -183,6 +192,12 @@ func upsertRows[K int64 | string, V any](name string, m map[K]*V, rows []*V, key
 func (db *DB) check() error {
 	// one sequence numbers the VMs, networks, NICs, volumes and jobs (DB.id)
 	maxID := max(maxKey(db.vms), maxKey(db.networks), maxKey(db.nics), maxKey(db.volumes), maxKey(db.jobs))
+	if db.nextID > MaxCounter {
+		return fmt.Errorf("NextID %d is past the limit of %d (MaxCounter): the next id would not be one", db.nextID, int64(MaxCounter))
+	}
+	if w := max(maxKey(db.itWork), maxKey(db.haWork)); w > MaxCounter {
+		return fmt.Errorf("a work row with id %d, past the limit of %d (MaxCounter): the next would not be one", w, int64(MaxCounter))
+	}
 	if db.nextID < maxID {
 		return fmt.Errorf("NextID %d is below the highest id in use (%d): the next insert would replace a row", db.nextID, maxID)
 	}
@@ -636,6 +651,12 @@ func (db *DB) Detach() {
 // mu (or owns db). Until it succeeds the old snapshot and log stay valid on disk.
 func (db *DB) snapshot() error {
 	d := db.disk
+	if err := db.countersWritable(); err != nil {
+		return err
+	}
+	if d.gen >= MaxCounter {
+		return fmt.Errorf("generation %d is at the limit of %d: no new snapshot", d.gen, int64(MaxCounter))
+	}
 	d.gen++
 	b, err := db.encodeFile(d.gen)
 	if err == nil && len(b) > MaxStateFile {
@@ -703,9 +724,21 @@ func (db *DB) commit() {
 	}
 }
 
+// countersWritable refuses a write that would put a counter past MaxCounter on disk: the loader
+// would refuse the file.
+func (db *DB) countersWritable() error {
+	if db.nextID > MaxCounter || db.itWorkSeq > MaxCounter || db.haWorkSeq > MaxCounter {
+		return fmt.Errorf("the ids are past the limit of %d (MaxCounter; NextID %d): not written, the next start would refuse the file", int64(MaxCounter), db.nextID)
+	}
+	return nil
+}
+
 // appendRecord appends the touched rows to the log in one write and fsyncs it.
 func (db *DB) appendRecord() error {
 	d := db.disk
+	if err := db.countersWritable(); err != nil {
+		return err
+	}
 	r := db.record()
 	payload, err := json.Marshal(r)
 	if err != nil {
@@ -733,6 +766,9 @@ func (db *DB) appendRecord() error {
 func (db *DB) rewriteWhole() error {
 	d := db.disk
 	clear(d.dirty)
+	if err := db.countersWritable(); err != nil {
+		return err
+	}
 	b, err := db.encodeFile(d.gen)
 	if err != nil || bytes.Equal(b, d.written) {
 		return err

@@ -71,7 +71,7 @@ func TestEveryWriteReachesTheLog(t *testing.T) {
 			require.Equal(t, []string{"h1"}, db.MarkHostsAsDisconnected("ms2", "ms1", time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)))
 			db.HostTransit("ms1", "h1", host.AgentConnected, "ms1")
 		}},
-		{"CreateNetwork", func() { n = db.CreateNetwork("api", "n", false, 3) }},
+		{"NewNetwork", func() { n, _ = db.NewNetwork("api", "n", false, 3) }},
 		{"UpdateNetworkState", func() { db.UpdateNetworkState("ms1", n, network.Implementing, "implement", false) }},
 		{"SetNetworkCreated", func() { require.NoError(t, db.SetNetworkCreated(n.ID, time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC))) }},
 		{"CreateVM", func() { v = db.CreateVM("api", "", "User", []int64{n.ID}) }},

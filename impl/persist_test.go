@@ -3,6 +3,7 @@ package impl
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -351,5 +352,95 @@ func TestOpenDBCapsItsFiles(t *testing.T) {
 		require.Error(t, err)
 		assert.Contains(t, err.Error(), "/dev/zero")
 		assert.Contains(t, err.Error(), "256 MiB")
+	}
+}
+
+// Counters near their limit: a state file whose NextID or Generation the next increment would take
+// past MaxCounter is refused at load (at 2^63-1 the next network got a negative id and the CIDR
+// 10.-36893488147419102.-58, a deploy panicked and the next start refused its own log), and a server
+// whose ids reach the limit writes no file the loader refuses: it refuses the write instead.
+func TestCountersAtTheirLimit(t *testing.T) {
+	dir := t.TempDir()
+	src := filepath.Join(dir, "good.json")
+	db, err := OpenDB(newClock(), nil, src)
+	require.NoError(t, err)
+	populate(t, db)
+	good := encoded(t, db)
+	for _, c := range []struct {
+		name  string
+		field string
+		value int64
+		want  string
+	}{
+		{"NextID max", "NextID", 1<<63 - 1, "NextID 9223372036854775807 is past the limit"},
+		{"NextID past", "NextID", MaxCounter + 1, "is past the limit"},
+		{"Generation max", "Generation", 1<<63 - 1, "generation 9223372036854775807"},
+		{"Generation at the limit", "Generation", MaxCounter, "generation"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var f map[string]any
+			require.NoError(t, json.Unmarshal(good, &f))
+			f[c.field] = c.value
+			b, err := json.Marshal(f)
+			require.NoError(t, err)
+			p := filepath.Join(dir, strings.ReplaceAll(c.name, " ", "-")+".json")
+			require.NoError(t, os.WriteFile(p, b, 0o600))
+			_, err = OpenDB(newClock(), nil, p)
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), p)
+			assert.Contains(t, err.Error(), c.want)
+		})
+	}
+
+	// one id left: the network gets it and a valid CIDR; the next is refused, not written
+	var f map[string]any
+	require.NoError(t, json.Unmarshal(good, &f))
+	f["NextID"] = MaxCounter - 1
+	b, err := json.Marshal(f)
+	require.NoError(t, err)
+	p := filepath.Join(dir, "last-id.json")
+	require.NoError(t, os.WriteFile(p, b, 0o600))
+	db, err = OpenDB(newClock(), nil, p)
+	require.NoError(t, err)
+	n, err := db.NewNetwork("api", "last", false, 4)
+	require.NoError(t, err)
+	assert.Equal(t, int64(MaxCounter), n.ID)
+	assert.Regexp(t, `^10\.([0-9]|[1-9][0-9]|1[0-9][0-9]|2[0-4][0-9]|25[0-5])\.([0-9]|[1-9][0-9]|1[0-9][0-9]|2[0-4][0-9]|25[0-5])$`, n.CIDR)
+	_, err = db.NewNetwork("api", "one-too-many", false, 4)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "ids")
+	// a row made past the limit anyway (a VM) is not written: the file still loads
+	db.CreateVM("api", "", "User", []int64{n.ID})
+	_, err = OpenDB(newClock(), nil, p)
+	require.NoError(t, err, "the server wrote a state file its next start refuses")
+}
+
+// A network's CIDR is 10.(1+id/250).(id%250) as it always was while that is an address (ids below
+// 63,750: the simulator's histories keep their addresses); past it, the first /24 of 10.0.0.0/8 no
+// network holds (10.256.x was handed out before), and when there is none the create is refused.
+func TestNetworkCIDRsStayValid(t *testing.T) {
+	db := NewDB(newClock(), nil)
+	for id, want := range map[int64]string{1: "10.1.1", 249: "10.1.249", 250: "10.2.0", 63749: "10.255.249"} {
+		db.nextID = id - 1
+		n, err := db.NewNetwork("api", "n", false, 1)
+		require.NoError(t, err)
+		assert.Equal(t, want, n.CIDR, "network %d", id)
+	}
+	seen := map[string]bool{}
+	for _, n := range db.Networks(nil) {
+		seen[n.CIDR] = true
+	}
+	db.nextID = 63749
+	for i := 0; i < 300; i++ {
+		n, err := db.NewNetwork("api", "n", false, 1)
+		require.NoError(t, err)
+		var a, b int
+		_, err = fmt.Sscanf(n.CIDR, "10.%d.%d", &a, &b)
+		require.NoError(t, err, n.CIDR)
+		require.True(t, a >= 0 && a <= 255 && b >= 0 && b <= 255, "network %d: CIDR %s", n.ID, n.CIDR)
+		require.False(t, seen[n.CIDR], "network %d: CIDR %s taken twice", n.ID, n.CIDR)
+		seen[n.CIDR] = true
+		pool := db.ips[n.ID]
+		require.Equal(t, n.CIDR+".10", pool[0].Address)
 	}
 }

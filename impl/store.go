@@ -2,6 +2,7 @@ package impl
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -506,13 +507,29 @@ func (db *DB) ResetHostPowerStateTracking(hostID string) {
 
 // ---- networks
 
-// CreateNetwork inserts an Allocated network with a /24 pool of .10–.(10+size-1).
+// CreateNetwork is NewNetwork where no error can happen (the simulator's and the tests' few networks).
 func (db *DB) CreateNetwork(actor, name string, persistent bool, poolSize int) *NetworkVO {
+	n, err := db.NewNetwork(actor, name, persistent, poolSize)
+	if err != nil {
+		panic(err)
+	}
+	return n
+}
+
+// NewNetwork inserts an Allocated network with a /24 pool of .10–.(10+size-1). It is refused when the
+// id sequence is at MaxCounter or every /24 of 10.0.0.0/8 is taken.
+func (db *DB) NewNetwork(actor, name string, persistent bool, poolSize int) (*NetworkVO, error) {
 	point(db.env, PointWrite)
 	db.lock()
 	defer db.commit()
-	n := &NetworkVO{ID: db.id(), Name: name, State: network.Allocated, Created: db.env.Now(), Persistent: persistent}
-	n.CIDR = fmt.Sprintf("10.%d.%d", 1+n.ID/250, n.ID%250)
+	if db.nextID >= MaxCounter {
+		return nil, fmt.Errorf("no network created: the database's ids are used up (NextID %d, the limit is %d)", db.nextID, int64(MaxCounter))
+	}
+	cidr, ok := db.networkCIDR(db.nextID + 1)
+	if !ok {
+		return nil, errors.New("no network created: every /24 of 10.0.0.0/8 is held by a network")
+	}
+	n := &NetworkVO{ID: db.id(), Name: name, State: network.Allocated, Created: db.env.Now(), Persistent: persistent, CIDR: cidr}
 	for i := 0; i < poolSize; i++ {
 		db.ips[n.ID] = append(db.ips[n.ID], &IPVO{Address: fmt.Sprintf("%s.%d", n.CIDR, 10+i)})
 	}
@@ -523,7 +540,40 @@ func (db *DB) CreateNetwork(actor, name string, persistent bool, poolSize int) *
 	db.emit(history.Event{Actor: actor, Kind: history.State, Object: NetworkObject(n.ID), To: string(network.Allocated),
 		Detail: fmt.Sprintf("created %s %s.0/24 persistent=%v", name, n.CIDR, persistent)})
 	c := *n
-	return &c
+	return &c, nil
+}
+
+// networkCIDR is the /24 (as "10.a.b") of a new network with id: 10.(1+id/250).(id%250) while that is
+// an address and free (ids below 63,750: every network so far, and the simulator's histories), else
+// the first /24 of 10.0.0.0/8 no network holds. The caller holds mu; the /24 is taken.
+func (db *DB) networkCIDR(id int64) (string, bool) {
+	if db.ix.cidrs == nil {
+		db.ix.cidrs = map[int]bool{}
+	}
+	if id < 255*250 {
+		if k := int(1+id/250)<<8 | int(id%250); !db.ix.cidrs[k] {
+			db.ix.cidrs[k] = true
+			return fmt.Sprintf("10.%d.%d", 1+id/250, id%250), true
+		}
+	}
+	for k := db.ix.cidrFree; k < 1<<16; k++ {
+		if !db.ix.cidrs[k] {
+			db.ix.cidrs[k] = true
+			db.ix.cidrFree = k + 1
+			return fmt.Sprintf("10.%d.%d", k>>8, k&0xff), true
+		}
+	}
+	db.ix.cidrFree = 1 << 16
+	return "", false
+}
+
+// cidrKey reads "10.a.b" as a<<8|b.
+func cidrKey(c string) (int, bool) {
+	var a, b int
+	if _, err := fmt.Sscanf(c, "10.%d.%d", &a, &b); err != nil || a < 0 || a > 255 || b < 0 || b > 255 || fmt.Sprintf("10.%d.%d", a, b) != c {
+		return 0, false
+	}
+	return a<<8 | b, true
 }
 
 // Network reads a network row (nil if missing).

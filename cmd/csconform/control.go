@@ -291,7 +291,7 @@ func (c *control) createNetwork(r *http.Request) (any, error) {
 	if pool < 1 || pool > 240 {
 		return nil, fmt.Errorf("parameter poolsize: %d is not in 1..240", pool)
 	}
-	return c.srv.CreateNetwork(name, persistent, int(pool)), nil
+	return c.srv.NewNetwork(name, persistent, int(pool))
 }
 
 func (c *control) deploy(r *http.Request) (any, error) {

@@ -481,7 +481,10 @@ func (h *Handler) createNetwork(r *request) (any, *apiError) {
 	default:
 		return nil, r.invalid("networkofferingid", off)
 	}
-	n := h.srv.CreateNetwork(name, persistent, 32)
+	n, nerr := h.srv.NewNetwork(name, persistent, 32)
+	if nerr != nil {
+		return nil, &apiError{ErrInternal, csErrorCodes["InsufficientCapacityException"], nerr.Error()}
+	}
 	return map[string]any{"network": h.networkJSON(n)}, nil
 }
 
