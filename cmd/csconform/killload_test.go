@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -151,15 +150,7 @@ func TestServerRestartAfterKillUnderLoad(t *testing.T) {
 	bin := buildCSConform(t)
 	state := filepath.Join(dir, "ms", "db.json")
 	hist := filepath.Join(dir, "history.jsonl")
-	free := func() string {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer l.Close()
-		return l.Addr().String()
-	}
-	agentAddr, controlAddr := free(), free()
+	agentAddr, controlAddr := freeAddr(t), freeAddr(t)
 	start := func() (*proc, time.Time) {
 		began := time.Now()
 		p, _ := startProc(t, bin, "server", "--listen", agentAddr, "--control", controlAddr, "--state", state, "--profile", "fixed",

@@ -240,6 +240,18 @@ func deployThroughControl(t *testing.T, base, hostID string) int64 {
 	return dep.VM.ID
 }
 
+// freeAddr is a loopback address nothing listens on now, for a process that must listen on the same
+// address again after a restart.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
 // poll retries cond every 100 ms for up to four times limit: a bounded wait, never a claim about speed
 // (limit is what an idle machine needs; a loaded one, CI beside other work, takes longer, and a wait
 // that ends when its event comes costs nothing for being generous).
@@ -386,15 +398,7 @@ func TestServerStateFileSurvivesKill(t *testing.T) {
 	runCLICases(t, []cliCase{{[]string{"server", "--listen", "127.0.0.1:0", "--control", "127.0.0.1:0", "--state", filepath.Join(notDir, "db.json")}, 2, "database"}})
 
 	state := filepath.Join(dir, "ms", "db.json")
-	free := func() string {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer l.Close()
-		return l.Addr().String()
-	}
-	agentAddr, controlAddr := free(), free()
+	agentAddr, controlAddr := freeAddr(t), freeAddr(t)
 	start := func() *proc {
 		p, out := startProc(t, bin, "server", "--listen", agentAddr, "--control", controlAddr, "--state", state,
 			"--config", "ping.interval=1", "--config", "vm.job.check.interval=200", "--config", "commands.timeout=CheckHealthCommand=1,CheckOnHostCommand=1")
