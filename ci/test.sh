@@ -56,9 +56,9 @@ gotest_json() { # go test -json ARGS, shown as go test shows it, with the run's 
 }
 gotest_json -count=1 -timeout 15m ./...
 
-echo "== realtime tier: every built-in scenario in the live world, directly and through the API (real time, mostly waiting)"
-# The laptop tests above ran the seed scenarios this way; this runs them all, 8 at a time (4-6 min idle).
-CSCONFORM_TIERS=realtime gotest_json -count=1 -timeout 25m -parallel 8 -run '^TestSeedScenariosThroughTheAPI$' ./harness
+echo "== realtime tier: every built-in scenario in the live world, directly and through the API, and repro --api against a server process (real time, mostly waiting)"
+# The laptop tests above ran the seed scenarios this way; this runs them all, 8 at a time (about 3 min).
+CSCONFORM_TIERS=realtime gotest_json -count=1 -timeout 25m -parallel 8 -run '^(TestSeedScenariosThroughTheAPI|TestReproExternalAgainstServer)$' ./harness ./cmd/csconform
 
 echo "== audit on MariaDB (a real server: passwords, privileges, READ ONLY; ci/setup-mariadb.sh)"
 t0=$(date +%s)

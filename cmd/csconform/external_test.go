@@ -71,8 +71,11 @@ esac
 // reports the orphaned domain and the IP conflict, the outcome matches the profile's expectations,
 // nothing the run created is left, and the secret is in no output.
 func TestReproExternalAgainstServer(t *testing.T) {
-	tier.Need(t, tier.Long) // builds csconform and runs seed 004 against a server process in real time: about a minute
-	t.Parallel()            // mostly waiting: beside the package's other real-time tests (no t.Setenv here)
+	// a minute of real time, most of the package's: the realtime tier (ci/test.sh); the laptop tests run
+	// seed 004 through the external world in process (harness/world/external TestExternalSeed004) and
+	// this command's flag checks (TestReproExternalFlags)
+	tier.Need(t, tier.Realtime)
+	t.Parallel() // mostly waiting: beside the package's other real-time tests (no t.Setenv here)
 	dir := t.TempDir()
 	bin := buildCSConform(t)
 	const key, secret = "ext-api-key", "ext-secret-9c1e77d0"
