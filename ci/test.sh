@@ -79,7 +79,11 @@ echo "== race detector on the code that runs with real goroutines (real-time Env
 go test -race -count=1 -timeout 20m ./drivers/live ./impl
 
 echo "== CLI smoke: the seed scenarios reproduce under cloudstack-4.22 and pass under fixed"
-go build -o /tmp/csconform-ci ./cmd/csconform
+# Built with coverage of impl/: the smoke runs below say which of the reference's statements
+# repro all and the explorations reached (a figure, printed after the exploration smoke).
+covdir="$(mktemp -d)"
+export GOCOVERDIR="$covdir"
+go build -cover -coverpkg=github.com/csconform/csconform/impl/...,github.com/csconform/csconform/cmd/csconform -o /tmp/csconform-ci ./cmd/csconform
 set +e
 /tmp/csconform-ci repro all --profile cloudstack-4.22 >/tmp/csconform-422.txt 2>&1; rc422=$?
 /tmp/csconform-ci repro all --profile fixed >/tmp/csconform-fixed.txt 2>&1; rcfixed=$?
@@ -92,7 +96,7 @@ if [ "$rc422" != 1 ] || [ "$rcfixed" != 0 ]; then
   exit 1
 fi
 echo "== exploration smoke: fixed finds nothing in 2000 cases; the seed defects are found, shrunk, reported and re-checked"
-go build -o /tmp/csconform-ci ./cmd/csconform
+go build -cover -coverpkg=github.com/csconform/csconform/impl/...,github.com/csconform/csconform/cmd/csconform -o /tmp/csconform-ci ./cmd/csconform
 out=/tmp/csconform-explore-ci
 rm -rf "$out"
 set +e
@@ -108,6 +112,10 @@ if [ "$rcf" != 0 ] || [ "$rc4" != 1 ] || [ "$rcc" != 1 ] || [ ! -s "$out/junit.x
   cat /tmp/csconform-explore-fixed.txt >&2
   exit 1
 fi
+unset GOCOVERDIR
+echo "statements of impl/ reached by repro all (both profiles) and these explorations (go build -cover):"
+go tool covdata percent -i="$covdir" -pkg=github.com/csconform/csconform/impl | sed 's/^/  /'
+rm -rf "$covdir"
 
 echo "== logcheck: the round trip (reference logs vs in-process detectors) and the benchmark figures"
 # (the parse and bad-input tests ran with the unit tests above; this prints the matrix and the figures)
