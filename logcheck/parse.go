@@ -1,7 +1,7 @@
 // Package logcheck reads CloudStack management-server.log files (every 4.x form of the line: its
 // skeleton, logger and thread styles, object renderings; docs/operators.md), extracts the events they
-// carry into model/history, and judges
-// them with the invariants a log can decide and with the porcupine models of model/linear.
+// carry into model/history, and judges them with the invariants a log can decide and with the
+// porcupine models of model/linear.
 //
 // Reading is streaming: one pending entry per input, per-object state bounded by the objects still
 // open, never the whole log.
