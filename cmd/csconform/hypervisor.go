@@ -41,6 +41,9 @@ func hypervisorCmd(o *hypervisorOpts, stdout, stderr io.Writer) int {
 	if err := os.Chmod(o.socket, 0o600); err != nil { // the agent runs as the same user
 		return fail(err)
 	}
+	// before it serves and says where: a signal just after would otherwise kill it outright
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
 	go (&http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}).Serve(uln)
 	if o.listen != "" {
 		tln, err := net.Listen("tcp", o.listen)
@@ -59,8 +62,6 @@ func hypervisorCmd(o *hypervisorOpts, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "hypervisor %s: truth on http://%s\n", o.hostID, tln.Addr())
 	}
 	fmt.Fprintf(stdout, "hypervisor %s: simulated domains (no libvirt) on unix:%s\n", o.hostID, o.socket)
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	<-ctx.Done()
 	return 0
 }

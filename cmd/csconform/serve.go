@@ -221,6 +221,10 @@ func serverCmd(o *serverOpts, stdout, stderr io.Writer) int {
 	if keyWritten != "" && o.agentKeyFile == "" {
 		defer os.Remove(keyWritten) // generated in the temporary directory: gone with the server
 	}
+	// From here on SIGINT and SIGTERM stop the server the orderly way, the files above removed: a signal
+	// that came before the handler, just after the server said where it listens, killed it outright.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
 	ln.Key = key
 	ln.Refused = func(host, from, why string) {
 		sink.Emit(history.Event{Kind: history.Log, Level: "WARN", Actor: "AgentManager", Object: host,
@@ -252,8 +256,6 @@ func serverCmd(o *serverOpts, stdout, stderr io.Writer) int {
 		}
 		fmt.Fprintf(stdout, "api listening on http://%s/client/api\n", al.Addr())
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	<-ctx.Done()
 	// Like a kill: what the threads still do while the process stops never reaches the database's
 	// file (it would not reach MySQL from a dead server either).
@@ -334,6 +336,9 @@ func agentCmd(o *agentOpts, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(err)
 	}
+	// before the agent starts and says so: a signal just after would otherwise kill it outright
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
 	a := impl.NewAgent(o.hostID, env, tr, h, sink)
 	a.Defects = sw
 	a.Start()
@@ -342,8 +347,6 @@ func agentCmd(o *agentOpts, stdout, stderr io.Writer) int {
 		desc += " (" + d.Describe() + ")"
 	}
 	fmt.Fprintf(stdout, "agent %s: management server %s, hypervisor %s\n", o.hostID, o.server, desc)
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	<-ctx.Done()
 	fmt.Fprintf(stderr, "csconform agent: %s shutting down\n", o.hostID)
 	a.Shutdown() // ShutdownCommand, then the socket closes; domains keep running
