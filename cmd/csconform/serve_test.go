@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -135,13 +136,14 @@ func (p *proc) waitExit(t *testing.T) int {
 	}
 }
 
-func goTool(t *testing.T) string {
+// goTool is the go command: on PATH, else in GOROOT ("" when neither has it).
+func goTool() string {
 	if p, err := exec.LookPath("go"); err == nil {
 		return p
 	}
 	p := filepath.Join(runtime.GOROOT(), "bin", "go")
 	if _, err := os.Stat(p); err != nil {
-		t.Skip("no go tool to build csconform with")
+		return ""
 	}
 	return p
 }
@@ -157,12 +159,16 @@ var built struct {
 	err      error
 }
 
-// build builds the binary, once: the go tool is found on PATH or in GOROOT.
+// errNoGoTool is build's error where there is no go command to build with.
+var errNoGoTool = errors.New("no go tool")
+
+// build builds the binary, once, with goTool.
 func build() {
 	built.once.Do(func() {
-		goBin, err := exec.LookPath("go")
-		if err != nil {
-			goBin = filepath.Join(runtime.GOROOT(), "bin", "go")
+		goBin := goTool()
+		if goBin == "" {
+			built.err = errNoGoTool
+			return
 		}
 		if built.dir, built.err = os.MkdirTemp("", "csconform-test-bin-"); built.err != nil {
 			return
@@ -175,8 +181,10 @@ func build() {
 // buildCSConform returns the package's csconform binary, built on first use.
 func buildCSConform(t *testing.T) string {
 	t.Helper()
-	goTool(t) // skips the test without a go tool
 	build()
+	if built.err == errNoGoTool {
+		t.Skip("no go tool to build csconform with")
+	}
 	if built.err != nil {
 		t.Fatalf("go build: %v\n%s", built.err, built.out)
 	}
