@@ -352,15 +352,16 @@ func (b *shrinkBudget) lookup(key string) (out *Outcome, spent bool) {
 
 // record keeps a failing outcome while shrinking.
 func (b *shrinkBudget) record(key string, out *Outcome, d Detectors) {
-	if b != nil && b.active && key != "" && out.Failed(d) {
+	if b != nil && b.active && out.Failed(d) {
 		b.failing[key] = out
 	}
 }
 
-// key is a program as drawn, as text: two draws of the same program have the same key ("" while no
-// case failed: nothing is kept then).
+// key is a program as drawn, as text: two draws of the same program have the same key. Every case
+// is keyed, so the first failure is kept too and rapid's run that reproduces it is a replay, even
+// with no runs to shrink with.
 func (b *shrinkBudget) key(sc *harness.Scenario) string {
-	if b == nil || !b.active {
+	if b == nil {
 		return ""
 	}
 	j, err := json.Marshal(sc)
