@@ -310,7 +310,11 @@ func (m *AsyncJobManager) cancelLeftServersBlockedItems(t *Thread, cut time.Time
 // reference reads a completed job after its caller has (docs/fidelity.md).
 func (m *AsyncJobManager) expungeExpiredUnfinishedJobs(t *Thread) {
 	s := m.s
-	cut := s.Env.Now().Add(-time.Duration(s.Config.Int("job.expire.minutes")) * time.Minute)
+	key := "job.expire.minutes"
+	if mutated(MutJobExpungeAtCancel) {
+		key = "job.cancel.threshold.minutes"
+	}
+	cut := s.Env.Now().Add(-time.Duration(s.Config.Int(key)) * time.Minute)
 	expired := s.DB.JobsInProgress(func(j *JobVO) bool { return j.Status == job.InProgress && !j.Created.After(cut) })
 	slices.SortStableFunc(expired, func(a, b *JobVO) int { return a.Created.Compare(b.Created) })
 	if len(expired) > 100 {

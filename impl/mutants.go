@@ -46,6 +46,21 @@ const (
 	// the agent's order of a VM's commands (C6)
 	MutAgentOrderBeforeCreate Mutant = "agent-order-ends-before-create"
 	MutAgentOrderInTask       Mutant = "agent-order-taken-by-the-task"
+
+	// Round two, written before the transition guards (issue 33) and in its three classes, so that the
+	// guards are measured by them. (1) When or why a transition happens changes and no invariant breaks:
+	MutMissingNoGraceful   Mutant = "powersync-missing-without-graceful-period"
+	MutConnectReportForced Mutant = "powersync-connect-report-forced"
+	MutMonitorOnePing      Mutant = "ping-timeout-after-one-interval"
+	MutOrphanCleanupNoAge  Mutant = "orphan-cleanup-ignores-implementing-age"
+	MutJobExpungeAtCancel  Mutant = "job-gc-expunges-at-cancel-threshold"
+	// (2) only programs that draw the timing keys or run for hours get there:
+	MutGCWaitIsInterval     Mutant = "network-gc-waits-interval-not-wait"
+	MutTransitionTaskOpWait Mutant = "transition-task-uses-op-wait-interval"
+	// (3) routers, outside the ghost-record and outage checks:
+	MutRouterPowerOnNotPostponed Mutant = "powersync-router-power-on-not-postponed"
+	MutRouterStartNoPlaceholder  Mutant = "router-start-without-placeholder-job"
+	MutShutdownIgnoresRouterStop Mutant = "shutdown-network-ignores-router-stop-failure"
 )
 
 // MutantInfo says what a mutant does, in CloudStack's terms.
@@ -82,6 +97,16 @@ var Mutants = []MutantInfo{
 	{MutReleaseNicKeepsCount, "releaseNic", "releasing a NIC does not decrement the network's active NIC count, so the network is never collected"},
 	{MutImplementFailureStays, "implementNetwork", "a failed implementation releases the lock but leaves the network in Implementing"},
 	{MutAgentOrderBeforeCreate, "Agent.execute", "a StartCommand ends its part of the order when it begins, not once its domain exists: a stop behind it no longer waits for the domain"},
+	{MutMissingNoGraceful, "processMissingVmReport", "an unforced report declares a VM missing the first time it is absent, without waiting two ping intervals since its last power-state update"},
+	{MutConnectReportForced, "connectAgent", "the report in a (re)connecting host's StartupCommand is handled as forced (out of band), as if it were a fresh report"},
+	{MutMonitorOnePing, "MonitorTask", "an agent is behind on ping after one ping interval instead of ping.interval × ping.timeout: Up → Alert after one missed ping"},
+	{MutOrphanCleanupNoAge, "cleanupOrphanedNetworks", "the fixed orphan cleanup no longer waits job.expire.minutes: a network Implementing with its lock free and no job is shut down at the GC's next tick"},
+	{MutJobExpungeAtCancel, "expungeExpiredUnfinishedJobs", "unfinished jobs are expunged after job.cancel.threshold.minutes instead of job.expire.minutes, so a long start stops counting as pending work an hour early"},
+	{MutGCWaitIsInterval, "networkGarbageCollector", "the network GC waits network.gc.interval, not network.gc.wait, between seeing a network free and shutting it down (the same at the defaults)"},
+	{MutTransitionTaskOpWait, "TransitionTask", "a VM in Starting or Stopping is handed to HA after vm.op.wait.interval instead of `wait` without an update"},
+	{MutRouterPowerOnNotPostponed, "handlePowerStateReport", "a router's power-on report is not postponed by its pending work job: a router being stopped is synced back to Running"},
+	{MutRouterStartNoPlaceholder, "startRouter", "the inline router start runs without its placeholder work job, so power sync and the stall scan act on the router while it starts"},
+	{MutShutdownIgnoresRouterStop, "shutdownNetwork", "shutdownNetwork goes on to Allocated when its router's stop failed, leaving the router running on a network that is no longer implemented"},
 	{MutAgentOrderInTask, "Agent.processRequest", "the order is taken by each command's task on the pool instead of by the reader, so a stop that runs before the start it arrived behind does not wait for it"},
 }
 

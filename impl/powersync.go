@@ -153,7 +153,7 @@ func (s *Server) processMissingVmReport(t *Thread, hostID string, reported []int
 		}
 		since := startTime.Sub(last)
 		s.Log(t, "DEBUG", VMObject(v.ID), "Detected missing VM. host: %s, vm id: %d(%s), power state: PowerReportMissing, last state update: %s", hostID, v.ID, v.Name, last.Format("15:04:05.000"))
-		passed := force || since > graceful
+		passed := force || since > graceful || mutated(MutMissingNoGraceful)
 		if !s.Defects[D2a] && startTime.Sub(v.UpdateTime) <= graceful && !(mutated(MutRecentChangeOnlyUnforced) && force) {
 			// PR #14207 hasRecentStateChange: a report says nothing about a VM whose state changed
 			// within the graceful period, whatever its force flag.
@@ -180,7 +180,8 @@ func (s *Server) handlePowerStateReport(t *Thread, id int64) {
 		s.Log(t, "WARN", VMObject(id), "VM %d no longer exists when processing VM state report.", id)
 		return
 	}
-	if (s.jobs.PendingWorkJobs(id) || s.ha.hasPendingHaWork(v)) && !(mutated(MutPendingOnlyForPowerOn) && v.PowerState != vm.PowerOn) {
+	if (s.jobs.PendingWorkJobs(id) || s.ha.hasPendingHaWork(v)) && !(mutated(MutPendingOnlyForPowerOn) && v.PowerState != vm.PowerOn) &&
+		!(mutated(MutRouterPowerOnNotPostponed) && v.Type == "DomainRouter" && v.PowerState == vm.PowerOn) {
 		s.Log(t, "INFO", VMObject(id), "There is pending job or HA tasks working on the VM. vm: %s, postpone power-change report by resetting power-change counters.", v.Name)
 		s.DB.ResetVMPowerStateTracking(id)
 		return

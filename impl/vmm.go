@@ -686,6 +686,9 @@ func (s *Server) transitionTask(t *Thread) {
 	defer release()
 	s.scanStalledVMInTransitionStateOnDisconnectedHosts(t)
 	cut := s.Env.Now().Add(-s.Config.Seconds("wait"))
+	if mutated(MutTransitionTaskOpWait) {
+		cut = s.Env.Now().Add(-s.Config.Seconds("vm.op.wait.interval"))
+	}
 	for _, v := range s.DB.VMs(func(v *VMVO) bool {
 		return !v.Removed && (v.State == vm.Starting || v.State == vm.Stopping) && v.UpdateTime.Before(cut)
 	}) {
