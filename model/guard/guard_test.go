@@ -1,0 +1,292 @@
+package guard
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/csconform/csconform/model/history"
+	"github.com/csconform/csconform/model/host"
+	"github.com/csconform/csconform/model/network"
+	"github.com/csconform/csconform/model/vm"
+)
+
+var t0 = time.Date(2026, 10, 29, 0, 0, 0, 0, time.UTC)
+
+var testCfg = Config{PingInterval: time.Minute, PingTimeout: 150 * time.Second, GCWait: 10 * time.Minute,
+	JobExpire: 24 * time.Hour, JobCancel: time.Hour}
+
+// h builds a history: each event at t0 plus its offset, numbered in order.
+type h []history.Event
+
+func (x h) add(at time.Duration, e history.Event) h {
+	e.Seq = int64(len(x) + 1)
+	e.Time = t0.Add(at)
+	return append(x, e)
+}
+
+func st(actor, obj, from, to, detail string) history.Event {
+	return history.Event{Actor: actor, Kind: history.State, Object: obj, From: from, To: to, Detail: detail}
+}
+
+func pw(actor, obj, from, to string) history.Event {
+	return history.Event{Actor: actor, Kind: history.Power, Object: obj, From: from, To: to}
+}
+
+func lk(actor, net, to string) history.Event {
+	return history.Event{Actor: actor, Kind: history.Lock, Object: "networks" + net, To: to}
+}
+
+func lg(actor, obj, detail string) history.Event {
+	return history.Event{Actor: actor, Kind: history.Log, Object: obj, Detail: detail}
+}
+
+const (
+	wj1  = "Work-Job-Executor-1"
+	wj2  = "Work-Job-Executor-2"
+	api  = "API-Job-Executor-1"
+	rep  = "AgentTaskPool-3"
+	hb   = "AsyncJobMgr-Heartbeat-2"
+	gc   = "Network-Scavenger"
+	disc = "DisconnectTask-4"
+)
+
+// a user VM created and started by wj1 inside its work job, Running from +1 m
+func runningVM() h {
+	return h{}.
+		add(0, st("api", "vm:2", "", "Stopped", "created i-2-2-VM")).
+		add(0, st(api, "job:5", "", "IN_PROGRESS", "VmWorkStart VirtualMachine:2")).
+		add(time.Second, st(wj1, "vm:2", "Stopped", "Starting", "i-2-2-VM StartRequested host=")).
+		add(time.Second, st(wj1, "vm:2", "Starting", "Starting", "i-2-2-VM OperationRetry host=h1")).
+		add(time.Minute, st(wj1, "vm:2", "Starting", "Running", "i-2-2-VM OperationSucceeded host=h1")).
+		add(time.Minute, st(wj1, "job:5", "IN_PROGRESS", "SUCCEEDED", ""))
+}
+
+// a network implemented by wj1 for vm:2's start, with its router vm:3, Implemented from +40 s
+func implementedNetwork() h {
+	return h{}.
+		add(0, st("api", "network:1", "", "Allocated", "created net1 10.1.1.0/24 persistent=false")).
+		add(0, st("api", "vm:2", "", "Stopped", "created i-2-2-VM")).
+		add(0, st(api, "job:5", "", "IN_PROGRESS", "VmWorkStart VirtualMachine:2")).
+		add(time.Second, st(wj1, "vm:2", "Stopped", "Starting", "i-2-2-VM StartRequested host=")).
+		add(time.Second, st(wj1, "vm:2", "Starting", "Starting", "i-2-2-VM OperationRetry host=h1")).
+		add(2*time.Second, lk(wj1, "1", "held")).
+		add(2*time.Second, st(wj1, "network:1", "Allocated", "Implementing", "implementNetwork: ImplementNetwork")).
+		add(2*time.Second, st(wj1, "vm:3", "", "Stopped", "created r-3-VM")).
+		add(2*time.Second, st(wj1, "job:6", "", "IN_PROGRESS", "VmWorkStart(placeholder) VirtualMachine:3")).
+		add(2*time.Second, st(wj1, "vm:3", "Stopped", "Starting", "r-3-VM StartRequested host=")).
+		add(2*time.Second, st(wj1, "vm:3", "Starting", "Starting", "r-3-VM OperationRetry host=h1")).
+		add(39*time.Second, st(wj1, "vm:3", "Starting", "Running", "r-3-VM OperationSucceeded host=h1")).
+		add(39*time.Second, st(wj1, "job:6", "IN_PROGRESS", "SUCCEEDED", "")).
+		add(40*time.Second, st(wj1, "network:1", "Implementing", "Implemented", "implementNetwork: OperationSucceeded")).
+		add(40*time.Second, lk(wj1, "1", "released")).
+		add(41*time.Second, st(wj1, "vm:2", "Starting", "Running", "i-2-2-VM OperationSucceeded host=h1")).
+		add(41*time.Second, st(wj1, "job:5", "IN_PROGRESS", "SUCCEEDED", ""))
+}
+
+// stoppedAt: vm:2 stopped by its own work job at d
+func (x h) stoppedAt(d time.Duration) h {
+	return x.add(d, st(api, "job:9", "", "IN_PROGRESS", "VmWorkStop VirtualMachine:2")).
+		add(d, st(wj2, "vm:2", "Running", "Stopping", "i-2-2-VM StopRequested host=h1")).
+		add(d, st(wj2, "vm:2", "Stopping", "Stopped", "i-2-2-VM OperationSucceeded host=")).
+		add(d, st(wj2, "job:9", "IN_PROGRESS", "SUCCEEDED", ""))
+}
+
+// gcShutdown: the network GC shuts network:1 down at d, stopping its router first when routerStops
+func (x h) gcShutdown(d time.Duration, routerStops bool) h {
+	x = x.add(d, lk(gc, "1", "held")).
+		add(d, st(gc, "network:1", "Implemented", "Shutdown", "shutdownNetwork: DestroyNetwork"))
+	if routerStops {
+		x = x.add(d, st(gc, "job:10", "", "IN_PROGRESS", "VmWorkStop(placeholder) VirtualMachine:3")).
+			add(d, st(gc, "vm:3", "Running", "Stopping", "r-3-VM StopRequested host=h1")).
+			add(d, st(gc, "vm:3", "Stopping", "Stopped", "r-3-VM OperationSucceeded host=")).
+			add(d, st(gc, "job:10", "IN_PROGRESS", "SUCCEEDED", ""))
+	}
+	return x.add(d, st(gc, "network:1", "Shutdown", "Allocated", "shutdownNetwork: OperationSucceeded")).
+		add(d, lk(gc, "1", "released"))
+}
+
+// Each guard fails on a planted bug of its class and passes on the fix: the bug's history breaks
+// only that guard, the fix's history none.
+func TestEachGuardFailsOnItsBugAndPassesOnTheFix(t *testing.T) {
+	cases := []struct {
+		guard    string
+		bug, fix h
+	}{
+		{GInStateMachine,
+			h{}.add(0, st("api", "vm:2", "", "Stopped", "created i-2-2-VM")).add(time.Second, st(wj1, "vm:2", "Stopped", "Running", "i-2-2-VM OperationSucceeded host=h1")),
+			runningVM()},
+		{GReportThread,
+			runningVM().stoppedAt(2*time.Minute).add(3*time.Minute, pw(rep, "vm:2", "PowerOff", "PowerOn")).
+				add(3*time.Minute, st(wj1, "vm:2", "Stopped", "Running", "i-2-2-VM FollowAgentPowerOnReport host=h1")),
+			runningVM().stoppedAt(2*time.Minute).add(3*time.Minute, pw(rep, "vm:2", "PowerOff", "PowerOn")).
+				add(3*time.Minute, st(rep, "vm:2", "Stopped", "Running", "i-2-2-VM FollowAgentPowerOnReport host=h1"))},
+		{GReportNoPendingWork,
+			// a power-on report followed during the VM's stop (its work job pending)
+			runningVM().add(2*time.Minute, st(api, "job:9", "", "IN_PROGRESS", "VmWorkStop VirtualMachine:2")).
+				add(2*time.Minute, st(wj2, "vm:2", "Running", "Stopping", "i-2-2-VM StopRequested host=h1")).
+				add(2*time.Minute+time.Second, pw(rep, "vm:2", "PowerOff", "PowerOn")).
+				add(2*time.Minute+time.Second, st(rep, "vm:2", "Stopping", "Running", "i-2-2-VM FollowAgentPowerOnReport host=h1")),
+			runningVM().stoppedAt(2*time.Minute).add(3*time.Minute, pw(rep, "vm:2", "PowerOff", "PowerOn")).
+				add(3*time.Minute, st(rep, "vm:2", "Stopped", "Running", "i-2-2-VM FollowAgentPowerOnReport host=h1"))},
+		{GReportFollowsPower,
+			runningVM().stoppedAt(2*time.Minute).add(3*time.Minute, st(rep, "vm:2", "Stopped", "Running", "i-2-2-VM FollowAgentPowerOnReport host=h1")),
+			runningVM().stoppedAt(2*time.Minute).add(3*time.Minute, pw(rep, "vm:2", "PowerOff", "PowerOn")).
+				add(3*time.Minute, st(rep, "vm:2", "Stopped", "Running", "i-2-2-VM FollowAgentPowerOnReport host=h1"))},
+		{GMissingNotRecent,
+			// D2: a missing report 10 s after the start succeeded
+			runningVM().add(time.Minute+10*time.Second, pw(rep, "vm:2", "PowerOff", "PowerReportMissing")).
+				add(time.Minute+10*time.Second, st(rep, "vm:2", "Running", "Stopped", "i-2-2-VM FollowAgentPowerOffReport host=")),
+			runningVM().add(4*time.Minute, pw(rep, "vm:2", "PowerOff", "PowerReportMissing")).
+				add(4*time.Minute, st(rep, "vm:2", "Running", "Stopped", "i-2-2-VM FollowAgentPowerOffReport host="))},
+		{GWithinWorkJob,
+			h{}.add(0, st("api", "vm:2", "", "Stopped", "created i-2-2-VM")).add(0, st(api, "job:4", "", "IN_PROGRESS", "DeployVMCmd VirtualMachine:2")).
+				add(time.Second, st(wj1, "vm:2", "Stopped", "Starting", "i-2-2-VM StartRequested host=")),
+			runningVM()},
+		{GOperationByOwner,
+			h{}.add(0, st("api", "vm:2", "", "Stopped", "created i-2-2-VM")).add(0, st(api, "job:5", "", "IN_PROGRESS", "VmWorkStart VirtualMachine:2")).
+				add(time.Second, st(wj1, "vm:2", "Stopped", "Starting", "i-2-2-VM StartRequested host=")).
+				add(time.Minute, st(wj2, "vm:2", "Starting", "Running", "i-2-2-VM OperationSucceeded host=h1")),
+			runningVM()},
+		{GGCFreeAndWaited,
+			// the network free for 1 minute only (a GC that shuts down at first sighting)
+			implementedNetwork().stoppedAt(5*time.Minute).gcShutdown(6*time.Minute, true),
+			implementedNetwork().stoppedAt(5*time.Minute).gcShutdown(16*time.Minute, true)},
+		{GGCFreeAndWaited,
+			// the network free long enough, but a VM on it starting since before the GC took its lock
+			implementedNetwork().stoppedAt(5*time.Minute).
+				add(20*time.Minute, st(api, "job:11", "", "IN_PROGRESS", "VmWorkStart VirtualMachine:2")).
+				add(20*time.Minute, st(wj1, "vm:2", "Stopped", "Starting", "i-2-2-VM StartRequested host=")).
+				gcShutdown(20*time.Minute+time.Second, true),
+			implementedNetwork().stoppedAt(5*time.Minute).gcShutdown(20*time.Minute+time.Second, true)},
+		{GOrphanCleanupStuck,
+			// D1: the cleanup writes Shutdown under the implementer's lock
+			h{}.add(0, st("api", "network:1", "", "Allocated", "created net1")).
+				add(time.Second, lk(wj1, "1", "held")).
+				add(time.Second, st(wj1, "network:1", "Allocated", "Implementing", "implementNetwork: ImplementNetwork")).
+				add(20*time.Second, st(hb, "network:1", "Implementing", "Shutdown", "cleanupOrphanedNetworks: OperationFailed")),
+			h{}.add(0, st("api", "network:1", "", "Allocated", "created net1")).
+				add(time.Second, lk(wj1, "1", "held")).
+				add(time.Second, st(wj1, "network:1", "Allocated", "Implementing", "implementNetwork: ImplementNetwork")).
+				add(2*time.Second, lk(wj1, "1", "released")).
+				add(25*time.Hour, lk(hb, "1", "held")).
+				add(25*time.Hour, st(hb, "network:1", "Implementing", "Shutdown", "cleanupOrphanedNetworks: OperationFailed")).
+				add(25*time.Hour, lk(hb, "1", "released"))},
+		{GOrphanCleanupStuck,
+			// a cleanup that no longer waits job.expire.minutes
+			h{}.add(0, st("api", "network:1", "", "Allocated", "created net1")).
+				add(time.Second, lk(wj1, "1", "held")).
+				add(time.Second, st(wj1, "network:1", "Allocated", "Implementing", "implementNetwork: ImplementNetwork")).
+				add(2*time.Second, lk(wj1, "1", "released")).
+				add(time.Hour, lk(hb, "1", "held")).
+				add(time.Hour, st(hb, "network:1", "Implementing", "Shutdown", "cleanupOrphanedNetworks: OperationFailed")),
+			h{}.add(0, st("api", "network:1", "", "Allocated", "created net1")).
+				add(time.Second, lk(wj1, "1", "held")).
+				add(time.Second, st(wj1, "network:1", "Allocated", "Implementing", "implementNetwork: ImplementNetwork")).
+				add(2*time.Second, lk(wj1, "1", "released")).
+				add(25*time.Hour, lk(hb, "1", "held")).
+				add(25*time.Hour, st(hb, "network:1", "Implementing", "Shutdown", "cleanupOrphanedNetworks: OperationFailed"))},
+		{GShutdownAfterRouter,
+			implementedNetwork().stoppedAt(5*time.Minute).gcShutdown(16*time.Minute, false),
+			implementedNetwork().stoppedAt(5*time.Minute).gcShutdown(16*time.Minute, true)},
+		{GPingTimeout,
+			h{}.add(0, st("AgentConnectTaskPool-1", "host:h1", "Connecting", "Up", "Ready")).
+				add(time.Minute, lg(rep, "host:h1", "Process VM state report. host: h1, number of records in report: 0, force: false")).
+				add(2*time.Minute, lg("AgentMonitor", "host:h1", "Ping timeout for agent h1, do investigation")).
+				add(2*time.Minute+time.Second, st(disc, "host:h1", "Up", "Alert", "AgentDisconnected")),
+			h{}.add(0, st("AgentConnectTaskPool-1", "host:h1", "Connecting", "Up", "Ready")).
+				add(time.Minute, lg(rep, "host:h1", "Process VM state report. host: h1, number of records in report: 0, force: false")).
+				add(4*time.Minute, lg("AgentMonitor", "host:h1", "Ping timeout for agent h1, do investigation")).
+				add(4*time.Minute+time.Second, st(disc, "host:h1", "Up", "Alert", "AgentDisconnected"))},
+		{GJobExpunge,
+			h{}.add(0, st(api, "job:5", "", "IN_PROGRESS", "VmWorkStart VirtualMachine:2")).add(2*time.Hour, st(hb, "job:5", "IN_PROGRESS", "Expunged", "VmWorkStart")),
+			h{}.add(0, st(api, "job:5", "", "IN_PROGRESS", "VmWorkStart VirtualMachine:2")).add(25*time.Hour, st(hb, "job:5", "IN_PROGRESS", "Expunged", "VmWorkStart"))},
+		{GJobCancel,
+			h{}.add(0, st(api, "job:5", "", "IN_PROGRESS", "VmWorkStart VirtualMachine:2")).
+				add(10*time.Minute, st(hb, "job:5", "IN_PROGRESS", "FAILED", "Job is cancelled as it has been blocking others for too long")),
+			h{}.add(0, st(api, "job:5", "", "IN_PROGRESS", "VmWorkStart VirtualMachine:2")).
+				add(61*time.Minute, st(hb, "job:5", "IN_PROGRESS", "FAILED", "Job is cancelled as it has been blocking others for too long"))},
+	}
+	tested := map[string]bool{}
+	for _, tc := range cases {
+		tested[tc.guard] = true
+		t.Run(tc.guard, func(t *testing.T) {
+			bug := Check(testCfg, tc.bug)
+			require.NotEmpty(t, bug, "the planted bug passed")
+			for _, v := range bug {
+				assert.Equal(t, tc.guard, v.Guard, "the bug broke another guard: %s", v)
+			}
+			assert.Empty(t, Check(testCfg, tc.fix), "the fix broke a guard")
+		})
+	}
+	for _, g := range Guards {
+		assert.True(t, tested[g.Name], "guard %s has no planted bug", g.Name)
+	}
+}
+
+// A guard whose context the history lacks says so: the ping timeout without its settings, the
+// thread guards on a history seen from outside.
+func TestGuardsSayWhatTheyCannotDecide(t *testing.T) {
+	c := NewChecker(Config{})
+	for _, e := range runningVM().add(time.Minute+10*time.Second, pw("observer", "vm:2", "PowerOff", "PowerReportMissing")).
+		add(time.Minute+10*time.Second, st("observer", "vm:2", "Running", "Stopped", "i-2-2-VM FollowAgentPowerOffReport host=")) {
+		c.Add(e)
+	}
+	assert.Empty(t, c.Violations)
+	assert.Equal(t, 1, c.Undecided[GReportThread])
+	assert.Equal(t, 1, c.Undecided[GMissingNotRecent])
+	assert.Contains(t, c.Reasons[GMissingNotRecent], "ping.interval")
+}
+
+// Every row of every machine's table has a guard, and every guard cites its Java.
+func TestEveryRowHasAGuard(t *testing.T) {
+	var rows []Row
+	for _, r := range vm.Transitions {
+		rows = append(rows, Row{VMs, string(r.From), string(r.Event), string(r.To)})
+	}
+	for _, r := range network.Transitions {
+		rows = append(rows, Row{Networks, string(r.From), string(r.Event), string(r.To)})
+	}
+	for _, r := range host.Transitions {
+		rows = append(rows, Row{Hosts, string(r.From), string(r.Event), string(r.To)})
+	}
+	require.Greater(t, len(rows), 100)
+	for _, r := range rows {
+		n := 0
+		for _, g := range Guards {
+			for a := ActorUnknown; a <= ActorCluster; a++ {
+				if g.Applies(r, a) {
+					n++
+					break
+				}
+			}
+		}
+		assert.NotZero(t, n, "%s has no guard", r)
+	}
+	for _, g := range Guards {
+		assert.NotEmpty(t, g.Rule, g.Name)
+		assert.NotEmpty(t, g.Java, g.Name)
+		assert.NotEmpty(t, g.Source, g.Name)
+	}
+}
+
+func TestClassify(t *testing.T) {
+	for name, want := range map[string]Actor{
+		"Work-Job-Executor-4":          ActorWorkJob,
+		"ms2:Work-Job-Executor-4":      ActorWorkJob,
+		"Work-Job-Executor-4:ctx-1f2e": ActorWorkJob,
+		"AgentTaskPool-7":              ActorReport,
+		"AgentConnectTaskPool-2":       ActorReport,
+		"AsyncJobMgr-Heartbeat-2":      ActorJobGC,
+		"Network-Scavenger":            ActorNetworkGC,
+		"main":                         ActorStartup,
+		"ms2:main":                     ActorStartup,
+		"api":                          ActorAPI,
+		"observer":                     ActorUnknown,
+		"client-3":                     ActorUnknown,
+	} {
+		assert.Equal(t, want, Classify(name), name)
+	}
+}

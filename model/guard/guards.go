@@ -1,0 +1,407 @@
+package guard
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/csconform/csconform/model/history"
+	"github.com/csconform/csconform/model/host"
+	"github.com/csconform/csconform/model/network"
+	"github.com/csconform/csconform/model/vm"
+)
+
+// Where the Java was read: the 4.22 branch (a fork that tracks it) and upstream's job manager.
+const (
+	src422 = "bhouse-nexthop/cloudstack@d4da80c5"
+	srcJob = "apache/cloudstack@04b49bc3"
+	vmmi   = "engine/orchestration/src/main/java/com/cloud/vm/VirtualMachineManagerImpl.java"
+	psync  = "engine/orchestration/src/main/java/com/cloud/vm/VirtualMachinePowerStateSyncImpl.java"
+	netor  = "engine/orchestration/src/main/java/org/apache/cloudstack/engine/orchestration/NetworkOrchestrator.java"
+	agmgr  = "engine/orchestration/src/main/java/com/cloud/agent/manager/AgentManagerImpl.java"
+	jobmgr = "framework/jobs/src/main/java/org/apache/cloudstack/framework/jobs/impl/AsyncJobManagerImpl.java"
+	vmfsm  = "api/src/main/java/com/cloud/vm/VirtualMachine.java"
+)
+
+// Guard names.
+const (
+	GInStateMachine      = "in-the-state-machine"
+	GReportThread        = "power-report-thread"
+	GReportNoPendingWork = "power-report-no-pending-work"
+	GReportFollowsPower  = "power-report-follows-power-state"
+	GMissingNotRecent    = "missing-not-after-recent-change"
+	GWithinWorkJob       = "start-stop-within-work-job"
+	GOperationByOwner    = "operation-by-its-attempt"
+	GGCFreeAndWaited     = "network-gc-free-and-waited"
+	GOrphanCleanupStuck  = "orphan-cleanup-stuck-and-unlocked"
+	GShutdownAfterRouter = "network-shutdown-after-router-stop"
+	GPingTimeout         = "ping-timeout-after-silence"
+	GJobExpunge          = "job-expunge-after-expire"
+	GJobCancel           = "job-cancel-after-threshold"
+)
+
+func vmRows(events ...vm.Event) func(Row, Actor) bool {
+	return func(r Row, _ Actor) bool {
+		return r.Machine == VMs && slices.Contains(events, vm.Event(r.Event))
+	}
+}
+
+var powerReportRows = vmRows(vm.FollowAgentPowerOnReport, vm.FollowAgentPowerOffReport)
+
+// Guards is every guard, the state machine's own first.
+var Guards = []Guard{
+	{
+		Name:    GInStateMachine,
+		Rule:    "a state change follows a row of its machine's table, unless it is one of the writes CloudStack makes around the machine (setState, marked Direct)",
+		Java:    "StateMachine2.transitTo (NoTransitionException); VirtualMachine.State.s_fsm, Network.State.s_fsm, Status.s_fsm",
+		Source:  src422 + " " + vmfsm,
+		Applies: func(r Row, _ Actor) bool { return r.Machine != Jobs },
+		Check:   checkInStateMachine,
+	},
+	{
+		Name:    GReportThread,
+		Rule:    "a VM follows a power report only on the thread that processes a host's report (a ping or a StartupCommand)",
+		Java:    "VirtualMachinePowerStateSyncImpl.processHostVmStatePingReport → VirtualMachineManagerImpl.handlePowerStateReport",
+		Source:  src422 + " " + psync,
+		Applies: powerReportRows,
+		Check:   checkReportThread,
+	},
+	{
+		Name:    GReportNoPendingWork,
+		Rule:    "a VM follows a power report only while no VM work job is pending on it (the report is postponed otherwise)",
+		Java:    "VirtualMachineManagerImpl.handlePowerStateReport (listPendingWorkJobs, hasPendingHaWork)",
+		Source:  src422 + " " + vmmi,
+		Applies: powerReportRows,
+		Check:   checkReportNoPendingWork,
+	},
+	{
+		Name:    GReportFollowsPower,
+		Rule:    "FollowAgentPowerOnReport only for a VM whose power state is PowerOn; FollowAgentPowerOffReport only for PowerOff or PowerReportMissing",
+		Java:    "VirtualMachineManagerImpl.handlePowerStateReport (switch on getPowerState), handlePowerOffReportWithNoPendingJobsOnVM",
+		Source:  src422 + " " + vmmi,
+		Applies: powerReportRows,
+		Check:   checkReportFollowsPower,
+	},
+	{
+		Name:    GMissingNotRecent,
+		Rule:    "a VM reported missing is synced to Stopped only if its state had not changed within the graceful period (2 × ping.interval) before the report",
+		Java:    "VirtualMachinePowerStateSyncImpl.processMissingVmReport (hasRecentStateChange, PR #14207)",
+		Source:  "apache/cloudstack PR #14207, " + psync,
+		Applies: vmRows(vm.FollowAgentPowerOffReport),
+		Check:   checkMissingNotRecent,
+	},
+	{
+		Name:    GWithinWorkJob,
+		Rule:    "a start or stop moves its VM only inside a VM work job (VmWorkStart/VmWorkStop, or the placeholder job of an inline start or stop)",
+		Java:    "VirtualMachineManagerImpl.advanceStart/advanceStop (VmWorkJobHandlerProxy, createPlaceHolderWork)",
+		Source:  src422 + " " + vmmi,
+		Applies: vmRows(vm.StartRequested, vm.StopRequested),
+		Check:   checkWithinWorkJob,
+	},
+	{
+		Name: GOperationByOwner,
+		Rule: "a VM in Starting, Stopping or Migrating leaves it through its operation's outcome only on the thread of the attempt that put it there (or the cleanup of a dead server's jobs, at its restart or by a peer, which fails them)",
+		Java: "VirtualMachineManagerImpl.orchestrateStart/orchestrateStop/orchestrateMigrate (changeState on the attempt's own row), cleanupLeftOverJobs",
+		Source: src422 + " " + vmmi,
+		Applies: func(r Row, _ Actor) bool {
+			if r.Machine != VMs || (r.From != string(vm.Starting) && r.From != string(vm.Stopping) && r.From != string(vm.Migrating)) {
+				return false
+			}
+			switch vm.Event(r.Event) {
+			case vm.OperationSucceeded, vm.OperationFailed, vm.OperationRetry, vm.OperationFailedToError:
+				return true
+			}
+			return false
+		},
+		Check: checkOperationByOwner,
+	},
+	{
+		Name: GGCFreeAndWaited,
+		Rule: "the network GC shuts a network down only once it has seen it free (no user VM but Stopped, Destroyed, Error or Expunging) network.gc.wait ago, and free again under the network's lock",
+		Java: "NetworkOrchestrator.NetworkGarbageCollector.reallyRun (_lastNetworkIdsToFree, NetworkGcWait), isNetworkReadyForGc, shutdownNetwork",
+		Source: src422 + " " + netor,
+		Applies: func(r Row, a Actor) bool {
+			return r.Machine == Networks && r.From == string(network.Implemented) && r.To == string(network.Shutdown) && a == ActorNetworkGC
+		},
+		Check: checkGCFreeAndWaited,
+	},
+	{
+		Name: GOrphanCleanupStuck,
+		Rule: "the job GC's orphaned-network cleanup moves a network out of Implementing only after job.expire.minutes in that state, holding the network's lock, with no job pending on it",
+		Java: "AsyncJobManagerImpl GC task → NetworkOrchestrator.cleanupOrphanedNetworks (PR #12409 and its fix)",
+		Source: srcJob + " " + jobmgr + "; " + netor,
+		Applies: func(r Row, a Actor) bool {
+			return r.Machine == Networks && r.From == string(network.Implementing) && r.To == string(network.Shutdown) && a == ActorJobGC
+		},
+		Check: checkOrphanCleanup,
+	},
+	{
+		Name: GShutdownAfterRouter,
+		Rule: "a network shut down returns to Allocated only once its elements are shut down: its router is not left running",
+		Java: "NetworkOrchestrator.shutdownNetwork (shutdownNetworkElementsAndResources must succeed before OperationSucceeded)",
+		Source: src422 + " " + netor,
+		Applies: func(r Row, _ Actor) bool {
+			return r.Machine == Networks && r.From == string(network.Shutdown) && r.Event == string(network.OperationSucceeded)
+		},
+		Check: checkShutdownAfterRouter,
+	},
+	{
+		Name: GPingTimeout,
+		Rule: "a host whose agent went quiet is disconnected for a ping timeout only after ping.interval × ping.timeout without a ping",
+		Java: "AgentManagerImpl.MonitorTask (findAgentsBehindOnPing: last_ping < now − PingTimeout) → handleDisconnectWithInvestigation",
+		Source: src422 + " " + agmgr,
+		Applies: func(r Row, a Actor) bool {
+			if r.Machine != Hosts || a != ActorDisconnect {
+				return false
+			}
+			switch host.Event(r.Event) {
+			case host.PingTimeout, host.AgentDisconnected, host.HostDown:
+				return true
+			}
+			return false
+		},
+		Check: checkPingTimeout,
+	},
+	{
+		Name:    GJobExpunge,
+		Rule:    "the job GC expunges an unfinished job only once it is job.expire.minutes old",
+		Java:    "AsyncJobManagerImpl.getGCTask → getExpiredUnfinishedJobs(cutTime(JobExpireMinutes))",
+		Source:  srcJob + " " + jobmgr,
+		Applies: func(r Row, _ Actor) bool { return r.Machine == Jobs && r.To == "Expunged" },
+		Check:   checkJobExpunge,
+	},
+	{
+		Name: GJobCancel,
+		Rule: "the job GC cancels a job for blocking its queue only once it has run job.cancel.threshold.minutes",
+		Java: "AsyncJobManagerImpl.getGCTask → getBlockedQueueItems(JobCancelThresholdMinutes)",
+		Source: srcJob + " " + jobmgr,
+		Applies: func(r Row, a Actor) bool {
+			return r.Machine == Jobs && r.To == "FAILED" && a == ActorJobGC
+		},
+		Check: checkJobCancel,
+	},
+}
+
+func checkInStateMachine(c *Checker, e *history.Event, r Row) Outcome {
+	if e.Direct || r.Event == "setState" {
+		return allowed()
+	}
+	ok := false
+	switch r.Machine {
+	case VMs:
+		to, found := vm.Next(vm.State(r.From), vm.Event(r.Event))
+		ok = found && string(to) == r.To
+	case Networks:
+		to, found := network.Next(network.State(r.From), network.Event(r.Event))
+		ok = found && string(to) == r.To
+	case Hosts:
+		to, found := host.Next(host.Status(r.From), host.Event(r.Event))
+		ok = found && string(to) == r.To
+	}
+	if !ok {
+		return violated(nil, "%s has no row (%s, %s) to %s", r.Machine, r.From, r.Event, r.To)
+	}
+	return allowed()
+}
+
+func checkReportThread(c *Checker, e *history.Event, r Row) Outcome {
+	switch a := Classify(e.Actor); a {
+	case ActorReport:
+		return allowed()
+	case ActorUnknown:
+		return undecidable("the thread %q is not one CloudStack names", e.Actor)
+	default:
+		return violated(nil, "%s followed a power report on %s, which processes no host report", e.Object, e.Actor)
+	}
+}
+
+func checkReportNoPendingWork(c *Checker, e *history.Event, r Row) Outcome {
+	if len(c.jobs) == 0 {
+		return undecidable("the history shows no jobs")
+	}
+	if j, ok := c.pendingWork(e.Object); ok {
+		return violated([]history.Event{j}, "%s followed a power report while its work job %s (%s) was pending", e.Object, j.Object, j.Detail)
+	}
+	return allowed()
+}
+
+func checkReportFollowsPower(c *Checker, e *history.Event, r Row) Outcome {
+	v := c.vm(e.Object)
+	if v.power == "" {
+		return undecidable("the history shows neither the VM's creation nor its power state")
+	}
+	var ok bool
+	if r.Event == string(vm.FollowAgentPowerOnReport) {
+		ok = v.power == string(vm.PowerOn)
+	} else {
+		ok = v.power == string(vm.PowerOff) || v.power == string(vm.PowerReportMissing)
+	}
+	if ok {
+		return allowed()
+	}
+	var ev []history.Event
+	if v.powerEv.Seq != 0 {
+		ev = append(ev, v.powerEv)
+	}
+	return violated(ev, "%s moved on %s while its power state was %s", e.Object, r.Event, v.power)
+}
+
+func checkMissingNotRecent(c *Checker, e *history.Event, r Row) Outcome {
+	v := c.vm(e.Object)
+	if v.power != string(vm.PowerReportMissing) {
+		return allowed() // not a missing VM's sync
+	}
+	if c.cfg.PingInterval <= 0 {
+		return undecidable("ping.interval is not known")
+	}
+	graceful := 2 * c.cfg.PingInterval
+	last := v.stateAtPower
+	if last.Seq == 0 {
+		return undecidable("the history does not show the VM's last state change before it was reported missing")
+	}
+	if since := v.powerEv.Time.Sub(last.Time); since <= graceful {
+		return violated([]history.Event{last, v.powerEv}, "%s was synced to Stopped on a missing report made %s after its last state change, within the graceful period of %s", e.Object, since, graceful)
+	}
+	return allowed()
+}
+
+func checkWithinWorkJob(c *Checker, e *history.Event, r Row) Outcome {
+	if len(c.jobs) == 0 {
+		return undecidable("the history shows no jobs")
+	}
+	if _, ok := c.pendingWork(e.Object); ok {
+		return allowed()
+	}
+	return violated(nil, "%s moved on %s with no VM work job in progress on it, so nothing postpones its power reports", e.Object, r.Event)
+}
+
+func checkOperationByOwner(c *Checker, e *history.Event, r Row) Outcome {
+	v := c.vm(e.Object)
+	switch Classify(e.Actor) {
+	case ActorStartup, ActorCluster:
+		if vm.Event(r.Event) == vm.OperationFailed {
+			// cleanupLeftOverJobs: a restarted server, or a peer that saw it leave
+			// (onManagementNodeLeft), fails what the dead server's attempts left
+			return allowed()
+		}
+	case ActorUnknown:
+		return undecidable("the thread %q is not one CloudStack names", e.Actor)
+	}
+	if v.owner == "" {
+		return undecidable("the history does not show which attempt put %s in %s", e.Object, r.From)
+	}
+	if v.owner == e.Actor {
+		return allowed()
+	}
+	return violated([]history.Event{v.stateEv}, "%s left %s on %s by %s, not by %s whose attempt put it there", e.Object, r.From, r.Event, e.Actor, v.owner)
+}
+
+func checkGCFreeAndWaited(c *Checker, e *history.Event, r Row) Outcome {
+	if c.cfg.GCWait <= 0 {
+		return undecidable("network.gc.wait is not known")
+	}
+	n := c.net(e.Object)
+	if n.freeImplemented.IsZero() || e.Time.Sub(n.freeImplemented) < c.cfg.GCWait {
+		return violated([]history.Event{n.implementing}, "the network GC shut %s down though it had not been free network.gc.wait (%s) before (free since: %s)", e.Object, c.cfg.GCWait, fmtTime(n.freeImplemented))
+	}
+	if !n.busySince.IsZero() {
+		lockAt := e.Time
+		if n.holder == e.Actor {
+			lockAt = n.lockEv.Time
+		}
+		if !n.busySince.After(lockAt) {
+			var ev []history.Event
+			for _, u := range n.users {
+				if uv := c.vm(u); active(uv.state) {
+					ev = append(ev, uv.stateEv)
+				}
+			}
+			return violated(ev, "the network GC shut %s down while a user VM on it was active since %s, before the GC's last look", e.Object, fmtTime(n.busySince))
+		}
+	}
+	return allowed()
+}
+
+func checkOrphanCleanup(c *Checker, e *history.Event, r Row) Outcome {
+	n := c.net(e.Object)
+	if c.locksSeen && n.holder != e.Actor {
+		if n.holder != "" {
+			return violated([]history.Event{n.lockEv}, "the orphan cleanup moved %s out of Implementing while %s held its lock (it was being implemented)", e.Object, n.holder)
+		}
+		return violated(nil, "the orphan cleanup moved %s out of Implementing without holding its lock", e.Object)
+	}
+	if j, ok := c.pendingNetworkJob(e.Object); ok {
+		return violated([]history.Event{j}, "the orphan cleanup moved %s out of Implementing while its job %s was pending", e.Object, j.Object)
+	}
+	if c.cfg.JobExpire <= 0 {
+		return undecidable("job.expire.minutes is not known")
+	}
+	if n.implementing.Seq == 0 {
+		return undecidable("the history does not show when %s entered Implementing", e.Object)
+	}
+	if age := e.Time.Sub(n.implementing.Time); age < c.cfg.JobExpire {
+		return violated([]history.Event{n.implementing}, "the orphan cleanup moved %s out of Implementing after %s in it, before job.expire.minutes (%s)", e.Object, age, c.cfg.JobExpire)
+	}
+	return allowed()
+}
+
+func checkShutdownAfterRouter(c *Checker, e *history.Event, r Row) Outcome {
+	n := c.net(e.Object)
+	if n.router == "" || n.shutdownBy != e.Actor {
+		return allowed() // no router, or not the end of a shutdown (an implementation's last write)
+	}
+	rv := c.vm(n.router)
+	if active(rv.state) && rv.state != string(vm.Stopping) {
+		return violated([]history.Event{rv.stateEv}, "%s went back to Allocated while its router %s was %s", e.Object, n.router, rv.state)
+	}
+	return allowed()
+}
+
+func checkPingTimeout(c *Checker, e *history.Event, r Row) Outcome {
+	h := c.host(e.Object)
+	if h.pingTimeout.Seq == 0 || h.pingTimeout.Seq < h.upSeq {
+		return allowed() // not a ping timeout: the agent's connection closed or it asked to leave
+	}
+	if c.cfg.PingTimeout <= 0 {
+		return undecidable("ping.interval and ping.timeout are not known")
+	}
+	if h.quietFrom.Seq == 0 {
+		return undecidable("the history shows no report of %s's pings before it was found behind", e.Object)
+	}
+	// a report is processed a little after its ping arrived: a tenth of the timeout of slack
+	quiet := h.pingTimeout.Time.Sub(h.quietFrom.Time)
+	if quiet < c.cfg.PingTimeout-c.cfg.PingTimeout/10 {
+		return violated([]history.Event{h.quietFrom, h.pingTimeout}, "%s was found behind on ping %s after its last report, before ping.interval × ping.timeout (%s)", e.Object, quiet, c.cfg.PingTimeout)
+	}
+	return allowed()
+}
+
+func checkJobExpunge(c *Checker, e *history.Event, r Row) Outcome {
+	j := c.jobs[e.Object]
+	if j == nil || j.created.Seq == 0 {
+		return undecidable("the history does not show when %s was created", e.Object)
+	}
+	if c.cfg.JobExpire <= 0 {
+		return undecidable("job.expire.minutes is not known")
+	}
+	if age := e.Time.Sub(j.created.Time); age < c.cfg.JobExpire {
+		return violated([]history.Event{j.created}, "%s (%s) was expunged unfinished %s after its creation, before job.expire.minutes (%s)", e.Object, j.cmd, age, c.cfg.JobExpire)
+	}
+	return allowed()
+}
+
+func checkJobCancel(c *Checker, e *history.Event, r Row) Outcome {
+	if !strings.Contains(e.Detail, "blocking others") {
+		return allowed()
+	}
+	j := c.jobs[e.Object]
+	if j == nil || j.created.Seq == 0 {
+		return undecidable("the history does not show when %s was created", e.Object)
+	}
+	if c.cfg.JobCancel <= 0 {
+		return undecidable("job.cancel.threshold.minutes is not known")
+	}
+	if age := e.Time.Sub(j.created.Time); age < c.cfg.JobCancel {
+		return violated([]history.Event{j.created}, "%s (%s) was cancelled for blocking its queue %s after its creation, before job.cancel.threshold.minutes (%s)", e.Object, j.cmd, age, c.cfg.JobCancel)
+	}
+	return allowed()
+}
