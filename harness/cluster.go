@@ -129,6 +129,8 @@ type Cluster struct {
 	peers   []*peerServer
 	apiTurn int               // the balancer's next server (apiServer)
 	via     map[string]string // a client's server, when its step names one
+	// guardCfgs: the configuration the transition guards read, from when (nil: never changed)
+	guardCfgs []guardConfigAt
 }
 
 // NewSimCluster builds a cluster in the simulator and runs it until every host is Up.
@@ -573,7 +575,6 @@ func (c *Cluster) VMOp(client, kind, name, hostID string) error {
 }
 
 // SetConfig is updateConfiguration.
-func (c *Cluster) SetConfig(key, value string) error { return c.Config.Set(key, value) }
 
 // ---- faults.World
 

@@ -109,6 +109,7 @@ func (s *clusterRun) Judge() error {
 		c.checkLeftServerJobs()
 		c.checkUnexplainedStops()
 	}
+	c.checkGuards()
 	if m := c.CheckMismatch(); m != "" {
 		return fmt.Errorf("scenario %s: %s", s.sc.Name, m)
 	}
