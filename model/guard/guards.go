@@ -98,9 +98,9 @@ var Guards = []Guard{
 		Check:   checkWithinWorkJob,
 	},
 	{
-		Name: GOperationByOwner,
-		Rule: "a VM in Starting, Stopping or Migrating leaves it through its operation's outcome only on the thread of the attempt that put it there (or the cleanup of a dead server's jobs, at its restart or by a peer, which fails them)",
-		Java: "VirtualMachineManagerImpl.orchestrateStart/orchestrateStop/orchestrateMigrate (changeState on the attempt's own row), cleanupLeftOverJobs",
+		Name:   GOperationByOwner,
+		Rule:   "a VM in Starting, Stopping or Migrating leaves it through its operation's outcome only on the thread of the attempt that put it there (or the cleanup of a dead server's jobs, at its restart or by a peer, which fails them)",
+		Java:   "VirtualMachineManagerImpl.orchestrateStart/orchestrateStop/orchestrateMigrate (changeState on the attempt's own row), cleanupLeftOverJobs",
 		Source: src422 + " " + vmmi,
 		Applies: func(r Row, _ Actor) bool {
 			if r.Machine != VMs || (r.From != string(vm.Starting) && r.From != string(vm.Stopping) && r.From != string(vm.Migrating)) {
@@ -115,9 +115,9 @@ var Guards = []Guard{
 		Check: checkOperationByOwner,
 	},
 	{
-		Name: GGCFreeAndWaited,
-		Rule: "the network GC shuts a network down only once it has seen it free (no user VM but Stopped, Destroyed, Error or Expunging) network.gc.wait ago, and free again under the network's lock",
-		Java: "NetworkOrchestrator.NetworkGarbageCollector.reallyRun (_lastNetworkIdsToFree, NetworkGcWait), isNetworkReadyForGc, shutdownNetwork",
+		Name:   GGCFreeAndWaited,
+		Rule:   "the network GC shuts a network down only once it has seen it free (no user VM but Stopped, Destroyed, Error or Expunging) network.gc.wait ago, and free again under the network's lock",
+		Java:   "NetworkOrchestrator.NetworkGarbageCollector.reallyRun (_lastNetworkIdsToFree, NetworkGcWait), isNetworkReadyForGc, shutdownNetwork",
 		Source: src422 + " " + netor,
 		Applies: func(r Row, a Actor) bool {
 			return r.Machine == Networks && r.From == string(network.Implemented) && r.To == string(network.Shutdown) && a == ActorNetworkGC
@@ -125,9 +125,9 @@ var Guards = []Guard{
 		Check: checkGCFreeAndWaited,
 	},
 	{
-		Name: GOrphanCleanupStuck,
-		Rule: "the job GC's orphaned-network cleanup moves a network out of Implementing only after job.expire.minutes in that state, holding the network's lock, with no job pending on it",
-		Java: "AsyncJobManagerImpl GC task → NetworkOrchestrator.cleanupOrphanedNetworks (PR #12409 and its fix)",
+		Name:   GOrphanCleanupStuck,
+		Rule:   "the job GC's orphaned-network cleanup moves a network out of Implementing only after job.expire.minutes in that state, holding the network's lock, with no job pending on it",
+		Java:   "AsyncJobManagerImpl GC task → NetworkOrchestrator.cleanupOrphanedNetworks (PR #12409 and its fix)",
 		Source: srcJob + " " + jobmgr + "; " + netor,
 		Applies: func(r Row, a Actor) bool {
 			return r.Machine == Networks && r.From == string(network.Implementing) && r.To == string(network.Shutdown) && a == ActorJobGC
@@ -135,9 +135,9 @@ var Guards = []Guard{
 		Check: checkOrphanCleanup,
 	},
 	{
-		Name: GShutdownAfterRouter,
-		Rule: "a network shut down returns to Allocated only once its elements are shut down: its router is not left running",
-		Java: "NetworkOrchestrator.shutdownNetwork (shutdownNetworkElementsAndResources must succeed before OperationSucceeded)",
+		Name:   GShutdownAfterRouter,
+		Rule:   "a network shut down returns to Allocated only once its elements are shut down: its router is not left running",
+		Java:   "NetworkOrchestrator.shutdownNetwork (shutdownNetworkElementsAndResources must succeed before OperationSucceeded)",
 		Source: src422 + " " + netor,
 		Applies: func(r Row, _ Actor) bool {
 			return r.Machine == Networks && r.From == string(network.Shutdown) && r.Event == string(network.OperationSucceeded)
@@ -145,9 +145,9 @@ var Guards = []Guard{
 		Check: checkShutdownAfterRouter,
 	},
 	{
-		Name: GPingTimeout,
-		Rule: "a host whose agent went quiet is disconnected for a ping timeout only after ping.interval × ping.timeout without a ping",
-		Java: "AgentManagerImpl.MonitorTask (findAgentsBehindOnPing: last_ping < now − PingTimeout) → handleDisconnectWithInvestigation",
+		Name:   GPingTimeout,
+		Rule:   "a host whose agent went quiet is disconnected for a ping timeout only after ping.interval × ping.timeout without a ping",
+		Java:   "AgentManagerImpl.MonitorTask (findAgentsBehindOnPing: last_ping < now − PingTimeout) → handleDisconnectWithInvestigation",
 		Source: src422 + " " + agmgr,
 		Applies: func(r Row, a Actor) bool {
 			if r.Machine != Hosts || a != ActorDisconnect {
@@ -170,9 +170,9 @@ var Guards = []Guard{
 		Check:   checkJobExpunge,
 	},
 	{
-		Name: GJobCancel,
-		Rule: "the job GC cancels a job for blocking its queue only once it has run job.cancel.threshold.minutes",
-		Java: "AsyncJobManagerImpl.getGCTask → getBlockedQueueItems(JobCancelThresholdMinutes)",
+		Name:   GJobCancel,
+		Rule:   "the job GC cancels a job for blocking its queue only once it has run job.cancel.threshold.minutes",
+		Java:   "AsyncJobManagerImpl.getGCTask → getBlockedQueueItems(JobCancelThresholdMinutes)",
 		Source: srcJob + " " + jobmgr,
 		Applies: func(r Row, a Actor) bool {
 			return r.Machine == Jobs && r.To == "FAILED" && a == ActorJobGC
