@@ -78,8 +78,12 @@ type Handler struct {
 }
 
 type command struct {
-	name string // as CloudStack spells it
-	fn   func(r *request) (any, *apiError)
+	name   string // as CloudStack spells it
+	fn     func(r *request) (any, *apiError)
+	async  bool    // answers a jobid (a BaseAsyncCmd)
+	list   bool    // a BaseListCmd: keyword, page and pagesize
+	desc   string  // what listApis says of it
+	params []param // the parameters it reads (listApis)
 }
 
 // apiError is a ServerApiException: an errorcode (and HTTP status), a cserrorcode, a text.
@@ -98,30 +102,7 @@ func New(srv *impl.Server, opt Options, creds ...Credentials) *Handler {
 		h.keys[c.APIKey] = c.SecretKey
 	}
 	h.cmds = map[string]command{}
-	for _, c := range []command{
-		{"createNetwork", h.createNetwork},
-		{"listNetworks", h.listNetworks},
-		{"deleteNetwork", h.deleteNetwork},
-		{"deployVirtualMachine", h.deploy},
-		{"startVirtualMachine", h.start},
-		{"startVirtualMachineOnce", h.startOnce},
-		{"stopVirtualMachine", h.stop},
-		{"destroyVirtualMachine", h.destroy},
-		{"expungeVirtualMachine", h.expunge},
-		{"listVirtualMachines", h.listVMs},
-		{"listNics", h.listNics},
-		{"listVolumes", h.listVolumes},
-		{"listHosts", h.listHosts},
-		{"listRouters", h.listRouters},
-		{"listSystemVms", h.listSystemVMs},
-		{"queryAsyncJobResult", h.queryJob},
-		{"listConfigurations", h.listConfigurations},
-		{"updateConfiguration", h.updateConfiguration},
-		{"listZones", h.listZones},
-		{"listServiceOfferings", h.listServiceOfferings},
-		{"listTemplates", h.listTemplates},
-		{"listNetworkOfferings", h.listNetworkOfferings},
-	} {
+	for _, c := range h.commandTable() {
 		h.cmds[strings.ToLower(c.name)] = c
 	}
 	return h
@@ -141,6 +122,8 @@ type request struct {
 	cmd    string // lowercased
 	params map[string]string
 	h      *Handler
+	pg     paging // a list command's page (pageParams)
+	pgPage *int   // the page parameter, if given
 }
 
 func (r *request) get(name string) string { return r.params[name] }
@@ -151,6 +134,18 @@ func (r *request) required(name string) (string, *apiError) {
 		return "", &apiError{ErrParam, 9999, fmt.Sprintf("Unable to execute API command %s due to missing parameter %s", r.cmd, name)}
 	}
 	return v, nil
+}
+
+// missing is ParamProcessWorker.processParameters' check of the command's required parameters.
+func (r *request) missing(c command) *apiError {
+	for _, p := range c.params {
+		if p.required {
+			if _, err := r.required(p.name); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 func (r *request) invalid(name, v string) *apiError {
@@ -173,7 +168,16 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, hr *http.Request) {
 		h.writeError(w, ref.respName, ref.err)
 		return
 	}
-	out, aerr := cmd.fn(req)
+	// ParamProcessWorker first (a required parameter missing, page and pagesize not integers), then
+	// BaseListCmd.validateSpecificParameters, then the command
+	aerr := req.missing(cmd)
+	if aerr == nil && cmd.list {
+		aerr = req.pageParams()
+	}
+	var out any
+	if aerr == nil {
+		out, aerr = cmd.fn(req)
+	}
 	if aerr != nil {
 		h.writeError(w, req.cmd+"response", aerr)
 		return
@@ -361,27 +365,27 @@ func date(t time.Time) string {
 
 func (h *Handler) listZones(r *request) (any, *apiError) {
 	if id := r.get("id"); id != "" && id != h.zoneID() {
-		return list("zone", nil), nil
+		return r.page("zone", nil)
 	}
-	return list("zone", []any{map[string]any{"id": h.zoneID(), "name": zoneName, "networktype": "Advanced",
-		"allocationstate": "Enabled", "securitygroupsenabled": false, "localstorageenabled": false}}), nil
+	return r.pageByName("zone", []any{map[string]any{"id": h.zoneID(), "name": zoneName, "networktype": "Advanced",
+		"allocationstate": "Enabled", "securitygroupsenabled": false, "localstorageenabled": false}})
 }
 
 func (h *Handler) listTemplates(r *request) (any, *apiError) {
 	if _, err := r.required("templatefilter"); err != nil {
 		return nil, err
 	}
-	return list("template", []any{map[string]any{"id": h.templateID(), "name": templateName, "displaytext": templateName,
+	return r.pageByName("template", []any{map[string]any{"id": h.templateID(), "name": templateName, "displaytext": templateName,
 		"isready": true, "ispublic": true, "isfeatured": true, "format": "QCOW2", "hypervisor": "KVM",
-		"zoneid": h.zoneID(), "zonename": zoneName, "ostypename": "Other Linux (64-bit)", "templatetype": "USER"}}), nil
+		"zoneid": h.zoneID(), "zonename": zoneName, "ostypename": "Other Linux (64-bit)", "templatetype": "USER"}})
 }
 
-func (h *Handler) listServiceOfferings(*request) (any, *apiError) {
-	return list("serviceoffering", []any{map[string]any{"id": h.offeringID(), "name": offeringName, "displaytext": "1 vCPU, 256 MiB",
-		"cpunumber": 1, "cpuspeed": 500, "memory": 256, "storagetype": "shared", "offerha": false}}), nil
+func (h *Handler) listServiceOfferings(r *request) (any, *apiError) {
+	return r.pageByName("serviceoffering", []any{map[string]any{"id": h.offeringID(), "name": offeringName, "displaytext": "1 vCPU, 256 MiB",
+		"cpunumber": 1, "cpuspeed": 500, "memory": 256, "storagetype": "shared", "offerha": false}})
 }
 
-func (h *Handler) listNetworkOfferings(*request) (any, *apiError) {
+func (h *Handler) listNetworkOfferings(r *request) (any, *apiError) {
 	var out []any
 	for _, p := range []bool{false, true} {
 		name := netOffering
@@ -392,7 +396,7 @@ func (h *Handler) listNetworkOfferings(*request) (any, *apiError) {
 			"guestiptype": "Isolated", "traffictype": "Guest", "state": "Enabled", "ispersistent": p, "isdefault": !p,
 			"specifyvlan": false, "specifyipranges": false, "conservemode": true, "forvpc": false})
 	}
-	return list("networkoffering", out), nil
+	return r.pageByName("networkoffering", out)
 }
 
 // ---- id parameters
@@ -518,7 +522,7 @@ func (h *Handler) listNetworks(r *request) (any, *apiError) {
 		}
 		out = append(out, h.networkJSON(n))
 	}
-	return list("network", out), nil
+	return r.pageByName("network", out)
 }
 
 // deleteNetwork is async, as in CloudStack: the job shuts the network down and removes it.
@@ -684,6 +688,13 @@ func (h *Handler) expunge(r *request) (any, *apiError) {
 	return h.jobResponse(h.srv.ExpungeVirtualMachine(v.ID), 0), nil
 }
 
+// listVirtualMachines is QueryManagerImpl.searchForUserVMsInternal (apache/cloudstack
+// server/src/main/java/com/cloud/api/query/QueryManagerImpl.java @57c33169; a 4.21-era copy with the
+// instance lease filter, searchForUserVMIdsAndCount, has the same rules): name is an exact match
+// (Op.EQ, on the host name; here the VM's only name, i-2-<id>-VM), state is exact and "present"
+// means all but Destroyed and Expunging, keyword is displayName, hostName or (for a root admin, as
+// the face's one user is) instanceName LIKE '%keyword%', a NIC's address LIKE it, or state = it.
+// Both compare as MySQL's default collation does, ignoring case. Ordered by id; count is every match.
 func (h *Handler) listVMs(r *request) (any, *apiError) {
 	only, err := r.vmParam("id", false)
 	if err != nil {
@@ -699,19 +710,33 @@ func (h *Handler) listVMs(r *request) (any, *apiError) {
 			return nil, err
 		}
 	}
+	kw := r.keyword()
+	state := r.get("state")
 	var out []any
 	for _, v := range h.db.VMs(func(v *impl.VMVO) bool { return v.Type == "User" && !v.Removed }) {
 		switch {
 		case only != nil && v.ID != only.ID,
 			host != "" && v.HostID != host,
 			net != nil && !slices.Contains(v.NetworkIDs, net.ID),
-			r.get("state") != "" && !strings.EqualFold(r.get("state"), string(v.State)),
-			r.get("name") != "" && r.get("name") != v.Name:
+			strings.EqualFold(state, "present") && (v.State == vm.Destroyed || v.State == vm.Expunging),
+			state != "" && !strings.EqualFold(state, "present") && !strings.EqualFold(state, string(v.State)),
+			r.get("name") != "" && !strings.EqualFold(r.get("name"), v.Name):
 			continue
+		}
+		if kw != nil && !strings.EqualFold(r.get("keyword"), string(v.State)) {
+			// displayName, hostName and instanceName LIKE, the NICs' addresses LIKE (the face's VMs
+			// have no public or IPv6 address), state =
+			values := []string{v.Name}
+			for _, n := range h.db.Nics(v.ID) {
+				values = append(values, n.IP)
+			}
+			if keywordMiss(kw, values...) {
+				continue
+			}
 		}
 		out = append(out, h.vmJSON(v))
 	}
-	return list("virtualmachine", out), nil
+	return r.page("virtualmachine", out)
 }
 
 func (h *Handler) listNics(r *request) (any, *apiError) {
@@ -726,7 +751,7 @@ func (h *Handler) listNics(r *request) (any, *apiError) {
 		}
 		out = append(out, h.nicJSON(n, i == 0))
 	}
-	return list("nic", out), nil
+	return r.page("nic", out) // keyword: ListNicsCmd's search has none
 }
 
 func (h *Handler) listVolumes(r *request) (any, *apiError) {
@@ -757,7 +782,7 @@ func (h *Handler) listVolumes(r *request) (any, *apiError) {
 		}
 		out = append(out, m)
 	}
-	return list("volume", out), nil
+	return r.pageByName("volume", out)
 }
 
 // listRouters lists the virtual routers (not expunged), each with its guest network and NICs, as
@@ -811,12 +836,12 @@ func (h *Handler) listRouters(r *request) (any, *apiError) {
 		}
 		out = append(out, m)
 	}
-	return list("router", out), nil
+	return r.pageByName("router", out)
 }
 
 // listSystemVms: the reference server has no secondary-storage or console-proxy VMs; an empty list
 // is the truth (tools such as csconform audit ask for them).
-func (h *Handler) listSystemVMs(*request) (any, *apiError) { return list("systemvm", nil), nil }
+func (h *Handler) listSystemVMs(r *request) (any, *apiError) { return r.page("systemvm", nil) }
 
 func (h *Handler) listHosts(r *request) (any, *apiError) {
 	only, err := r.hostParam("id")
@@ -841,7 +866,7 @@ func (h *Handler) listHosts(r *request) (any, *apiError) {
 		}
 		out = append(out, m)
 	}
-	return list("host", out), nil
+	return r.pageByName("host", out)
 }
 
 // ---- async jobs
@@ -951,12 +976,9 @@ func (h *Handler) listConfigurations(r *request) (any, *apiError) {
 		if n := r.get("name"); n != "" && n != k.Name {
 			continue
 		}
-		if kw := r.get("keyword"); kw != "" && !strings.Contains(k.Name, kw) {
-			continue
-		}
 		out = append(out, h.configJSON(k))
 	}
-	return list("configuration", out), nil
+	return r.pageByName("configuration", out)
 }
 
 func (h *Handler) updateConfiguration(r *request) (any, *apiError) {
