@@ -140,6 +140,9 @@ type JobVO struct {
 	Result       string
 	MSID         string
 	Created      time.Time
+	// Completed is when the job finished (AsyncJobManagerImpl.completeAsyncJob sets removed, which
+	// the API answers as completed); zero while it runs.
+	Completed time.Time `json:",omitzero"`
 }
 
 // LockVO is an op_lock row.
@@ -988,7 +991,7 @@ func (db *DB) CompleteJob(actor string, id int64, st job.Status, code int, resul
 	if !ok || j.Status.Done() {
 		return
 	}
-	j.Status, j.ResultCode, j.Result = st, code, result
+	j.Status, j.ResultCode, j.Result, j.Completed = st, code, result, db.env.Now()
 	db.ix.jobLive = removeID(db.ix.jobLive, id)
 	db.touch(tJob, id)
 	db.emit(history.Event{Actor: actor, Kind: history.State, Object: JobObject(id), From: string(job.InProgress), To: string(st), Detail: result})

@@ -901,7 +901,7 @@ func (h *Handler) queryJob(r *request) (any, *apiError) {
 	out := map[string]any{
 		"jobid": u, "cmd": cmd, "created": date(j.Created), "jobprocstatus": 0, "jobstatus": 0, "jobresultcode": 0,
 		"userid": h.ids.uuid("user", "admin"), "accountid": h.ids.uuid("account", "admin"), "account": "admin",
-		"domainid": h.ids.uuid("domain", "ROOT"),
+		"domainid": h.ids.uuid("domain", "ROOT"), "domainpath": "ROOT",
 	}
 	if j.InstanceType != "" {
 		out["jobinstancetype"] = j.InstanceType
@@ -911,6 +911,9 @@ func (h *Handler) queryJob(r *request) (any, *apiError) {
 		case "Network":
 			out["jobinstanceid"] = h.ids.id("network", j.InstanceID)
 		}
+	}
+	if !j.Completed.IsZero() {
+		out["completed"] = date(j.Completed)
 	}
 	switch {
 	case !j.Status.Done():
