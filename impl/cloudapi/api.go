@@ -279,6 +279,15 @@ func orNone(s string) string {
 
 // verify is ApiServer.verifyRequest: "" if the request may run, else why not (for the log). params
 // are the names lowercased, each once (admit refused anything else).
+//
+// The command is checked first, before the signature and the api key, and an unknown one is
+// refused like a bad signature: verifyRequest (apache/cloudstack
+// server/src/main/java/com/cloud/api/ApiServer.java @44d54b35), with no session, returns false when
+// s_apiNameCmdClassMap does not have the command, and ApiServlet.processRequestInContext (@7f460b58)
+// answers any false with 401 "unable to verify user credentials and/or request signature", named
+// errorresponse as getSerializedApiError names it when getCmdClass finds no class. (Older
+// CloudStack threw ServerApiException(UNSUPPORTED_ACTION_ERROR, "The given command does not exist
+// or it is not available for user") there, a 432; the 4.2x code does not.)
 func (h *Handler) verify(form url.Values, params map[string]string, known bool) string {
 	if !known {
 		return "unknown command"

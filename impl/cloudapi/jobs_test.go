@@ -1,8 +1,12 @@
 package cloudapi
 
 import (
+	"net/url"
+	"strings"
 	"testing"
 	"time"
+
+	cs "github.com/apache/cloudstack-go/v2/cloudstack"
 )
 
 // queryAsyncJobResult's completed is the job's removed date, which
@@ -41,5 +45,39 @@ func TestQueryAsyncJobResultCompleted(t *testing.T) {
 	_, body := raw(t, f.url, signed("queryAsyncJobResult", testCreds.SecretKey, "jobid", f.h.ids.id("job", j.ID)))
 	if _, ok := body["queryasyncjobresultresponse"]["completed"]; ok {
 		t.Fatalf("a running job's response has completed: %v", body)
+	}
+}
+
+// An unknown command is refused as CloudStack 4.2x refuses it (verify cites ApiServer.verifyRequest
+// @44d54b35 and ApiServlet.processRequestInContext @7f460b58): the command is checked before the
+// signature, and the answer is the bad-signature answer, 401 "unable to verify user credentials
+// and/or request signature" named errorresponse, with no cserrorcode, signed or not; not the 432 of
+// older releases.
+func TestUnknownCommand(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	noSig := signed("rebootEverything", testCreds.SecretKey)
+	noSig.Del("signature")
+	for name, p := range map[string]url.Values{
+		"signed":       signed("rebootEverything", testCreds.SecretKey),
+		"wrong secret": signed("rebootEverything", "not-the-secret"),
+		"unsigned":     noSig,
+	} {
+		status, body := raw(t, f.url, p)
+		r, ok := body["errorresponse"]
+		if status != 401 || !ok || len(body) != 1 || r["errorcode"] != float64(401) || r["cserrorcode"] != nil ||
+			r["errortext"] != "unable to verify user credentials and/or request signature" {
+			t.Errorf("%s: %d %v", name, status, body)
+		}
+	}
+	// the log says why: the command, not the signature
+	if log := f.log.String(); !strings.Contains(log, "refused rebootEverything") || !strings.Contains(log, "unknown command") || strings.Contains(log, "signature does not match") {
+		t.Fatalf("log:\n%s", log)
+	}
+	// cloudstack-go reports it as a 401
+	var out map[string]any
+	err := f.cs.Custom.(*cs.CustomService).CustomRequest("rebootEverything", &cs.CustomServiceParams{}, &out)
+	if code, cse, _ := apiErr(t, err); code != 401 || cse != 0 {
+		t.Fatalf("cloudstack-go: %v", err)
 	}
 }
