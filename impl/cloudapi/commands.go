@@ -66,6 +66,7 @@ func (h *Handler) commandTable() []command {
 		{name: "listSystemVms", fn: h.listSystemVMs, list: true, desc: "Lists system VMs: none here (no secondary storage VM or console proxy)"},
 		{name: "queryAsyncJobResult", fn: h.queryJob, desc: "An async job's status and, once done, its result and completion time",
 			params: []param{{"jobid", "uuid", true, "the job"}}},
+		{name: "listAsyncJobs", fn: h.listAsyncJobs, list: true, desc: "Lists the async jobs still running (a finished job is read with queryAsyncJobResult)"},
 		{name: "listConfigurations", fn: h.listConfigurations, list: true, desc: "Lists the reference server's configuration keys (csconform config)",
 			params: []param{{"name", "string", false, "the key (exact)"}}},
 		{name: "updateConfiguration", fn: h.updateConfiguration, desc: "Sets a configuration key (checked against its range)",

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	cs "github.com/apache/cloudstack-go/v2/cloudstack"
+
+	"github.com/csconform/csconform/model/job"
 )
 
 // queryAsyncJobResult's completed is the job's removed date, which
@@ -79,5 +81,50 @@ func TestUnknownCommand(t *testing.T) {
 	err := f.cs.Custom.(*cs.CustomService).CustomRequest("rebootEverything", &cs.CustomServiceParams{}, &out)
 	if code, cse, _ := apiErr(t, err); code != 401 || cse != 0 {
 		t.Fatalf("cloudstack-go: %v", err)
+	}
+}
+
+// listAsyncJobs lists the jobs still running (listAsyncJobs cites searchForAsyncJobsInternal and
+// AsyncJobJoinVO's removed column): a finished job is not listed, keyword matches the command's
+// class name, and the list pages.
+func TestListAsyncJobs(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	n := f.network(t, "net1")
+	p := f.deployParams(t, n.Id)
+	p.SetStartvm(false)
+	d, err := f.cs.VirtualMachine.DeployVirtualMachine(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.wait(t, d.JobID)
+	stop := f.srv.DB.CreateJob("api", "StopVMCmd", "VirtualMachine", 0, f.srv.ID)
+	del := f.srv.DB.CreateJob("api", "DeleteNetworkCmd", "Network", 0, f.srv.ID)
+	l, err := f.cs.Asyncjob.ListAsyncJobs(f.cs.Asyncjob.NewListAsyncJobsParams())
+	if err != nil || l.Count != 2 || l.AsyncJobs[0].JobID != f.h.ids.id("job", stop.ID) || l.AsyncJobs[1].JobID != f.h.ids.id("job", del.ID) {
+		t.Fatalf("listAsyncJobs: %v %+v", err, l)
+	}
+	if j := l.AsyncJobs[0]; j.Cmd != jobCmdClass["StopVMCmd"] || j.Jobstatus != 0 || j.Completed != "" || j.Created == "" {
+		t.Fatalf("a running job listed: %+v", j)
+	}
+	lp := f.cs.Asyncjob.NewListAsyncJobsParams()
+	lp.SetKeyword("network.DeleteNetwork")
+	if l, err := f.cs.Asyncjob.ListAsyncJobs(lp); err != nil || l.Count != 1 || l.AsyncJobs[0].JobID != f.h.ids.id("job", del.ID) {
+		t.Fatalf("listAsyncJobs keyword: %v %+v", err, l)
+	}
+	lp = f.cs.Asyncjob.NewListAsyncJobsParams()
+	lp.SetPage(2)
+	lp.SetPagesize(1)
+	if l, err := f.cs.Asyncjob.ListAsyncJobs(lp); err != nil || l.Count != 2 || len(l.AsyncJobs) != 1 || l.AsyncJobs[0].JobID != f.h.ids.id("job", del.ID) {
+		t.Fatalf("listAsyncJobs page 2: %v %+v", err, l)
+	}
+	// once done, it is no longer listed, and queryAsyncJobResult has its completion
+	f.srv.DB.CompleteJob("test", stop.ID, job.Succeeded, 0, "")
+	f.srv.DB.CompleteJob("test", del.ID, job.Failed, 530, "CloudRuntimeException: no")
+	if l, err := f.cs.Asyncjob.ListAsyncJobs(f.cs.Asyncjob.NewListAsyncJobsParams()); err != nil || l.Count != 0 {
+		t.Fatalf("listAsyncJobs after they finished: %v %+v", err, l)
+	}
+	if r := f.wait(t, f.h.ids.id("job", del.ID)); r.Jobstatus != 2 || r.Completed == "" {
+		t.Fatalf("a failed job: %+v", r)
 	}
 }
