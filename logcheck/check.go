@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/csconform/csconform/model/guard"
 	"github.com/csconform/csconform/model/history"
 	"github.com/csconform/csconform/model/linear"
 )
@@ -19,6 +20,7 @@ const (
 	CheckNetworkDown     = "network-shutdown-under-running-vm" // a network shut down while a VM on it runs
 	CheckLinearNetwork   = "linearizable-network"              // porcupine, the network model
 	CheckLinearIP        = "linearizable-ip"                   // porcupine, the guest-IP model
+	CheckTransitionGuard = "transition-guard"                  // model/guard: a transition CloudStack does not allow then
 )
 
 // Checks lists every check with the fact kinds it needs (all of them, or any of the alternatives
@@ -35,6 +37,7 @@ var Checks = []struct {
 	{CheckNetworkDown, []string{KNetTransition, KIP, KVMTransition}, "a network shut down while a Running VM holds an address in it"},
 	{CheckLinearNetwork, []string{KLock, KNetTransition}, "porcupine: every network's lock sections and writes chain"},
 	{CheckLinearIP, []string{KIP}, "porcupine: every guest IP's holders chain"},
+	{CheckTransitionGuard, []string{KVMTransition + "|" + KNetTransition + "|" + KHostTransition}, "a state change CloudStack allows only by another thread, for another reason, or later (model/guard)"},
 }
 
 // Ref is one log line: where and what.
@@ -96,6 +99,9 @@ type Options struct {
 	LinearTimeout time.Duration
 	// Timeline is how many lines around a finding are kept per object (default 12).
 	Timeline int
+	// Guard is the settings the transition guards read (a zero value: not known, those guards say
+	// NOT DECIDABLE).
+	Guard guard.Config
 	// Events, if set, receives every extracted event as it streams by (csconform logcheck --events
 	// writes them as a model/history JSON-lines file), with the line it came from.
 	Events func(e history.Event, origin string)
@@ -154,7 +160,15 @@ type Checker struct {
 	evSeq   int64
 	first   time.Time
 	last    time.Time
+	// guards judges every transition the log shows; guardSeq numbers its events and guardRing keeps
+	// the lines of the last ones, for a violation's evidence
+	guards    *guard.Checker
+	guardSeq  int64
+	guardRing []lref
 }
+
+// guardRingSize is how many recent lines a guard violation's evidence can point at.
+const guardRingSize = 8192
 
 // NewChecker returns a checker.
 func NewChecker(o Options) *Checker {
@@ -170,8 +184,50 @@ func NewChecker(o Options) *Checker {
 	if o.Timeline == 0 {
 		o.Timeline = 12
 	}
+	gcfg := o.Guard
+	gcfg.JobsPartial = true // a log names a work job by its thread's context, not by its VM
 	return &Checker{opt: o, objs: map[string]*objState{}, locks: map[string]lockHold{}, counts: map[string]int64{}, found: map[string]bool{},
-		linear: map[string][]history.Event{}, netVMs: map[string]map[string]*Entry{}, apiJobs: map[string]apiJob{}}
+		linear: map[string][]history.Event{}, netVMs: map[string]map[string]*Entry{}, apiJobs: map[string]apiJob{},
+		guards: guard.NewChecker(gcfg), guardRing: make([]lref, guardRingSize)}
+}
+
+// guard hands the transition guards one event of the line r.
+func (c *Checker) guard(ev history.Event, r lref) {
+	c.guardSeq++
+	ev.Seq = c.guardSeq
+	c.guardRing[c.guardSeq%guardRingSize] = r
+	c.guards.Add(ev)
+}
+
+// guardLine hands the guards the lines they read that are no fact: a host's VM state report (one per
+// ping) and the agent monitor's ping-timeout decision.
+func (c *Checker) guardLine(e *Entry) {
+	m := e.Msg
+	var object string
+	switch {
+	case strings.HasPrefix(m, "Process VM state report") || strings.HasPrefix(m, "Process host VM state report"):
+		h := strings.TrimSuffix(strings.TrimSuffix(afterFirst(m, "host: "), "."), ",")
+		if f := strings.Fields(h); len(f) > 0 {
+			object = "host:" + strings.TrimSuffix(strings.TrimSuffix(f[0], ","), ".")
+		}
+	case strings.HasPrefix(m, "Ping timeout for agent"):
+		if f := strings.Fields(m); len(f) > 4 {
+			object = "host:" + strings.TrimSuffix(f[4], ",")
+		}
+	default:
+		return
+	}
+	if object == "host:" {
+		return
+	}
+	c.guard(history.Event{Time: e.Time, Actor: e.Thread, Kind: history.Log, Object: object, Detail: m}, lref{e})
+}
+
+func afterFirst(s, sep string) string {
+	if i := strings.Index(s, sep); i >= 0 {
+		return s[i+len(sep):]
+	}
+	return ""
 }
 
 type apiJob struct{ cmd, vm string }
@@ -252,6 +308,7 @@ func (c *Checker) Saw(e *Entry) {
 	if !e.HasTime {
 		return
 	}
+	c.guardLine(e)
 	if c.first.IsZero() {
 		c.first = e.Time
 	}
@@ -272,6 +329,12 @@ func (c *Checker) Add(e *Entry, facts []Fact) {
 			ev := f.Event
 			ev.Seq = c.evSeq
 			c.opt.Events(ev, e.Origin())
+		}
+		if e.HasTime {
+			switch f.Event.Kind {
+			case history.State, history.Power, history.Lock:
+				c.guard(f.Event, r)
+			}
 		}
 		switch {
 		case f.Kind == KLock && f.Event.Kind == history.Lock:
@@ -540,6 +603,7 @@ func (c *Checker) Finish() []Coverage {
 	for _, k := range slices.Sorted(mapKeys(c.linear)) {
 		c.linFlush(k, true)
 	}
+	c.guardFindings()
 	linNote := c.linNote
 	var out []Coverage
 	for _, ch := range Checks {
@@ -558,6 +622,9 @@ func (c *Checker) Finish() []Coverage {
 		}
 		if (ch.Name == CheckLinearNetwork || ch.Name == CheckLinearIP) && linNote != "" {
 			cv.Note = linNote
+		}
+		if ch.Name == CheckTransitionGuard {
+			cv.Note = c.guardNote()
 		}
 		if ch.Name == CheckStuck || ch.Name == CheckMissing {
 			cv.Note = fmt.Sprintf("objects judged only if the log runs on %s after they entered the state", c.opt.Stuck)
@@ -584,4 +651,28 @@ func mapKeys[V any](m map[string]V) func(func(string) bool) {
 			}
 		}
 	}
+}
+
+// guardFindings turns the guards' violations into findings, their evidence the lines still known.
+func (c *Checker) guardFindings() {
+	for _, v := range c.guards.Violations {
+		var ev []lref
+		for _, e := range v.Evidence {
+			if c.guardSeq-e.Seq < guardRingSize {
+				if r := c.guardRing[e.Seq%guardRingSize]; r.e != nil {
+					ev = append(ev, r)
+				}
+			}
+		}
+		c.find(CheckTransitionGuard, v.Event.Object, v.Event.Time, fmt.Sprintf("%s: %s by %s was not allowed: %s", v.Guard, v.Row, v.Event.Actor, v.Reason), ev...)
+	}
+}
+
+// guardNote says which guards the log could not decide, and why.
+func (c *Checker) guardNote() string {
+	var parts []string
+	for _, g := range slices.Sorted(mapKeys(c.guards.Undecided)) {
+		parts = append(parts, fmt.Sprintf("%s NOT DECIDABLE for %d transition(s): %s", g, c.guards.Undecided[g], c.guards.Reasons[g]))
+	}
+	return strings.Join(parts, "; ")
 }

@@ -303,7 +303,8 @@ func TestMergeByTime(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rep.Findings) != 1 || rep.Findings[0].Check != CheckNetworkLock {
+	// the network-lock finding, and the orphan cleanup's guard (it wrote without the lock)
+	if len(rep.Findings) != 2 || rep.Findings[0].Check != CheckNetworkLock || rep.Findings[1].Check != CheckTransitionGuard {
 		t.Fatalf("findings %+v", rep.Findings)
 	}
 	ev := rep.Findings[0].Evidence

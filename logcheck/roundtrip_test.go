@@ -38,6 +38,8 @@ var inProcess = []struct {
 	{logcheck.CheckNetworkDown, nil, false, true},
 	{logcheck.CheckStuck, nil, false, true},
 	{logcheck.CheckMissing, nil, false, true},
+	// a log names work jobs by thread, not by VM, and carries no settings: fewer guards decide
+	{logcheck.CheckTransitionGuard, []string{invariant.TransitionGuard}, false, true},
 }
 
 type cell struct{ agreedFound, agreedClean, logOnly, inOnly int }

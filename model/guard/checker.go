@@ -362,8 +362,8 @@ func rowOf(kind string, e *history.Event) (Row, bool) {
 	switch kind {
 	case "vm":
 		ev := vmEvent(e)
-		if ev == "" || ev == "removed" {
-			return Row{}, false
+		if ev == "" || ev == "removed" || e.To == "Expunged" {
+			return Row{}, false // the record's removal, no transition of the machine
 		}
 		return Row{VMs, e.From, ev, e.To}, true
 	case "network":

@@ -92,6 +92,10 @@ type Config struct {
 	GCWait       time.Duration // network.gc.wait
 	JobExpire    time.Duration // job.expire.minutes
 	JobCancel    time.Duration // job.cancel.threshold.minutes
+	// JobsPartial: the history may lack jobs or the instance they work on (a log names a work job
+	// by its thread's context, not its VM), so the guards that ask for a pending work job cannot
+	// decide.
+	JobsPartial bool
 }
 
 // Actor is the kind of thread that acts, from its name.
@@ -135,6 +139,9 @@ var actorPrefixes = []struct {
 // are both work-job threads.
 func Classify(thread string) Actor {
 	name := thread
+	if i := strings.LastIndexByte(name, '/'); i >= 0 && !strings.HasPrefix(name, "agent/") {
+		name = name[i+1:] // a log's thread qualified by its server ("ms1/Work-Job-Executor-4")
+	}
 	if i := strings.IndexByte(name, ':'); i > 0 && strings.HasPrefix(name, "ms") && !strings.Contains(name[:i], "-") {
 		name = name[i+1:] // a peer server's thread in a cluster run
 	}

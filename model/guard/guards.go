@@ -185,6 +185,9 @@ func checkInStateMachine(c *Checker, e *history.Event, r Row) Outcome {
 	if e.Direct || r.Event == "setState" {
 		return allowed()
 	}
+	if !knownEvent(r) {
+		return undecidable("%q is no event of the %s machine (a log's own wording)", r.Event, r.Machine)
+	}
 	ok := false
 	switch r.Machine {
 	case VMs:
@@ -215,8 +218,8 @@ func checkReportThread(c *Checker, e *history.Event, r Row) Outcome {
 }
 
 func checkReportNoPendingWork(c *Checker, e *history.Event, r Row) Outcome {
-	if len(c.jobs) == 0 {
-		return undecidable("the history shows no jobs")
+	if len(c.jobs) == 0 || c.cfg.JobsPartial {
+		return undecidable("the history does not show every VM work job with its VM")
 	}
 	if j, ok := c.pendingWork(e.Object); ok {
 		return violated([]history.Event{j}, "%s followed a power report while its work job %s (%s) was pending", e.Object, j.Object, j.Detail)
@@ -265,8 +268,8 @@ func checkMissingNotRecent(c *Checker, e *history.Event, r Row) Outcome {
 }
 
 func checkWithinWorkJob(c *Checker, e *history.Event, r Row) Outcome {
-	if len(c.jobs) == 0 {
-		return undecidable("the history shows no jobs")
+	if len(c.jobs) == 0 || c.cfg.JobsPartial {
+		return undecidable("the history does not show every VM work job with its VM")
 	}
 	if _, ok := c.pendingWork(e.Object); ok {
 		return allowed()
@@ -404,4 +407,17 @@ func checkJobCancel(c *Checker, e *history.Event, r Row) Outcome {
 		return violated([]history.Event{j.created}, "%s (%s) was cancelled for blocking its queue %s after its creation, before job.cancel.threshold.minutes (%s)", e.Object, j.cmd, age, c.cfg.JobCancel)
 	}
 	return allowed()
+}
+
+// knownEvent says whether a row's event is one of its machine's (a log may name a transition its own way).
+func knownEvent(r Row) bool {
+	switch r.Machine {
+	case VMs:
+		return slices.Contains(vm.Events(), vm.Event(r.Event))
+	case Networks:
+		return slices.Contains(network.Events(), network.Event(r.Event))
+	case Hosts:
+		return slices.Contains(host.Events(), host.Event(r.Event))
+	}
+	return false
 }
