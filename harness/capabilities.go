@@ -24,6 +24,9 @@ const (
 	// scheduler:) and can let the cloud run on alone after a scenario for as long as a check needs
 	// (liveness, jobs left by a dead server, unexplained stops).
 	VirtualTime Capability = "virtual time"
+	// ServerLog: the world records the server's log lines in its history, which an until: log
+	// condition searches.
+	ServerLog Capability = "the server's log"
 	// DefectSwitches: the world runs the reference, whose known defects a profile (or explicit
 	// switches) turns on; Run resolves them and judges the expectations of the profile they match.
 	DefectSwitches Capability = "defect switches"
@@ -98,6 +101,9 @@ func (c Capabilities) Refusals(sc *Scenario) []string {
 	}
 	for i, st := range sc.Steps {
 		where := fmt.Sprintf("step %d", i+1)
+		if st.Until == "log" {
+			refuse(where, "until log", ServerLog)
+		}
 		switch {
 		case st.Fault != "":
 			refuse(where, "fault "+st.Fault, FaultCap(st.Fault))
@@ -142,4 +148,6 @@ const (
 	WhyRealTime     = "it runs in real time: a scheduler strategy, and the checks that let the cloud run on alone after the scenario, are the simulator's"
 	noHostPower     = "its hosts are real machines (or the machine csconform runs on) whose power and shared-storage heartbeat csconform does not control"
 	WhyPeersSimOnly = "several management servers run only in the simulator (--driver sim)"
+	// WhyNoServerLog: a world that sees the server from outside.
+	WhyNoServerLog = "it sees the server from outside: its history has no server log lines for an until: log to search"
 )

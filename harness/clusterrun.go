@@ -222,6 +222,22 @@ func (s *clusterRun) UntilObject(st Step) (obj, instance string, ok bool) {
 		}
 	case "host-up":
 		return impl.HostObject(st.Host), "", true
+	case "log": // about the step's VM, network or host, if it names one
+		switch {
+		case st.VM != "":
+			if id, err := c.VMID(st.VM); err == nil {
+				return VMObj(id), "", true
+			}
+			return "", "", false
+		case st.Network != "":
+			if id, err := c.NetworkID(st.Network); err == nil {
+				return impl.NetworkObject(id), "", true
+			}
+			return "", "", false
+		case st.Host != "":
+			return impl.HostObject(st.Host), "", true
+		}
+		return "", "", true
 	}
 	return "", "", false
 }

@@ -82,12 +82,16 @@ type Step struct {
 	// HA: a deploy of an HA-enabled VM (the service offering's offer_ha).
 	HA bool `yaml:"ha,omitempty"`
 	// Until waits, before the step, for a condition: start-sent (a StartCommand for vm went out),
-	// running (vm's record is Running), implementing (network is Implementing), host-up (host is Up).
+	// running (vm's record is Running), implementing (network is Implementing), host-up (host is Up),
+	// log (a server log line containing Line was written since the step began, about vm, network
+	// or host if one is given).
 	Until string `yaml:"until,omitempty"`
+	// Line: with until: log, the text the log line contains.
+	Line string `yaml:"line,omitempty"`
 }
 
 // Untils are the conditions a step can wait for.
-var Untils = []string{"start-sent", "running", "implementing", "host-up"}
+var Untils = []string{"start-sent", "running", "implementing", "host-up", "log"}
 
 // Expect is the expected outcome under one profile.
 type Expect struct {
@@ -190,6 +194,9 @@ func (s *Scenario) Validate() error {
 		}
 		if st.Until != "" && !slices.Contains(Untils, st.Until) {
 			return fmt.Errorf("%s: unknown until %q (known: %s)", where, st.Until, strings.Join(Untils, ", "))
+		}
+		if st.Until == "log" && st.Line == "" {
+			return fmt.Errorf("%s: until log needs a line", where)
 		}
 		if st.Op != "" && st.Server != "" && !slices.Contains(servers, st.Server) {
 			return fmt.Errorf("%s: unknown server %q (a scenario with managementServers: %d has %v)", where, st.Server, len(servers), servers)

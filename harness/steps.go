@@ -99,7 +99,7 @@ func runOp(w World, client string, st Step) error {
 // one, so a state that came and went between two looks still counts (an Implementing of a few
 // milliseconds, a VM that ran and crashed): the condition is "the history reached it", not "it holds
 // at a look"; a state reached before the step began counts if it still holds. start-sent searches the
-// whole history. A lenient scenario waits 5 minutes at most and goes on.
+// whole history; log only what was written since the step began. A lenient scenario waits 5 minutes at most and goes on.
 func waitUntil(w World, st Step, lenient bool) error {
 	limit := w.UntilLimit()
 	if lenient {
@@ -112,7 +112,7 @@ func waitUntil(w World, st Step, lenient bool) error {
 	}
 	for w.Now().Before(deadline) {
 		if obj, instance, ok := w.UntilObject(st); ok {
-			hit := untilEvent(st.Until, obj, instance)
+			hit := untilEvent(st, obj, instance)
 			evs := w.History()
 			for e := range evs.From(scanned) {
 				if hit(e) {
@@ -153,7 +153,13 @@ func untilHolds(r Records, st Step) bool {
 }
 
 // untilEvent is the event that meets a condition on obj.
-func untilEvent(until, obj, instance string) func(history.Event) bool {
+func untilEvent(st Step, obj, instance string) func(history.Event) bool {
+	until := st.Until
+	if until == "log" {
+		return func(e history.Event) bool {
+			return e.Kind == history.Log && (obj == "" || e.Object == obj) && strings.Contains(e.Detail, st.Line)
+		}
+	}
 	if until == "start-sent" {
 		sent := StartSentLine(instance)
 		return func(e history.Event) bool { return e.Object == obj && strings.HasPrefix(e.Detail, sent) }

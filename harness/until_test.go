@@ -1,6 +1,7 @@
 package harness
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -32,4 +33,43 @@ func TestUntilSeesAShortState(t *testing.T) {
 	require.Less(t, left.Sub(implementing), 50*time.Millisecond, "the Implementing is no longer shorter than a look: the test no longer exercises the case")
 	require.False(t, restart.Before(implementing))
 	require.LessOrEqual(t, restart.Sub(implementing), 50*time.Millisecond, "the until: step missed the short Implementing")
+}
+
+// until: log holds a step back until the server writes a line containing the text (about the VM the
+// step names): here the start is called within one look (50 ms) of the stop's "is stopped on the
+// host", whatever the seed; a line written before the step began does not count, and a log
+// condition without a line, or in a world without the server's log, is refused before the run.
+func TestUntilLogWaitsForTheLine(t *testing.T) {
+	const file = `
+name: until-log
+hosts: [h1]
+networks: [{name: net1}]
+steps:
+  - {op: deploy, vm: web1, networks: [net1], host: h1}
+  - {op: stop, vm: web1, async: true}
+  - {until: log, vm: web1, line: "is stopped on the host", case: start, op: start, host: h1}
+`
+	sc, err := ParseScenario([]byte(file), "until-log.yaml")
+	require.NoError(t, err)
+	for seed := uint64(1); seed <= 3; seed++ {
+		r, err := RunScenario(sc, "fixed", nil, seed)
+		require.NoError(t, err)
+		var stopped, called time.Time
+		for e := range r.cluster.Rec.History().All() {
+			switch {
+			case e.Kind == history.Log && strings.Contains(e.Detail, "is stopped on the host") && stopped.IsZero():
+				stopped = e.Time
+			case e.Kind == history.Call && strings.HasPrefix(e.Detail, "start web1"):
+				called = e.Time
+			}
+		}
+		require.False(t, stopped.IsZero() || called.IsZero(), "seed %d: no stop line or no start call", seed)
+		require.False(t, called.Before(stopped), "seed %d: the start was called before the line", seed)
+		require.LessOrEqual(t, called.Sub(stopped), 50*time.Millisecond, "seed %d", seed)
+	}
+
+	_, err = ParseScenario([]byte(strings.Replace(file, `line: "is stopped on the host", `, "", 1)), "until-log.yaml")
+	require.ErrorContains(t, err, "until log needs a line")
+	require.True(t, SimCapabilities.Can(ServerLog))
+	require.Contains(t, strings.Join(Capabilities{World: "outside", Lacks: map[Capability]string{ServerLog: WhyNoServerLog}}.Refusals(sc), "\n"), "step 3 (until log) cannot run outside")
 }

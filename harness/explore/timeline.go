@@ -31,7 +31,11 @@ func Describe(st harness.Step) string {
 		} else if st.Until == "host-up" {
 			what = st.Host
 		}
-		fmt.Fprintf(&b, "once %s is %s, ", what, st.Until)
+		if st.Until == "log" {
+			fmt.Fprintf(&b, "once the server logs %q, ", st.Line)
+		} else {
+			fmt.Fprintf(&b, "once %s is %s, ", what, st.Until)
+		}
 		if st.Op == "" && st.Fault == "" {
 			return strings.TrimSuffix(b.String(), ", ")
 		}

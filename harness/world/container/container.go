@@ -58,6 +58,7 @@ var Capabilities = harness.Capabilities{World: "in containers", Lacks: map[harne
 	harness.FaultCap("heartbeat-fail"): "there is no shared NFS primary storage whose heartbeat file the hosts write",
 	harness.FaultCap("peer-stop"):      harness.WhyPeersSimOnly,
 	harness.PeerServers:                harness.WhyPeersSimOnly,
+	harness.ServerLog:                  harness.WhyNoServerLog,
 	harness.PrimedNetworks:             "priming waits for the network GC to shut the network down, 20 min of real time with CloudStack's values",
 	harness.AllocateOp:                 "the control endpoint deploys and starts at once",
 	harness.HAVMs:                      "the control endpoint's deploy has no HA flag (the service offering's offer_ha)",

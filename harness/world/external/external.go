@@ -58,6 +58,7 @@ func capabilities() harness.Capabilities {
 		harness.VirtualTime:    harness.WhyRealTime,
 		harness.DefectSwitches: "a real CloudStack runs its own code: the profile (--expect) only names the outcome it is judged against",
 		harness.PeerServers:    "the external CloudStack has the servers it has; run the scenario without the field",
+		harness.ServerLog:      harness.WhyNoServerLog,
 		harness.PrimedNetworks: "that needs the network GC's timing; create and shut the network down by hand",
 		harness.AgedNetworks:   "that needs a write to CloudStack's database (csconform inject backdate, by hand)",
 		harness.SetConfigOp:    "changing the CloudStack's global configuration is not done from here; set it with updateConfiguration first and drop the step",
