@@ -83,8 +83,8 @@ type Step struct {
 	HA bool `yaml:"ha,omitempty"`
 	// Until waits, before the step, for a condition: start-sent (a StartCommand for vm went out),
 	// running (vm's record is Running), implementing (network is Implementing), host-up (host is Up),
-	// log (a server log line containing Line was written since the step began, about vm, network
-	// or host if one is given).
+	// log (a server log line containing Line was written since the step began, about the first of
+	// vm, network and host the step names, if any).
 	Until string `yaml:"until,omitempty"`
 	// Line: with until: log, the text the log line contains.
 	Line string `yaml:"line,omitempty"`
