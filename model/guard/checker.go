@@ -25,6 +25,9 @@ type Checker struct {
 	// implementing is, by thread, the network it moved to Implementing last (a router it creates then
 	// is that network's)
 	implementing map[string]string
+	// reportLine is, by thread, its last line saying it processes a host's report: where a report
+	// handler's checks (pending work, power state) begin
+	reportLine map[string]history.Event
 	// locksSeen: the history records the network lock table (lock lines), so a write with no holder
 	// was made without the lock
 	locksSeen bool
@@ -49,6 +52,7 @@ type vmCtx struct {
 	powerEv history.Event
 	// stateAtPower is the last state change before the last power-state change
 	stateAtPower history.Event
+	powers       []history.Event // every power-state change, in order
 	nets         []string
 }
 
@@ -88,7 +92,7 @@ func NewChecker(cfg Config) *Checker { return NewCheckerWith(cfg, Guards) }
 func NewCheckerWith(cfg Config, guards []Guard) *Checker {
 	return &Checker{cfg: cfg, guards: guards,
 		vms: map[string]*vmCtx{}, nets: map[string]*netCtx{}, hosts: map[string]*hostCtx{}, jobs: map[string]*jobCtx{},
-		starting: map[string]string{}, implementing: map[string]string{},
+		starting: map[string]string{}, implementing: map[string]string{}, reportLine: map[string]history.Event{},
 		Judged: map[string]int{}, Undecided: map[string]int{}, Reasons: map[string]string{}}
 }
 
@@ -143,6 +147,7 @@ func (c *Checker) Add(e history.Event) {
 	case history.Power:
 		v := c.vm(e.Object)
 		v.power, v.powerEv, v.stateAtPower = e.To, e, v.stateEv
+		v.powers = append(v.powers, e)
 	case history.Lock:
 		c.locksSeen = true
 		n := "network:" + strings.TrimPrefix(e.Object, "networks")
@@ -180,6 +185,7 @@ func (c *Checker) applyLog(e *history.Event) {
 	switch {
 	case strings.HasPrefix(e.Object, "host:") && reportLine(e.Detail):
 		c.host(e.Object).lastReport = *e
+		c.reportLine[e.Actor] = *e
 	case strings.HasPrefix(e.Detail, "Ping timeout for agent"):
 		h := e.Object
 		if h == "" {
@@ -322,14 +328,18 @@ func fmtTime(t time.Time) string {
 	return t.Format("15:04:05.000")
 }
 
-// pendingWork is a VM work job (VmWork*, placeholders included) in progress on the VM.
-func (c *Checker) pendingWork(vm string) (history.Event, bool) {
+// pendingWork is a VM work job (VmWork*, placeholders included) in progress on the VM, created
+// before line before (0: any).
+func (c *Checker) pendingWork(vm string, before int64) (history.Event, bool) {
+	var found history.Event
 	for _, j := range c.jobs {
-		if j.status == "IN_PROGRESS" && j.instance == vm && strings.HasPrefix(j.cmd, "VmWork") {
-			return j.created, true
+		if j.status == "IN_PROGRESS" && j.instance == vm && strings.HasPrefix(j.cmd, "VmWork") && (before == 0 || j.created.Seq < before) {
+			if found.Seq == 0 || j.created.Seq < found.Seq {
+				found = j.created // the oldest: a deterministic answer
+			}
 		}
 	}
-	return history.Event{}, false
+	return found, found.Seq != 0
 }
 
 // pendingNetworkJob is a job in progress on the network.
@@ -404,4 +414,25 @@ func (c *Checker) judge(e *history.Event, r Row) {
 			c.Judged[g.Name]++
 		}
 	}
+}
+
+// powerSince lists the power states a VM had at some moment from line since on (its state then and
+// every later one); the state before any power line is PowerOff for a VM whose creation was seen.
+func (v *vmCtx) powerSince(since int64) []string {
+	var out []string
+	before := ""
+	if v.created {
+		before = "PowerOff"
+	}
+	for _, p := range v.powers {
+		if p.Seq < since {
+			before = p.To
+			continue
+		}
+		out = append(out, p.To)
+	}
+	if before != "" {
+		out = append(out, before)
+	}
+	return out
 }

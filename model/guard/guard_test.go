@@ -290,3 +290,24 @@ func TestClassify(t *testing.T) {
 		assert.Equal(t, want, Classify(name), name)
 	}
 }
+
+// A report handler asks about pending work and reads the power state once, after its report began:
+// a stop requested meanwhile, or a power state changed by another host's report meanwhile, does not
+// make its transition wrong (the Java has the same window).
+func TestReportHandlersJudgedAsOfTheirCheck(t *testing.T) {
+	report := lg(rep, "host:h1", "Process VM state report. host: h1, number of records in report: 0, force: false")
+	x := runningVM().add(4*time.Minute, report).
+		add(4*time.Minute, pw(rep, "vm:2", "PowerOff", "PowerReportMissing")).
+		add(4*time.Minute+time.Second, st(api, "job:9", "", "IN_PROGRESS", "VmWorkStop VirtualMachine:2")).
+		add(4*time.Minute+time.Second, pw("AgentTaskPool-9", "vm:2", "PowerReportMissing", "PowerOn")).
+		add(4*time.Minute+2*time.Second, st(rep, "vm:2", "Running", "Stopped", "i-2-2-VM FollowAgentPowerOffReport host="))
+	assert.Empty(t, Check(testCfg, x))
+	// the same stop requested before the report began: pending when the handler asked
+	y := runningVM().add(4*time.Minute, st(api, "job:9", "", "IN_PROGRESS", "VmWorkStop VirtualMachine:2")).
+		add(4*time.Minute, report).
+		add(4*time.Minute, pw(rep, "vm:2", "PowerOff", "PowerReportMissing")).
+		add(4*time.Minute+2*time.Second, st(rep, "vm:2", "Running", "Stopped", "i-2-2-VM FollowAgentPowerOffReport host="))
+	vs := Check(testCfg, y)
+	require.Len(t, vs, 1)
+	assert.Equal(t, GReportNoPendingWork, vs[0].Guard)
+}

@@ -221,8 +221,18 @@ func checkReportNoPendingWork(c *Checker, e *history.Event, r Row) Outcome {
 	if len(c.jobs) == 0 || c.cfg.JobsPartial {
 		return undecidable("the history does not show every VM work job with its VM")
 	}
-	if j, ok := c.pendingWork(e.Object); ok {
-		return violated([]history.Event{j}, "%s followed a power report while its work job %s (%s) was pending", e.Object, j.Object, j.Detail)
+	// the handler asks once, after its report began: a job created since may be pending at the
+	// transition (the Java's window too); one created before was pending when it asked
+	since := e.Seq
+	if r, ok := c.reportLine[e.Actor]; ok {
+		since = r.Seq
+	}
+	if j, ok := c.pendingWork(e.Object, since); ok {
+		ev := []history.Event{j}
+		if r, ok := c.reportLine[e.Actor]; ok {
+			ev = append(ev, r)
+		}
+		return violated(ev, "%s followed a power report while its work job %s (%s), pending since before the report's handling began, was pending", e.Object, j.Object, j.Detail)
 	}
 	return allowed()
 }
@@ -232,14 +242,16 @@ func checkReportFollowsPower(c *Checker, e *history.Event, r Row) Outcome {
 	if v.power == "" {
 		return undecidable("the history shows neither the VM's creation nor its power state")
 	}
-	var ok bool
-	if r.Event == string(vm.FollowAgentPowerOnReport) {
-		ok = v.power == string(vm.PowerOn)
-	} else {
-		ok = v.power == string(vm.PowerOff) || v.power == string(vm.PowerReportMissing)
+	// the handler reads the power state once, after its report began: any state the VM had since
+	since := e.Seq
+	if rl, ok := c.reportLine[e.Actor]; ok {
+		since = rl.Seq
 	}
-	if ok {
-		return allowed()
+	for _, p := range v.powerSince(since) {
+		if r.Event == string(vm.FollowAgentPowerOnReport) && p == string(vm.PowerOn) ||
+			r.Event == string(vm.FollowAgentPowerOffReport) && (p == string(vm.PowerOff) || p == string(vm.PowerReportMissing)) {
+			return allowed()
+		}
 	}
 	var ev []history.Event
 	if v.powerEv.Seq != 0 {
@@ -271,7 +283,7 @@ func checkWithinWorkJob(c *Checker, e *history.Event, r Row) Outcome {
 	if len(c.jobs) == 0 || c.cfg.JobsPartial {
 		return undecidable("the history does not show every VM work job with its VM")
 	}
-	if _, ok := c.pendingWork(e.Object); ok {
+	if _, ok := c.pendingWork(e.Object, 0); ok {
 		return allowed()
 	}
 	return violated(nil, "%s moved on %s with no VM work job in progress on it, so nothing postpones its power reports", e.Object, r.Event)
