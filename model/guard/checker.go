@@ -50,8 +50,6 @@ type vmCtx struct {
 	owner   string
 	power   string
 	powerEv history.Event
-	// stateAtPower is the last state change before the last power-state change
-	stateAtPower history.Event
 	powers       []history.Event // every power-state change, in order
 	nets         []string
 }
@@ -145,8 +143,11 @@ func (c *Checker) Add(e history.Event) {
 		}
 		c.applyState(kind, &e)
 	case history.Power:
+		if e.From != "" {
+			c.judge(&e, Row{Power, e.From, "report", e.To})
+		}
 		v := c.vm(e.Object)
-		v.power, v.powerEv, v.stateAtPower = e.To, e, v.stateEv
+		v.power, v.powerEv = e.To, e
 		v.powers = append(v.powers, e)
 	case history.Lock:
 		c.locksSeen = true
@@ -258,6 +259,9 @@ func (c *Checker) applyState(kind string, e *history.Event) {
 					c.net(n).router = e.Object
 				}
 			}
+		}
+		if f := strings.Fields(e.Detail); len(f) > 0 && strings.HasPrefix(f[0], "r-") {
+			v.router = true // a router's instance name, on a log's line too
 		}
 		ev := vmEvent(e)
 		switch ev {

@@ -17,6 +17,8 @@ const (
 	Networks Machine = "network"
 	Hosts    Machine = "host"
 	Jobs     Machine = "job"
+	// Power is a VM's power_state column: its rows are From --report--> To
+	Power Machine = "power"
 )
 
 // Row is one transition: a row of a machine's table (the job machine's rows are IN_PROGRESS to each

@@ -135,12 +135,17 @@ func TestEachGuardFailsOnItsBugAndPassesOnTheFix(t *testing.T) {
 			runningVM().stoppedAt(2*time.Minute).add(3*time.Minute, st(rep, "vm:2", "Stopped", "Running", "i-2-2-VM FollowAgentPowerOnReport host=h1")),
 			runningVM().stoppedAt(2*time.Minute).add(3*time.Minute, pw(rep, "vm:2", "PowerOff", "PowerOn")).
 				add(3*time.Minute, st(rep, "vm:2", "Stopped", "Running", "i-2-2-VM FollowAgentPowerOnReport host=h1"))},
-		{GMissingNotRecent,
-			// D2: a missing report 10 s after the start succeeded
-			runningVM().add(time.Minute+10*time.Second, pw(rep, "vm:2", "PowerOff", "PowerReportMissing")).
-				add(time.Minute+10*time.Second, st(rep, "vm:2", "Running", "Stopped", "i-2-2-VM FollowAgentPowerOffReport host=")),
+		{GMissingMark,
+			// D2a: marked missing 10 s after the start succeeded
+			runningVM().add(time.Minute+10*time.Second, pw(rep, "vm:2", "PowerOff", "PowerReportMissing")),
+			runningVM().add(4*time.Minute, pw(rep, "vm:2", "PowerOff", "PowerReportMissing"))},
+		{GMissingStoppedFirst,
+			// D2b: synced to Stopped (and released) without a StopCommand
 			runningVM().add(4*time.Minute, pw(rep, "vm:2", "PowerOff", "PowerReportMissing")).
-				add(4*time.Minute, st(rep, "vm:2", "Running", "Stopped", "i-2-2-VM FollowAgentPowerOffReport host="))},
+				add(4*time.Minute+time.Second, st(rep, "vm:2", "Running", "Stopped", "i-2-2-VM FollowAgentPowerOffReport host=")),
+			runningVM().add(4*time.Minute, pw(rep, "vm:2", "PowerOff", "PowerReportMissing")).
+				add(4*time.Minute+time.Second, pw(rep, "vm:2", "PowerReportMissing", "PowerOff")).
+				add(4*time.Minute+time.Second, st(rep, "vm:2", "Running", "Stopped", "i-2-2-VM FollowAgentPowerOffReport host="))},
 		{GWithinWorkJob,
 			h{}.add(0, st("api", "vm:2", "", "Stopped", "created i-2-2-VM")).add(0, st(api, "job:4", "", "IN_PROGRESS", "DeployVMCmd VirtualMachine:2")).
 				add(time.Second, st(wj1, "vm:2", "Stopped", "Starting", "i-2-2-VM StartRequested host=")),
@@ -236,8 +241,8 @@ func TestGuardsSayWhatTheyCannotDecide(t *testing.T) {
 	}
 	assert.Empty(t, c.Violations)
 	assert.Equal(t, 1, c.Undecided[GReportThread])
-	assert.Equal(t, 1, c.Undecided[GMissingNotRecent])
-	assert.Contains(t, c.Reasons[GMissingNotRecent], "ping.interval")
+	assert.Equal(t, 1, c.Undecided[GMissingMark])
+	assert.Contains(t, c.Reasons[GMissingMark], "ping.interval")
 }
 
 // Every row of every machine's table has a guard, and every guard cites its Java.
@@ -306,6 +311,7 @@ func TestReportHandlersJudgedAsOfTheirCheck(t *testing.T) {
 	y := runningVM().add(4*time.Minute, st(api, "job:9", "", "IN_PROGRESS", "VmWorkStop VirtualMachine:2")).
 		add(4*time.Minute, report).
 		add(4*time.Minute, pw(rep, "vm:2", "PowerOff", "PowerReportMissing")).
+		add(4*time.Minute+time.Second, pw(rep, "vm:2", "PowerReportMissing", "PowerOff")).
 		add(4*time.Minute+2*time.Second, st(rep, "vm:2", "Running", "Stopped", "i-2-2-VM FollowAgentPowerOffReport host="))
 	vs := Check(testCfg, y)
 	require.Len(t, vs, 1)

@@ -28,7 +28,8 @@ const (
 	GReportThread        = "power-report-thread"
 	GReportNoPendingWork = "power-report-no-pending-work"
 	GReportFollowsPower  = "power-report-follows-power-state"
-	GMissingNotRecent    = "missing-not-after-recent-change"
+	GMissingMark         = "missing-mark-after-graceful"
+	GMissingStoppedFirst = "missing-synced-after-stop"
 	GWithinWorkJob       = "start-stop-within-work-job"
 	GOperationByOwner    = "operation-by-its-attempt"
 	GGCFreeAndWaited     = "network-gc-free-and-waited"
@@ -82,12 +83,20 @@ var Guards = []Guard{
 		Check:   checkReportFollowsPower,
 	},
 	{
-		Name:    GMissingNotRecent,
-		Rule:    "a VM reported missing is synced to Stopped only if its state had not changed within the graceful period (2 × ping.interval) before the report",
+		Name:    GMissingMark,
+		Rule:    "a VM absent from its host's report is marked PowerReportMissing only if its state had not changed within the graceful period (2 × ping.interval)",
 		Java:    "VirtualMachinePowerStateSyncImpl.processMissingVmReport (hasRecentStateChange, PR #14207)",
 		Source:  "apache/cloudstack PR #14207, " + psync,
+		Applies: func(r Row, _ Actor) bool { return r.Machine == Power && r.To == string(vm.PowerReportMissing) },
+		Check:   checkMissingMark,
+	},
+	{
+		Name:    GMissingStoppedFirst,
+		Rule:    "a user VM reported missing is synced to Stopped only after a StopCommand that checks the host first succeeded (its power state goes PowerOff on the handler's thread)",
+		Java:    "VirtualMachineManagerImpl.handlePowerOffReportWithNoPendingJobsOnVM (the D2 fix: sendStop with checkBeforeCleanup before releaseVmResources, apache/cloudstack#14206)",
+		Source:  src422 + " " + vmmi,
 		Applies: vmRows(vm.FollowAgentPowerOffReport),
-		Check:   checkMissingNotRecent,
+		Check:   checkMissingStoppedFirst,
 	},
 	{
 		Name:    GWithinWorkJob,
@@ -260,23 +269,30 @@ func checkReportFollowsPower(c *Checker, e *history.Event, r Row) Outcome {
 	return violated(ev, "%s moved on %s while its power state was %s", e.Object, r.Event, v.power)
 }
 
-func checkMissingNotRecent(c *Checker, e *history.Event, r Row) Outcome {
-	v := c.vm(e.Object)
-	if v.power != string(vm.PowerReportMissing) {
-		return allowed() // not a missing VM's sync
-	}
+func checkMissingMark(c *Checker, e *history.Event, r Row) Outcome {
 	if c.cfg.PingInterval <= 0 {
 		return undecidable("ping.interval is not known")
 	}
-	graceful := 2 * c.cfg.PingInterval
-	last := v.stateAtPower
-	if last.Seq == 0 {
-		return undecidable("the history does not show the VM's last state change before it was reported missing")
+	v := c.vm(e.Object)
+	if v.stateEv.Seq == 0 {
+		return undecidable("the history does not show %s's last state change", e.Object)
 	}
-	if since := v.powerEv.Time.Sub(last.Time); since <= graceful {
-		return violated([]history.Event{last, v.powerEv}, "%s was synced to Stopped on a missing report made %s after its last state change, within the graceful period of %s", e.Object, since, graceful)
+	graceful := 2 * c.cfg.PingInterval
+	if since := e.Time.Sub(v.stateEv.Time); since <= graceful {
+		return violated([]history.Event{v.stateEv}, "%s was marked missing %s after its last state change (%s), within the graceful period of %s", e.Object, since, v.stateEv.To, graceful)
 	}
 	return allowed()
+}
+
+func checkMissingStoppedFirst(c *Checker, e *history.Event, r Row) Outcome {
+	if Classify(e.Actor) == ActorUnknown {
+		return undecidable("the thread %q is not one CloudStack names", e.Actor)
+	}
+	v := c.vm(e.Object)
+	if v.router || v.power != string(vm.PowerReportMissing) {
+		return allowed() // a router's power column is not written by the stop; or not a missing VM's sync
+	}
+	return violated([]history.Event{v.powerEv}, "%s was synced to Stopped on a missing report with no StopCommand that succeeded (its power state is still PowerReportMissing)", e.Object)
 }
 
 func checkWithinWorkJob(c *Checker, e *history.Event, r Row) Outcome {
