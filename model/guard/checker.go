@@ -28,6 +28,10 @@ type Checker struct {
 	// reportLine is, by thread, its last line saying it processes a host's report: where a report
 	// handler's checks (pending work, power state) begin
 	reportLine map[string]history.Event
+	// pingLine is, by thread, its last out-of-band ping line (it says when the report was collected);
+	// collected is, by thread, when the report it handles now was collected (zero: not said)
+	pingLine  map[string]history.Event
+	collected map[string]time.Time
 	// locksSeen: the history records the network lock table (lock lines), so a write with no holder
 	// was made without the lock
 	locksSeen bool
@@ -50,8 +54,8 @@ type vmCtx struct {
 	owner   string
 	power   string
 	powerEv history.Event
-	powers       []history.Event // every power-state change, in order
-	nets         []string
+	powers  []history.Event // every power-state change, in order
+	nets    []string
 }
 
 type netCtx struct {
@@ -91,6 +95,7 @@ func NewCheckerWith(cfg Config, guards []Guard) *Checker {
 	return &Checker{cfg: cfg, guards: guards,
 		vms: map[string]*vmCtx{}, nets: map[string]*netCtx{}, hosts: map[string]*hostCtx{}, jobs: map[string]*jobCtx{},
 		starting: map[string]string{}, implementing: map[string]string{}, reportLine: map[string]history.Event{},
+		pingLine: map[string]history.Event{}, collected: map[string]time.Time{},
 		Judged: map[string]int{}, Undecided: map[string]int{}, Reasons: map[string]string{}}
 }
 
@@ -186,7 +191,15 @@ func (c *Checker) applyLog(e *history.Event) {
 	switch {
 	case strings.HasPrefix(e.Object, "host:") && reportLine(e.Detail):
 		c.host(e.Object).lastReport = *e
+		delete(c.collected, e.Actor)
+		if p, ok := c.pingLine[e.Actor]; ok && p.Seq > c.reportLine[e.Actor].Seq {
+			if t, ok := collectedAt(p); ok {
+				c.collected[e.Actor] = t
+			}
+		}
 		c.reportLine[e.Actor] = *e
+	case strings.HasPrefix(e.Detail, "Ping from Routing host") && strings.Contains(e.Detail, "collected "):
+		c.pingLine[e.Actor] = *e
 	case strings.HasPrefix(e.Detail, "Ping timeout for agent"):
 		h := e.Object
 		if h == "" {
@@ -439,4 +452,27 @@ func (v *vmCtx) powerSince(since int64) []string {
 		out = append(out, before)
 	}
 	return out
+}
+
+// collectedAt reads when an out-of-band ping's report was collected ("collected 00:00:46.099"), on the
+// ping line's day (the day before, if that would put it after the line).
+func collectedAt(e history.Event) (time.Time, bool) {
+	i := strings.Index(e.Detail, "collected ")
+	if i < 0 {
+		return time.Time{}, false
+	}
+	f := strings.Fields(e.Detail[i+len("collected "):])
+	if len(f) == 0 {
+		return time.Time{}, false
+	}
+	tod, err := time.Parse("15:04:05.000", strings.TrimSuffix(f[0], ")"))
+	if err != nil {
+		return time.Time{}, false
+	}
+	y, m, d := e.Time.Date()
+	t := time.Date(y, m, d, tod.Hour(), tod.Minute(), tod.Second(), tod.Nanosecond(), e.Time.Location())
+	if t.After(e.Time.Add(time.Hour)) {
+		t = t.AddDate(0, 0, -1)
+	}
+	return t, true
 }

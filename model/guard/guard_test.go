@@ -135,6 +135,18 @@ func TestEachGuardFailsOnItsBugAndPassesOnTheFix(t *testing.T) {
 			runningVM().stoppedAt(2*time.Minute).add(3*time.Minute, st(rep, "vm:2", "Stopped", "Running", "i-2-2-VM FollowAgentPowerOnReport host=h1")),
 			runningVM().stoppedAt(2*time.Minute).add(3*time.Minute, pw(rep, "vm:2", "PowerOff", "PowerOn")).
 				add(3*time.Minute, st(rep, "vm:2", "Stopped", "Running", "i-2-2-VM FollowAgentPowerOnReport host=h1"))},
+		{GReportNotStale,
+			// C3: a report collected before the stop, handled after it
+			runningVM().stoppedAt(2*time.Minute).
+				add(2*time.Minute+time.Second, lg(rep, "host:h1", "Ping from Routing host h1 (out of band, collected 00:01:59.000)")).
+				add(2*time.Minute+time.Second, lg(rep, "host:h1", "Process VM state report. host: h1, number of records in report: 1, force: true")).
+				add(2*time.Minute+time.Second, pw(rep, "vm:2", "PowerOff", "PowerOn")).
+				add(2*time.Minute+time.Second, st(rep, "vm:2", "Stopped", "Running", "i-2-2-VM FollowAgentPowerOnReport host=h1")),
+			runningVM().stoppedAt(2*time.Minute).
+				add(2*time.Minute+time.Second, lg(rep, "host:h1", "Ping from Routing host h1 (out of band, collected 00:02:00.500)")).
+				add(2*time.Minute+time.Second, lg(rep, "host:h1", "Process VM state report. host: h1, number of records in report: 1, force: true")).
+				add(2*time.Minute+time.Second, pw(rep, "vm:2", "PowerOff", "PowerOn")).
+				add(2*time.Minute+time.Second, st(rep, "vm:2", "Stopped", "Running", "i-2-2-VM FollowAgentPowerOnReport host=h1"))},
 		{GMissingMark,
 			// D2a: marked missing 10 s after the start succeeded
 			runningVM().add(time.Minute+10*time.Second, pw(rep, "vm:2", "PowerOff", "PowerReportMissing")),

@@ -3,6 +3,7 @@ package guard
 import (
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/csconform/csconform/model/history"
 	"github.com/csconform/csconform/model/host"
@@ -29,6 +30,7 @@ const (
 	GReportNoPendingWork = "power-report-no-pending-work"
 	GReportFollowsPower  = "power-report-follows-power-state"
 	GMissingMark         = "missing-mark-after-graceful"
+	GReportNotStale      = "power-on-report-not-stale"
 	GMissingStoppedFirst = "missing-synced-after-stop"
 	GWithinWorkJob       = "start-stop-within-work-job"
 	GOperationByOwner    = "operation-by-its-attempt"
@@ -81,6 +83,16 @@ var Guards = []Guard{
 		Source:  src422 + " " + vmmi,
 		Applies: powerReportRows,
 		Check:   checkReportFollowsPower,
+	},
+	{
+		Name:   GReportNotStale,
+		Rule:   "a Stopped VM follows a power-on report only if the report was collected after the VM's last state change",
+		Java:   "VirtualMachinePowerStateSyncImpl.processHostVmStateReport: updatePowerState with the report's own time as its wisdom era (the C3 fix; 4.22 passes the processing time)",
+		Source: src422 + " " + psync,
+		Applies: func(r Row, _ Actor) bool {
+			return r.Machine == VMs && r.Event == string(vm.FollowAgentPowerOnReport) && r.From == string(vm.Stopped)
+		},
+		Check: checkReportNotStale,
 	},
 	{
 		Name:    GMissingMark,
@@ -267,6 +279,19 @@ func checkReportFollowsPower(c *Checker, e *history.Event, r Row) Outcome {
 		ev = append(ev, v.powerEv)
 	}
 	return violated(ev, "%s moved on %s while its power state was %s", e.Object, r.Event, v.power)
+}
+
+func checkReportNotStale(c *Checker, e *history.Event, r Row) Outcome {
+	at, ok := c.collected[e.Actor]
+	if !ok {
+		return undecidable("the report's line does not say when it was collected (only out-of-band pings do)")
+	}
+	v := c.vm(e.Object)
+	// the line gives milliseconds: a report collected within the same millisecond is not judged stale
+	if v.stateEv.Seq != 0 && !at.Add(time.Millisecond).After(v.stateEv.Time) {
+		return violated([]history.Event{v.stateEv, c.pingLine[e.Actor]}, "%s followed a power-on report collected at %s, before its last state change (%s at %s)", e.Object, fmtTime(at), v.stateEv.To, fmtTime(v.stateEv.Time))
+	}
+	return allowed()
 }
 
 func checkMissingMark(c *Checker, e *history.Event, r Row) Outcome {
