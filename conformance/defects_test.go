@@ -25,7 +25,7 @@ func TestEveryDefectTripsADetector(t *testing.T) {
 		want     []string // invariants that must be reported
 	}{
 		{"D1", "seed-000-boot-group", []string{invariant.NetworkLock, invariant.TransitionGuard}},
-		{"D2a", "seed-001-stale-power-report", []string{invariant.TransitionGuard}}, // missing-mark-after-graceful
+		{"D2a", "seed-001-stale-power-report", []string{invariant.TransitionGuard}},   // missing-mark-after-graceful
 		{"D2b", "stale-ha-item-hides-power-off", []string{invariant.TransitionGuard}}, // missing-synced-after-stop
 		{"D3", "seed-004-forced-destroy", []string{invariant.OrphanDomain, invariant.IPConflict}},
 		{"C2", "stop-overtakes-held-start", []string{invariant.OrphanDomain}},
