@@ -1,6 +1,7 @@
 package guard
 
 import (
+	"os"
 	"testing"
 	"time"
 
@@ -328,4 +329,13 @@ func TestReportHandlersJudgedAsOfTheirCheck(t *testing.T) {
 	vs := Check(testCfg, y)
 	require.Len(t, vs, 1)
 	assert.Equal(t, GReportNoPendingWork, vs[0].Guard)
+}
+
+// docs/guards.md lists every guard.
+func TestDocsListEveryGuard(t *testing.T) {
+	b, err := os.ReadFile("../../docs/guards.md")
+	require.NoError(t, err)
+	for _, g := range Guards {
+		assert.Contains(t, string(b), "`"+g.Name+"`", "docs/guards.md")
+	}
 }
