@@ -148,6 +148,16 @@ func TestEachGuardFailsOnItsBugAndPassesOnTheFix(t *testing.T) {
 				add(2*time.Minute+time.Second, lg(rep, "host:h1", "Process VM state report. host: h1, number of records in report: 1, force: true")).
 				add(2*time.Minute+time.Second, pw(rep, "vm:2", "PowerOff", "PowerOn")).
 				add(2*time.Minute+time.Second, st(rep, "vm:2", "Stopped", "Running", "i-2-2-VM FollowAgentPowerOnReport host=h1"))},
+		{GReportHost,
+			// a VM the h2 report shows on, synced keeping the record's host h1
+			runningVM().stoppedAt(2*time.Minute).
+				add(3*time.Minute, lg(rep, "host:h2", "Process VM state report. host: h2, number of records in report: 1, force: false")).
+				add(3*time.Minute, pw(rep, "vm:2", "PowerOff", "PowerOn")).
+				add(3*time.Minute, st(rep, "vm:2", "Stopped", "Running", "i-2-2-VM FollowAgentPowerOnReport host=h1")),
+			runningVM().stoppedAt(2*time.Minute).
+				add(3*time.Minute, lg(rep, "host:h2", "Process VM state report. host: h2, number of records in report: 1, force: false")).
+				add(3*time.Minute, pw(rep, "vm:2", "PowerOff", "PowerOn")).
+				add(3*time.Minute, st(rep, "vm:2", "Stopped", "Running", "i-2-2-VM FollowAgentPowerOnReport host=h2"))},
 		{GMissingMark,
 			// D2a: marked missing 10 s after the start succeeded
 			runningVM().add(time.Minute+10*time.Second, pw(rep, "vm:2", "PowerOff", "PowerReportMissing")),

@@ -31,6 +31,7 @@ const (
 	GReportFollowsPower  = "power-report-follows-power-state"
 	GMissingMark         = "missing-mark-after-graceful"
 	GReportNotStale      = "power-on-report-not-stale"
+	GReportHost          = "power-on-sync-takes-reporting-host"
 	GMissingStoppedFirst = "missing-synced-after-stop"
 	GWithinWorkJob       = "start-stop-within-work-job"
 	GOperationByOwner    = "operation-by-its-attempt"
@@ -93,6 +94,14 @@ var Guards = []Guard{
 			return r.Machine == VMs && r.Event == string(vm.FollowAgentPowerOnReport) && r.From == string(vm.Stopped)
 		},
 		Check: checkReportNotStale,
+	},
+	{
+		Name:    GReportHost,
+		Rule:    "a VM synced by a power-on report takes the host that reported it on (its power host), not the record's",
+		Java:    "VirtualMachineManagerImpl.handlePowerOnReportWithNoPendingJobsOnVM (stateTransitTo(vm, FollowAgentPowerOnReport, vm.getPowerHostId()))",
+		Source:  src422 + " " + vmmi,
+		Applies: vmRows(vm.FollowAgentPowerOnReport),
+		Check:   checkReportHost,
 	},
 	{
 		Name:    GMissingMark,
@@ -292,6 +301,26 @@ func checkReportNotStale(c *Checker, e *history.Event, r Row) Outcome {
 		return violated([]history.Event{v.stateEv, c.pingLine[e.Actor]}, "%s followed a power-on report collected at %s, before its last state change (%s at %s)", e.Object, fmtTime(at), v.stateEv.To, fmtTime(v.stateEv.Time))
 	}
 	return allowed()
+}
+
+func checkReportHost(c *Checker, e *history.Event, r Row) Outcome {
+	i := strings.Index(e.Detail, "host=")
+	rl, ok := c.reportLine[e.Actor]
+	if i < 0 || !ok {
+		return undecidable("the line does not say the VM's new host, or which host's report its thread handles")
+	}
+	to := "host:" + strings.Fields(e.Detail[i+len("host="):] + " ")[0]
+	// the power host the handler read: its own report's host, or one whose report was handled since
+	// its report began (the column is written by each report)
+	if to == rl.Object {
+		return allowed()
+	}
+	for _, h := range c.hosts {
+		if h.lastReport.Seq > rl.Seq && h.lastReport.Object == to {
+			return allowed()
+		}
+	}
+	return violated([]history.Event{rl}, "%s was synced to Running on %s, but the report that showed it on came from %s", e.Object, to, rl.Object)
 }
 
 func checkMissingMark(c *Checker, e *history.Event, r Row) Outcome {
