@@ -131,6 +131,7 @@ type Cluster struct {
 	via     map[string]string // a client's server, when its step names one
 	// guardCfgs: the configuration the transition guards read, from when (nil: never changed)
 	guardCfgs []guardConfigAt
+	guarded   map[string]int // the guards' decided transitions, once judged
 }
 
 // NewSimCluster builds a cluster in the simulator and runs it until every host is Up.

@@ -120,6 +120,7 @@ func (s *clusterRun) Judge() error {
 func (s *clusterRun) Finish(res *Result) {
 	fillTable(res, s.c.Rec, s.c)
 	res.Violations = s.c.Violations
+	res.Guarded = s.c.guarded
 	res.VirtualEnd = s.c.Now().Sub(s.start)
 	res.Steps = s.c.w.steps()
 }

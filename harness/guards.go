@@ -66,6 +66,7 @@ func (c *Cluster) checkGuards() {
 		}
 		ch.Add(e)
 	}
+	c.guarded = ch.Judged
 	for _, v := range ch.Violations {
 		c.report(GuardViolation(v))
 	}

@@ -333,6 +333,9 @@ type Result struct {
 	// whose server runs out of reach, in a container, records no history of its own).
 	LinearChecked bool          `json:"linearizabilityChecked"`
 	Mismatches    []string      `json:"mismatches,omitempty"` // expected outcome not met
+	// Guarded is, by transition guard, how many state changes it decided in the run: the situations
+	// the run reached (explore counts the cases that reached each).
+	Guarded map[string]int `json:"-"`
 	Expected      bool          `json:"expectationsChecked"`
 	VirtualEnd    time.Duration `json:"virtualDuration"`
 	Steps         uint64        `json:"schedulerSteps"`
