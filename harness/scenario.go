@@ -331,15 +331,15 @@ type Result struct {
 	Undecided []linear.Result `json:"undecided,omitempty"`
 	// LinearChecked says whether the run's history could be checked for linearizability (a world
 	// whose server runs out of reach, in a container, records no history of its own).
-	LinearChecked bool          `json:"linearizabilityChecked"`
-	Mismatches    []string      `json:"mismatches,omitempty"` // expected outcome not met
+	LinearChecked bool     `json:"linearizabilityChecked"`
+	Mismatches    []string `json:"mismatches,omitempty"` // expected outcome not met
 	// Guarded is, by transition guard, how many state changes it decided in the run: the situations
 	// the run reached (explore counts the cases that reached each).
-	Guarded map[string]int `json:"-"`
-	Expected      bool          `json:"expectationsChecked"`
-	VirtualEnd    time.Duration `json:"virtualDuration"`
-	Steps         uint64        `json:"schedulerSteps"`
-	Started       time.Time     `json:"-"` // the world's time when the scenario started (reports count from it)
+	Guarded    map[string]int `json:"-"`
+	Expected   bool           `json:"expectationsChecked"`
+	VirtualEnd time.Duration  `json:"virtualDuration"`
+	Steps      uint64         `json:"schedulerSteps"`
+	Started    time.Time      `json:"-"` // the world's time when the scenario started (reports count from it)
 	// Notes are what a real world says about itself (what is simulated, what the server saw of each
 	// fault), printed after the table.
 	Notes []string `json:"notes,omitempty"`
