@@ -7,9 +7,14 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 
+	"github.com/csconform/csconform/harness"
+	"github.com/csconform/csconform/impl"
 	"github.com/csconform/csconform/logcheck"
+	"github.com/csconform/csconform/model/guard"
 	"github.com/csconform/csconform/model/history"
 )
 
@@ -29,6 +34,12 @@ func logcheckRun(f *logcheckOpts, files []string, stdin io.Reader, stdout, stder
 	}
 	var o logcheck.Options
 	o.Stuck = f.stuck
+	gcfg, err := guardSettings(f.settings, f.defaultSettings)
+	if err != nil {
+		fmt.Fprintf(stderr, "csconform logcheck: %v\n", err)
+		return 2
+	}
+	o.Guard = gcfg
 	for _, x := range []struct {
 		s   string
 		dst *time.Time
@@ -153,4 +164,47 @@ func renderLog(path, style string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	return 0
+}
+
+// guardKeys are the settings the transition guards read.
+var guardKeys = []string{"ping.interval", "ping.timeout", "network.gc.wait", "job.expire.minutes", "job.cancel.threshold.minutes"}
+
+// guardSettings is the guards' view of the logged server's settings: those given (KEY=VALUE), and
+// CloudStack's defaults for the others if defaults is set; a setting neither gives stays unknown.
+func guardSettings(settings []string, defaults bool) (guard.Config, error) {
+	given := map[string]string{}
+	for _, kv := range settings {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || !slices.Contains(guardKeys, k) {
+			return guard.Config{}, fmt.Errorf("--setting wants KEY=VALUE with KEY one of %s, got %q", strings.Join(guardKeys, ", "), kv)
+		}
+		given[k] = v
+	}
+	cfg, err := impl.NewConfig(given)
+	if err != nil {
+		return guard.Config{}, fmt.Errorf("--setting: %v", err)
+	}
+	all := harness.GuardConfig(cfg)
+	if defaults {
+		return all, nil
+	}
+	var out guard.Config
+	_, pi := given["ping.interval"]
+	_, pt := given["ping.timeout"]
+	if pi {
+		out.PingInterval = all.PingInterval
+	}
+	if pi && pt {
+		out.PingTimeout = all.PingTimeout
+	}
+	if _, ok := given["network.gc.wait"]; ok {
+		out.GCWait = all.GCWait
+	}
+	if _, ok := given["job.expire.minutes"]; ok {
+		out.JobExpire = all.JobExpire
+	}
+	if _, ok := given["job.cancel.threshold.minutes"]; ok {
+		out.JobCancel = all.JobCancel
+	}
+	return out, nil
 }

@@ -14,6 +14,8 @@ type logcheckOpts struct {
 	asJSON             bool
 	out, junit, events string
 	render, style      string
+	settings           []string
+	defaultSettings    bool
 }
 
 func logcheckFlags(fs *pflag.FlagSet, o *logcheckOpts) {
@@ -26,6 +28,8 @@ func logcheckFlags(fs *pflag.FlagSet, o *logcheckOpts) {
 	fs.StringVar(&o.events, "events", "", "write the extracted events as a model/history JSON-lines `FILE` (each event's detail ends with the file:line it came from)")
 	fs.StringVar(&o.render, "render", "", "instead, write the management-server.log of a saved reference `HISTORY` (csconform repro NAME --history HISTORY) to stdout, for logcheck to read")
 	fs.StringVar(&o.style, "style", "4.22", "--render: the log layout and wording, 4.22 or 4.5")
+	fs.StringArrayVar(&o.settings, "setting", nil, "a setting of the logged server the transition guards read, `KEY=VALUE` (ping.interval, ping.timeout, network.gc.wait, job.expire.minutes, job.cancel.threshold.minutes; repeat the flag); a guard that needs one not given says NOT DECIDABLE")
+	fs.BoolVar(&o.defaultSettings, "default-settings", false, "assume CloudStack's defaults for the settings not given with --setting")
 }
 
 func newLogcheckCmd(e *cliEnv) *cobra.Command {

@@ -8,6 +8,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/csconform/csconform/model/guard"
 )
 
 const lcGood = "2025-03-01 10:00:00,000 DEBUG [o.a.c.e.o.NetworkOrchestrator] (Work-Job-Executor-1:[ctx-1]) (logid:1) Lock is acquired for network id 5 as a part of network implement\n" +
@@ -139,7 +142,8 @@ func TestLogcheckJSONAndReports(t *testing.T) {
 	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
 		t.Fatal(err)
 	}
-	if len(rep.Findings) != 1 || rep.Findings[0].Evidence[1].Origin != race+":2" {
+	// the lock check, and the orphan cleanup's transition guard (it wrote under the implementer's lock)
+	if len(rep.Findings) != 2 || rep.Findings[0].Evidence[1].Origin != race+":2" || rep.Findings[1].Check != "transition-guard" {
 		t.Errorf("findings %+v", rep.Findings)
 	}
 	for _, f := range []string{"report.txt", "report.json", "junit.xml"} {
@@ -190,5 +194,36 @@ func TestLogcheckRender(t *testing.T) {
 	}
 	if code := logcheckCmd([]string{"--render", h, "--style", "3.0"}, nil, &out, &errb); code != 2 {
 		t.Errorf("bad style: exit %d", code)
+	}
+}
+
+// logcheck's --setting and --default-settings give the transition guards the logged server's
+// settings; a setting neither gives stays unknown, and a wrong one is refused.
+func TestLogcheckGuardSettings(t *testing.T) {
+	for _, tc := range []struct {
+		settings []string
+		defaults bool
+		want     guard.Config
+		err      string
+	}{
+		{nil, false, guard.Config{}, ""},
+		{[]string{"ping.interval=30"}, false, guard.Config{PingInterval: 30 * time.Second}, ""},
+		{[]string{"ping.interval=30", "ping.timeout=3"}, false, guard.Config{PingInterval: 30 * time.Second, PingTimeout: 90 * time.Second}, ""},
+		{[]string{"job.expire.minutes=5"}, false, guard.Config{JobExpire: 5 * time.Minute}, ""},
+		{nil, true, guard.Config{PingInterval: time.Minute, PingTimeout: 150 * time.Second, GCWait: 600 * time.Second, JobExpire: 1440 * time.Minute, JobCancel: 60 * time.Minute}, ""},
+		{[]string{"wait=5"}, false, guard.Config{}, "KEY one of"},
+		{[]string{"ping.interval"}, false, guard.Config{}, "KEY=VALUE"},
+		{[]string{"ping.interval=x"}, false, guard.Config{}, "--setting"},
+	} {
+		got, err := guardSettings(tc.settings, tc.defaults)
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("%v: err %v, want %q", tc.settings, err, tc.err)
+			}
+			continue
+		}
+		if err != nil || got != tc.want {
+			t.Errorf("%v defaults=%v: %+v, %v; want %+v", tc.settings, tc.defaults, got, err, tc.want)
+		}
 	}
 }
