@@ -185,7 +185,7 @@ func NewChecker(o Options) *Checker {
 		o.Timeline = 12
 	}
 	gcfg := o.Guard
-	gcfg.JobsPartial = true // a log names a work job by its thread's context, not by its VM
+	gcfg.FromLog = true // a log names a work job by its thread's context, not by its VM
 	return &Checker{opt: o, objs: map[string]*objState{}, locks: map[string]lockHold{}, counts: map[string]int64{}, found: map[string]bool{},
 		linear: map[string][]history.Event{}, netVMs: map[string]map[string]*Entry{}, apiJobs: map[string]apiJob{},
 		guards: guard.NewChecker(gcfg), guardRing: make([]lref, guardRingSize)}

@@ -94,10 +94,10 @@ type Config struct {
 	GCWait       time.Duration // network.gc.wait
 	JobExpire    time.Duration // job.expire.minutes
 	JobCancel    time.Duration // job.cancel.threshold.minutes
-	// JobsPartial: the history may lack jobs or the instance they work on (a log names a work job
-	// by its thread's context, not its VM), so the guards that ask for a pending work job cannot
-	// decide.
-	JobsPartial bool
+	// FromLog: the history was read from a log. A log names a work job by its thread's context, not
+	// its VM, and does not show the power-state write of a successful StopCommand, so the guards that
+	// ask for either cannot decide.
+	FromLog bool
 }
 
 // Actor is the kind of thread that acts, from its name.

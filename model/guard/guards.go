@@ -248,7 +248,7 @@ func checkReportThread(c *Checker, e *history.Event, r Row) Outcome {
 }
 
 func checkReportNoPendingWork(c *Checker, e *history.Event, r Row) Outcome {
-	if len(c.jobs) == 0 || c.cfg.JobsPartial {
+	if len(c.jobs) == 0 || c.cfg.FromLog {
 		return undecidable("the history does not show every VM work job with its VM")
 	}
 	// the handler asks once, after its report began: a job created since may be pending at the
@@ -342,6 +342,9 @@ func checkMissingStoppedFirst(c *Checker, e *history.Event, r Row) Outcome {
 	if Classify(e.Actor) == ActorUnknown {
 		return undecidable("the thread %q is not one CloudStack names", e.Actor)
 	}
+	if c.cfg.FromLog {
+		return undecidable("a log does not show the power-state write of the handler's StopCommand")
+	}
 	v := c.vm(e.Object)
 	if v.router || v.power != string(vm.PowerReportMissing) {
 		return allowed() // a router's power column is not written by the stop; or not a missing VM's sync
@@ -350,7 +353,7 @@ func checkMissingStoppedFirst(c *Checker, e *history.Event, r Row) Outcome {
 }
 
 func checkWithinWorkJob(c *Checker, e *history.Event, r Row) Outcome {
-	if len(c.jobs) == 0 || c.cfg.JobsPartial {
+	if len(c.jobs) == 0 || c.cfg.FromLog {
 		return undecidable("the history does not show every VM work job with its VM")
 	}
 	if _, ok := c.pendingWork(e.Object, 0); ok {
