@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/csconform/csconform/harness"
+	"github.com/csconform/csconform/model/guard"
 	"github.com/csconform/csconform/model/history"
 	"github.com/csconform/csconform/model/host"
 	"github.com/csconform/csconform/model/job"
@@ -75,11 +76,61 @@ var rows, networkRows = func() (map[Transition]bool, map[[2]string]Transition) {
 type Coverage struct {
 	Hit  map[Transition]bool
 	Logs map[string]bool
+	// Situations counts, by situation (Situations), the cases that reached it.
+	Situations map[string]int
 }
 
 // NewCoverage is an empty coverage.
 func NewCoverage() *Coverage {
-	return &Coverage{Hit: map[Transition]bool{}, Logs: map[string]bool{}}
+	return &Coverage{Hit: map[Transition]bool{}, Logs: map[string]bool{}, Situations: map[string]int{}}
+}
+
+// Situation is a rare thing a detector needs a run to reach: a transition guard's (it judges
+// nothing until its transition happens), or a race a log line marks.
+type Situation struct {
+	Name   string // the guard's name, or the race's
+	Reach  string // what a run must reach, in words
+	marker string // a log line's text that marks it (a race); "" for a guard's
+}
+
+// Situations lists every situation explore counts: each guard's, then the races the fixed reference
+// handles and says so in its log.
+var Situations = func() []Situation {
+	var out []Situation
+	for _, g := range guard.Guards {
+		out = append(out, Situation{Name: g.Name, Reach: g.Situation})
+	}
+	return append(out,
+		Situation{"report-postponed", "a power report came while a work job was pending on its VM", "postpone power-change report"},
+		Situation{"gc-met-a-start", "the network GC's last look found a start on the network it meant to shut down", "is in use again: not shutting it down"},
+		Situation{"stale-report-ignored", "a power-on report collected before the VM's last state change was ignored", "Ignoring the power-on report"},
+	)
+}()
+
+// AddSituations counts the situations a case reached: the guards that decided a transition in it,
+// and the races its log marks.
+func (c *Coverage) AddSituations(guarded map[string]int, events iter.Seq[history.Event]) {
+	seen := map[string]bool{}
+	for g, n := range guarded {
+		if n > 0 {
+			seen[g] = true
+		}
+	}
+	if events != nil {
+		for e := range events {
+			if e.Kind != history.Log {
+				continue
+			}
+			for _, s := range Situations {
+				if s.marker != "" && !seen[s.Name] && strings.Contains(e.Detail, s.marker) {
+					seen[s.Name] = true
+				}
+			}
+		}
+	}
+	for s := range seen {
+		c.Situations[s]++
+	}
 }
 
 // CaseCoverage reads a run's history: each state change that is a row of a model table, and each log
@@ -155,8 +206,15 @@ func logKind(e history.Event) string {
 	return b.String()
 }
 
-// Merge adds o to c and says how many transitions and log kinds were new.
+// Merge adds o to c and says how many transitions and log kinds were new (a situation reached for the
+// first time counts as a new log kind).
 func (c *Coverage) Merge(o *Coverage) (transitions, logs int) {
+	for s, n := range o.Situations {
+		if c.Situations[s] == 0 {
+			logs++
+		}
+		c.Situations[s] += n
+	}
 	for t := range o.Hit {
 		if !c.Hit[t] {
 			c.Hit[t] = true
@@ -187,6 +245,15 @@ type CoverageSummary struct {
 	LogKinds int               `json:"logKinds"`
 	// Unreached lists the rows no case took, "machine: From -Event-> To".
 	Unreached []string `json:"unreached,omitempty"`
+	// Situations are how many cases reached each situation, in Situations' order (a zero is a gap).
+	Situations []SituationCount `json:"situations,omitempty"`
+}
+
+// SituationCount is one situation's count.
+type SituationCount struct {
+	Name  string `json:"name"`
+	Reach string `json:"reach"`
+	Cases int    `json:"cases"`
 }
 
 // Summary counts c against the model tables.
@@ -208,7 +275,36 @@ func (c *Coverage) Summary() *CoverageSummary {
 		s.Reached += mc.Reached
 		s.Machines = append(s.Machines, mc)
 	}
+	for _, st := range Situations {
+		s.Situations = append(s.Situations, SituationCount{Name: st.Name, Reach: st.Reach, Cases: c.Situations[st.Name]})
+	}
 	return s
+}
+
+// SituationsText lists how many cases reached each situation, the gaps (never reached) last.
+func (s *CoverageSummary) SituationsText() string {
+	if len(s.Situations) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	reached := 0
+	for _, st := range s.Situations {
+		if st.Cases > 0 {
+			reached++
+		}
+	}
+	fmt.Fprintf(&b, "situations the detectors need: %d of %d reached\n", reached, len(s.Situations))
+	for _, st := range s.Situations {
+		if st.Cases > 0 {
+			fmt.Fprintf(&b, "  %7d cases  %s (%s)\n", st.Cases, st.Reach, st.Name)
+		}
+	}
+	for _, st := range s.Situations {
+		if st.Cases == 0 {
+			fmt.Fprintf(&b, "  never reached: %s (%s)\n", st.Reach, st.Name)
+		}
+	}
+	return b.String()
 }
 
 func (t Transition) String() string {

@@ -256,7 +256,9 @@ func Explore(o Options, checks int, seed uint64, shrinkRuns int) (*Finding, int,
 				o.shrink.active = true // every run from here on is shrinking's
 			}
 			if ev := eventsOf(out.Result); ev != nil {
-				guide.observe(out.Program, CaseCoverage(ev))
+				cov := CaseCoverage(ev)
+				cov.AddSituations(out.Result.Guarded, ev)
+				guide.observe(out.Program, cov)
 			}
 		}
 		if seen != nil && firstFail == 0 {

@@ -71,6 +71,7 @@ func (s *Summary) Text() string {
 	fmt.Fprintf(&b, ", %.1f s\n", s.WallSecs)
 	if s.Coverage != nil {
 		b.WriteString(s.Coverage.Text() + "\n")
+		b.WriteString(s.Coverage.SituationsText())
 	} else if s.Driver == "container" {
 		b.WriteString("coverage: not measured (the server's history stays in its container)\n")
 	}

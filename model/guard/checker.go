@@ -56,6 +56,9 @@ type vmCtx struct {
 	powerEv history.Event
 	powers  []history.Event // every power-state change, in order
 	nets    []string
+	// recent are the last state changes, recent[n%stateRing] the newest
+	recent [stateRing]history.Event
+	n      int
 }
 
 type netCtx struct {
@@ -286,6 +289,8 @@ func (c *Checker) applyState(kind string, e *history.Event) {
 			}
 		}
 		v.state, v.stateEv = e.To, *e
+		v.n++
+		v.recent[v.n%stateRing] = *e
 		if !v.router {
 			if ev == "StartRequested" {
 				c.starting[e.Actor] = e.Object
@@ -419,6 +424,7 @@ func (c *Checker) judge(e *history.Event, r Row) {
 		}
 		o := g.Check(c, e, r)
 		switch o.Verdict {
+		case Inapplicable:
 		case Undecidable:
 			c.Undecided[g.Name]++
 			if _, ok := c.Reasons[g.Name]; !ok {
@@ -475,4 +481,28 @@ func collectedAt(e history.Event) (time.Time, bool) {
 		t = t.AddDate(0, 0, -1)
 	}
 	return t, true
+}
+
+// stateRing is how many of a VM's last state changes the checker keeps for stateBefore.
+const stateRing = 8
+
+// stateBefore is the VM's last state change before line seq; false if the history shows none, or it
+// is older than the changes kept.
+func (v *vmCtx) stateBefore(seq int64) (history.Event, bool) {
+	for i := 0; i < stateRing && i < v.n; i++ {
+		e := v.recent[(v.n-i)%stateRing]
+		if e.Seq < seq {
+			return e, true
+		}
+	}
+	return history.Event{}, false
+}
+
+// readAt is where a report handler on thread actor read the rows it acts on: its report's line (the
+// transition's own line when the thread logged none).
+func (c *Checker) readAt(actor string, e *history.Event) int64 {
+	if r, ok := c.reportLine[actor]; ok {
+		return r.Seq
+	}
+	return e.Seq
 }

@@ -41,6 +41,9 @@ const (
 	Violated
 	// Undecidable: the history lacks what the guard needs (the settings, the thread names, lock lines).
 	Undecidable
+	// Inapplicable: the row is the guard's but this change is not the case it judges (a disconnect
+	// that was no ping timeout): neither allowed nor counted.
+	Inapplicable
 )
 
 // Outcome is a guard's answer with its reason and the history lines it rests on.
@@ -51,6 +54,8 @@ type Outcome struct {
 }
 
 func allowed() Outcome { return Outcome{} }
+
+func inapplicable() Outcome { return Outcome{Verdict: Inapplicable} }
 
 func violated(evidence []history.Event, format string, args ...any) Outcome {
 	return Outcome{Verdict: Violated, Reason: fmt.Sprintf(format, args...), Evidence: evidence}
@@ -63,8 +68,9 @@ func undecidable(format string, args ...any) Outcome {
 // Guard is when CloudStack allows the transitions it applies to.
 type Guard struct {
 	Name string
-	// Rule says what CloudStack requires, in a sentence.
-	Rule string
+	// Rule says what CloudStack requires, in a sentence; Situation names what a run must reach for
+	// the guard to judge anything ("the network GC shut a network down").
+	Rule, Situation string
 	// Java is the method that enforces it; Source the repository, commit and file it was read in.
 	Java, Source string
 	// Applies selects the rows (and, for a row shared by several paths, the acting thread) it judges.

@@ -349,3 +349,10 @@ func TestDocsListEveryGuard(t *testing.T) {
 		assert.Contains(t, string(b), "`"+g.Name+"`", "docs/guards.md")
 	}
 }
+
+// Every guard names the situation a run must reach for it to judge anything.
+func TestEveryGuardNamesItsSituation(t *testing.T) {
+	for _, g := range Guards {
+		assert.NotEmpty(t, g.Situation, g.Name)
+	}
+}

@@ -54,84 +54,94 @@ var powerReportRows = vmRows(vm.FollowAgentPowerOnReport, vm.FollowAgentPowerOff
 // Guards is every guard, the state machine's own first.
 var Guards = []Guard{
 	{
-		Name:    GInStateMachine,
-		Rule:    "a state change follows a row of its machine's table, unless it is one of the writes CloudStack makes around the machine (setState, marked Direct)",
-		Java:    "StateMachine2.transitTo (NoTransitionException); VirtualMachine.State.s_fsm, Network.State.s_fsm, Status.s_fsm",
-		Source:  src422 + " " + vmfsm,
-		Applies: func(r Row, _ Actor) bool { return r.Machine != Jobs },
-		Check:   checkInStateMachine,
+		Name:      GInStateMachine,
+		Situation: "a state changed",
+		Rule:      "a state change follows a row of its machine's table, unless it is one of the writes CloudStack makes around the machine (setState, marked Direct)",
+		Java:      "StateMachine2.transitTo (NoTransitionException); VirtualMachine.State.s_fsm, Network.State.s_fsm, Status.s_fsm",
+		Source:    src422 + " " + vmfsm,
+		Applies:   func(r Row, _ Actor) bool { return r.Machine != Jobs },
+		Check:     checkInStateMachine,
 	},
 	{
-		Name:    GReportThread,
-		Rule:    "a VM follows a power report only on the thread that processes a host's report (a ping or a StartupCommand)",
-		Java:    "VirtualMachinePowerStateSyncImpl.processHostVmStatePingReport → VirtualMachineManagerImpl.handlePowerStateReport",
-		Source:  src422 + " " + psync,
-		Applies: powerReportRows,
-		Check:   checkReportThread,
+		Name:      GReportThread,
+		Situation: "a power report moved a VM",
+		Rule:      "a VM follows a power report only on the thread that processes a host's report (a ping or a StartupCommand)",
+		Java:      "VirtualMachinePowerStateSyncImpl.processHostVmStatePingReport → VirtualMachineManagerImpl.handlePowerStateReport",
+		Source:    src422 + " " + psync,
+		Applies:   powerReportRows,
+		Check:     checkReportThread,
 	},
 	{
-		Name:    GReportNoPendingWork,
-		Rule:    "a VM follows a power report only while no VM work job is pending on it (the report is postponed otherwise)",
-		Java:    "VirtualMachineManagerImpl.handlePowerStateReport (listPendingWorkJobs, hasPendingHaWork)",
-		Source:  src422 + " " + vmmi,
-		Applies: powerReportRows,
-		Check:   checkReportNoPendingWork,
+		Name:      GReportNoPendingWork,
+		Situation: "a power report moved a VM",
+		Rule:      "a VM follows a power report only while no VM work job is pending on it (the report is postponed otherwise)",
+		Java:      "VirtualMachineManagerImpl.handlePowerStateReport (listPendingWorkJobs, hasPendingHaWork)",
+		Source:    src422 + " " + vmmi,
+		Applies:   powerReportRows,
+		Check:     checkReportNoPendingWork,
 	},
 	{
-		Name:    GReportFollowsPower,
-		Rule:    "FollowAgentPowerOnReport only for a VM whose power state is PowerOn; FollowAgentPowerOffReport only for PowerOff or PowerReportMissing",
-		Java:    "VirtualMachineManagerImpl.handlePowerStateReport (switch on getPowerState), handlePowerOffReportWithNoPendingJobsOnVM",
-		Source:  src422 + " " + vmmi,
-		Applies: powerReportRows,
-		Check:   checkReportFollowsPower,
+		Name:      GReportFollowsPower,
+		Situation: "a power report moved a VM",
+		Rule:      "FollowAgentPowerOnReport only for a VM whose power state is PowerOn; FollowAgentPowerOffReport only for PowerOff or PowerReportMissing",
+		Java:      "VirtualMachineManagerImpl.handlePowerStateReport (switch on getPowerState), handlePowerOffReportWithNoPendingJobsOnVM",
+		Source:    src422 + " " + vmmi,
+		Applies:   powerReportRows,
+		Check:     checkReportFollowsPower,
 	},
 	{
-		Name:   GReportNotStale,
-		Rule:   "a Stopped VM follows a power-on report only if the report was collected after the VM's last state change",
-		Java:   "VirtualMachinePowerStateSyncImpl.processHostVmStateReport: updatePowerState with the report's own time as its wisdom era (the C3 fix; 4.22 passes the processing time)",
-		Source: src422 + " " + psync,
+		Name:      GReportNotStale,
+		Situation: "an out-of-band power-on report (which says when it was collected) moved a Stopped VM to Running",
+		Rule:      "a Stopped VM follows a power-on report only if the report was collected after the VM's last state change",
+		Java:      "VirtualMachinePowerStateSyncImpl.processHostVmStateReport: updatePowerState with the report's own time as its wisdom era (the C3 fix; 4.22 passes the processing time)",
+		Source:    src422 + " " + psync,
 		Applies: func(r Row, _ Actor) bool {
 			return r.Machine == VMs && r.Event == string(vm.FollowAgentPowerOnReport) && r.From == string(vm.Stopped)
 		},
 		Check: checkReportNotStale,
 	},
 	{
-		Name:    GReportHost,
-		Rule:    "a VM synced by a power-on report takes the host that reported it on (its power host), not the record's",
-		Java:    "VirtualMachineManagerImpl.handlePowerOnReportWithNoPendingJobsOnVM (stateTransitTo(vm, FollowAgentPowerOnReport, vm.getPowerHostId()))",
-		Source:  src422 + " " + vmmi,
-		Applies: vmRows(vm.FollowAgentPowerOnReport),
-		Check:   checkReportHost,
+		Name:      GReportHost,
+		Situation: "a power-on report moved a VM to Running",
+		Rule:      "a VM synced by a power-on report takes the host that reported it on (its power host), not the record's",
+		Java:      "VirtualMachineManagerImpl.handlePowerOnReportWithNoPendingJobsOnVM (stateTransitTo(vm, FollowAgentPowerOnReport, vm.getPowerHostId()))",
+		Source:    src422 + " " + vmmi,
+		Applies:   vmRows(vm.FollowAgentPowerOnReport),
+		Check:     checkReportHost,
 	},
 	{
-		Name:    GMissingMark,
-		Rule:    "a VM absent from its host's report is marked PowerReportMissing only if its state had not changed within the graceful period (2 × ping.interval)",
-		Java:    "VirtualMachinePowerStateSyncImpl.processMissingVmReport (hasRecentStateChange, PR #14207)",
-		Source:  "apache/cloudstack PR #14207, " + psync,
-		Applies: func(r Row, _ Actor) bool { return r.Machine == Power && r.To == string(vm.PowerReportMissing) },
-		Check:   checkMissingMark,
+		Name:      GMissingMark,
+		Situation: "a VM was marked missing",
+		Rule:      "a VM absent from its host's report is marked PowerReportMissing only if its state had not changed within the graceful period (2 × ping.interval)",
+		Java:      "VirtualMachinePowerStateSyncImpl.processMissingVmReport (hasRecentStateChange, PR #14207)",
+		Source:    "apache/cloudstack PR #14207, " + psync,
+		Applies:   func(r Row, _ Actor) bool { return r.Machine == Power && r.To == string(vm.PowerReportMissing) },
+		Check:     checkMissingMark,
 	},
 	{
-		Name:    GMissingStoppedFirst,
-		Rule:    "a user VM reported missing is synced to Stopped only after a StopCommand that checks the host first succeeded (its power state goes PowerOff on the handler's thread)",
-		Java:    "VirtualMachineManagerImpl.handlePowerOffReportWithNoPendingJobsOnVM (the D2 fix: sendStop with checkBeforeCleanup before releaseVmResources, apache/cloudstack#14206)",
-		Source:  src422 + " " + vmmi,
-		Applies: vmRows(vm.FollowAgentPowerOffReport),
-		Check:   checkMissingStoppedFirst,
+		Name:      GMissingStoppedFirst,
+		Situation: "a missing report moved a user VM to Stopped",
+		Rule:      "a user VM reported missing is synced to Stopped only after a StopCommand that checks the host first succeeded (its power state goes PowerOff on the handler's thread)",
+		Java:      "VirtualMachineManagerImpl.handlePowerOffReportWithNoPendingJobsOnVM (the D2 fix: sendStop with checkBeforeCleanup before releaseVmResources, apache/cloudstack#14206)",
+		Source:    src422 + " " + vmmi,
+		Applies:   vmRows(vm.FollowAgentPowerOffReport),
+		Check:     checkMissingStoppedFirst,
 	},
 	{
-		Name:    GWithinWorkJob,
-		Rule:    "a start or stop moves its VM only inside a VM work job (VmWorkStart/VmWorkStop, or the placeholder job of an inline start or stop)",
-		Java:    "VirtualMachineManagerImpl.advanceStart/advanceStop (VmWorkJobHandlerProxy, createPlaceHolderWork)",
-		Source:  src422 + " " + vmmi,
-		Applies: vmRows(vm.StartRequested, vm.StopRequested),
-		Check:   checkWithinWorkJob,
+		Name:      GWithinWorkJob,
+		Situation: "a start or stop began",
+		Rule:      "a start or stop moves its VM only inside a VM work job (VmWorkStart/VmWorkStop, or the placeholder job of an inline start or stop)",
+		Java:      "VirtualMachineManagerImpl.advanceStart/advanceStop (VmWorkJobHandlerProxy, createPlaceHolderWork)",
+		Source:    src422 + " " + vmmi,
+		Applies:   vmRows(vm.StartRequested, vm.StopRequested),
+		Check:     checkWithinWorkJob,
 	},
 	{
-		Name:   GOperationByOwner,
-		Rule:   "a VM in Starting, Stopping or Migrating leaves it through its operation's outcome only on the thread of the attempt that put it there (or the cleanup of a dead server's jobs, at its restart or by a peer, which fails them)",
-		Java:   "VirtualMachineManagerImpl.orchestrateStart/orchestrateStop/orchestrateMigrate (changeState on the attempt's own row), cleanupLeftOverJobs",
-		Source: src422 + " " + vmmi,
+		Name:      GOperationByOwner,
+		Situation: "a start, stop or migration ended",
+		Rule:      "a VM in Starting, Stopping or Migrating leaves it through its operation's outcome only on the thread of the attempt that put it there (or the cleanup of a dead server's jobs, at its restart or by a peer, which fails them)",
+		Java:      "VirtualMachineManagerImpl.orchestrateStart/orchestrateStop/orchestrateMigrate (changeState on the attempt's own row), cleanupLeftOverJobs",
+		Source:    src422 + " " + vmmi,
 		Applies: func(r Row, _ Actor) bool {
 			if r.Machine != VMs || (r.From != string(vm.Starting) && r.From != string(vm.Stopping) && r.From != string(vm.Migrating)) {
 				return false
@@ -145,40 +155,44 @@ var Guards = []Guard{
 		Check: checkOperationByOwner,
 	},
 	{
-		Name:   GGCFreeAndWaited,
-		Rule:   "the network GC shuts a network down only once it has seen it free (no user VM but Stopped, Destroyed, Error or Expunging) network.gc.wait ago, and free again under the network's lock",
-		Java:   "NetworkOrchestrator.NetworkGarbageCollector.reallyRun (_lastNetworkIdsToFree, NetworkGcWait), isNetworkReadyForGc, shutdownNetwork",
-		Source: src422 + " " + netor,
+		Name:      GGCFreeAndWaited,
+		Situation: "the network GC shut a network down",
+		Rule:      "the network GC shuts a network down only once it has seen it free (no user VM but Stopped, Destroyed, Error or Expunging) network.gc.wait ago, and free again under the network's lock",
+		Java:      "NetworkOrchestrator.NetworkGarbageCollector.reallyRun (_lastNetworkIdsToFree, NetworkGcWait), isNetworkReadyForGc, shutdownNetwork",
+		Source:    src422 + " " + netor,
 		Applies: func(r Row, a Actor) bool {
 			return r.Machine == Networks && r.From == string(network.Implemented) && r.To == string(network.Shutdown) && a == ActorNetworkGC
 		},
 		Check: checkGCFreeAndWaited,
 	},
 	{
-		Name:   GOrphanCleanupStuck,
-		Rule:   "the job GC's orphaned-network cleanup moves a network out of Implementing only after job.expire.minutes in that state, holding the network's lock, with no job pending on it",
-		Java:   "AsyncJobManagerImpl GC task → NetworkOrchestrator.cleanupOrphanedNetworks (PR #12409 and its fix)",
-		Source: srcJob + " " + jobmgr + "; " + netor,
+		Name:      GOrphanCleanupStuck,
+		Situation: "the orphan cleanup moved a network out of Implementing",
+		Rule:      "the job GC's orphaned-network cleanup moves a network out of Implementing only after job.expire.minutes in that state, holding the network's lock, with no job pending on it",
+		Java:      "AsyncJobManagerImpl GC task → NetworkOrchestrator.cleanupOrphanedNetworks (PR #12409 and its fix)",
+		Source:    srcJob + " " + jobmgr + "; " + netor,
 		Applies: func(r Row, a Actor) bool {
 			return r.Machine == Networks && r.From == string(network.Implementing) && r.To == string(network.Shutdown) && a == ActorJobGC
 		},
 		Check: checkOrphanCleanup,
 	},
 	{
-		Name:   GShutdownAfterRouter,
-		Rule:   "a network shut down returns to Allocated only once its elements are shut down: its router is not left running",
-		Java:   "NetworkOrchestrator.shutdownNetwork (shutdownNetworkElementsAndResources must succeed before OperationSucceeded)",
-		Source: src422 + " " + netor,
+		Name:      GShutdownAfterRouter,
+		Situation: "a network with a router finished its shutdown",
+		Rule:      "a network shut down returns to Allocated only once its elements are shut down: its router is not left running",
+		Java:      "NetworkOrchestrator.shutdownNetwork (shutdownNetworkElementsAndResources must succeed before OperationSucceeded)",
+		Source:    src422 + " " + netor,
 		Applies: func(r Row, _ Actor) bool {
 			return r.Machine == Networks && r.From == string(network.Shutdown) && r.Event == string(network.OperationSucceeded)
 		},
 		Check: checkShutdownAfterRouter,
 	},
 	{
-		Name:   GPingTimeout,
-		Rule:   "a host whose agent went quiet is disconnected for a ping timeout only after ping.interval × ping.timeout without a ping",
-		Java:   "AgentManagerImpl.MonitorTask (findAgentsBehindOnPing: last_ping < now − PingTimeout) → handleDisconnectWithInvestigation",
-		Source: src422 + " " + agmgr,
+		Name:      GPingTimeout,
+		Situation: "a host was disconnected after a ping timeout",
+		Rule:      "a host whose agent went quiet is disconnected for a ping timeout only after ping.interval × ping.timeout without a ping",
+		Java:      "AgentManagerImpl.MonitorTask (findAgentsBehindOnPing: last_ping < now − PingTimeout) → handleDisconnectWithInvestigation",
+		Source:    src422 + " " + agmgr,
 		Applies: func(r Row, a Actor) bool {
 			if r.Machine != Hosts || a != ActorDisconnect {
 				return false
@@ -192,18 +206,20 @@ var Guards = []Guard{
 		Check: checkPingTimeout,
 	},
 	{
-		Name:    GJobExpunge,
-		Rule:    "the job GC expunges an unfinished job only once it is job.expire.minutes old",
-		Java:    "AsyncJobManagerImpl.getGCTask → getExpiredUnfinishedJobs(cutTime(JobExpireMinutes))",
-		Source:  srcJob + " " + jobmgr,
-		Applies: func(r Row, _ Actor) bool { return r.Machine == Jobs && r.To == "Expunged" },
-		Check:   checkJobExpunge,
+		Name:      GJobExpunge,
+		Situation: "the job GC expunged an unfinished job",
+		Rule:      "the job GC expunges an unfinished job only once it is job.expire.minutes old",
+		Java:      "AsyncJobManagerImpl.getGCTask → getExpiredUnfinishedJobs(cutTime(JobExpireMinutes))",
+		Source:    srcJob + " " + jobmgr,
+		Applies:   func(r Row, _ Actor) bool { return r.Machine == Jobs && r.To == "Expunged" },
+		Check:     checkJobExpunge,
 	},
 	{
-		Name:   GJobCancel,
-		Rule:   "the job GC cancels a job for blocking its queue only once it has run job.cancel.threshold.minutes",
-		Java:   "AsyncJobManagerImpl.getGCTask → getBlockedQueueItems(JobCancelThresholdMinutes)",
-		Source: srcJob + " " + jobmgr,
+		Name:      GJobCancel,
+		Situation: "the job GC cancelled a blocking job",
+		Rule:      "the job GC cancels a job for blocking its queue only once it has run job.cancel.threshold.minutes",
+		Java:      "AsyncJobManagerImpl.getGCTask → getBlockedQueueItems(JobCancelThresholdMinutes)",
+		Source:    srcJob + " " + jobmgr,
 		Applies: func(r Row, a Actor) bool {
 			return r.Machine == Jobs && r.To == "FAILED" && a == ActorJobGC
 		},
@@ -295,10 +311,11 @@ func checkReportNotStale(c *Checker, e *history.Event, r Row) Outcome {
 	if !ok {
 		return undecidable("the report's line does not say when it was collected (only out-of-band pings do)")
 	}
-	v := c.vm(e.Object)
+	// the handler compared the report with the VM's row as it read it, after its report began
+	last, ok := c.vm(e.Object).stateBefore(c.readAt(e.Actor, e))
 	// the line gives milliseconds: a report collected within the same millisecond is not judged stale
-	if v.stateEv.Seq != 0 && !at.Add(time.Millisecond).After(v.stateEv.Time) {
-		return violated([]history.Event{v.stateEv, c.pingLine[e.Actor]}, "%s followed a power-on report collected at %s, before its last state change (%s at %s)", e.Object, fmtTime(at), v.stateEv.To, fmtTime(v.stateEv.Time))
+	if ok && !at.Add(time.Millisecond).After(last.Time) {
+		return violated([]history.Event{last, c.pingLine[e.Actor]}, "%s followed a power-on report collected at %s, before its last state change (%s at %s)", e.Object, fmtTime(at), last.To, fmtTime(last.Time))
 	}
 	return allowed()
 }
@@ -327,13 +344,15 @@ func checkMissingMark(c *Checker, e *history.Event, r Row) Outcome {
 	if c.cfg.PingInterval <= 0 {
 		return undecidable("ping.interval is not known")
 	}
-	v := c.vm(e.Object)
-	if v.stateEv.Seq == 0 {
-		return undecidable("the history does not show %s's last state change", e.Object)
+	// the handler read the VM's row (its update time) after its report began: a change since then
+	// is not what it judged
+	last, ok := c.vm(e.Object).stateBefore(c.readAt(e.Actor, e))
+	if !ok {
+		return undecidable("the history does not show %s's last state change before its report", e.Object)
 	}
 	graceful := 2 * c.cfg.PingInterval
-	if since := e.Time.Sub(v.stateEv.Time); since <= graceful {
-		return violated([]history.Event{v.stateEv}, "%s was marked missing %s after its last state change (%s), within the graceful period of %s", e.Object, since, v.stateEv.To, graceful)
+	if since := e.Time.Sub(last.Time); since <= graceful {
+		return violated([]history.Event{last}, "%s was marked missing %s after its last state change (%s), within the graceful period of %s", e.Object, since, last.To, graceful)
 	}
 	return allowed()
 }
@@ -346,8 +365,14 @@ func checkMissingStoppedFirst(c *Checker, e *history.Event, r Row) Outcome {
 		return undecidable("a log does not show the power-state write of the handler's StopCommand")
 	}
 	v := c.vm(e.Object)
-	if v.router || v.power != string(vm.PowerReportMissing) {
-		return allowed() // a router's power column is not written by the stop; or not a missing VM's sync
+	if v.router {
+		return inapplicable() // a router's power column is not written by the stop
+	}
+	if v.power == string(vm.PowerOff) && v.powerEv.From == string(vm.PowerReportMissing) && v.powerEv.Actor == e.Actor {
+		return allowed() // the handler's own stop succeeded
+	}
+	if v.power != string(vm.PowerReportMissing) {
+		return inapplicable() // not a missing VM's sync
 	}
 	return violated([]history.Event{v.powerEv}, "%s was synced to Stopped on a missing report with no StopCommand that succeeded (its power state is still PowerReportMissing)", e.Object)
 }
@@ -435,7 +460,7 @@ func checkOrphanCleanup(c *Checker, e *history.Event, r Row) Outcome {
 func checkShutdownAfterRouter(c *Checker, e *history.Event, r Row) Outcome {
 	n := c.net(e.Object)
 	if n.router == "" || n.shutdownBy != e.Actor {
-		return allowed() // no router, or not the end of a shutdown (an implementation's last write)
+		return inapplicable() // no router, or not the end of a shutdown (an implementation's last write)
 	}
 	rv := c.vm(n.router)
 	if active(rv.state) && rv.state != string(vm.Stopping) {
@@ -447,7 +472,7 @@ func checkShutdownAfterRouter(c *Checker, e *history.Event, r Row) Outcome {
 func checkPingTimeout(c *Checker, e *history.Event, r Row) Outcome {
 	h := c.host(e.Object)
 	if h.pingTimeout.Seq == 0 || h.pingTimeout.Seq < h.upSeq {
-		return allowed() // not a ping timeout: the agent's connection closed or it asked to leave
+		return inapplicable() // not a ping timeout: the agent's connection closed or it asked to leave
 	}
 	if c.cfg.PingTimeout <= 0 {
 		return undecidable("ping.interval and ping.timeout are not known")
@@ -479,7 +504,7 @@ func checkJobExpunge(c *Checker, e *history.Event, r Row) Outcome {
 
 func checkJobCancel(c *Checker, e *history.Event, r Row) Outcome {
 	if !strings.Contains(e.Detail, "blocking others") {
-		return allowed()
+		return inapplicable()
 	}
 	j := c.jobs[e.Object]
 	if j == nil || j.created.Seq == 0 {
