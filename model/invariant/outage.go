@@ -146,10 +146,10 @@ func vmOutages(v VM, w outageWorld, t time.Time) []Violation {
 	return out
 }
 
-// ghostWhy says why a record holds as a ghost (a running user VM with no host, or none of its domain
+// ghostWhy says why a record holds as a ghost (a running user VM or router with no host, or none of its domain
 // on its settled host); ok false: it does not.
 func ghostWhy(v VM, settled func(string) bool, on func(host, name string) bool) (string, bool) {
-	if v.Removed || v.Type != "User" || v.State != vm.Running {
+	if v.Removed || v.State != vm.Running {
 		return "", false
 	}
 	switch {

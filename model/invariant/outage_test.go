@@ -173,3 +173,26 @@ func TestTrackerGhostRecordsOfHAVMs(t *testing.T) {
 		}
 	}
 }
+
+// A router's record is judged as a ghost like a user VM's: Running past the bound with no domain on
+// its settled host (its network's VMs lose their gateway, and the next start on the network finds the
+// router Running and does not start it). The planted bug: its domain gone and its record left.
+func TestTrackerGhostRouters(t *testing.T) {
+	tr := NewTracker()
+	for _, st := range []struct {
+		sec  int
+		gone bool
+		want bool
+	}{{100, false, false}, {110, true, false}, {411, true, true}, {420, false, false}} {
+		s := withNetworks()
+		s.Time = at(st.sec)
+		s.GhostBound = 5 * time.Minute
+		if st.gone {
+			s.Domains = s.Domains[:2] // r-1 no longer runs on its host
+		}
+		got := slices.ContainsFunc(tr.Check(s), func(v Violation) bool { return v.Invariant == GhostRecord && v.Object == "vm:r1" })
+		if got != st.want {
+			t.Fatalf("at %d s: router ghost-record %v, want %v", st.sec, got, st.want)
+		}
+	}
+}
