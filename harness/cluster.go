@@ -381,7 +381,7 @@ func (c *Cluster) Snapshot() invariant.Snapshot {
 			nets[i] = id(n)
 		}
 		s.VMs = append(s.VMs, invariant.VM{ID: id(v.ID), Name: v.Name, Type: v.Type, State: v.State, HostID: v.HostID, LastHostID: v.LastHostID, Removed: v.Removed, NetworkIDs: nets,
-			HAGrace: haGrace(v, c.Config)})
+			HAGrace: haGrace(v, c.DB, c.Config)})
 	}
 	for _, vol := range c.DB.Volumes(0) {
 		s.Volumes = append(s.Volumes, invariant.Volume{ID: id(vol.ID), VMID: id(vol.VMID), Path: vol.Path, State: vol.State, Removed: vol.Removed})

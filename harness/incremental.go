@@ -58,18 +58,22 @@ func newIncCheck(compare bool) *incCheck {
 	return &incCheck{in: invariant.NewIncremental(), compare: compare}
 }
 
-func invVM(v *impl.VMVO, cfg *impl.Config) invariant.VM {
+func invVM(v *impl.VMVO, db *impl.DB, cfg *impl.Config) invariant.VM {
 	nets := make([]string, len(v.NetworkIDs))
 	for i, n := range v.NetworkIDs {
 		nets[i] = id(n)
 	}
 	return invariant.VM{ID: id(v.ID), Name: v.Name, Type: v.Type, State: v.State, HostID: v.HostID, LastHostID: v.LastHostID, Removed: v.Removed, NetworkIDs: nets,
-		HAGrace: haGrace(v, cfg)}
+		HAGrace: haGrace(v, db, cfg)}
 }
 
-// haGrace is an HA-enabled VM's extra time as a ghost (invariant.VM.HAGrace): HA's retry interval.
-func haGrace(v *impl.VMVO, cfg *impl.Config) time.Duration {
-	if !v.HAEnabled {
+// haGrace is the extra time as a ghost (invariant.VM.HAGrace) of a VM that is HA's: HA's retry
+// interval, for an HA-enabled VM (a power-off report hands it to HA) and for any VM with an HA
+// restart item that holds its power reports (DB.HaRestartHolds: the item a restarted server's
+// cancelWorkItems or a host found down schedules for every VM, HA offering or not; when fencing fails
+// it waits restart.retry.interval, and hasPendingHaWork postpones every report until then).
+func haGrace(v *impl.VMVO, db *impl.DB, cfg *impl.Config) time.Duration {
+	if !v.HAEnabled && !db.HaRestartHolds(v) {
 		return 0
 	}
 	return cfg.Seconds("restart.retry.interval")
@@ -122,7 +126,7 @@ func (c *Cluster) updateIncremental(full bool) {
 	r.takeTouched()
 	for _, vid := range ch.VMs {
 		if v := c.DB.VM(vid); v != nil {
-			ic.in.SetVM(invVM(v, c.Config))
+			ic.in.SetVM(invVM(v, c.DB, c.Config))
 		}
 	}
 	for _, nid := range ch.Networks {

@@ -75,6 +75,25 @@ func (db *DB) UpdateHaWork(w *HaWorkVO) bool {
 	return true
 }
 
+// HaRestartHolds says whether an HA restart item holds the VM's power reports as hasPendingHaWork
+// does with C8 fixed: a restart item not finished that a worker runs, or that saw the VM as it is now
+// (restart() will act on it rather than discard it as changed). Such an item is CloudStack's own
+// hand-over, not a defect: HighAvailabilityManagerImpl.scheduleRestart persists it for any VM
+// (cancelWorkItems, a host found down: investigate=true, HA offering or not), restart() reschedules
+// it restart.retry.interval ahead when fencing fails, and until then handlePowerStateReport only
+// postpones the VM's reports. The checker reads it (no scheduling point) to give such a VM HA's
+// retry interval as a ghost (invariant.VM.HAGrace).
+func (db *DB) HaRestartHolds(v *VMVO) bool {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	for _, id := range db.ix.haWorkByVM[v.ID] {
+		if w := db.haWork[id]; w != nil && w.pending(haRestart) && (w.running() || w.PrevUpdate == v.UpdateCount) {
+			return true
+		}
+	}
+	return false
+}
+
 // HaWorkOf returns copies of a VM's rows in id order.
 func (db *DB) HaWorkOf(vmID int64) []*HaWorkVO {
 	db.lock()

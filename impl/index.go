@@ -270,12 +270,17 @@ func (db *DB) TakeChanges() Changes {
 			c.Jobs = append(c.Jobs, r.id)
 		case tLock:
 			c.Locks = append(c.Locks, r.key)
+		case tHaWork: // an HA item can change how long its VM may be a ghost (HaRestartHolds)
+			if w := db.haWork[r.id]; w != nil {
+				c.VMs = append(c.VMs, w.VMID)
+			}
 		}
 	}
 	clear(db.ix.changedSet)
 	for _, l := range [][]int64{c.VMs, c.Networks, c.Nics, c.IPPools, c.Volumes, c.Jobs} {
 		slices.Sort(l)
 	}
+	c.VMs = slices.Compact(c.VMs)
 	slices.Sort(c.Hosts)
 	slices.Sort(c.Locks)
 	return c
