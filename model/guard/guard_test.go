@@ -356,3 +356,23 @@ func TestEveryGuardNamesItsSituation(t *testing.T) {
 		assert.NotEmpty(t, g.Situation, g.Name)
 	}
 }
+// processMissingVmReport reads the host's VMs once, after its report began, and judges each on that
+// read: a VM whose failed stop moved it back to Running after the read is marked missing all the
+// same (the Java's window; explore --profile fixed --seed 9, case 568, h2 reconnecting after a power
+// loss while vm2's StopCommand timed out). A state change before the report began still counts (D2a).
+func TestMissingMarkJudgedAsOfTheReport(t *testing.T) {
+	report := lg(rep, "host:h1", "Process VM state report. host: h1, number of records in report: 0, force: false")
+	stopping := runningVM().add(time.Minute, st(api, "job:9", "", "IN_PROGRESS", "VmWorkStop VirtualMachine:2")).
+		add(time.Minute+time.Second, st(wj2, "vm:2", "Running", "Stopping", "i-2-2-VM StopRequested host=h1"))
+	x := stopping.add(4*time.Minute, report).
+		add(4*time.Minute, st(wj2, "vm:2", "Stopping", "Running", "i-2-2-VM OperationFailed host=h1")).
+		add(4*time.Minute, pw(rep, "vm:2", "PowerOff", "PowerReportMissing"))
+	assert.Empty(t, Check(testCfg, x))
+	// the stop failed before the report began: its check saw the change
+	y := stopping.add(4*time.Minute, st(wj2, "vm:2", "Stopping", "Running", "i-2-2-VM OperationFailed host=h1")).
+		add(4*time.Minute, report).
+		add(4*time.Minute, pw(rep, "vm:2", "PowerOff", "PowerReportMissing"))
+	vs := Check(testCfg, y)
+	require.Len(t, vs, 1)
+	assert.Equal(t, GMissingMark, vs[0].Guard)
+}
