@@ -1,5 +1,7 @@
 package impl
 
+import "github.com/csconform/csconform/model/host"
+
 // Hooks for the external tests (package impl_test), compiled only with them.
 
 // RunVmWorkForTest queues fn as a VmWork job of vmID on the server's VM work queue and waits for it, as
@@ -25,3 +27,7 @@ func (a *Agent) TriggerUpdateForTest() { a.triggerUpdate() }
 func (s *Server) SendForTest(name, hostID string, m Message, ans **Message, err *error, done *bool) {
 	s.Go(name, func(t *Thread) { *ans, *err = s.agents.Send(t, hostID, m, 0); *done = true })
 }
+
+// SetInvestigateForTest replaces the investigation of a host whose agent went away
+// (AgentManager.Investigate).
+func (s *Server) SetInvestigateForTest(f func(hostID string) host.Status) { s.agents.Investigate = f }

@@ -144,11 +144,9 @@ func (am *AgentManager) handleDisconnectWithInvestigation(t *Thread, a *attache,
 	if h != nil {
 		if next, ok := host.Next(h.Status, ev); ok && next == host.Alert {
 			s.Log(t, "INFO", HostObject(a.host), "Investigating why host %s has disconnected with event %s", a.host, ev)
+			// The verdict below is judged on h, the row as read before the investigation (status,
+			// resource state, last_pinged), as the Java's HostVO is: it is not read again.
 			determined := am.investigate(t, a.host)
-			h = s.DB.Host(a.host) // the investigation takes a while: read the row again
-			if h == nil {
-				return
-			}
 			alertWaitPassed := s.Env.Now().Sub(h.LastPinged) > s.Config.Seconds("alert.wait")
 			if determined == "" {
 				if !alertWaitPassed {
