@@ -389,6 +389,32 @@ func (db *DB) UpdateVMState(actor string, old *VMVO, ev vm.Event, newState vm.St
 	point(db.env, PointWrite)
 	db.lock()
 	defer db.commit()
+	return db.updateVMStateLocked(actor, old, ev, newState, newHost)
+}
+
+// VMTransition is one state change of UpdateVMStates.
+type VMTransition struct {
+	Event vm.Event
+	To    vm.State
+}
+
+// UpdateVMStates applies several transitions to one VM row in one transaction (one write point,
+// under one lock), each as UpdateVMState does, stopping at the first that fails: false then, with the
+// earlier ones kept (a caller's transaction that cannot fail past its first step, such as
+// VMMI.destroy's DestroyRequested then ExpungeOperation).
+func (db *DB) UpdateVMStates(actor string, old *VMVO, newHost string, steps ...VMTransition) bool {
+	point(db.env, PointWrite)
+	db.lock()
+	defer db.commit()
+	for _, st := range steps {
+		if !db.updateVMStateLocked(actor, old, st.Event, st.To, newHost) {
+			return false
+		}
+	}
+	return true
+}
+
+func (db *DB) updateVMStateLocked(actor string, old *VMVO, ev vm.Event, newState vm.State, newHost string) bool {
 	row, ok := db.vmRow(old.ID)
 	if !ok {
 		return false

@@ -508,7 +508,18 @@ func (s *Server) destroy(t *Thread, vmID int64, expunge bool) error {
 		}
 		v = s.DB.VM(vmID)
 		to, ok := vm.Next(v.State, vm.DestroyRequested)
-		if !ok || !s.DB.UpdateVMState(t.Name, v, vm.DestroyRequested, to, v.HostID) {
+		if !ok {
+			return runtimeErr("Unable to destroy %s", v.Name)
+		}
+		steps := []VMTransition{{vm.DestroyRequested, to}}
+		if expunge {
+			// VMMI.destroy: DestroyRequested and, with expunge, ExpungeOperation in one transaction.
+			steps = append(steps, VMTransition{vm.ExpungeOperation, vm.Expunging})
+		}
+		if !s.DB.UpdateVMStates(t.Name, v, v.HostID, steps...) {
+			if expunge && v.State == to {
+				return runtimeErr("Unable to expunge %s", v.Name)
+			}
 			return runtimeErr("Unable to destroy %s", v.Name)
 		}
 		for _, vol := range s.DB.Volumes(vmID) {
