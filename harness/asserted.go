@@ -14,10 +14,10 @@ import (
 // domain orphaned, its volumes and its freed address in use, power sync adopting it again (Stopped
 // -> Running, "VM network environment may need to be reset"), a start elsewhere making two domains
 // of one VM that power sync then follows in turn. The checkers believe the assertion: while the forced
-// stop is in flight, and afterwards while a domain it left running still runs, every running domain
-// of that VM is invariant.Domain.Asserted (no orphan-domain, no volume-in-use, no network-outage)
-// with its addresses left out (of ip-conflict and of the ip model's observations), and the VM model
-// gets no observation of the VM. docs/fidelity.md, advanceStop, says why D3's fix is scoped so.
+// stop is in flight, and afterwards while a domain it left running (or a twin that ran beside it, see
+// filter) still runs, every running domain of that VM is invariant.Domain.Asserted (no
+// orphan-domain, no volume-in-use, no network-outage) with its addresses left out (of ip-conflict and
+// of the ip model's observations), and the VM model gets no observation of the VM. docs/fidelity.md, advanceStop, says why D3's fix is scoped so.
 type assertedStops struct {
 	mu     sync.Mutex
 	open   map[string]int  // domain name → forced stops of its VM in flight
@@ -47,6 +47,17 @@ func (a *assertedStops) exemptLocked(name string) bool {
 	return false
 }
 
+// frozenElsewhereLocked says whether a domain of k's VM that a forced stop left running is frozen on
+// another host.
+func (a *assertedStops) frozenElsewhereLocked(k domKey) bool {
+	for f := range a.frozen {
+		if f.name == k.name && f.host != k.host {
+			return true
+		}
+	}
+	return false
+}
+
 // exempt says whether the VM of domain name is the operator's just now: the observer leaves it out.
 func (a *assertedStops) exempt(name string) bool {
 	a.mu.Lock()
@@ -66,6 +77,18 @@ func (a *assertedStops) filter(hosts map[string]bool, ds []invariant.Domain) []i
 	for _, d := range ds {
 		if d.Running {
 			running[domKey{d.HostID, d.Name}] = true
+		}
+	}
+	// A domain of the VM that runs beside one the forced stop left running is its twin (a start
+	// elsewhere made two domains of one VM): power sync follows either in turn, "Detected out of band
+	// VM migration" moves the record's host to whichever reported last, and a later stop reaches that
+	// one and releases the VM's address and volumes while the other runs on. Which of the two the
+	// record ends with is the operator's split brain, not a race of the server's: the twin is frozen
+	// too, so the VM stays the operator's until every domain that ran beside the asserted one stops.
+	for _, d := range ds {
+		if k := (domKey{d.HostID, d.Name}); d.Running && !a.frozen[k] && a.frozenElsewhereLocked(k) {
+			a.frozen[k] = true
+			a.gen++
 		}
 	}
 	for k := range a.frozen {
