@@ -6,7 +6,9 @@ package explore
 
 import (
 	"fmt"
+	"math"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/csconform/csconform/faults"
@@ -39,6 +41,9 @@ type gen struct {
 	ops        []string
 	faults     []string
 	thresholds []time.Duration
+	// long are the waits past the drawn thresholds that take hours; idled, the idle time drawn so far
+	long  []time.Duration
+	idled time.Duration
 }
 
 // Program draws a program and says how many actions it drew (an action is one operation, fault or
@@ -275,43 +280,110 @@ const (
 	kindRestartStart             // the management server restarts while a start is in flight (C2)
 	kindFault                    // a fault on its own
 	kindWait                     // time passes, at times past a drawn threshold
+	kindOutageDeploy             // deploys onto a host cut off past the ping timeout, then one more into their networks (C5)
 	numKinds
 )
 
-var kindNames = [numKinds]string{"deploy", "operation", "stale-start", "agent-away", "restart-start", "fault", "wait"}
+var kindNames = [numKinds]string{"deploy", "operation", "stale-start", "agent-away", "restart-start", "fault", "wait", "outage-deploy"}
 
 // kindWeights are each kind's share of the draws among the kinds a program has.
-var kindWeights = [numKinds]int{15, 15, 15, 20, 10, 15, 10}
+var kindWeights = [numKinds]int{15, 15, 15, 20, 10, 15, 10, 8}
 
-// configDraws are the settings a program draws: the thresholds the four paths read, each within
-// impl's range for the key, CloudStack's default first (where a shrink goes). Short values make the
-// orphaned-network cleanup (job.expire.minutes), the network GC (network.gc.interval,
-// network.gc.wait, network.lock.timeout) and power sync's view of a host (ping.interval,
-// ping.timeout, alert.wait) act within a program's minutes. The command and router timeouts (wait,
-// router.ready.timeout) stay at their defaults: shorter than the outages and slow boots drawn, they
-// turn them into timeouts the invariants take for unexplained failures and the models for
-// impossible histories (a deploy's retry restarting a VM a concurrent destroy had stopped) — that
-// needs its own look first. job.expire.minutes stays at 10 or more for the same reason: the job GC
-// expunges unfinished jobs older than it (AsyncJobDaoImpl.getExpiredUnfinishedJobs, as 4.22 does),
-// so a value shorter than a start expunges the start's own work job mid-flight — a real but
-// configuration-made family (the API retry meets the still-running work, a power report stops the
-// record under it) that needs its own look too. Networks are drawn 30 minutes or 48 hours old, so
-// the orphaned-network cleanup still acts at 10 and 30.
+// configDraws are the settings a program draws on their own: the thresholds the paths read, each
+// within impl's range for the key, CloudStack's default first (where a shrink goes). Short values make
+// the orphaned-network cleanup (job.expire.minutes), the network GC (network.gc.interval,
+// network.lock.timeout), power sync's view of a host (ping.interval, ping.timeout, alert.wait), the
+// job GC's expiry, VMMI's TransitionTask (vm.op.cleanup.interval, which acts on VMs in transition
+// not updated for `wait`), its disconnected-host scan (vm.op.wait.interval) and the stall scan on each
+// ping (vm.job.report.interval) act within a program's minutes or hours. router.ready.timeout stays
+// at its default. job.expire.minutes stays at 10 or more: the job GC expunges unfinished jobs older
+// than it (AsyncJobDaoImpl.getExpiredUnfinishedJobs, as 4.22 does), so a value shorter than a start
+// expunges the start's own work job mid-flight — a real but configuration-made family that needs its
+// own look. Networks are drawn 30 minutes or 48 hours old, so the orphaned-network cleanup still acts
+// at 10 and 30. The keys that depend on others (relatedDraws) are drawn after these.
 var configDraws = []struct {
 	key    string
 	values []string
 }{
-	{"job.expire.minutes", []string{"1440", "10", "30"}},
+	{"job.expire.minutes", []string{"1440", "10", "30", "60", "120", "360"}},
 	{"network.gc.interval", []string{"600", "10", "30", "60", "120"}},
-	{"network.gc.wait", []string{"600", "10", "30", "60", "120"}},
 	{"network.lock.timeout", []string{"600", "60", "120"}},
 	{"ping.interval", []string{"60", "20", "30"}},
 	{"ping.timeout", []string{"2.5", "1.5", "2", "4"}},
 	{"alert.wait", []string{"1800", "60", "300"}},
+	{"wait", []string{"1800", "300", "600", "900"}},
+	{"vm.op.cleanup.interval", []string{"86400", "600", "1800", "3600", "21600"}},
+	{"vm.op.wait.interval", []string{"120", "30", "60", "600"}},
+	{"vm.job.report.interval", []string{"60", "10", "30", "120"}},
 }
 
-// newMaxNetworks is how many networks a program may have (VMs with NICs on several of them).
-const newMaxNetworks = 3
+// relatedDraws are the keys a program draws as a multiple of another, so that a drawn configuration
+// keeps CloudStack's relations between them (TestDrawnConfigsKeepTheRelations checks every one):
+//
+//   - ping.timeout is a multiplier of ping.interval, never below 1 (a host is behind on ping after
+//     ping.interval × ping.timeout: 150 s at the defaults); its range (1..100) says so, and the values
+//     drawn are 1.5 to 4.
+//   - wait ≥ ping.interval × ping.timeout: a command outlives the ping timeout, so a host that went
+//     away is suspected (and investigated) before the commands sent to it time out (1800 s against
+//     150 s at the defaults). The values drawn hold it by construction: the longest ping timeout
+//     drawn is 60 s × 4 = 240 s, the shortest wait 300 s.
+//   - job.cancel.threshold.minutes ≥ 2 × wait: the job GC cancels a queue item in process longer
+//     than the threshold, and an item waits on up to two commands of `wait` (a StartCommand, then
+//     its cleanup's StopCommand): 60 minutes = 2 × 1800 s at the defaults. Drawn as 2 × wait (the
+//     default relation) or 4 × wait.
+//   - network.gc.wait ≥ network.gc.interval: the GC shuts down a network seen free on two of its
+//     ticks network.gc.wait apart, so a shorter wait is the interval anyway (600 = 600 at the
+//     defaults). Drawn as 1 × (the default relation), 2 × or 4 × the interval.
+//   - vm.op.wait.interval ≤ vm.op.cancel.interval (120 s against 3600 s): checkWorkItems waits in
+//     steps of the one until the other; vm.op.cancel.interval is not drawn and every value drawn is
+//     below it.
+//
+// Not relations: vm.op.cleanup.interval (TransitionTask's period) and vm.job.report.interval (the
+// stall scan's age, as milliseconds, as the Java reads it) are independent of the others, and
+// job.expire.minutes is not tied to job.cancel.threshold.minutes (a job may expire before the GC
+// would cancel its item: the 4.22 GC does both, whichever comes first).
+var relatedDraws = []struct {
+	key, base string
+	factors   []float64 // the key is base × factor (base in the key's unit), the default relation first
+	unit      float64   // seconds per unit of the key over the base's (60: the key in minutes, its base in seconds)
+}{
+	{"job.cancel.threshold.minutes", "wait", []float64{2, 4}, 60},
+	{"network.gc.wait", "network.gc.interval", []float64{1, 2, 4}, 1},
+}
+
+// drawConfig draws a tuned configuration into cfg: each key of configDraws, then each of relatedDraws
+// from the value its base was drawn with (or the base's default). Only values other than the default
+// are put in cfg.
+func drawConfig(t *rapid.T, cfg map[string]string) {
+	for _, d := range configDraws {
+		if v := rapid.SampledFrom(d.values).Draw(t, d.key); v != d.values[0] {
+			cfg[d.key] = v
+		}
+	}
+	for _, d := range relatedDraws {
+		base := cfg[d.base]
+		if base == "" {
+			k, _ := impl.LookupConfigKey(d.base)
+			base = k.Default
+		}
+		b, err := strconv.ParseFloat(base, 64)
+		if err != nil {
+			panic(err)
+		}
+		v := strconv.FormatFloat(math.Ceil(b*rapid.SampledFrom(d.factors).Draw(t, d.key)/d.unit), 'f', -1, 64)
+		if k, _ := impl.LookupConfigKey(d.key); v != k.Default {
+			cfg[d.key] = v
+		}
+	}
+}
+
+// newMaxNetworks is how many networks a program may have (VMs with NICs on several of them), and
+// newMaxHosts how many hosts (one cluster: with three, a host's investigation has two neighbours and
+// HA restarts a VM on a host other than the one that went away and the one its router runs on).
+const (
+	newMaxNetworks = 3
+	newMaxHosts    = 3
+)
 
 // ProgramFor draws a program a world with reach r can run: its hosts, its configuration (each key
 // CloudStack's default or a short value), its networks, the kinds of action and of fault it uses
@@ -321,7 +393,7 @@ func ProgramFor(t *rapid.T, r Reach) (*harness.Scenario, int) {
 	seed := rapid.Uint64Range(1, 1<<32).Draw(t, "seed")
 	g.sc = &harness.Scenario{Name: fmt.Sprintf("explore-%d", seed), Title: "a program found by csconform explore",
 		Seed: seed, Settle: programSettle, Lenient: true}
-	for i := range rapid.IntRange(1, maxHosts).Draw(t, "hosts") {
+	for i := range rapid.IntRange(1, newMaxHosts).Draw(t, "hosts") {
 		g.sc.Hosts = append(g.sc.Hosts, fmt.Sprintf("h%d", i+1))
 	}
 	// now and then a second management server (the hosts split between the two, the API calls
@@ -334,16 +406,12 @@ func ProgramFor(t *rapid.T, r Reach) (*harness.Scenario, int) {
 		cfg["vm.destroy.forcestop"] = "true"
 	}
 	if rapid.Bool().Draw(t, "tuned") {
-		for _, d := range configDraws {
-			if v := rapid.SampledFrom(d.values).Draw(t, d.key); v != d.values[0] {
-				cfg[d.key] = v
-			}
-		}
+		drawConfig(t, cfg)
 	}
 	if len(cfg) > 0 {
 		g.sc.Config = cfg
 	}
-	g.thresholds = thresholds(cfg)
+	g.thresholds, g.long = thresholds(cfg)
 	ages := []time.Duration{0, 30 * time.Minute, 48 * time.Hour}
 	if !r.AgedNetworks {
 		ages = ages[:1]
@@ -357,6 +425,7 @@ func ProgramFor(t *rapid.T, r Reach) (*harness.Scenario, int) {
 			Age: rapid.SampledFrom(ages).Draw(t, "age"), Persistent: rapid.IntRange(0, 9).Draw(t, "persistent") == 0})
 	}
 	g.swarm()
+	g.layout()
 	act := rapid.Custom(func(t *rapid.T) bool {
 		outer := g.t
 		g.t = t
@@ -369,26 +438,82 @@ func ProgramFor(t *rapid.T, r Reach) (*harness.Scenario, int) {
 }
 
 // thresholds are the waits that carry a program past what its configuration makes happen: the
-// orphaned-network cleanup's age, the network GC's two sightings, and a host's way to Alert (the ping
-// timeout, then alert.wait) — those a drawn configuration makes at most 20 minutes, as long as a
-// plain wait: simulated time is cheap, but not free (a 40-minute wait at the defaults costs more
-// scheduler steps than the rest of a program).
-func thresholds(cfg map[string]string) []time.Duration {
+// orphaned-network cleanup's age and the job GC's expiry (job.expire.minutes), the job GC's
+// cancellation of a blocked queue item (job.cancel.threshold.minutes), the network GC's two
+// sightings, a host's way to Alert (the ping timeout, then alert.wait) and VMMI's TransitionTask
+// (vm.op.cleanup.interval; it acts on VMs in transition older than `wait`, so at least that long).
+// short are those of at most 20 minutes, as long as a plain wait; long those of up to 7 hours, the
+// idle stretches that make a program span hours (simulated time is cheap, but not free: an idle hour
+// of three hosts at the default ping.interval costs about one case's run).
+func thresholds(cfg map[string]string) (short, long []time.Duration) {
 	c, err := impl.NewConfig(cfg)
 	if err != nil {
 		panic(err) // configDraws holds values in range
 	}
-	var out []time.Duration
 	for _, d := range []time.Duration{
 		time.Duration(c.Int("job.expire.minutes"))*time.Minute + impl.GCInterval + time.Minute,
+		time.Duration(c.Int("job.cancel.threshold.minutes"))*time.Minute + impl.GCInterval + time.Minute,
 		2*(c.Seconds("network.gc.interval")+c.Seconds("network.gc.wait")) + time.Minute,
 		c.PingTimeout() + c.Seconds("alert.wait") + time.Minute,
+		max(c.Seconds("vm.op.cleanup.interval"), c.Seconds("wait")) + impl.GCInterval + time.Minute,
 	} {
-		if d <= 20*time.Minute {
-			out = append(out, d)
+		switch {
+		case d <= 20*time.Minute:
+			short = append(short, d)
+		case d <= maxIdle:
+			long = append(long, d)
 		}
 	}
-	return out
+	return short, long
+}
+
+// maxIdle is the longest idle wait a program draws, and idleBudget the most idle time one program
+// spends in such waits (a run is cut at 24 hours of simulated time, harness/clusterrun.go).
+const (
+	maxIdle    = 7 * time.Hour
+	idleBudget = 16 * time.Hour
+)
+
+// idle draws a long wait: past one of the long thresholds, or (with none) an hour or three of
+// nothing, so that periodic tasks, pings and power reports run on what the program left behind. It
+// says false if the program's idle budget is spent.
+func (g *gen) idle() bool {
+	ds := g.long
+	if len(ds) == 0 {
+		ds = []time.Duration{time.Hour, 3 * time.Hour}
+	}
+	d := rapid.SampledFrom(ds).Draw(g.t, "idle")
+	if g.idled+d > idleBudget {
+		return false
+	}
+	g.idled += d
+	g.step(harness.Step{Wait: d})
+	return true
+}
+
+// layout, now and then, places a program's first VMs the way the HA paths care about: a VM alone on
+// its host (HA-enabled where the world has HA) whose network's router runs on another host, the
+// router's host given a VM of its own first (a network's router starts on the host of the VM whose
+// start implements it). The actions that follow act on these as on any other VM; with three hosts
+// the third is the neighbour that answers the investigation and where HA restarts the VM. A shrink
+// drops it (false first).
+func (g *gen) layout() {
+	if len(g.sc.Hosts) < 2 || rapid.IntRange(0, 2).Draw(g.t, "layout") < 2 {
+		return
+	}
+	i := rapid.IntRange(0, len(g.sc.Hosts)-1).Draw(g.t, "router host")
+	j := (i + 1 + rapid.IntRange(0, len(g.sc.Hosts)-2).Draw(g.t, "alone on")) % len(g.sc.Hosts)
+	net := g.network()
+	g.n++
+	router := fmt.Sprintf("vm%d", g.n)
+	g.step(harness.Step{Op: "deploy", VM: router, Networks: []string{net}, Host: g.sc.Hosts[i]})
+	g.vms = append(g.vms, router)
+	g.where[router] = g.sc.Hosts[i]
+	g.n++
+	alone := fmt.Sprintf("vm%d", g.n)
+	g.step(harness.Step{Op: "deploy", VM: alone, Networks: []string{net}, Host: g.sc.Hosts[j], HA: g.reach.HA})
+	g.vms = append(g.vms, alone)
+	g.where[alone] = g.sc.Hosts[j]
 }
 
 // swarm draws the kinds of action, of operation and of fault the program uses: every one (where a
@@ -447,6 +572,8 @@ func (g *gen) faultsOf(k kind) []string {
 		return pick("ms-restart", "peer-stop")
 	case kindFault:
 		return g.faults
+	case kindOutageDeploy:
+		return pick("disconnect")
 	}
 	return []string{""}
 }
@@ -480,7 +607,13 @@ func (g *gen) action() {
 		g.restartStart(g.faultsOf(k))
 	case kindFault:
 		g.fault(rapid.SampledFrom(g.faults).Draw(g.t, "fault"))
+	case kindOutageDeploy:
+		g.outageDeploy()
 	case kindWait:
+		// now and then an idle stretch of hours (a shrink drops it: the last of the choices)
+		if rapid.IntRange(0, 5).Draw(g.t, "idle") == 5 && g.idle() {
+			return
+		}
 		if len(g.thresholds) == 0 || rapid.IntRange(0, 2).Draw(g.t, "past a threshold") < 2 {
 			g.step(harness.Step{Wait: time.Duration(rapid.IntRange(1, 20).Draw(g.t, "minutes")) * time.Minute})
 		} else {
@@ -574,6 +707,33 @@ func (g *gen) restartStart(kinds []string) {
 	}
 	g.step(restart)
 	g.comeBack(v)
+}
+
+// outageDeploy: a host's link is cut for longer than the ping timeout (CloudStack's 150 s at the
+// defaults; 200 s first, as in the scenario network-left-shutdown) while one or two VMs are deployed
+// onto it: the routers' StartCommands fail with the link, and their networks' implementation with
+// them. Once the host is Up again, a deploy into the same networks: a network a failed
+// implementation left in Shutdown fails it under C5.
+func (g *gen) outageDeploy() {
+	h := g.host()
+	down := rapid.SampledFrom([]time.Duration{200 * time.Second, 5 * time.Minute, 2 * time.Minute}).Draw(g.t, "down")
+	g.step(harness.Step{Fault: "disconnect", Host: h, Duration: down, Async: true})
+	g.deploy(h, true)
+	nets := slices.Clone(g.sc.Steps[len(g.sc.Steps)-1].Networks)
+	if rapid.Bool().Draw(g.t, "a second deploy") {
+		g.deploy(h, false)
+		for _, n := range g.sc.Steps[len(g.sc.Steps)-1].Networks {
+			if !slices.Contains(nets, n) {
+				nets = append(nets, n)
+			}
+		}
+	}
+	g.n++
+	name := fmt.Sprintf("vm%d", g.n)
+	g.step(harness.Step{Until: "host-up", Wait: time.Duration(rapid.IntRange(0, 180).Draw(g.t, "then")) * time.Second,
+		Op: "deploy", VM: name, Networks: nets, Host: h}) // Host: the host until waits for, and the deploy's
+	g.vms = append(g.vms, name)
+	g.where[name] = h
 }
 
 // comeBack: once the host has reported again, what did the server make of the VM?

@@ -1,8 +1,10 @@
 package explore
 
 import (
+	"fmt"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/csconform/csconform/harness"
 	"github.com/csconform/csconform/harness/world"
@@ -89,5 +91,68 @@ func TestReachReadsTheCapabilities(t *testing.T) {
 		}
 		require.Equal(t, c.Can(harness.HAVMs), r.HA, w)
 		require.Equal(t, c.Can(harness.PeerServers), r.Peers, w)
+	}
+}
+
+// TestDrawnConfigsKeepTheRelations: every configuration a program draws is legal and keeps
+// CloudStack's relations between the timing keys (relatedDraws' comment lists them), and across
+// programs each timing key is drawn away from its default.
+func TestDrawnConfigsKeepTheRelations(t *testing.T) {
+	draw := programOf(Everything)
+	moved := map[string]bool{}
+	for s := uint64(1); s <= 2000; s++ {
+		sc := draw(s)
+		c, err := impl.NewConfig(sc.Config)
+		require.NoError(t, err, "seed %d", s)
+		for k := range sc.Config {
+			moved[k] = true
+		}
+		pingTimeout := c.PingTimeout()
+		wait := c.Seconds("wait")
+		assert.GreaterOrEqual(t, pingTimeout, c.PingInterval(), "seed %d: ping.timeout is a multiplier of at least 1", s)
+		assert.GreaterOrEqual(t, wait, pingTimeout, "seed %d: wait %s is shorter than the ping timeout %s", s, wait, pingTimeout)
+		assert.GreaterOrEqual(t, time.Duration(c.Int("job.cancel.threshold.minutes"))*time.Minute, 2*wait,
+			"seed %d: job.cancel.threshold.minutes below 2 × wait", s)
+		assert.GreaterOrEqual(t, c.Seconds("network.gc.wait"), c.Seconds("network.gc.interval"), "seed %d: network.gc.wait below its interval", s)
+		assert.LessOrEqual(t, c.Seconds("vm.op.wait.interval"), c.Seconds("vm.op.cancel.interval"), "seed %d", s)
+		assert.GreaterOrEqual(t, c.Int("job.expire.minutes"), 10, "seed %d: job.expire.minutes below 10 expunges a start's own work job", s)
+		// a program fits in a run's 24 hours of simulated time
+		var total time.Duration
+		for _, st := range sc.Steps {
+			total += st.Wait + st.Duration
+		}
+		assert.Less(t, total, 22*time.Hour, "seed %d", s)
+	}
+	for _, k := range []string{"job.expire.minutes", "job.cancel.threshold.minutes", "vm.op.cleanup.interval", "vm.op.wait.interval",
+		"network.gc.interval", "network.gc.wait", "ping.interval", "ping.timeout", "vm.job.report.interval", "wait"} {
+		assert.True(t, moved[k], "no program draws %s", k)
+	}
+}
+
+// TestProgramsDrawLayoutsAndIdleHours: programs have three hosts, a VM alone on a host whose router
+// runs on another, idle waits of hours, and deploys onto a host whose link is cut.
+func TestProgramsDrawLayoutsAndIdleHours(t *testing.T) {
+	draw := programOf(Everything)
+	seen := map[string]int{}
+	for s := uint64(1); s <= 500; s++ {
+		sc := draw(s)
+		require.NoError(t, sc.Validate())
+		seen[fmt.Sprintf("hosts:%d", len(sc.Hosts))]++
+		// the first two deploys on one network, on two hosts: the router runs on the first's host
+		if len(sc.Steps) >= 2 && sc.Steps[0].Op == "deploy" && sc.Steps[1].Op == "deploy" && sc.Steps[0].Host != sc.Steps[1].Host &&
+			slices.Equal(sc.Steps[0].Networks, sc.Steps[1].Networks) {
+			seen["layout"]++
+		}
+		for i, st := range sc.Steps {
+			if st.Wait >= time.Hour {
+				seen["idle"]++
+			}
+			if st.Fault == "disconnect" && i+1 < len(sc.Steps) && sc.Steps[i+1].Op == "deploy" && sc.Steps[i+1].Host == st.Host {
+				seen["outage-deploy"]++
+			}
+		}
+	}
+	for _, f := range []string{"hosts:3", "layout", "idle", "outage-deploy"} {
+		assert.Positive(t, seen[f], "no program has %s", f)
 	}
 }
