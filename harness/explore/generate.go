@@ -44,6 +44,8 @@ type gen struct {
 	// long are the waits past the drawn thresholds that take hours; idled, the idle time drawn so far
 	long  []time.Duration
 	idled time.Duration
+	// grace is the invariants' report grace at the drawn configuration (harness.ReportGrace)
+	grace time.Duration
 }
 
 // Program draws a program and says how many actions it drew (an action is one operation, fault or
@@ -287,7 +289,7 @@ const (
 var kindNames = [numKinds]string{"deploy", "operation", "stale-start", "agent-away", "restart-start", "fault", "wait", "outage-deploy"}
 
 // kindWeights are each kind's share of the draws among the kinds a program has.
-var kindWeights = [numKinds]int{15, 15, 15, 20, 10, 15, 10, 8}
+var kindWeights = [numKinds]int{15, 15, 18, 20, 10, 15, 10, 6}
 
 // configDraws are the settings a program draws on their own: the thresholds the paths read, each
 // within impl's range for the key, CloudStack's default first (where a shrink goes). Short values make
@@ -412,6 +414,7 @@ func ProgramFor(t *rapid.T, r Reach) (*harness.Scenario, int) {
 		g.sc.Config = cfg
 	}
 	g.thresholds, g.long = thresholds(cfg)
+	g.grace = reportGrace(cfg)
 	ages := []time.Duration{0, 30 * time.Minute, 48 * time.Hour}
 	if !r.AgedNetworks {
 		ages = ages[:1]
@@ -465,6 +468,15 @@ func thresholds(cfg map[string]string) (short, long []time.Duration) {
 		}
 	}
 	return short, long
+}
+
+// reportGrace is harness.ReportGrace at the configuration cfg.
+func reportGrace(cfg map[string]string) time.Duration {
+	c, err := impl.NewConfig(cfg)
+	if err != nil {
+		panic(err)
+	}
+	return harness.ReportGrace(c)
 }
 
 // maxIdle is the longest idle wait a program draws, and idleBudget the most idle time one program
@@ -730,7 +742,9 @@ func (g *gen) outageDeploy() {
 	}
 	g.n++
 	name := fmt.Sprintf("vm%d", g.n)
-	g.step(harness.Step{Until: "host-up", Wait: time.Duration(rapid.IntRange(0, 180).Draw(g.t, "then")) * time.Second,
+	// past the invariants' report grace after the outage (a start failing within it is explained by
+	// the outage), so that a failure of this deploy is the network's doing
+	g.step(harness.Step{Until: "host-up", Wait: g.grace + time.Duration(rapid.IntRange(10, 180).Draw(g.t, "then"))*time.Second,
 		Op: "deploy", VM: name, Networks: nets, Host: h}) // Host: the host until waits for, and the deploy's
 	g.vms = append(g.vms, name)
 	g.where[name] = h
