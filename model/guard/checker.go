@@ -71,6 +71,7 @@ type netCtx struct {
 	// busySince is when the network last went from no active user VM to one (zero while free);
 	// freeImplemented the first moment, since it last became Implemented, it was free
 	busySince       time.Time
+	busySeq         int64 // the line that made it busy
 	freeImplemented time.Time
 	holder          string
 	lockEv          history.Event
@@ -231,7 +232,7 @@ func (c *Checker) touchNetwork(actor, n string) {
 	vc.nets = append(vc.nets, n)
 	nc := c.net(n)
 	nc.users = append(nc.users, v)
-	c.recount(n, vc.stateEv.Time)
+	c.recount(n, vc.stateEv)
 }
 
 // active says whether the network GC counts a user VM in this state as using its network
@@ -244,8 +245,9 @@ func active(state string) bool {
 	return true
 }
 
-// recount updates a network's busy and free marks after a change of its users at t.
-func (c *Checker) recount(n string, t time.Time) {
+// recount updates a network's busy and free marks after a change of its users at e.
+func (c *Checker) recount(n string, e history.Event) {
+	t := e.Time
 	nc := c.net(n)
 	busy := false
 	for _, u := range nc.users {
@@ -253,7 +255,7 @@ func (c *Checker) recount(n string, t time.Time) {
 	}
 	switch {
 	case busy && nc.busySince.IsZero():
-		nc.busySince = t
+		nc.busySince, nc.busySeq = t, e.Seq
 	case !busy:
 		nc.busySince = time.Time{}
 		if (nc.state == "Implementing" || nc.state == "Implemented") && nc.freeImplemented.IsZero() {
@@ -298,7 +300,7 @@ func (c *Checker) applyState(kind string, e *history.Event) {
 				delete(c.starting, e.Actor)
 			}
 			for _, n := range v.nets {
-				c.recount(n, e.Time)
+				c.recount(n, *e)
 			}
 		}
 	case "network":
@@ -315,7 +317,7 @@ func (c *Checker) applyState(kind string, e *history.Event) {
 		}
 		n.state, n.stateEv = e.To, *e
 		c.touchNetwork(e.Actor, e.Object)
-		c.recount(e.Object, e.Time)
+		c.recount(e.Object, *e)
 	case "host":
 		if e.To == "Up" {
 			c.host(e.Object).upSeq = e.Seq

@@ -356,6 +356,7 @@ func TestEveryGuardNamesItsSituation(t *testing.T) {
 		assert.NotEmpty(t, g.Situation, g.Name)
 	}
 }
+
 // processMissingVmReport reads the host's VMs once, after its report began, and judges each on that
 // read: a VM whose failed stop moved it back to Running after the read is marked missing all the
 // same (the Java's window; explore --profile fixed --seed 9, case 568, h2 reconnecting after a power

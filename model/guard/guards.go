@@ -102,12 +102,16 @@ var Guards = []Guard{
 	},
 	{
 		Name:      GReportHost,
-		Situation: "a power-on report moved a VM to Running",
+		Situation: "a power-on report moved a Stopped or Running VM to Running (on its host)",
 		Rule:      "a VM synced by a power-on report takes the host that reported it on (its power host), not the record's",
 		Java:      "VirtualMachineManagerImpl.handlePowerOnReportWithNoPendingJobsOnVM (stateTransitTo(vm, FollowAgentPowerOnReport, vm.getPowerHostId()))",
 		Source:    src422 + " " + vmmi,
-		Applies:   vmRows(vm.FollowAgentPowerOnReport),
-		Check:     checkReportHost,
+		// the report path only: the stall scan follows a transitional VM to whatever host its last
+		// report named, which may be long before and silent in a history (no power-state change)
+		Applies: func(r Row, _ Actor) bool {
+			return r.Machine == VMs && r.Event == string(vm.FollowAgentPowerOnReport) && (r.From == string(vm.Stopped) || r.From == string(vm.Running))
+		},
+		Check: checkReportHost,
 	},
 	{
 		Name:      GMissingMark,
@@ -417,11 +421,13 @@ func checkGCFreeAndWaited(c *Checker, e *history.Event, r Row) Outcome {
 		return violated([]history.Event{n.implementing}, "the network GC shut %s down though it had not been free network.gc.wait (%s) before (free since: %s)", e.Object, c.cfg.GCWait, fmtTime(n.freeImplemented))
 	}
 	if !n.busySince.IsZero() {
-		lockAt := e.Time
+		// the GC's last look is under the lock: a user that became active after it took the lock
+		// (by the history's order: same-instant lines are common in the simulator) may be unseen
+		lockAt := e.Seq
 		if n.holder == e.Actor {
-			lockAt = n.lockEv.Time
+			lockAt = n.lockEv.Seq
 		}
-		if !n.busySince.After(lockAt) {
+		if n.busySeq < lockAt {
 			var ev []history.Event
 			for _, u := range n.users {
 				if uv := c.vm(u); active(uv.state) {
