@@ -377,3 +377,21 @@ func TestMissingMarkJudgedAsOfTheReport(t *testing.T) {
 	require.Len(t, vs, 1)
 	assert.Equal(t, GMissingMark, vs[0].Guard)
 }
+
+// A history of any shape (a saved file, a log's extraction) is judged without a panic.
+func FuzzChecker(f *testing.F) {
+	f.Add("vm:2", "Stopped", "Running", "i-2-2-VM FollowAgentPowerOnReport host=", "AgentTaskPool-1", "state", int64(5))
+	f.Add("network:1", "Implementing", "Shutdown", "cleanupOrphanedNetworks: OperationFailed", "AsyncJobMgr-Heartbeat-2", "state", int64(0))
+	f.Add("host:h1", "", "", "Ping from Routing host h1 (out of band, collected 99:99)", "AgentTaskPool-1", "log", int64(-3))
+	f.Add("job:1", "IN_PROGRESS", "Expunged", "", "main", "state", int64(1))
+	f.Add("vm:", "Up", "", "host=", "ms2:", "power", int64(2))
+	f.Fuzz(func(t *testing.T, obj, from, to, detail, actor, kind string, sec int64) {
+		c := NewChecker(testCfg)
+		for _, e := range runningVM().stoppedAt(2 * time.Minute) {
+			c.Add(e)
+		}
+		for i := range 3 {
+			c.Add(history.Event{Seq: int64(100 + i), Time: t0.Add(time.Duration(sec+int64(i)) * time.Second), Actor: actor, Kind: kind, Object: obj, From: from, To: to, Detail: detail})
+		}
+	})
+}

@@ -330,7 +330,10 @@ func checkReportHost(c *Checker, e *history.Event, r Row) Outcome {
 	if i < 0 || !ok {
 		return undecidable("the line does not say the VM's new host, or which host's report its thread handles")
 	}
-	to := "host:" + strings.Fields(e.Detail[i+len("host="):] + " ")[0]
+	to := "host:"
+	if f := strings.Fields(e.Detail[i+len("host="):]); len(f) > 0 {
+		to += f[0]
+	}
 	// the power host the handler read: its own report's host, or one whose report was handled since
 	// its report began (the column is written by each report)
 	if to == rl.Object {
