@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/csconform/csconform/harness"
 	"github.com/csconform/csconform/model/history"
@@ -115,5 +116,28 @@ func TestRestartedServerHistoryReads(t *testing.T) {
 	}
 	if len(es) != 4 || es[3].Seq != 4 {
 		t.Fatalf("read %+v", es)
+	}
+}
+
+// check judges a saved history's transitions against the guards again: a history from a world that
+// recorded no verdict (or an older csconform) with a job expunged an hour after its creation is a
+// finding with the settings given, NOT DECIDABLE without them.
+func TestCheckJudgesTheTransitionGuards(t *testing.T) {
+	t0 := time.Date(2026, 10, 29, 0, 0, 0, 0, time.UTC)
+	es := []history.Event{
+		{Seq: 1, Time: t0, Actor: "API-Job-Executor-1", Kind: history.State, Object: "job:5", To: "IN_PROGRESS", Detail: "VmWorkStart VirtualMachine:2"},
+		{Seq: 2, Time: t0.Add(time.Hour), Actor: "AsyncJobMgr-Heartbeat-2", Kind: history.State, Object: "job:5", From: "IN_PROGRESS", To: "Expunged", Detail: "VmWorkStart"},
+	}
+	path := filepath.Join(t.TempDir(), "h.jsonl")
+	if err := history.WriteFile(path, es); err != nil {
+		t.Fatal(err)
+	}
+	var out, errb strings.Builder
+	if code := checkCmd(&checkOpts{timeout: time.Second, maxInput: "1GiB", maxLine: "1MiB"}, []string{path}, &out, &errb); code != 0 || !strings.Contains(out.String(), "NOT DECIDABLE job-expunge-after-expire") {
+		t.Errorf("without settings: exit %d\n%s%s", code, out.String(), errb.String())
+	}
+	out.Reset()
+	if code := checkCmd(&checkOpts{timeout: time.Second, maxInput: "1GiB", maxLine: "1MiB", defaultSettings: true}, []string{path}, &out, &errb); code != 1 || !strings.Contains(out.String(), "job-expunge-after-expire") {
+		t.Errorf("with the defaults (job.expire.minutes 1440): exit %d\n%s%s", code, out.String(), errb.String())
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"os/signal"
@@ -18,9 +19,12 @@ import (
 	"time"
 
 	"github.com/csconform/csconform/drivers/sim"
+	"github.com/csconform/csconform/harness"
 	"github.com/csconform/csconform/harness/explore"
 	"github.com/csconform/csconform/impl"
+	"github.com/csconform/csconform/model/guard"
 	"github.com/csconform/csconform/model/history"
+	"github.com/csconform/csconform/model/invariant"
 	"github.com/csconform/csconform/model/linear"
 )
 
@@ -245,10 +249,28 @@ func checkCmd(o *checkOpts, args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(err)
 	}
+	gcfg, err := guardSettings(o.settings, o.defaultSettings)
+	if err != nil {
+		return fail(err)
+	}
 	var violations []history.Event
+	recorded := map[string]bool{} // transition-guard verdicts the run recorded
 	for _, e := range events {
 		if e.Kind == history.Violation {
 			violations = append(violations, e)
+			if e.To == invariant.TransitionGuard {
+				recorded[e.Object+"|"+e.Detail] = true
+			}
+		}
+	}
+	// the guards judge the history again; a verdict the run recorded already is printed once
+	gc := guard.NewChecker(gcfg)
+	for _, e := range events {
+		gc.Add(e)
+	}
+	for _, v := range gc.Violations {
+		if gv := harness.GuardViolation(v); !recorded[gv.Object+"|"+gv.Message] {
+			violations = append(violations, history.Event{Kind: history.Violation, Object: gv.Object, Time: gv.Time, To: gv.Invariant, Detail: gv.Message})
 		}
 	}
 	results := linear.Check(linear.Partitions(events), o.timeout)
@@ -271,6 +293,9 @@ func checkCmd(o *checkOpts, args []string, stdout, stderr io.Writer) int {
 		// undecided is neither linearizable nor not: it gets its own line, never "linearizable"
 		if len(undecided) > 0 {
 			fmt.Fprintf(stdout, "%d partitions undecided: no answer within %s each (--timeout raises it)\n", len(undecided), o.timeout)
+		}
+		for _, g := range slices.Sorted(maps.Keys(gc.Undecided)) {
+			fmt.Fprintf(stdout, "NOT DECIDABLE %s for %d transition(s): %s\n", g, gc.Undecided[g], gc.Reasons[g])
 		}
 		switch {
 		case len(violations) > 0 || len(bad) > 0:

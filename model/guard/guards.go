@@ -59,7 +59,7 @@ var Guards = []Guard{
 		Rule:      "a state change follows a row of its machine's table, unless it is one of the writes CloudStack makes around the machine (setState, marked Direct)",
 		Java:      "StateMachine2.transitTo (NoTransitionException); VirtualMachine.State.s_fsm, Network.State.s_fsm, Status.s_fsm",
 		Source:    src422 + " " + vmfsm,
-		Applies:   func(r Row, _ Actor) bool { return r.Machine != Jobs },
+		Applies:   func(r Row, _ Actor) bool { return r.Machine == VMs || r.Machine == Networks || r.Machine == Hosts },
 		Check:     checkInStateMachine,
 	},
 	{
