@@ -248,10 +248,17 @@ func (b *builder) event(e history.Event) {
 		// no report is processed while the server restarts, nor from a host a fault cuts off (its
 		// row may still say Up until the ping timeout): the ghost clock waits, as the invariant's
 		hostCut := strings.HasPrefix(e.Object, "host:") && e.To != "stale-report" && e.From != "stale-report" // a late report still flows
+		// A peer server's stop is a fault on the hosts it owned, as the invariants' recorder counts it
+		// (harness Recorder.hostFaultWithin): their reports stop until they reconnect to a survivor,
+		// and the work jobs it ran stay IN_PROGRESS until the survivor's heartbeat passes
+		// cluster.heartbeat.threshold (150 s) and onManagementNodeLeft fails them, while
+		// VmPowerStateSyncManagerImpl.handlePowerStateReport postpones every report of a VM with a
+		// pending work job. The clock waits for the peer's stop and its report grace, as the
+		// invariant's does.
 		switch {
-		case e.To == "ms-restart" || (e.To != "" && hostCut):
+		case e.To == "ms-restart" || e.To == "peer-stop" || (e.To != "" && hostCut):
 			b.quiet++
-		case (e.From == "ms-restart" || (e.From != "" && hostCut)) && b.quiet > 0:
+		case (e.From == "ms-restart" || e.From == "peer-stop" || (e.From != "" && hostCut)) && b.quiet > 0:
 			b.quiet--
 			b.msUpSince = e.Time
 		}

@@ -1,6 +1,7 @@
 package linear
 
 import (
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -88,6 +89,17 @@ func TestStaleRecordIsBounded(t *testing.T) {
 		{"the management server was restarting, and the ghost outlives the bound after its report grace",
 			ghosted(at(3*time.Minute, fault("ms-restart", "ms", true)), at(6*time.Minute, fault("ms-restart", "ms", false)),
 				at(13*time.Minute+11*time.Second, obsRec(v, false, "Running"))), runBounds, true},
+		// A peer's stop is a fault on the hosts it owned (harness Recorder.hostFaultWithin): their
+		// reports stop until they reconnect to a survivor, and its VM work jobs stay IN_PROGRESS
+		// until the survivor's heartbeat passes cluster.heartbeat.threshold (150 s) and
+		// onManagementNodeLeft fails them; meanwhile VmPowerStateSyncManagerImpl.handlePowerStateReport
+		// finds listPendingWorkJobs non-empty and postpones every report of the VM.
+		{"a peer server stopped: no report could end the ghost, and its clock counts from the report grace after it",
+			ghosted(at(3*time.Minute, fault("peer-stop", "ms", true)), at(9*time.Minute, fault("peer-stop", "ms", false)),
+				at(13*time.Minute, obsRec(v, false, "Running"))), runBounds, false},
+		{"a peer server stopped, and the ghost outlives the bound after its report grace",
+			ghosted(at(3*time.Minute, fault("peer-stop", "ms", true)), at(9*time.Minute, fault("peer-stop", "ms", false)),
+				at(16*time.Minute+11*time.Second, obsRec(v, false, "Running"))), runBounds, true},
 		{"a link cut on the host: no report could end the ghost, and its clock counts from the report grace after it",
 			ghosted(at(3*time.Minute, fault("disconnect", "host:h1", true)), at(6*time.Minute, fault("disconnect", "host:h1", false)),
 				at(10*time.Minute, obsRec(v, false, "Running"))), runBounds, false},
@@ -113,5 +125,23 @@ func TestStaleRecordIsBounded(t *testing.T) {
 				t.Errorf("the explanation does not name the bound:\n%s", strings.Join(bad[0].Explain, "\n"))
 			}
 		})
+	}
+}
+
+// TestPeerStopGhostHistory re-checks, with its run's bounds (ping.interval 20 s: ghost 100 s, report
+// grace 50 s), the history explore --profile fixed --seed 2 found: ms1's destroyExpunge forwards its
+// StopCommand to ms2 (h2's server), ms2 stops, the command fails on ms1 while h2's agent still stops
+// the domain, and the start ms2 had queued stays a pending work job until ms1's heartbeat threshold
+// (150 s) fails it. Power sync postpones every report of the VM meanwhile, so its record says Running
+// with no domain for three minutes, all of them within the peer's stop. The invariants pause the
+// ghost clock for a peer's stop; the VM model must too.
+func TestPeerStopGhostHistory(t *testing.T) {
+	events, err := history.ReadFile(filepath.Join("testdata", "histories", "explore-peer-stop-ghost.fixed.jsonl"), history.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bounds := Bounds{Ghost: 100 * time.Second, ReportGrace: 50 * time.Second}
+	if bad := Illegal(CheckWith(Partitions(events), time.Minute, bounds)); len(bad) > 0 {
+		t.Fatalf("%s is illegal:\n%s", bad[0].Object, strings.Join(bad[0].Explain, "\n"))
 	}
 }
