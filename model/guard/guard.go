@@ -166,11 +166,3 @@ func Classify(thread string) Actor {
 	}
 	return ActorUnknown
 }
-
-// serverOf is the management server a thread runs on ("" for the first).
-func serverOf(thread string) string {
-	if i := strings.IndexByte(thread, ':'); i > 0 && strings.HasPrefix(thread, "ms") && !strings.Contains(thread[:i], "-") {
-		return thread[:i]
-	}
-	return ""
-}
