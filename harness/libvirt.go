@@ -227,28 +227,34 @@ func (w *libvirtWorld) capabilities() Capabilities { return LibvirtCapabilities 
 func (w *libvirtWorld) clientEnv() impl.Env        { return w.base }
 
 // setup(false) ends the scaling of LibvirtScaling (in force from the server's start to the end of
-// priming): the steps meet CloudStack's values, or the scenario's own.
+// priming): the steps meet CloudStack's values, or the scenario's own; setup(true) puts it back for
+// a scenario's prime steps.
 func (w *libvirtWorld) setup(on bool) {
 	w.priming.Store(on)
-	if on {
-		return
-	}
-	endScaling(w.c.Config, w.scenarioConfig)
+	scale(w.c, w.scenarioConfig, on)
 }
 
-// endScaling puts each key of LibvirtScaling back to CloudStack's default, unless the scenario set
-// it itself: the scaled values are for priming only.
-func endScaling(cfg *impl.Config, own map[string]string) {
-	for k := range LibvirtScaling {
+// scale sets each key of LibvirtScaling to its scaled value (on) or back to CloudStack's default,
+// unless the scenario set it itself: the scaled values are for priming only. It goes through
+// Cluster.SetConfig, so that the transition guards judge the priming under the values then in force.
+func scale(c *Cluster, own map[string]string, on bool) {
+	for k, scaled := range LibvirtScaling {
 		if _, set := own[k]; set {
 			continue
 		}
-		for _, ck := range impl.ConfigKeys {
-			if ck.Name == k {
-				if err := cfg.Set(k, ck.Default); err != nil {
-					panic(err) // a default always parses
+		v := scaled
+		if !on {
+			for _, ck := range impl.ConfigKeys {
+				if ck.Name == k {
+					v = ck.Default
 				}
 			}
+		}
+		if c.Config.Get(k) == v {
+			continue
+		}
+		if err := c.SetConfig(k, v); err != nil {
+			panic(err) // a default or a scaled value always parses
 		}
 	}
 }

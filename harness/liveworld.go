@@ -205,10 +205,7 @@ func (w *liveWorld) steps() uint64                 { return 0 }
 // scenario's own.
 func (w *liveWorld) setup(on bool) {
 	w.priming.Store(on)
-	if on {
-		return
-	}
-	endScaling(w.c.Config, w.scenarioConfig)
+	scale(w.c, w.scenarioConfig, on)
 }
 
 func (w *liveWorld) runUntil(limit time.Time, done func() bool) error {

@@ -88,6 +88,11 @@ type Step struct {
 	Until string `yaml:"until,omitempty"`
 	// Line: with until: log, the text the log line contains.
 	Line string `yaml:"line,omitempty"`
+	// Prime: the step is part of the scenario's set-up, not under test (priming a network with a VM
+	// deployed, expunged and the network GC's shutdown awaited). Only leading steps may be. A world
+	// that scales CloudStack's timings while it primes (libvirt, live: LibvirtScaling) keeps them
+	// scaled through these steps; the simulator runs them as any other.
+	Prime bool `yaml:"prime,omitempty"`
 }
 
 // Untils are the conditions a step can wait for.
@@ -200,6 +205,9 @@ func (s *Scenario) Validate() error {
 		}
 		if st.Op != "" && st.Server != "" && !slices.Contains(servers, st.Server) {
 			return fmt.Errorf("%s: unknown server %q (a scenario with managementServers: %d has %v)", where, st.Server, len(servers), servers)
+		}
+		if st.Prime && i > 0 && !s.Steps[i-1].Prime {
+			return fmt.Errorf("%s: prime: only leading steps are the set-up (step %d is not prime)", where, i)
 		}
 		switch {
 		case st.Op != "" && st.Fault != "":

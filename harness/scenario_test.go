@@ -30,6 +30,7 @@ func TestParseScenarioRejectsBadInput(t *testing.T) {
 		{"bad case result", "name: x\nhosts: [h1]\nexpect: {fixed: {violations: [], cases: {a: ok}}}\n", "result must be"},
 		{"bad duration", "name: x\nhosts: [h1]\nsteps:\n  - wait: soon\n", "time.Duration"},
 		{"empty step", "name: x\nhosts: [h1]\nsteps:\n  - case: a\n", "nothing to do"},
+		{"prime after a tested step", "name: x\nhosts: [h1]\nsteps:\n  - {wait: 1s}\n  - {wait: 1s, prime: true}\n", "step 2: prime: only leading steps"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -20,7 +20,17 @@ import (
 func runSteps(w World, steps []Step, lenient bool, res *Result) error {
 	var mu sync.Mutex // async steps run on real goroutines in a real world
 	var asyncErr error
+	p, primes := w.(Primer)
+	primes = primes && len(steps) > 0 && steps[0].Prime
+	if primes {
+		p.Prime(true)
+	}
 	for i, st := range steps {
+		if primes && !st.Prime {
+			w.AwaitAsync() // an async prime step is set-up too
+			p.Prime(false)
+			primes = false
+		}
 		if st.Wait > 0 {
 			if err := w.Wait(st.Wait); err != nil {
 				return err
@@ -77,9 +87,19 @@ func runSteps(w World, steps []Step, lenient bool, res *Result) error {
 		}
 	}
 	w.AwaitAsync()
+	if primes {
+		p.Prime(false)
+	}
 	mu.Lock()
 	defer mu.Unlock()
 	return asyncErr
+}
+
+// Primer is a world that runs a scenario's set-up differently from its steps under test (real
+// domains scale CloudStack's timings while priming): Prime(true) before the leading prime steps,
+// Prime(false) after them.
+type Primer interface {
+	Prime(on bool)
 }
 
 // runOp runs an op step on w: the one switch over the operations' kinds.

@@ -279,3 +279,35 @@ func TestUntilHoldsReadsEachConditionsObject(t *testing.T) {
 		})
 	}
 }
+
+// primingSteps is fakeSteps that primes: it says when the set-up's scaling is switched.
+type primingSteps struct{ fakeSteps }
+
+func (p *primingSteps) Prime(on bool) {
+	p.did = append(p.did, map[bool]string{true: "prime", false: "end prime"}[on])
+}
+
+// The leading prime steps run between Prime(true) and Prime(false), their async ones awaited first;
+// a scenario of prime steps only ends its priming too, and a world that does not prime runs them as
+// any step.
+func TestRunStepsPrimesTheLeadingPrimeSteps(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		steps []Step
+		did   []string
+	}{
+		{"prime then test", []Step{{Op: "deploy", VM: "p", Prime: true}, {Op: "destroy", VM: "p", Async: true, Prime: true}, {Op: "deploy", VM: "a"}},
+			[]string{"prime", "client-1 deploy", "async client-2", "vm-op", "client-2 destroy", "end prime", "client-3 deploy"}},
+		{"prime only", []Step{{Op: "deploy", VM: "p", Prime: true}}, []string{"prime", "client-1 deploy", "end prime"}},
+		{"no prime", []Step{{Op: "deploy", VM: "a"}}, []string{"client-1 deploy"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := &primingSteps{}
+			require.NoError(t, runSteps(w, tc.steps, false, &Result{}))
+			assert.Equal(t, tc.did, w.did)
+		})
+	}
+	plain := &fakeSteps{}
+	require.NoError(t, runSteps(plain, []Step{{Op: "deploy", VM: "p", Prime: true}}, false, &Result{}))
+	assert.Equal(t, []string{"client-1 deploy"}, plain.did)
+}
