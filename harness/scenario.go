@@ -548,7 +548,7 @@ func (c *Cluster) logsDuring(object string, from, end time.Time) []history.Event
 // retried: the op passed but a start attempt inside it failed first.
 func (c *Cluster) retried(op invariant.ClientOp) bool {
 	for _, e := range c.logsDuring("vm:"+op.VMID, op.Call, op.Return) {
-		if strings.HasPrefix(e.Detail, "Start of VM") && strings.Contains(e.Detail, "retrying once") {
+		if linear.IsStartRetry(e.Detail) {
 			return true
 		}
 	}

@@ -79,7 +79,7 @@ func Partitions(events []history.Event) []Partition { return PartitionsOf(slices
 // PartitionsOf is Partitions of the events a sequence yields: a recorder's history in chunks, read
 // where it lies.
 func PartitionsOf(events iter.Seq[history.Event]) []Partition {
-	b := builder{parts: map[string]*Partition{}, calls: map[int]*call{}, sections: map[section]int{}, failedStarts: map[string]int{}, clients: map[string]map[string]int{},
+	b := builder{parts: map[string]*Partition{}, calls: map[int]*call{}, sections: map[section]int{}, failedStarts: map[string]int{}, retried: map[string]int64{}, clients: map[string]map[string]int{},
 		hosts: map[string]*hostSeen{}}
 	for e := range events {
 		if e.Seq <= b.now {
@@ -138,8 +138,10 @@ type builder struct {
 	sections map[section]int // index of the open critical section's op in its object's partition
 	// failedStarts: the failed start left open on each VM (its index), closed by the next call on it
 	failedStarts map[string]int
-	clients      map[string]map[string]int
-	now          int64 // the last event's time
+	// retried: the sequence number of the API job's last "retrying once" of a start on each VM
+	retried map[string]int64
+	clients map[string]map[string]int
+	now     int64 // the last event's time
 	// hosts are the hosts' states as their state events say, for the VM model's staleness bound
 	hosts map[string]*hostSeen
 	// notUp and lastUpSince are hostsSettle's answer kept as the host events come (every VM
@@ -193,6 +195,25 @@ func (b *builder) add(object, model, actor string, in, out any, call, ret int64,
 	return len(p.Ops) - 1
 }
 
+// IsStartRetry says a log line is the API job's retry of a failed start (the reference's
+// "Start of VM 21 failed, retrying once: …"; the deploy and start APIs retry once, startNoRetry not).
+func IsStartRetry(detail string) bool {
+	return strings.HasPrefix(detail, "Start of VM") && strings.Contains(detail, "retrying once")
+}
+
+// firstAttempt adds the first attempt of a start call c that the API retried: a failed start of its
+// own, which may still boot the domain (its StartCommand held on a cut link, delivered after the
+// server gave up on it), so that a stop between it and the retry's boot is no contradiction. Like a
+// failed start's, its effect lands before the next call on the VM.
+func (b *builder) firstAttempt(object string, c *call, ret int64) {
+	name := c.name + " (its first attempt)"
+	if _, open := b.failedStarts[object]; open {
+		b.add(object, "vm", c.actor, VMInput{Kind: VMStart, Name: name}, Failed, c.seq, ret, "retried")
+		return
+	}
+	b.failedStarts[object] = b.add(object, "vm", c.actor, VMInput{Kind: VMStart, Name: name}, Failed, c.seq, open, "retried")
+}
+
 // vmOp adds a client operation on a VM. A destroy is several steps to an observer — the domain stops
 // (the record is still live, Stopped), then the record dies — and it stops the VM through the work
 // queue up to three times (destroy, then expunge), so a start queued meanwhile can run between its
@@ -224,6 +245,12 @@ func (b *builder) event(e history.Event) {
 		k := VMKind(c.name)
 		if k == "" || modelOf(e.Object) != "vm" {
 			return
+		}
+		if at, ok := b.retried[e.Object]; ok && k == VMStart {
+			delete(b.retried, e.Object)
+			if at > c.seq {
+				b.firstAttempt(e.Object, c, e.Seq)
+			}
 		}
 		out, ret := OK, e.Seq
 		if e.To != "ok" {
@@ -302,6 +329,10 @@ func (b *builder) event(e history.Event) {
 				users = strings.Split(e.To, ",")
 			}
 			b.add(e.Object, "ip", "observer", IPInput{Users: users}, nil, e.Seq, e.Seq, e.Detail)
+		}
+	case history.Log:
+		if modelOf(e.Object) == "vm" && IsStartRetry(e.Detail) {
+			b.retried[e.Object] = e.Seq
 		}
 	case history.IP:
 		b.add(e.Object, "ip", e.Actor, IPInput{Write: true, From: e.From, To: e.To}, nil, e.Seq, e.Seq, e.Detail)

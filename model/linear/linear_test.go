@@ -26,6 +26,12 @@ func obsVM(obj string, on, dead bool) history.Event {
 	return history.Event{Kind: history.Observe, Actor: "observer", Object: obj, To: ObserveVM(on, dead)}
 }
 
+// retryLog is the API job's retry of a failed start (impl/api.go's line).
+func retryLog(obj string) history.Event {
+	return history.Event{Kind: history.Log, Actor: "API-Job-Executor-1", Object: obj, Level: "WARN",
+		Detail: "Start of VM 2 failed, retrying once: AgentUnavailableException: Resource [Host:h2] is unreachable"}
+}
+
 func obsIP(obj, users string) history.Event {
 	return history.Event{Kind: history.Observe, Actor: "observer", Object: obj, To: users}
 }
@@ -66,6 +72,7 @@ type modelCase struct {
 // FuzzPartitions).
 func modelCases() []modelCase {
 	const v = "vm:2"
+	const w = "vm:7" // a VM of its own, deployed in the case
 	deployed := []history.Event{callE(1, "c1", "network:1", "deploy web1"), obsVM(v, false, false), obsVM(v, true, false), ret(1, "c1", v, "ok"), obsVM(v, true, false)}
 	with := func(es ...history.Event) []history.Event {
 		return h(append(append([]history.Event(nil), deployed...), es...)...)
@@ -107,6 +114,19 @@ func modelCases() []modelCase {
 		{"a failed start may leave the domain running; a later destroy must still stop it (D2)",
 			h(callE(1, "c1", "network:1", "deploy web1"), obsVM(v, true, false), ret(1, "c1", v, "failed"), obsVM(v, true, false),
 				callE(2, "c2", v, "destroyExpunge web1"), ret(2, "c2", v, "ok"), obsVM(v, true, true)), v},
+		{"a deploy's first attempt, given up on, boots late; a stop stops it; the API's retry boots it again (explore --profile fixed, seed 6)",
+			h(callE(1, "c1", "network:1", "deploy web7"), obsVM(w, false, false), retryLog(w), obsVM(w, true, false),
+				callE(2, "c2", w, "forceStop web7"), ret(2, "c2", w, "ok"), obsVM(w, false, false), obsVM(w, true, false), ret(1, "c1", w, "ok"), obsVM(w, true, false)), ""},
+		{"without the API's retry a deploy boots its domain once",
+			h(callE(1, "c1", "network:1", "deploy web7"), obsVM(w, false, false), obsVM(w, true, false),
+				callE(2, "c2", w, "forceStop web7"), ret(2, "c2", w, "ok"), obsVM(w, false, false), obsVM(w, true, false), ret(1, "c1", w, "ok"), obsVM(w, true, false)), w},
+		{"a retried deploy explains two boots, not three",
+			h(callE(1, "c1", "network:1", "deploy web7"), obsVM(w, false, false), retryLog(w), obsVM(w, true, false),
+				callE(2, "c2", w, "forceStop web7"), ret(2, "c2", w, "ok"), obsVM(w, false, false), obsVM(w, true, false),
+				callE(3, "c3", w, "forceStop web7"), ret(3, "c3", w, "ok"), obsVM(w, false, false), obsVM(w, true, false), ret(1, "c1", w, "ok")), w},
+		{"a retry logged before the start was called is not its retry",
+			h(obsVM(w, false, false), retryLog(w), callE(1, "c1", w, "start web7"), obsVM(w, true, false),
+				callE(2, "c2", w, "forceStop web7"), ret(2, "c2", w, "ok"), obsVM(w, false, false), obsVM(w, true, false), ret(1, "c1", w, "ok")), w},
 		{"a start that never returned may take effect later",
 			h(callE(1, "c1", v, "start web1"), obsVM(v, false, false), obsVM(v, true, false)), ""},
 		{"a start cannot succeed on a dead record",
