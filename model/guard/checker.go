@@ -55,7 +55,12 @@ type vmCtx struct {
 	power   string
 	powerEv history.Event
 	powers  []history.Event // every power-state change, in order
-	nets    []string
+	// detected is the power handler's "Detected missing VM" line of its last missing report, and
+	// lastUpdate the power-state update time that line gives (ok false if it gave none readable)
+	detected   history.Event
+	lastUpdate time.Time
+	lastOK     bool
+	nets       []string
 	// recent are the last state changes, recent[n%stateRing] the newest
 	recent [stateRing]history.Event
 	n      int
@@ -202,6 +207,10 @@ func (c *Checker) applyLog(e *history.Event) {
 			}
 		}
 		c.reportLine[e.Actor] = *e
+	case strings.HasPrefix(e.Object, "vm:") && strings.HasPrefix(e.Detail, "Detected missing VM"):
+		v := c.vm(e.Object)
+		v.detected = *e
+		v.lastUpdate, v.lastOK = lastStateUpdate(e.Detail, e.Time)
 	case strings.HasPrefix(e.Detail, "Ping from Routing host") && strings.Contains(e.Detail, "collected "):
 		c.pingLine[e.Actor] = *e
 	case strings.HasPrefix(e.Detail, "Ping timeout for agent"):
@@ -216,6 +225,54 @@ func (c *Checker) applyLog(e *history.Event) {
 			hc.pingTimeout, hc.quietFrom = *e, hc.lastReport
 		}
 	}
+}
+
+// lastStateUpdate reads the power-state update time of a "Detected missing VM ... last state update:
+// T" line written at at: a date and time (CloudStack's DateUtil.getOutputString, seconds), or a time
+// of day (the reference's, milliseconds), taken on at's day or the day before. A time truncated to
+// the second is earlier than the true one, so a period measured from it is never too short.
+func lastStateUpdate(d string, at time.Time) (time.Time, bool) {
+	_, v, ok := strings.Cut(d, "last state update: ")
+	if !ok {
+		return time.Time{}, false
+	}
+	v = strings.TrimSpace(v)
+	for _, layout := range []string{"2006-01-02T15:04:05-0700", time.RFC3339Nano, "2006-01-02 15:04:05"} {
+		if t, err := time.Parse(layout, v); err == nil {
+			return t, true
+		}
+	}
+	for _, layout := range []string{"15:04:05.000", "15:04:05"} {
+		if t, err := time.Parse(layout, v); err == nil {
+			y, m, dd := at.Date()
+			day := time.Date(y, m, dd, t.Hour(), t.Minute(), t.Second(), t.Nanosecond(), at.Location())
+			if day.After(at) {
+				day = day.AddDate(0, 0, -1)
+			}
+			return day, true
+		}
+	}
+	return time.Time{}, false
+}
+
+// reportForced says whether the report thread actor is processing was forced, and whether the
+// history says: the report's line gives the ping's outOfBand flag ("force: true"); a StartupCommand's
+// report (the connect thread's) is never forced (processHostVmStateReport passes false).
+func (c *Checker) reportForced(actor string) (forced, known bool) {
+	if strings.Contains(actor, "AgentConnectTaskPool") {
+		return false, true
+	}
+	r, ok := c.reportLine[actor]
+	if !ok {
+		return false, false
+	}
+	switch {
+	case strings.Contains(r.Detail, "force: true"):
+		return true, true
+	case strings.Contains(r.Detail, "force: false"):
+		return false, true
+	}
+	return false, false
 }
 
 // touchNetwork: a thread starting a user VM that implements a network, finds it implemented or takes

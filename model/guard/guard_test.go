@@ -395,3 +395,61 @@ func FuzzChecker(f *testing.F) {
 		}
 	})
 }
+
+// processMissingVmReport's own graceful period runs from the VM's power-state update time (its
+// "Detected missing VM" line says it), not only from its last state change, and only an
+// out-of-band ping's report is forced past it: processHostVmStateReport, the StartupCommand's
+// report, passes force false (apache/cloudstack@bed947b5
+// engine/orchestration/src/main/java/com/cloud/vm/VirtualMachinePowerStateSyncImpl.java,
+// processMissingVmReport and processHostVmStateReport). The mutants powersync-missing-without-graceful-period
+// and powersync-connect-report-forced mark a VM missing at a reconnect, whose reset of the host's
+// power tracking has just set its update time.
+func TestMissingMarkWaitsForThePowerUpdate(t *testing.T) {
+	const conn = "AgentConnectTaskPool-5"
+	detected := func(actor, at string) history.Event {
+		return lg(actor, "vm:2", "Detected missing VM. host: h1, vm id: 2(i-2-2-VM), power state: PowerReportMissing, last state update: "+at)
+	}
+	report := func(actor, force string) history.Event {
+		return lg(actor, "host:h1", "Process VM state report. host: h1, number of records in report: 0"+force)
+	}
+	for _, tc := range []struct {
+		name        string
+		actor       string
+		force       string // the report line's tail
+		lastUpdate  string
+		want        string // the guard's verdict: "violated", "allowed", "undecidable"
+		wantMessage string
+	}{
+		{"a reconnect's report 10 s after the tracking reset", conn, ", force: false", "00:09:50.000", "violated", "10s after its last power-state update"},
+		{"a reconnect's report said forced", conn, ", force: true", "00:09:50.000", "violated", "not forced"},
+		{"CloudStack's own date format", conn, "", "2026-10-29T00:09:50+0000", "violated", "10s after"},
+		{"an out-of-band ping's report is forced", rep, ", force: true", "00:09:50.000", "allowed", ""},
+		{"a ping's report that does not say", rep, "", "00:09:50.000", "undecidable", "forced"},
+		{"past the graceful period", conn, ", force: false", "00:07:50.000", "allowed", ""},
+		{"a time of day before midnight", conn, ", force: false", "23:59:55.000", "allowed", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			x := runningVM().
+				add(10*time.Minute, report(tc.actor, tc.force)).
+				add(10*time.Minute, detected(tc.actor, tc.lastUpdate)).
+				add(10*time.Minute, pw(tc.actor, "vm:2", "PowerOn", "PowerReportMissing"))
+			c := NewChecker(testCfg)
+			for _, e := range x {
+				c.Add(e)
+			}
+			switch tc.want {
+			case "violated":
+				require.Len(t, c.Violations, 1)
+				assert.Equal(t, GMissingMark, c.Violations[0].Guard)
+				assert.Contains(t, c.Violations[0].Reason, tc.wantMessage)
+			case "allowed":
+				assert.Empty(t, c.Violations)
+				assert.Zero(t, c.Undecided[GMissingMark])
+			case "undecidable":
+				assert.Empty(t, c.Violations)
+				assert.Equal(t, 1, c.Undecided[GMissingMark])
+				assert.Contains(t, c.Reasons[GMissingMark], tc.wantMessage)
+			}
+		})
+	}
+}

@@ -116,9 +116,9 @@ var Guards = []Guard{
 	{
 		Name:      GMissingMark,
 		Situation: "a VM was marked missing",
-		Rule:      "a VM absent from its host's report is marked PowerReportMissing only if its state had not changed within the graceful period (2 × ping.interval)",
-		Java:      "VirtualMachinePowerStateSyncImpl.processMissingVmReport (hasRecentStateChange, PR #14207)",
-		Source:    "apache/cloudstack PR #14207, " + psync,
+		Rule:      "a VM absent from its host's report is marked PowerReportMissing only if its state had not changed within the graceful period (2 × ping.interval), and, unless the report is forced (a ping's outOfBand flag; a StartupCommand's report never is), its power state had not been updated within it either",
+		Java:      "VirtualMachinePowerStateSyncImpl.processMissingVmReport (hasRecentStateChange, PR #14207; the power_state_update_time period and force); processHostVmStateReport passes force false",
+		Source:    "apache/cloudstack PR #14207, " + psync + "; apache/cloudstack@bed947b5 " + psync,
 		Applies:   func(r Row, _ Actor) bool { return r.Machine == Power && r.To == string(vm.PowerReportMissing) },
 		Check:     checkMissingMark,
 	},
@@ -360,6 +360,21 @@ func checkMissingMark(c *Checker, e *history.Event, r Row) Outcome {
 	graceful := 2 * c.cfg.PingInterval
 	if since := e.Time.Sub(last.Time); since <= graceful {
 		return violated([]history.Event{last}, "%s was marked missing %s after its last state change (%s), within the graceful period of %s", e.Object, since, last.To, graceful)
+	}
+	// processMissingVmReport's own period: since the VM's power-state update time, as its "Detected
+	// missing VM" line gives it, unless the report is forced. The mark comes after the handler read
+	// the clock, so a mark within the period means the handler's reading was within it too.
+	v := c.vm(e.Object)
+	if v.lastOK && v.detected.Actor == e.Actor && v.detected.Seq >= c.readAt(e.Actor, e) {
+		if since := e.Time.Sub(v.lastUpdate); since <= graceful {
+			forced, known := c.reportForced(e.Actor)
+			switch {
+			case !known:
+				return undecidable("%s was marked missing %s after its last power-state update, within the graceful period, and the history does not say whether its report was forced", e.Object, since)
+			case !forced:
+				return violated([]history.Event{v.detected}, "%s was marked missing %s after its last power-state update (%s, as the handler logged it), within the graceful period of %s, on a report that was not forced", e.Object, since, v.lastUpdate.Format("15:04:05.000"), graceful)
+			}
+		}
 	}
 	return allowed()
 }
