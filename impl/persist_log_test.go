@@ -86,7 +86,7 @@ func TestEveryWriteReachesTheLog(t *testing.T) {
 		{"SetVolumeState", func() { db.SetVolumeState("ms1", vol.ID, "Ready") }},
 		{"UpdateVMState", func() { require.True(t, db.UpdateVMState("ms1", v, vm.StartRequested, vm.Starting, "h1")) }},
 		{"UpdateVMStates", func() {
-			require.True(t, db.UpdateVMStates("ms1", v, "h1", VMTransition{vm.OperationSucceeded, vm.Running}, VMTransition{vm.StopRequested, vm.Stopping}))
+			require.Equal(t, 2, db.UpdateVMStates("ms1", v, "h1", VMTransition{vm.OperationSucceeded, vm.Running}, VMTransition{vm.StopRequested, vm.Stopping}))
 		}},
 		{"UpdatePowerState", func() { require.True(t, db.UpdatePowerState("ms1", v.ID, vm.PowerOn, "h1", time.Time{})) }},
 		{"SetPowerState", func() { db.SetPowerState("ms1", v.ID, vm.PowerOff) }},

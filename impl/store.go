@@ -384,7 +384,10 @@ func (db *DB) VMsInNetwork(nid int64, f func(*VMVO) bool) []*VMVO {
 }
 
 // UpdateVMState is VMInstanceDaoImpl.updateState: an optimistic write keyed on state, host and
-// update_count of the caller's copy. false = the row changed underneath (no exception, as in CloudStack).
+// update_count of the caller's copy. As the Java's VO, the copy takes the new state, host, update_count
+// and update_time (and the last host VMMI.stateTransitTo sets) before the UPDATE, whether or not a row
+// matches; on no match, true when the row already is in the new state (two transitions to the same
+// state both win), else false (no exception, as in CloudStack).
 func (db *DB) UpdateVMState(actor string, old *VMVO, ev vm.Event, newState vm.State, newHost string) bool {
 	point(db.env, PointWrite)
 	db.lock()
@@ -399,50 +402,67 @@ type VMTransition struct {
 }
 
 // UpdateVMStates applies several transitions to one VM row in one transaction (one write point,
-// under one lock), each as UpdateVMState does, stopping at the first that fails: false then, with the
-// earlier ones kept (a caller's transaction that cannot fail past its first step, such as
-// VMMI.destroy's DestroyRequested then ExpungeOperation).
-func (db *DB) UpdateVMStates(actor string, old *VMVO, newHost string, steps ...VMTransition) bool {
+// under one lock), each as UpdateVMState does on the same copy, stopping at the first that fails. It
+// returns how many took effect (len(steps) when all did), with the earlier ones kept (a caller's
+// transaction that cannot fail past its first step, such as VMMI.destroy's DestroyRequested then
+// ExpungeOperation).
+func (db *DB) UpdateVMStates(actor string, old *VMVO, newHost string, steps ...VMTransition) int {
 	point(db.env, PointWrite)
 	db.lock()
 	defer db.commit()
-	for _, st := range steps {
+	for i, st := range steps {
 		if !db.updateVMStateLocked(actor, old, st.Event, st.To, newHost) {
-			return false
+			return i
 		}
 	}
-	return true
+	return len(steps)
 }
 
 func (db *DB) updateVMStateLocked(actor string, old *VMVO, ev vm.Event, newState vm.State, newHost string) bool {
+	if old.State == newState && old.HostID == newHost && newHost != "" {
+		return true // same state and host: no write, update_time not bumped
+	}
+	from, oldHost, oldCount := old.State, old.HostID, old.UpdateCount
+	// The caller's copy first, as the Java's VO: VMMI.stateTransitTo's setLastHostId, incrUpdated and the
+	// UpdateBuilder's sets of state, host_id and update_time all land on it before the UPDATE runs.
+	setLast, last := false, ""
+	if from == vm.Starting && ev == vm.OperationSucceeded {
+		setLast, last = true, newHost
+	}
+	if newHost == "" && oldHost != "" {
+		setLast, last = true, oldHost
+	}
+	if setLast {
+		old.LastHostID = last
+	}
+	old.State, old.HostID = newState, newHost
+	old.UpdateCount++
+	old.UpdateTime = db.env.Now()
 	row, ok := db.vmRow(old.ID)
 	if !ok {
 		return false
 	}
-	if old.State == newState && old.HostID == newHost && newHost != "" {
-		return true // same state and host: no write, update_time not bumped
-	}
-	if row.State != old.State || row.HostID != old.HostID || row.UpdateCount != old.UpdateCount {
+	if row.State != from || row.HostID != oldHost || row.UpdateCount != oldCount {
 		db.emit(history.Event{Actor: actor, Kind: history.Log, Level: "DEBUG", Object: VMObject(old.ID),
-			Detail: fmt.Sprintf("Unable to update %s: DB Data={Host=%s; State=%s; updated=%d} Stale Data: {Host=%s; State=%s; updated=%d}",
-				row.Name, row.HostID, row.State, row.UpdateCount, old.HostID, old.State, old.UpdateCount)})
+			Detail: fmt.Sprintf("Unable to update %s: DB Data={Host=%s; State=%s; updated=%d} New Data: {Host=%s; State=%s; updated=%d} Stale Data: {Host=%s; State=%s; updated=%d}",
+				row.Name, row.HostID, row.State, row.UpdateCount, old.HostID, old.State, old.UpdateCount, oldHost, from, oldCount)})
+		if row.State == newState {
+			// a concurrent transition already took the row where this one was going: both win
+			db.emit(history.Event{Actor: actor, Kind: history.Log, Level: "DEBUG", Object: VMObject(old.ID),
+				Detail: fmt.Sprintf("VM %s state has been already been updated to %s", row.Name, newState)})
+			return true
+		}
 		return false
 	}
-	from := row.State
 	row.State = newState
-	if from == vm.Starting && ev == vm.OperationSucceeded {
-		row.LastHostID = newHost
-	}
-	if newHost == "" && row.HostID != "" {
-		row.LastHostID = row.HostID
+	if setLast {
+		row.LastHostID = last
 	}
 	db.moveVM(row.ID, row.HostID, newHost)
 	row.HostID = newHost
 	row.UpdateCount++
-	row.UpdateTime = db.env.Now()
+	row.UpdateTime = old.UpdateTime
 	db.touch(tVM, row.ID)
-	*old = *row
-	old.NetworkIDs = append([]int64(nil), row.NetworkIDs...)
 	db.emit(history.Event{Actor: actor, Kind: history.State, Object: VMObject(row.ID), From: string(from), To: string(newState),
 		Detail: fmt.Sprintf("%s %s host=%s", row.Name, ev, newHost)})
 	return true

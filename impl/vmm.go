@@ -516,8 +516,8 @@ func (s *Server) destroy(t *Thread, vmID int64, expunge bool) error {
 			// VMMI.destroy: DestroyRequested and, with expunge, ExpungeOperation in one transaction.
 			steps = append(steps, VMTransition{vm.ExpungeOperation, vm.Expunging})
 		}
-		if !s.DB.UpdateVMStates(t.Name, v, v.HostID, steps...) {
-			if expunge && v.State == to {
+		if done := s.DB.UpdateVMStates(t.Name, v, v.HostID, steps...); done < len(steps) {
+			if done == 1 {
 				return runtimeErr("Unable to expunge %s", v.Name)
 			}
 			return runtimeErr("Unable to destroy %s", v.Name)
