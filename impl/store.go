@@ -422,6 +422,9 @@ func (db *DB) updateVMStateLocked(actor string, old *VMVO, ev vm.Event, newState
 	if old.State == newState && old.HostID == newHost && newHost != "" {
 		return true // same state and host: no write, update_time not bumped
 	}
+	if old.State == vm.Stopped && newState == vm.Stopped && old.HostID == "" && newHost == "" {
+		return true // ifStateUnchanged: Stopped with no host, and staying so: no write either
+	}
 	from, oldHost, oldCount := old.State, old.HostID, old.UpdateCount
 	// The caller's copy first, as the Java's VO: VMMI.stateTransitTo's setLastHostId, incrUpdated and the
 	// UpdateBuilder's sets of state, host_id and update_time all land on it before the UPDATE runs.

@@ -18,7 +18,8 @@ import (
 // apache/cloudstack@8682179a2e185a55a1bdc0bd3c992d1ff9778c2c, same logic in both, path
 // engine/schema/src/main/java/com/cloud/vm/dao/VMInstanceDaoImpl.java:
 //
-//   - same state and the same non-null host: true, nothing written, the VO untouched;
+//   - same state and the same non-null host, or Stopped to Stopped with neither host set
+//     (ifStateUnchanged): true, nothing read or written, the VO untouched;
 //   - else the WHERE binds id, state = oldState, host_id = the VO's host, updated = the VO's count;
 //     incrUpdated and the UpdateBuilder's sets (state, host_id, pod, update_time) land on the VO
 //     itself before the UPDATE runs, so the caller's copy holds the new values whatever happens;
@@ -85,6 +86,12 @@ func TestUpdateVMStateAsTheDAODoes(t *testing.T) {
 			name:   "same state and host: true, nothing written, the copy untouched",
 			before: start,
 			ev:     vm.OperationRetry, to: vm.Starting, host: "h1",
+			want: want{ok: true, state: vm.Starting, host: "h1", count: 1, untouched: true},
+		},
+		{
+			name:   "Stopped to Stopped with no host (ifStateUnchanged): true without looking at the row, which has moved on",
+			during: start,
+			ev:     vm.FollowAgentPowerOffReport, to: vm.Stopped, host: "",
 			want: want{ok: true, state: vm.Starting, host: "h1", count: 1, untouched: true},
 		},
 		{
