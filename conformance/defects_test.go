@@ -36,6 +36,7 @@ func TestEveryDefectTripsADetector(t *testing.T) {
 		{"C7", "retry-waits-on-timed-out-start", []string{invariant.StuckInTransition}},
 		{"C8", "stale-ha-item-hides-power-off", []string{invariant.GhostRecord}},
 		{"C9", "stalled-start-domain-runs", []string{invariant.OrphanDomain, invariant.TransitionGuard}},
+		{"C10", "stall-scan-cache-misses-start", []string{invariant.TransitionGuard}}, // power-report-no-pending-work
 		// H1 fences on a failed heartbeat only once H2 has judged the live host Down
 		{"H1,H2", "ha-heartbeat-two-domains", []string{invariant.OrphanDomain, invariant.NetworkOutage}},
 		{"H2", "heartbeat-fail-starting-vm", []string{invariant.OrphanDomain}},

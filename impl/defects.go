@@ -36,6 +36,8 @@ const (
 	C8
 	// Found by csconform explore under fixed (seed 1, case 1353, two servers and peer-stop faults).
 	C9
+	// Found reading VirtualMachineManagerImpl.scanStalledVMInTransitionStateOnUpHost against its 10 s cache (issue 34).
+	C10
 	// Found reading HighAvailabilityManagerImpl.restart and KVMFencer against a live host whose storage heartbeat failed.
 	H1
 	// Found by csconform explore under fixed once it drew the host faults (seed 5, case 1604).
@@ -77,6 +79,7 @@ var defectInfo = [numDefects]struct{ name, summary string }{
 	C7:                          {"C7", "a start of a VM that a timed-out start left Starting waits up to vm.op.cancel.interval (an hour) on that start's op_it_work row though no job runs it any more: the wait holds the VM's work queue, so its host's reports are postponed, the VM stays Starting with its domain running and every stop or destroy queues behind (VirtualMachineManagerImpl.checkWorkItems)"},
 	C8:                          {"C8", "an HA restart item that waits to be tried again postpones every power report of its VM even after the VM has changed (stopped, started again): restart() will discard it as changed, but until then — up to restart.retry.interval — a VM whose domain is gone stays Running in its record (HighAvailabilityManagerImpl.hasPendingHaWork)"},
 	C9:                          {"C9", "the stall scan hands a VM in Starting or Stopping whose power state is PowerOn (the host's latest report has its domain running) to the power-off handler, which moves the record to Stopped without stopping the domain or releasing anything: a running domain behind a Stopped record (VirtualMachineManagerImpl.scanStalledVMInTransitionStateOnUpHost, handlePowerOffReportWithNoPendingJobsOnVM)"},
+	C10:                         {"C10", "the stall scan takes the VMs with a pending work job from a cache filled up to 10 s earlier (vmIdsInProgressCache): a VM whose start or stop began since is handled as stalled under its running job — a Starting VM stopped on its host (PowerOff) or its NICs and volumes released (PowerReportMissing), and moved to Stopped while its start goes on (VirtualMachineManagerImpl.scanStalledVMInTransitionStateOnUpHost, listStalledVMInTransitionStateOnUpHost)"},
 	H1:                          {"H1", "KVM fencing only checks the host's storage heartbeat: a live host whose heartbeat failed is \"fenced\" while its domain runs, and HA starts the VM a second time elsewhere"},
 	H2:                          {"H2", "KVMInvestigator judges a host Down from its storage heartbeat alone: a live host whose heartbeat failed is Down once its agent is cut off, and a start's cleanup or a forced stop then releases the NICs of a domain that still runs (KVMInvestigator.isAgentAlive)"},
 	M1:                          {"M1", "a peer's onManagementNodeLeft cleans up the left server's jobs by its mshost row id, which no job's msid column holds: its IN_PROGRESS jobs, and the VMs and networks they left in transition, stay until the GC cancels or expires them or the server comes back (AsyncJobManagerImpl.onManagementNodeLeft)"},
@@ -181,7 +184,7 @@ func ParseDefects(list string) (Switches, error) {
 		}
 		matched := false
 		for _, d := range Defects {
-			if strings.EqualFold(d.Name(), f) || strings.HasPrefix(strings.ToUpper(d.Name()), strings.ToUpper(f)) && len(f) == 2 {
+			if strings.EqualFold(d.Name(), f) || len(f) == 2 && family(d.Name()) != "" && strings.EqualFold(family(d.Name()), f) {
 				s[d] = true
 				matched = true
 			}
@@ -199,12 +202,21 @@ func knownDefects() []string {
 	var out []string
 	for _, d := range Defects {
 		n := d.Name()
-		if len(n) > 2 && !slices.Contains(out, n[:2]) {
-			out = append(out, n[:2])
+		if f := family(n); f != "" && !slices.Contains(out, f) {
+			out = append(out, f)
 		}
 		out = append(out, n)
 	}
 	return out
+}
+
+// family is the two-letter family of a lettered switch (D2 for D2a), "" for any other: C10 is not of
+// a family C1.
+func family(name string) string {
+	if len(name) == 3 && name[2] >= 'a' && name[2] <= 'z' {
+		return name[:2]
+	}
+	return ""
 }
 
 // On lists the switches that are on, in the order of Defects.

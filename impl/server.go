@@ -47,6 +47,12 @@ type Server struct {
 	// syncTransitioningVmPowerState is vm.sync.power.state.transitioning, read once at start as
 	// VMMI.configure does (the key is not dynamic).
 	syncTransitioningVmPowerState bool
+
+	// vmIdsInProgress is VMMI's vmIdsInProgressCache, the stall scan's view of the VMs with a pending
+	// work job: filled when the scan first needs it, filled again when it is 10 s old
+	// (vmIdsInProgressCache). Each server (each incarnation) has its own, as each JVM has; guarded by mu.
+	vmIdsInProgress       map[int64]bool
+	vmIdsInProgressFilled time.Time
 }
 
 // Thread is the identity a piece of work runs under: CloudStack's thread, which owns lock-table rows.

@@ -167,3 +167,85 @@ func TestTransitionTaskHandsStalledVMsToHA(t *testing.T) {
 		})
 	}
 }
+
+// tickEnv is taskEnv on a clock the test moves.
+type tickEnv struct {
+	taskEnv
+	now *time.Time
+}
+
+func (e tickEnv) Now() time.Time { return *e.now }
+
+// The stall scan's pending-job filter is a cache filled up to 10 s earlier. Java read for it:
+// bhouse-nexthop/cloudstack@d4da80c5 (the 4.22-branch fork)
+// engine/orchestration/src/main/java/com/cloud/vm/VirtualMachineManagerImpl.java — start() builds
+// vmIdsInProgressCache = new SingleCache<>(10, vmWorkJobDao::listVmIdsWithPendingJob);
+// listStalledVMInTransitionStateOnUpHost and listVMInTransitionStateWithRecentReportOnUpHost each
+// return an empty host list untouched and otherwise filter it with vmIdsInProgressCache.get().
+// apache/cloudstack@61764aba utils/src/main/java/org/apache/cloudstack/utils/cache/SingleCache.java:
+// one Caffeine entry, expireAfterWrite(10, SECONDS), loaded again by the get after that.
+// d4m14ndx/cloudstack@0bd0bc22 framework/jobs/src/main/java/org/apache/cloudstack/framework/jobs/dao/VmWorkJobDaoImpl.java
+// listVmIdsWithPendingJob: the vm_instance_id of every vm_work_job whose async_job is IN_PROGRESS.
+// (The later upstream copy, d4m14ndx/cloudstack@122cf499 VmPowerStateSyncManagerImpl, has the same
+// cache, built in init().) So a VM whose start began after the fill is "stalled" for up to 10 s: with
+// C10 the scan handles it under its running start; C10's fix asks vm_work_job again
+// (listPendingWorkJobs, as handlePowerStateReport does) for a VM the cache calls free.
+func TestStallScanPendingJobsComeFromA10sCache(t *testing.T) {
+	scan := func(s *Server) { s.scanStalledVMInTransitionStateOnUpHost(&Thread{Name: "AgentTaskPool-1"}, "h1") }
+	for _, c10 := range []bool{true, false} {
+		t.Run(map[bool]string{true: "C10", false: "fixed"}[c10], func(t *testing.T) {
+			now := clockEnv{}.Now()
+			env := tickEnv{taskEnv{started: new([]string)}, &now}
+			log := &lines{}
+			db := NewDB(env, log)
+			db.hosts["h1"] = &HostVO{ID: "h1", Status: host.Up}
+			cfg, err := NewConfig(nil)
+			require.NoError(t, err)
+			sw := allDefects(false)
+			sw[C10] = c10
+			s := NewServer("ms1", env, db, cfg, sw, nil)
+			s.syncTransitioningVmPowerState = true
+			// web0 is starting on h1 under its job; web1 is Stopped, reported PowerOn an hour ago
+			web0 := db.CreateVM("api", "web0", "User", nil)
+			web1 := db.CreateVM("api", "web1", "User", nil)
+			row0 := db.vms[web0.ID]
+			row0.State, row0.HostID, row0.PowerState, row0.PowerHost = vm.Starting, "h1", vm.PowerOn, "h1"
+			row0.PowerStateUpdateTime = now.Add(-time.Hour)
+			db.CreateJob("api", "VmWorkStart", "VirtualMachine", web0.ID, "ms1")
+			row1 := db.vms[web1.ID]
+			row1.PowerState, row1.PowerHost, row1.PowerStateUpdateTime = vm.PowerOn, "h1", now.Add(-time.Hour)
+			db.reindex()
+
+			scan(s) // fills the cache: web0 only
+			require.Equal(t, 1, log.count("Filled the cache of VMs with pending work jobs"), "one fill serves both lists of a scan")
+			require.Equal(t, vm.Starting, db.VM(web0.ID).State)
+
+			// 5 s later web1's start is under way on h1, its work job newer than the cache
+			now = now.Add(5 * time.Second)
+			row1.State, row1.HostID = vm.Starting, "h1"
+			db.CreateJob("api", "VmWorkStart", "VirtualMachine", web1.ID, "ms1")
+			db.reindex()
+			scan(s)
+			require.Equal(t, 1, log.count("Filled the cache of VMs with pending work jobs"), "the cache is 5 s old: not filled again")
+			if c10 {
+				require.Equal(t, 1, log.count("VM web1 is stalled in Starting on Up host h1"), "C10: the cache knows no job of web1")
+				require.Equal(t, vm.Running, db.VM(web1.ID).State, "handled as stalled (PowerOn: followed) under its running start")
+				return
+			}
+			require.Zero(t, log.count("is stalled in"))
+			require.Equal(t, 1, log.count("VM web1 has a pending work job the cache"))
+			require.Equal(t, vm.Starting, db.VM(web1.ID).State, "fixed: left to its start")
+
+			// at 10 s the cache is filled again, and knows web1's job
+			now = now.Add(5 * time.Second)
+			scan(s)
+			require.Equal(t, 2, log.count("Filled the cache of VMs with pending work jobs"))
+			require.Equal(t, 1, log.count("VM web1 has a pending work job the cache"), "the new fill has web1's job")
+		})
+	}
+	// a host with no VM in transition does not fill it (both lists return the empty list untouched)
+	s, log, id := stallWorld(t, host.Up, vm.Running, vm.PowerOn, time.Hour, false)
+	s.scanStalledVMInTransitionStateOnUpHost(&Thread{Name: "AgentTaskPool-1"}, "h1")
+	require.Zero(t, log.count("Filled the cache"))
+	require.Equal(t, vm.Running, s.DB.VM(id).State)
+}

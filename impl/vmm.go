@@ -3,6 +3,7 @@ package impl
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/csconform/csconform/model/host"
@@ -611,8 +612,12 @@ func inTransition(st vm.State) bool {
 	return st == vm.Starting || st == vm.Stopping || st == vm.Migrating
 }
 
-// powerStateUpdateTime is power_state_update_time, with the creation-era fallback power sync uses for
-// a VM never reported (processMissingVmReport); the Java scan would dereference the null.
+// powerStateUpdateTime is power_state_update_time, with the fallback power sync uses for a VM never
+// reported (processMissingVmReport: the update time). In the Java the column is NULL until a report
+// of the VM is recorded (VMInstanceVO's constructor leaves it unset, updateState and sendStop's
+// setPowerState do not write it, resetHostPowerStateTracking reaches only VMs whose power_host is the
+// host), and the scan's filter dereferences it: a NullPointerException ends the scan of that host at
+// that ping, with nothing handled. The reference keeps the fallback (docs/fidelity.md).
 func powerStateUpdateTime(v *VMVO) time.Time {
 	if v.PowerStateUpdateTime.IsZero() {
 		return v.UpdateTime
@@ -620,10 +625,58 @@ func powerStateUpdateTime(v *VMVO) time.Time {
 	return v.PowerStateUpdateTime
 }
 
+// vmIdsInProgressTTL is the life of the stall scan's cache of VMs with pending work jobs: VMMI.start
+// builds it as new SingleCache<>(10, vmWorkJobDao::listVmIdsWithPendingJob), a Caffeine cache whose
+// one entry expires 10 s after it was written and is loaded again by the next get.
+const vmIdsInProgressTTL = 10 * time.Second
+
+// vmIdsInProgressCache is vmIdsInProgressCache.get(): the ids of the VMs with an IN_PROGRESS work job
+// (VmWorkJobDaoImpl.listVmIdsWithPendingJob: vm_work_job joined to async_job, queued jobs included) as
+// they were when the cache was filled, on the server's clock. The scan of hostID asked for it.
+func (s *Server) vmIdsInProgressCache(t *Thread, hostID string) map[int64]bool {
+	now := s.Env.Now()
+	s.mu.Lock()
+	ids, filled := s.vmIdsInProgress, s.vmIdsInProgressFilled
+	s.mu.Unlock()
+	if ids != nil && now.Sub(filled) < vmIdsInProgressTTL {
+		return ids
+	}
+	ids = map[int64]bool{}
+	for _, j := range s.DB.JobsInProgress(func(j *JobVO) bool {
+		return j.InstanceType == "VirtualMachine" && strings.HasPrefix(j.Cmd, "VmWork")
+	}) {
+		ids[j.InstanceID] = true
+	}
+	s.mu.Lock()
+	s.vmIdsInProgress, s.vmIdsInProgressFilled = ids, now
+	s.mu.Unlock()
+	s.Log(t, "DEBUG", HostObject(hostID), "Filled the cache of VMs with pending work jobs (for 10 s): %d VM(s)", len(ids))
+	return ids
+}
+
+// pendingWorkJobForScan says whether the stall scan leaves v alone for a work job: the cache's answer
+// (C10), and with C10's fix vm_work_job asked again for a VM the cache calls free, as
+// handlePowerStateReport asks (listPendingWorkJobs): the cache can be up to 10 s old and knows no job
+// that began since it was filled.
+func (s *Server) pendingWorkJobForScan(t *Thread, v *VMVO, cached map[int64]bool) bool {
+	if cached[v.ID] {
+		return true
+	}
+	if s.Defects[C10] || !s.jobs.PendingWorkJobs(v.ID) {
+		return false
+	}
+	s.Log(t, "DEBUG", VMObject(v.ID), "VM %s has a pending work job the cache of VMs with pending work jobs was filled before: leaving it to its job", v.Name)
+	return true
+}
+
 // scanStalledVMInTransitionStateOnUpHost runs after the report of every ping of an Up host
 // (processCommands): a VM in Starting, Stopping or Migrating with no work job in progress is pushed
 // through the power-off handler, or the power-on handler if its power state is PowerOn and recent.
-// Both lists are taken from one snapshot before either is handled, as the Java does.
+// As in the Java both lists filter one snapshot of the host's VMs in transition, the stalled ones
+// (listStalledVMInTransitionStateOnUpHost) before either is handled, the recent ones
+// (listVMInTransitionStateWithRecentReportOnUpHost) once the stalled ones were; each list asks the
+// cache of VMs with pending work jobs (vmIdsInProgressCache), and neither asks it when the host has no
+// VM in transition.
 func (s *Server) scanStalledVMInTransitionStateOnUpHost(t *Thread, hostID string) {
 	if !s.syncTransitioningVmPowerState {
 		return
@@ -635,18 +688,15 @@ func (s *Server) scanStalledVMInTransitionStateOnUpHost(t *Thread, hostID string
 	// default, so "stalled" means any VM not reported in this very ping.
 	stall := time.Duration(s.Config.Int("vm.job.report.interval")*2) * time.Millisecond
 	cut := s.Env.Now().Add(-stall)
+	vms := s.DB.HostVMs(hostID, func(v *VMVO) bool { return !v.Removed && inTransition(v.State) })
+	if len(vms) == 0 {
+		return
+	}
 	var stalled, recent []*VMVO
-	for _, v := range s.DB.HostVMs(hostID, func(v *VMVO) bool { return !v.Removed && inTransition(v.State) }) {
-		// The Java filters on a 10 s cache of VM ids with pending work jobs (vmIdsInProgressCache);
-		// the reference asks now (docs/fidelity.md).
-		if s.jobs.PendingWorkJobs(v.ID) {
-			continue
-		}
-		switch at := powerStateUpdateTime(v); {
-		case at.Before(cut):
+	cached := s.vmIdsInProgressCache(t, hostID)
+	for _, v := range vms {
+		if powerStateUpdateTime(v).Before(cut) && !s.pendingWorkJobForScan(t, v, cached) {
 			stalled = append(stalled, v)
-		case at.After(cut):
-			recent = append(recent, v)
 		}
 	}
 	for _, v := range stalled {
@@ -660,6 +710,12 @@ func (s *Server) scanStalledVMInTransitionStateOnUpHost(t *Thread, hostID string
 		}
 		s.Log(t, "INFO", VMObject(v.ID), "VM %s is stalled in %s on Up host %s with no pending work job; handling it as powered off", v.Name, v.State, hostID)
 		s.handlePowerOffReportWithNoPendingJobsOnVM(t, v)
+	}
+	cached = s.vmIdsInProgressCache(t, hostID)
+	for _, v := range vms {
+		if powerStateUpdateTime(v).After(cut) && !s.pendingWorkJobForScan(t, v, cached) {
+			recent = append(recent, v)
+		}
 	}
 	for _, v := range recent {
 		if v.PowerState == vm.PowerOn {
