@@ -130,7 +130,7 @@ type Cluster struct {
 	apiTurn int               // the balancer's next server (apiServer)
 	via     map[string]string // a client's server, when its step names one
 	// guardCfgs: the configuration the transition guards read, from when (nil: never changed)
-	guardCfgs []guardConfigAt
+	guardCfgs []GuardConfigAt
 	guarded   map[string]int // the guards' decided transitions, once judged
 }
 

@@ -2,11 +2,13 @@ package harness
 
 import (
 	"fmt"
+	"iter"
 	"strings"
 	"time"
 
 	"github.com/csconform/csconform/impl"
 	"github.com/csconform/csconform/model/guard"
+	"github.com/csconform/csconform/model/history"
 	"github.com/csconform/csconform/model/invariant"
 )
 
@@ -21,21 +23,22 @@ func GuardConfig(cfg *impl.Config) guard.Config {
 	}
 }
 
-// guardConfigAt is the configuration in force from a time on (a setConfig step changes it mid-run).
-type guardConfigAt struct {
-	from time.Time
-	cfg  guard.Config
+// GuardConfigAt is the configuration the guards read from a time on (a setConfig step changes it
+// mid-run; a real world's scaled set-up timings end).
+type GuardConfigAt struct {
+	From time.Time
+	Cfg  guard.Config
 }
 
 // SetConfig sets a configuration key, and remembers from when the guards must read the new value.
 func (c *Cluster) SetConfig(key, value string) error {
 	if c.guardCfgs == nil {
-		c.guardCfgs = []guardConfigAt{{cfg: GuardConfig(c.Config)}}
+		c.guardCfgs = []GuardConfigAt{{Cfg: GuardConfig(c.Config)}}
 	}
 	if err := c.Config.Set(key, value); err != nil {
 		return err
 	}
-	c.guardCfgs = append(c.guardCfgs, guardConfigAt{from: c.Now(), cfg: GuardConfig(c.Config)})
+	c.guardCfgs = append(c.guardCfgs, GuardConfigAt{From: c.Now(), Cfg: GuardConfig(c.Config)})
 	return nil
 }
 
@@ -50,22 +53,28 @@ func GuardViolation(v guard.Violation) invariant.Violation {
 		Message: fmt.Sprintf("%s: %s by %s was not allowed: %s (history lines %s)", v.Guard, v.Row, v.Event.Actor, v.Reason, strings.Join(lines, ", "))}
 }
 
-// checkGuards judges every state change of the run's history against the guards (model/guard), each
-// under the configuration in force at its time.
-func (c *Cluster) checkGuards() {
-	cfgs := c.guardCfgs
-	if cfgs == nil {
-		cfgs = []guardConfigAt{{cfg: GuardConfig(c.Config)}}
-	}
-	ch := guard.NewChecker(cfgs[0].cfg)
+// JudgeGuards judges every state change of a history against the guards (model/guard), each under
+// the configuration in force at its time (cfgs in time order, the first from the start).
+func JudgeGuards(events iter.Seq[history.Event], cfgs []GuardConfigAt) *guard.Checker {
+	ch := guard.NewChecker(cfgs[0].Cfg)
 	next := 1
-	for e := range c.Rec.History().All() {
-		for next < len(cfgs) && !cfgs[next].from.After(e.Time) {
-			ch.SetConfig(cfgs[next].cfg)
+	for e := range events {
+		for next < len(cfgs) && !cfgs[next].From.After(e.Time) {
+			ch.SetConfig(cfgs[next].Cfg)
 			next++
 		}
 		ch.Add(e)
 	}
+	return ch
+}
+
+// checkGuards judges the run's history against the guards (JudgeGuards).
+func (c *Cluster) checkGuards() {
+	cfgs := c.guardCfgs
+	if cfgs == nil {
+		cfgs = []GuardConfigAt{{Cfg: GuardConfig(c.Config)}}
+	}
+	ch := JudgeGuards(c.Rec.History().All(), cfgs)
 	c.guarded = ch.Judged
 	for _, v := range ch.Violations {
 		c.report(GuardViolation(v))

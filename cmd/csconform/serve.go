@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -138,6 +139,11 @@ func newLogSink(stderr io.Writer, verbose bool, historyFile string) (*logSink, f
 		return nil, nil, err
 	}
 	s.seq = last
+	// its directory made as the state file's is (--state and --history side by side in a fresh
+	// directory: the container world's server)
+	if err := os.MkdirAll(filepath.Dir(historyFile), 0o755); err != nil {
+		return nil, nil, err
+	}
 	// 0600, as the state and key files: a history holds every record's names and addresses
 	f, err := os.OpenFile(historyFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {

@@ -96,6 +96,12 @@ var publishedOn = netip.MustParseAddr("127.0.0.1")
 // serverState is the management server's database inside its container.
 const serverState = "/var/lib/csconform/db.json"
 
+// serverHistory is the management server's --history file beside its state: every event it records
+// (state changes with their threads, locks, jobs, its log lines), appended to across restarts of
+// its container, read out at the end of a run (ServerHistory) for the checks that judge the server's
+// own writes.
+const serverHistory = "/var/lib/csconform/history.jsonl"
+
 func init() {
 	// No registry is reachable: Ryuk (an image to pull) must stay off; the harness cleans up by label.
 	setDefaultEnv("TESTCONTAINERS_RYUK_DISABLED", "true")
@@ -238,7 +244,8 @@ func Start(ctx context.Context, o Options) (c *Cluster, err error) {
 	}
 	// The control endpoint listens only on the server's address on the run's network (its alias ms),
 	// where the published port leads: agents need only the agent port.
-	args := []string{"server", "--listen", "0.0.0.0:" + agentPort, "--control", "ms:8096", "--control-any-address", "--state", serverState}
+	args := []string{"server", "--listen", "0.0.0.0:" + agentPort, "--control", "ms:8096", "--control-any-address", "--state", serverState,
+		"--history", serverHistory}
 	if o.Verbose {
 		args = append(args, "--verbose")
 	}
@@ -699,6 +706,19 @@ func (c *Cluster) Logs(ctx context.Context, ct testcontainers.Container) string 
 	defer rc.Close()
 	b, _ := io.ReadAll(rc)
 	return string(b)
+}
+
+// ServerHistory reads the management server's history file out of its container.
+func (c *Cluster) ServerHistory(ctx context.Context) ([]byte, error) {
+	if c.ms == nil {
+		return nil, fmt.Errorf("no management server container")
+	}
+	rc, err := c.ms.CopyFileFromContainer(ctx, serverHistory)
+	if err != nil {
+		return nil, fmt.Errorf("reading the server's history %s from its container: %w", serverHistory, err)
+	}
+	defer rc.Close()
+	return io.ReadAll(rc)
 }
 
 // ServerLogs is the management server's output.

@@ -23,11 +23,13 @@ package container
 //     (network.gc.interval + network.gc.wait, 20 min with CloudStack's values), too long in real time.
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"iter"
 	"net/url"
 	"slices"
 	"strings"
@@ -133,7 +135,7 @@ func open(sc *harness.Scenario, defects impl.Switches, ro harness.RunOptions) (h
 	}
 	w := &containerWorld{cl: cl, ctx: co.Ctx, log: co.Log, vmIDs: map[string]int64{}, netIDs: map[string]int64{},
 		hostState: map[string]string{},
-		grace:     harness.ReportGrace(cfg)}
+		grace:     harness.ReportGrace(cfg), cfg: cfg, guardCfgs: []harness.GuardConfigAt{{Cfg: harness.GuardConfig(cfg)}}}
 	w.rec = harness.NewRecorder(time.Now)
 	w.start = time.Now()
 	r := &containerRun{w: w, sc: sc, run: co.Run, RealTime: harness.NewRealTime(co.Ctx)}
@@ -172,6 +174,10 @@ type containerWorld struct {
 	checks    harness.OutsideChecks
 	viols     []harness.Violation
 	checkMu   sync.Mutex
+	// guardCfgs: the configuration the server ran under, from when (a setConfig step changes it)
+	guardCfgs []harness.GuardConfigAt
+	cfg       *impl.Config
+	guarded   map[string]int // transitions each guard judged in the server's history
 }
 
 func (w *containerWorld) logf(format string, args ...any) {
@@ -540,7 +546,66 @@ func (s *containerRun) Judge() error {
 	s.StopBackground()
 	s.w.check()
 	s.w.check()
+	s.w.judgeGuards()
 	return nil
+}
+
+// withRestarts merges the management server's restarts, as the harness recorded the faults, into
+// the server's own history by time (numbered anew): a restarted server's threads are gone with the
+// locks they held, which its own history does not say.
+func withRestarts(server []history.Event, harnessEvents iter.Seq[history.Event]) []history.Event {
+	var restarts []history.Event
+	for e := range harnessEvents {
+		if e.Kind == history.Fault && strings.HasPrefix(e.To, "ms-restart") {
+			restarts = append(restarts, e)
+		}
+	}
+	out := make([]history.Event, 0, len(server)+len(restarts))
+	i := 0
+	for _, e := range server {
+		for i < len(restarts) && restarts[i].Time.Before(e.Time) {
+			out = append(out, restarts[i])
+			i++
+		}
+		out = append(out, e)
+	}
+	out = append(out, restarts[i:]...)
+	for k := range out {
+		out[k].Seq = int64(k + 1)
+	}
+	return out
+}
+
+// judgeGuards reads the server's own history out of its container and judges its transitions
+// against the guards (model/guard), as the simulator's runs are judged: the server's writes, with
+// their threads, locks and jobs, are in that history, not in what the harness sees from outside.
+// A history that cannot be read is a note, not a verdict.
+func (w *containerWorld) judgeGuards() {
+	b, err := w.cl.ServerHistory(w.ctx)
+	if err != nil {
+		w.note("transition guards not judged: %v", err)
+		return
+	}
+	evs, err := history.Read(bytes.NewReader(b), "the server's history", history.Limits{})
+	if err != nil {
+		w.note("transition guards not judged: %v", err)
+		return
+	}
+	w.mu.Lock()
+	cfgs := slices.Clone(w.guardCfgs)
+	w.mu.Unlock()
+	ch := harness.JudgeGuards(slices.Values(withRestarts(evs, w.rec.History().All())), cfgs)
+	seen := map[string]bool{}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, v := range ch.Violations {
+		if seen[v.Event.Object] {
+			continue // one report per object, as the simulator's checker gives
+		}
+		seen[v.Event.Object] = true
+		w.viols = append(w.viols, harness.Violation{Violation: harness.GuardViolation(v)})
+	}
+	w.guarded = ch.Judged
 }
 
 func (s *containerRun) Finish(res *harness.Result) {
@@ -548,7 +613,7 @@ func (s *containerRun) Finish(res *harness.Result) {
 	w.finish(res)
 	w.truthAtEnd()
 	res.VirtualEnd = time.Since(w.start)
-	res.Notes = append(append([]string{"world: containers (run " + s.run + "); hosts' domains: " + w.cl.DomainsWhy + "; not checked here: network-lock, linearizability (the server's events stay in its container)"}, w.timeline...), res.Notes...)
+	res.Notes = append(append([]string{"world: containers (run " + s.run + "); hosts' domains: " + w.cl.DomainsWhy + "; not checked here: network-lock, linearizability (judged on the harness's own history; the server's history, read from its container at the end, is judged by the transition guards)"}, w.timeline...), res.Notes...)
 }
 
 // LinearBounds: the server's events stay in its container.
@@ -578,7 +643,17 @@ func (s *containerRun) UntilPoll() time.Duration    { return 20 * time.Milliseco
 func (s *containerRun) UntilLimit() time.Duration { return 5 * time.Minute }
 
 func (s *containerRun) SetConfig(key, value string) error {
-	return s.w.cl.Control(s.w.ctx, "updateConfiguration", url.Values{"name": {key}, "value": {value}}, nil)
+	if err := s.w.cl.Control(s.w.ctx, "updateConfiguration", url.Values{"name": {key}, "value": {value}}, nil); err != nil {
+		return err
+	}
+	w := s.w
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if err := w.cfg.Set(key, value); err != nil {
+		return err
+	}
+	w.guardCfgs = append(w.guardCfgs, harness.GuardConfigAt{From: time.Now(), Cfg: harness.GuardConfig(w.cfg)})
+	return nil
 }
 
 // The operations' failures are outcomes in the history, never errors of the run.
@@ -647,6 +722,7 @@ func (w *containerWorld) finish(res *harness.Result) {
 	harness.FillOutsideTable(res, w.rec, w.vmState)
 	w.mu.Lock()
 	res.Violations = append([]harness.Violation(nil), w.viols...)
+	res.Guarded = w.guarded
 	w.mu.Unlock()
 	harness.SortViolations(res.Violations)
 }
