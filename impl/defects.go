@@ -62,30 +62,77 @@ const (
 	numDefects
 )
 
-var defectInfo = [numDefects]struct{ name, summary string }{
-	D1:                          {"D1", "orphaned-network cleanup ages networks from creation, takes no lock and writes Shutdown directly (#12409, #14522)"},
-	D2a:                         {"D2a", "a forced (out-of-band) power report skips the graceful period for missing VMs (#14206 cause 1)"},
-	D2b:                         {"D2b", "PowerReportMissing releases NICs and volumes without sending a StopCommand (#14206 cause 2)"},
-	D2c:                         {"D2c", "expunge never contacts the host for a VM in Error or Stopped: advanceStop returns early (#14206 cause 3)"},
-	D2d:                         {"D2d", "a power-on report for a Destroyed/Expunging VM is only logged (#14206 cause 4)"},
-	D2e:                         {"D2e", "unknown domains in a report are only debug-logged (#14206 cause 5)"},
-	D3:                          {"D3", "a forced stop releases resources when the host is only transiently unreachable (vm.destroy.forcestop)"},
-	C1:                          {"C1", "a failed start's cleanup releases NICs and volumes even when its stop could not reach the host (spec 3.8 step 12)"},
-	C2:                          {"C2", "after a management-server restart, a VM whose start was in flight is moved to Stopped without asking its host (cleanupResources, PR #8394)"},
-	C3:                          {"C3", "a power-on report collected before a VM's last state change still sets it Running (FollowAgentPowerOnReport): a stop or destroy is undone with no domain behind the record"},
-	C4:                          {"C4", "the network GC shuts down every network of the list it built at its tick without asking again whether each is still free: a VM started on a later one meanwhile loses its network (NetworkGarbageCollector.reallyRun)"},
-	C5:                          {"C5", "a network an earlier failed implementation left in Shutdown (its router could not be stopped then) fails the next start on it: implementNetwork has no transition from Shutdown and only that start's own cleanup completes the shutdown (NetworkOrchestrator.implementNetwork)"},
-	C6:                          {"C6", "the agent runs a StopCommand beside a StartCommand of the same VM: a stop that arrives while the start still prepares the domain finds none and answers stopped, the server releases the VM's NICs and volumes, and the start then boots its domain (Agent.processRequest, LibvirtStopCommandWrapper)"},
-	C7:                          {"C7", "a start of a VM that a timed-out start left Starting waits up to vm.op.cancel.interval (an hour) on that start's op_it_work row though no job runs it any more: the wait holds the VM's work queue, so its host's reports are postponed, the VM stays Starting with its domain running and every stop or destroy queues behind (VirtualMachineManagerImpl.checkWorkItems)"},
-	C8:                          {"C8", "an HA restart item that waits to be tried again postpones every power report of its VM even after the VM has changed (stopped, started again): restart() will discard it as changed, but until then — up to restart.retry.interval — a VM whose domain is gone stays Running in its record (HighAvailabilityManagerImpl.hasPendingHaWork)"},
-	C9:                          {"C9", "the stall scan hands a VM in Starting or Stopping whose power state is PowerOn (the host's latest report has its domain running) to the power-off handler, which moves the record to Stopped without stopping the domain or releasing anything: a running domain behind a Stopped record (VirtualMachineManagerImpl.scanStalledVMInTransitionStateOnUpHost, handlePowerOffReportWithNoPendingJobsOnVM)"},
-	C10:                         {"C10", "the stall scan takes the VMs with a pending work job from a cache filled up to 10 s earlier (vmIdsInProgressCache): a VM whose start or stop began since is handled as stalled under its running job — a Starting VM stopped on its host (PowerOff) or its NICs and volumes released (PowerReportMissing), and moved to Stopped while its start goes on (VirtualMachineManagerImpl.scanStalledVMInTransitionStateOnUpHost, listStalledVMInTransitionStateOnUpHost)"},
-	H1:                          {"H1", "KVM fencing only checks the host's storage heartbeat: a live host whose heartbeat failed is \"fenced\" while its domain runs, and HA starts the VM a second time elsewhere"},
-	H2:                          {"H2", "KVMInvestigator judges a host Down from its storage heartbeat alone: a live host whose heartbeat failed is Down once its agent is cut off, and a start's cleanup or a forced stop then releases the NICs of a domain that still runs (KVMInvestigator.isAgentAlive)"},
-	M1:                          {"M1", "a peer's onManagementNodeLeft cleans up the left server's jobs by its mshost row id, which no job's msid column holds: its IN_PROGRESS jobs, and the VMs and networks they left in transition, stay until the GC cancels or expires them or the server comes back (AsyncJobManagerImpl.onManagementNodeLeft)"},
-	PlantedStopTimeoutIsSuccess: {"planted-stop-timeout-is-success", "planted: a stop whose StopCommand timed out counts as stopped"},
-	PlantedIPFromStaleRead:      {"planted-ip-from-stale-read", "planted: a NIC's address is claimed from an earlier read of the pool"},
+var defectInfo = [numDefects]struct {
+	name, summary string
+	title         string     // the heading docs/defects.md or docs/profiles.md gives it
+	upstream      []Upstream // apache/cloudstack's issues and PRs (docs/defects.md)
+}{
+	D1:                          {"D1", "orphaned-network cleanup ages networks from creation, takes no lock and writes Shutdown directly (#12409, #14522)", "the orphaned-network cleanup shuts down a network a start is implementing", d1Upstream},
+	D2a:                         {"D2a", "a forced (out-of-band) power report skips the graceful period for missing VMs (#14206 cause 1)", "a forced (out-of-band) power report skips the graceful period for missing VMs", d2Upstream},
+	D2b:                         {"D2b", "PowerReportMissing releases NICs and volumes without sending a StopCommand (#14206 cause 2)", "PowerReportMissing releases NICs and volumes without a StopCommand", d2Upstream},
+	D2c:                         {"D2c", "expunge never contacts the host for a VM in Error or Stopped: advanceStop returns early (#14206 cause 3)", "expunge never contacts the host for a VM in Error or Stopped", d2Upstream},
+	D2d:                         {"D2d", "a power-on report for a Destroyed/Expunging VM is only logged (#14206 cause 4)", "a power-on report for a Destroyed/Expunging VM is only logged", d2Upstream},
+	D2e:                         {"D2e", "unknown domains in a report are only debug-logged (#14206 cause 5)", "unknown domains in a report are only debug-logged", d2Upstream},
+	D3:                          {"D3", "a forced stop releases resources when the host is only transiently unreachable (vm.destroy.forcestop)", "a forced destroy during a brief host disconnect releases resources without stopping", d3Upstream},
+	C1:                          {"C1", "a failed start's cleanup releases NICs and volumes even when its stop could not reach the host (spec 3.8 step 12)", "a failed start's cleanup releases what a domain its stop could not reach still uses", nil},
+	C2:                          {"C2", "after a management-server restart, a VM whose start was in flight is moved to Stopped without asking its host (cleanupResources, PR #8394)", "a management-server restart moves a VM whose start was in flight to Stopped without asking its host", nil},
+	C3:                          {"C3", "a power-on report collected before a VM's last state change still sets it Running (FollowAgentPowerOnReport): a stop or destroy is undone with no domain behind the record", "a power-on report collected before a stop or destroy sets the VM Running again", nil},
+	C4:                          {"C4", "the network GC shuts down every network of the list it built at its tick without asking again whether each is still free: a VM started on a later one meanwhile loses its network (NetworkGarbageCollector.reallyRun)", "the network GC shuts down a network a VM has just started on", nil},
+	C5:                          {"C5", "a network an earlier failed implementation left in Shutdown (its router could not be stopped then) fails the next start on it: implementNetwork has no transition from Shutdown and only that start's own cleanup completes the shutdown (NetworkOrchestrator.implementNetwork)", "a network a failed implementation left in Shutdown fails the next start on it", nil},
+	C6:                          {"C6", "the agent runs a StopCommand beside a StartCommand of the same VM: a stop that arrives while the start still prepares the domain finds none and answers stopped, the server releases the VM's NICs and volumes, and the start then boots its domain (Agent.processRequest, LibvirtStopCommandWrapper)", "the agent runs a StopCommand beside a StartCommand of the same VM", nil},
+	C7:                          {"C7", "a start of a VM that a timed-out start left Starting waits up to vm.op.cancel.interval (an hour) on that start's op_it_work row though no job runs it any more: the wait holds the VM's work queue, so its host's reports are postponed, the VM stays Starting with its domain running and every stop or destroy queues behind (VirtualMachineManagerImpl.checkWorkItems)", "a start waits an hour on the op_it_work row of a start that no longer runs", nil},
+	C8:                          {"C8", "an HA restart item that waits to be tried again postpones every power report of its VM even after the VM has changed (stopped, started again): restart() will discard it as changed, but until then — up to restart.retry.interval — a VM whose domain is gone stays Running in its record (HighAvailabilityManagerImpl.hasPendingHaWork)", "a waiting HA restart item postpones the power reports of the VM's next life", nil},
+	C9:                          {"C9", "the stall scan hands a VM in Starting or Stopping whose power state is PowerOn (the host's latest report has its domain running) to the power-off handler, which moves the record to Stopped without stopping the domain or releasing anything: a running domain behind a Stopped record (VirtualMachineManagerImpl.scanStalledVMInTransitionStateOnUpHost, handlePowerOffReportWithNoPendingJobsOnVM)", "the stall scan stops a running VM on paper", nil},
+	C10:                         {"C10", "the stall scan takes the VMs with a pending work job from a cache filled up to 10 s earlier (vmIdsInProgressCache): a VM whose start or stop began since is handled as stalled under its running job — a Starting VM stopped on its host (PowerOff) or its NICs and volumes released (PowerReportMissing), and moved to Stopped while its start goes on (VirtualMachineManagerImpl.scanStalledVMInTransitionStateOnUpHost, listStalledVMInTransitionStateOnUpHost)", "the stall scan's 10 s cache of pending work jobs misses a start that began since", nil},
+	H1:                          {"H1", "KVM fencing only checks the host's storage heartbeat: a live host whose heartbeat failed is \"fenced\" while its domain runs, and HA starts the VM a second time elsewhere", "KVM fencing asks only about the storage heartbeat", nil},
+	H2:                          {"H2", "KVMInvestigator judges a host Down from its storage heartbeat alone: a live host whose heartbeat failed is Down once its agent is cut off, and a start's cleanup or a forced stop then releases the NICs of a domain that still runs (KVMInvestigator.isAgentAlive)", "KVMInvestigator judges a host Down from its storage heartbeat alone", nil},
+	M1:                          {"M1", "a peer's onManagementNodeLeft cleans up the left server's jobs by its mshost row id, which no job's msid column holds: its IN_PROGRESS jobs, and the VMs and networks they left in transition, stay until the GC cancels or expires them or the server comes back (AsyncJobManagerImpl.onManagementNodeLeft)", "a peer cleans up a left server's jobs by its mshost row id", nil},
+	PlantedStopTimeoutIsSuccess: {"planted-stop-timeout-is-success", "planted: a stop whose StopCommand timed out counts as stopped", "planted: a stop whose StopCommand timed out counts as stopped", nil},
+	PlantedIPFromStaleRead:      {"planted-ip-from-stale-read", "planted: a NIC's address is claimed from an earlier read of the pool", "planted: a NIC's address is claimed from an earlier read of the pool", nil},
 }
+
+// Upstream is where apache/cloudstack discusses a defect: an issue or pull request on GitHub, and
+// what it is to the defect. docs/defects.md says the same in prose.
+type Upstream struct {
+	Number int    `json:"number"`
+	Kind   string `json:"kind"` // "issue", "pr" or "related" (an issue or PR about the same code)
+	Note   string `json:"note"`
+}
+
+// URL is the issue's or pull request's page (GitHub sends an issue number that is a PR on to it).
+func (u Upstream) URL() string {
+	if u.Kind == "pr" {
+		return fmt.Sprintf("https://github.com/apache/cloudstack/pull/%d", u.Number)
+	}
+	return fmt.Sprintf("https://github.com/apache/cloudstack/issues/%d", u.Number)
+}
+
+// String is the reference as a line names it: "issue #14522", "PR #12409", "related #6798".
+func (u Upstream) String() string {
+	k := u.Kind
+	if k == "pr" {
+		k = "PR"
+	}
+	return fmt.Sprintf("%s #%d", k, u.Number)
+}
+
+// The seed defects' upstream references, from docs/defects.md.
+var (
+	d1Upstream = []Upstream{
+		{14522, "issue", "the upstream issue"},
+		{12409, "pr", "added the cleanup (\"Allow cleaning up of networks stuck in Implementing state\"), merged on the 4.20 and 4.22 branches and main"},
+	}
+	d2Upstream = []Upstream{
+		{14206, "issue", "a stale out-of-band power report orphans a starting VM (open, KVM, Major); D2a-D2e are its five causes"},
+		{14207, "pr", "\"engine: do not orphan an instance on a forced power report during start\" (open): the fix the fixed profile follows"},
+	}
+	d3Upstream = []Upstream{
+		{6798, "related", "a caller's forced stop marks the VM stopped when its host cannot be reached: closed as documented behaviour; no issue names vm.destroy.forcestop on a transiently unreachable host"},
+		{3054, "related", "vm.destroy.forcestop"},
+		{3626, "related", "vm.destroy.forcestop"},
+		{3965, "pr", "expunge honours vm.destroy.forcestop"},
+	}
+)
 
 // Name is the defect's name as users write it (D1, D2a, planted-…).
 func (d Defect) Name() string {
@@ -103,6 +150,24 @@ func (d Defect) Summary() string {
 		return ""
 	}
 	return defectInfo[d].summary
+}
+
+// Title is the defect in a few words: the heading docs/defects.md (D1, D3) or docs/profiles.md (the
+// races found since) gives it; a D2 switch's row of the profiles.md table.
+func (d Defect) Title() string {
+	if d == 0 || d >= numDefects {
+		return ""
+	}
+	return defectInfo[d].title
+}
+
+// Upstream lists apache/cloudstack's issues and pull requests about the defect, the issue first;
+// none for a race csconform found (docs/profiles.md gives its verdict).
+func (d Defect) Upstream() []Upstream {
+	if d == 0 || d >= numDefects {
+		return nil
+	}
+	return defectInfo[d].upstream
 }
 
 // Defects are CloudStack's switches (the planted bugs are not among them), in the order the reports
