@@ -92,13 +92,53 @@ func (o *Outcome) Counterexample() string {
 		}
 	}
 	b.WriteString("timeline:\n")
-	b.WriteString(Timeline(o.Result.Rec.History().Slice(), sim.Epoch, 150))
+	b.WriteString(timeline(o.Result.Rec.History().Slice(), sim.Epoch, 150, o.keptLogs()))
 	return b.String()
 }
 
 // Timeline is the history a person needs: client calls and returns, faults, record state changes of
 // VMs, networks and hosts, addresses, warnings and errors, and the violations, at most max lines.
 func Timeline(events []history.Event, epoch time.Time, max int) string {
+	return timeline(events, epoch, max, nil)
+}
+
+// logLine is a log event as a violation's trail names it.
+type logLine struct {
+	at          time.Time
+	actor, text string
+}
+
+// keptLogs are the server's log lines below WARN that repro prints with the finding: those of each
+// violation's trail ("Found orphaned network 1 in Implementing state ...", the lock lines), and
+// those about an object no sequential order explains.
+func (o *Outcome) keptLogs() map[logLine]bool {
+	keep := map[logLine]bool{}
+	for _, v := range o.Result.Violations {
+		for _, t := range v.Trail {
+			if strings.HasPrefix(t.Event, "[") {
+				keep[logLine{t.Time, t.Actor, t.Event}] = true
+			}
+		}
+	}
+	if len(o.Illegal) > 0 && o.Result.Rec != nil {
+		var objs []string
+		for _, r := range o.Illegal {
+			objs = append(objs, r.Object)
+		}
+		es := o.Result.Rec.History().Slice()
+		if len(es) > 0 {
+			for _, e := range o.Result.Rec.Trail(objs, es[len(es)-1].Time, 40) {
+				if e.Kind == history.Log {
+					keep[logLine{e.Time, e.Actor, "[" + e.Level + "] " + e.Detail}] = true
+				}
+			}
+		}
+	}
+	return keep
+}
+
+// timeline is Timeline keeping, besides the warnings and errors, the log lines in keep.
+func timeline(events []history.Event, epoch time.Time, max int, keep map[logLine]bool) string {
 	var lines []string
 	for _, e := range events {
 		var what string
@@ -127,7 +167,7 @@ func Timeline(events []history.Event, epoch time.Time, max int) string {
 		case history.IP:
 			what = fmt.Sprintf("%s %s -> %s", e.Object, e.From, e.To)
 		case history.Log:
-			if e.Level != "WARN" && e.Level != "ERROR" {
+			if e.Level != "WARN" && e.Level != "ERROR" && !keep[logLine{e.Time, e.Actor, "[" + e.Level + "] " + e.Detail}] {
 				continue
 			}
 			what = e.Level + " " + e.Detail
