@@ -130,7 +130,7 @@ var (
 		{6798, "related", "a caller's forced stop marks the VM stopped when its host cannot be reached: closed as documented behaviour; no issue names vm.destroy.forcestop on a transiently unreachable host"},
 		{3054, "related", "vm.destroy.forcestop"},
 		{3626, "related", "vm.destroy.forcestop"},
-		{3965, "pr", "expunge honours vm.destroy.forcestop"},
+		{3965, "related", "a PR: expunge honours vm.destroy.forcestop"},
 	}
 )
 

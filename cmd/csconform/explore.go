@@ -178,6 +178,8 @@ func exploreCmd(o *exploreOpts, args []string, stdout, stderr io.Writer) int {
 		if f != nil {
 			done++         // Seen counts the cases before the failing one
 			f.Cases = done // Explore counts within its chunk; the run, from its start
+			// which defect it is: the shrunk program again under fixed and with each switch off
+			f.Attribution = explore.Attribute(f, xo)
 			sum.Found, sum.Finding, sum.ReplaySeed = true, f, f.Seed
 		}
 	}

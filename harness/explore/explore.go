@@ -194,6 +194,8 @@ type Finding struct {
 	Shrunk *Outcome
 	// Report is rapid's own message.
 	Report string
+	// Attribution names the finding's defect (Attribute; nil until asked).
+	Attribution *Attribution
 }
 
 // rapid keeps its settings in the flag package; explorations run one at a time.

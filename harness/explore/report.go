@@ -49,6 +49,8 @@ type findingJSON struct {
 	Program    []string            `json:"program,omitempty"`
 	Violations []map[string]string `json:"violations,omitempty"`
 	Illegal    []illegalJSON       `json:"notLinearizable,omitempty"`
+	// Attribution is which defect the finding is (Attribute).
+	Attribution *Attribution `json:"attribution,omitempty"`
 }
 
 type illegalJSON struct {
@@ -95,6 +97,7 @@ func (s *Summary) Text() string {
 	f := s.Finding
 	fmt.Fprintf(&b, "FOUND after %d cases; shrunk to %d actions (%d steps):\n", f.Cases, f.Shrunk.Actions, len(f.Shrunk.Program.Steps))
 	b.WriteString(f.Shrunk.Counterexample())
+	b.WriteString(f.Attribution.text())
 	fmt.Fprintf(&b, "replay: %s   (or %s)\n", s.replayCommand(f.Seed), s.replayTest(f.Seed))
 	if s.Undecided > 0 {
 		fmt.Fprintf(&b, "before it, %d case(s) UNDECIDED: the linearizability checker timed out on some object\n", s.Undecided)
@@ -171,6 +174,7 @@ func (s *Summary) WriteReports(dir string) error {
 		for _, st := range o.Program.Steps {
 			j.Program = append(j.Program, Describe(st))
 		}
+		j.Attribution = s.Finding.Attribution
 		for _, v := range o.Result.Violations {
 			j.Violations = append(j.Violations, map[string]string{"invariant": v.Invariant, "object": v.Object, "message": v.Message})
 		}
@@ -323,7 +327,10 @@ func (s *Summary) JUnit() []byte {
 		if len(objs) > 0 {
 			what = append(what, "not linearizable: "+strings.Join(objs, ", "))
 		}
-		failure := &junitFailure{Message: strings.Join(what, "; "), Text: o.Counterexample() + "replay: " + replay + "\n"}
+		if a := s.Finding.Attribution; a != nil {
+			what = append(what, a.Line)
+		}
+		failure := &junitFailure{Message: strings.Join(what, "; "), Text: o.Counterexample() + s.Finding.Attribution.text() + "replay: " + replay + "\n"}
 		switch {
 		case len(o.Result.Violations) > 0:
 			inv.Failure = failure
