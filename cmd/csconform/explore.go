@@ -85,6 +85,14 @@ func exploreCmd(o *exploreOpts, args []string, stdout, stderr io.Writer) int {
 			return fail(err)
 		}
 	}
+	if o.report != "" {
+		// as --out: an earlier run's report never passes for this one's
+		if _, err := os.Stat(o.report); err == nil {
+			return fail(fmt.Errorf("--report %s exists: give a new file, so that an earlier run's report never passes for this one's", o.report))
+		} else if !errors.Is(err, os.ErrNotExist) {
+			return fail(err)
+		}
+	}
 	if o.seed == 0 {
 		o.seed = rand.Uint64()
 	}
@@ -195,6 +203,15 @@ func exploreCmd(o *exploreOpts, args []string, stdout, stderr io.Writer) int {
 			return fail(err)
 		}
 		fmt.Fprintf(stdout, "reports in %s\n", o.out)
+	}
+	if o.report != "" {
+		if !sum.Found {
+			fmt.Fprintf(stdout, "no finding: no report written to %s\n", o.report)
+		} else if err := os.WriteFile(o.report, []byte(sum.Markdown()), 0o644); err != nil {
+			return fail(err)
+		} else {
+			fmt.Fprintf(stdout, "bug report in %s\n", o.report)
+		}
 	}
 	return verdictExit(sum.Found, sum.Undecided > 0)
 }

@@ -16,6 +16,7 @@ type exploreOpts struct {
 	seed             uint64
 	shard, detectors string
 	out              string
+	report           string
 	quiet            bool
 	driver, domains  string
 	sched            *strategyFlag
@@ -31,7 +32,8 @@ func exploreFlags(fs *pflag.FlagSet, o *exploreOpts) {
 	fs.Uint64Var(&o.seed, "seed", 0, "the seed `N` to start from (default: random, printed); --seed N --budget 1 replays a finding")
 	fs.StringVar(&o.shard, "shard", "", "run the i-th of n disjoint slices of the seed space (`i/n`, a CI matrix; needs --seed, the same for every shard)")
 	fs.StringVar(&o.detectors, "detectors", "both", "`D`: both, invariants or linear")
-	fs.StringVar(&o.out, "out", "", "write summary.txt, result.json (seeds as strings, the replay command), junit.xml (one test case per detector, seed and replay as properties), history.jsonl (the finding's, or the last case's) and, for a finding, counterexample.yaml and one porcupine HTML per failing partition into `DIR`, a fresh one (a non-empty directory is refused); a run stopped by SIGINT or SIGTERM writes them too, for the cases it ran, marked interrupted")
+	fs.StringVar(&o.out, "out", "", "write summary.txt, result.json (seeds as strings, the replay command, the attribution: which defect a finding is), junit.xml (one test case per detector, seed and replay as properties, a failure message that names the defect), history.jsonl (the finding's, or the last case's) and, for a finding, counterexample.yaml and one porcupine HTML per failing partition into `DIR`, a fresh one (a non-empty directory is refused); a run stopped by SIGINT or SIGTERM writes them too, for the cases it ran, marked interrupted")
+	fs.StringVar(&o.report, "report", "", "for a finding, write a bug report a CloudStack committer can read to `FILE.md` (a new file): which defect it is, the settings, the shrunk program as API calls and host faults, what broke, the timeline and the run's management-server.log in CloudStack's wording, the replay command; nothing is written when nothing is found")
 	fs.BoolVar(&o.quiet, "quiet", false, "no progress bar")
 	fs.BoolVar(&o.peers, "peers", true, "draw programs with two management servers now and then (the hosts split between them, the API calls alternating) and peer-stop; the simulator only (--peers=false: one server, as before 2026-11-30)")
 	fs.StringVar(&o.driver, "driver", "sim", driverHelp(drivers)+"; a real-time world takes a minute or two a case: use a small budget")
@@ -49,9 +51,13 @@ func newExploreCmd(e *cliEnv) *cobra.Command {
 		Short: "random programs with faults until a detector flags one",
 		Long: `Generates random programs of operations and faults (rapid) and runs them until a detector flags
 one: the invariants on every step, or a history no sequential order explains. A finding is shrunk
-and printed with the seed that replays it.`,
+and printed with the seed that replays it, and named: its shrunk program runs again under fixed
+and with each defect switch that was on turned off alone, and the switch whose removal makes it go
+away is the defect it is ("this is D1 (...)"; "no known defect explains it: new" if it stays
+under fixed). --report writes it up as a bug report.`,
 		Example: `  csconform explore --seed 1 --budget 50
   csconform explore --profile cloudstack-4.22 --out reports
+  csconform explore --defects D1 --seed 5 --budget 20 --report d1.md
   csconform explore --seed N --budget 1        # replay a finding`,
 		Run: func(c *cobra.Command, args []string) {
 			o.schedSet = c.Flags().Changed("scheduler")

@@ -203,14 +203,19 @@ func clock(d time.Duration) string {
 // SaveScenario writes the program as a scenario file for the conformance suite, expecting under the
 // profile it ran with the invariants it broke.
 func (o *Outcome) SaveScenario(path, profile string) error {
+	data, err := o.scenarioYAML(profile)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, data, 0o644)
+}
+
+// scenarioYAML is the program as SaveScenario writes it.
+func (o *Outcome) scenarioYAML(profile string) ([]byte, error) {
 	sc := *o.Program
 	sc.Description = "Found by csconform explore; shrunk by rapid.\n"
 	if slices.Contains(impl.ProfileNames(), profile) { // a named profile, not a list of defects
 		sc.Expect = map[string]harness.Expect{profile: {Violations: o.Invariants()}}
 	}
-	data, err := yaml.Marshal(&sc)
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(path, data, 0o644)
+	return yaml.Marshal(&sc)
 }
