@@ -158,8 +158,18 @@ func (s *Server) orchestrateStart(t *Thread, vmID int64, want string) (err error
 	avoid := map[string]bool{}
 	defer func() {
 		if !started && canRetry {
-			if cur := s.DB.VM(vmID); cur.State == vm.Starting {
-				s.changeState(t, cur, vm.OperationFailed, vm.Stopped, "", work, ItWorkDone)
+			// the outer finally: changeState(vm, OperationFailed, null, work, Done) on the start's own
+			// copy, not on the row read again. A copy whose success transition failed already says
+			// Running (updateState sets the VO before its UPDATE): Running has no OperationFailed, so
+			// the NoTransitionException, rethrown as a ConcurrentOperationException, replaces what was
+			// thrown, and the work step goes back to Release.
+			if to, ok := vm.Next(v.State, vm.OperationFailed); ok {
+				s.changeState(t, v, vm.OperationFailed, to, "", work, ItWorkDone)
+			} else {
+				prev := s.DB.ItWork(work.ID).Step
+				s.DB.UpdateItWorkStep(work.ID, ItWorkDone)
+				s.DB.UpdateItWorkStep(work.ID, prev)
+				err = &ConcurrentOperationError{Msg: fmt.Sprintf("Unable to transition to a new state from %s via %s", v.State, vm.OperationFailed)}
 			}
 		}
 		if !started && err == nil {
@@ -202,10 +212,12 @@ func (s *Server) orchestrateStart(t *Thread, vmID int64, want string) (err error
 				return nil
 			}
 			answered = true
-			cur := s.DB.VM(vmID)
-			if !s.changeState(t, cur, vm.OperationSucceeded, vm.Running, dest, work, ItWorkDone) {
-				s.Log(t, "ERROR", VMObject(vmID), "Unable to transition to a new state. %s", cur.Name)
-				return &ConcurrentOperationError{Msg: "Failed to deploy VM" + v.Name}
+			// a compare-and-set on the attempt's own copy (its state, host and updated as its
+			// OperationRetry left them), not a write on the row read again: a change of the row since
+			// (the stall scan's sync, C10) fails it, and the attempt's cleanup stops the domain
+			if !s.changeState(t, v, vm.OperationSucceeded, vm.Running, dest, work, ItWorkDone) {
+				s.Log(t, "ERROR", VMObject(vmID), "Unable to transition to a new state. VM uuid: %s, VM oldstate: %s, Event: %s", v.Name, v.State, vm.OperationSucceeded)
+				return &ConcurrentOperationError{Msg: "Failed to deploy VM " + v.Name}
 			}
 			started = true
 			s.Log(t, "DEBUG", VMObject(vmID), "Start completed for VM %s", v.Name)
@@ -221,28 +233,31 @@ func (s *Server) orchestrateStart(t *Thread, vmID int64, want string) (err error
 		} else {
 			// per-attempt finally: the work step goes to Release before cleanup, so a StopCommand goes to
 			// the host whatever step failed, forced unless a successful StartAnswer came back; cleanup
-			// always releases NICs and volumes (C1 aside).
+			// always releases NICs and volumes (C1 aside). It reads the attempt's profile, whose VM is
+			// this start's own copy: after a failed success transition that copy says Running on dest,
+			// so the StopCommand goes whatever the row says now.
 			prev := s.DB.ItWork(work.ID).Step
 			s.DB.UpdateItWorkStep(work.ID, ItWorkRelease)
 			sent := prev == ItWorkStarted || prev == ItWorkStarting
-			s.cleanup(t, s.DB.VM(vmID), ItWorkRelease, forceIf(!(sent && answered), forcedCleanup), sent)
+			s.cleanup(t, v, ItWorkRelease, forceIf(!(sent && answered), forcedCleanup), sent)
 		}
 		var ue *AgentUnavailableError
 		var re *ResourceUnavailableError
+		var ce *ConcurrentOperationError
 		switch {
 		case aerr == nil:
 			continue // a failed StartAnswer: next attempt
 		case timedOut:
 			s.Log(t, "DEBUG", VMObject(vmID), "Unable to send the start command to host %s", dest)
-			// e.isActive(): a non-sequential command (every KVM start) that timed out is active
-			if cur := s.DB.VM(vmID); cur != nil {
-				s.ha.scheduleStop(t, cur, dest)
-			}
+			// e.isActive(): a non-sequential command (every KVM start) that timed out is active. The
+			// item records the start's own copy (its state and updated), as scheduleStop(vm, ...) does.
+			s.ha.scheduleStop(t, v, dest)
 			return &AgentUnavailableError{Host: dest, Reason: "Unable to start " + v.Name}
 		case errors.As(aerr, &ue):
 			s.Log(t, "WARN", VMObject(vmID), "Unable to contact resource. %v", aerr)
-			v = s.DB.VM(vmID)
-			continue // host scope: avoided, try another host
+			continue // host scope: avoided, try another host (with the same copy of the VM)
+		case errors.As(aerr, &ce):
+			return aerr // caught by none of the attempt's catch blocks: no log line of its own
 		case errors.As(aerr, &re):
 			s.Log(t, "WARN", VMObject(vmID), "Unable to contact resource. %v", aerr)
 			return aerr // network scope cannot be avoided
