@@ -215,9 +215,16 @@ func (am *AgentManager) send(t *Thread, hostID string, m Message, wait time.Dura
 		am.takePending(a, m.Seq)
 		return nil, &AgentUnavailableError{Host: hostID, Reason: "Unable to send: " + err.Error()}
 	}
+	// AgentAttache.send(req, wait): up to two rounds of wait. After the first, a command gives up
+	// only if another one is the attache's current sequence ("Waited too long", isActive false);
+	// nothing here is sent in sequence (KVM's getExecuteInSequence is false), so no sequence is ever
+	// current and every command waits a second round, then times out (isActive true) after 2 × wait.
 	if !r.done.Wait(wait) {
-		am.takePending(a, m.Seq)
-		return nil, &OperationTimedoutError{Host: hostID, Cmd: m.Kind}
+		s.Log(t, "DEBUG", HostObject(hostID), "Seq %s-%d: Waiting some more time because this is the current command", hostID, m.Seq)
+		if !r.done.Wait(wait) {
+			am.takePending(a, m.Seq)
+			return nil, &OperationTimedoutError{Host: hostID, Cmd: m.Kind}
+		}
 	}
 	if r.err != nil {
 		return nil, r.err

@@ -21,7 +21,7 @@ import (
 // row has been inactive longer than vm.op.cancel.interval (3600 s), then fails with "There are
 // concurrent operations". orchestrateStart leaves the row of a start whose StartCommand timed out at
 // step Starting (canRetry = false skips the finally's Release/Done). Here web1's StartCommand waits on
-// a cut link past `wait`; the deploy retries the start at once (VMEntityManagerImpl), and that second
+// a cut link past 2 × `wait` (AgentAttache.send's two rounds); the deploy retries the start at once (VMEntityManagerImpl), and that second
 // start finds the first one's row. Under 4.22 (C7) it waits on it for an hour: web1's queue is held,
 // so its domain, booted once the link heals, is not followed to Running (the reports are postponed
 // while a work job is pending) until the wait gives up. C7's fix fails it at once, no other work job
@@ -33,8 +33,9 @@ func TestChangeToStartStateWaitsOnWorkItems(t *testing.T) {
 		waits   int // rounds of vm.op.wait.interval
 		settled time.Duration
 	}{
-		// the row was 2 min old when the wait began: 29 rounds take it past the hour
-		{"cloudstack-4.22 (C7)", impl.Switches{impl.C7: true}, 29, 62 * time.Minute},
+		// the row was 4 min old (the first start waited 2 × wait) when the wait began: 28 rounds take
+		// it past the hour
+		{"cloudstack-4.22 (C7)", impl.Switches{impl.C7: true}, 28, 62 * time.Minute},
 		{"fixed", impl.Switches{}, 0, 8 * time.Minute}, // the link heals 5 min after the send
 	} {
 		t.Run(c.name, func(t *testing.T) {
