@@ -21,9 +21,36 @@ type Source struct {
 	idx    int
 }
 
-// Expand turns the arguments into the files to read: a directory gives the log files in it (names
-// containing ".log", rotated and gzipped ones included), sorted; skipped lists what it left out.
-func Expand(args []string) (files, skipped []string, err error) {
+// Skip is a directory entry Expand left out, and why.
+type Skip struct {
+	Path   string `json:"path"`
+	Reason string `json:"reason"`
+}
+
+// IsServerLogName says whether a file name in a log directory is a management server's log: the
+// live management-server.log and its rotations (management-server.log.2025-02-24.gz as CloudStack's
+// log4j writes them, management-server.log.1, management-server.log-20250224.gz as logrotate may),
+// and vmops.log, the name before 4.0. Jetty's access.log, apilog.log, management-server.out/.err and
+// the rest are other layouts, or not logs at all.
+func IsServerLogName(name string) bool {
+	return strings.HasPrefix(name, "management-server.log") || strings.HasPrefix(name, "vmops.log")
+}
+
+// unreadable names a compressed rotation logcheck cannot unpack (it reads plain text and gzip).
+func unreadable(name string) string {
+	for _, ext := range []string{".bz2", ".xz", ".zst", ".lz4", ".zip", ".7z"} {
+		if strings.HasSuffix(name, ext) {
+			return ext
+		}
+	}
+	return ""
+}
+
+// Expand turns the arguments into the files to read. A file is read as given. A directory gives its
+// management-server logs (IsServerLogName: the live log and its rotations, gzipped ones included),
+// sorted; every other entry is left out with the reason (skipped), so that
+// /var/log/cloudstack/management/ can be given as it is.
+func Expand(args []string) (files []string, skipped []Skip, err error) {
 	for _, a := range args {
 		if a == "-" {
 			files = append(files, a)
@@ -44,18 +71,22 @@ func Expand(args []string) (files, skipped []string, err error) {
 		n := 0
 		for _, d := range ents {
 			p := filepath.Join(a, d.Name())
-			if d.IsDir() || !d.Type().IsRegular() {
-				continue
+			switch {
+			case d.IsDir():
+				skipped = append(skipped, Skip{p, "a directory (logcheck does not descend: give it as an argument of its own)"})
+			case !d.Type().IsRegular():
+				skipped = append(skipped, Skip{p, "not a regular file"})
+			case !IsServerLogName(d.Name()):
+				skipped = append(skipped, Skip{p, "not a management-server log (by its name)"})
+			case unreadable(d.Name()) != "":
+				skipped = append(skipped, Skip{p, "compressed as " + unreadable(d.Name()) + ", which logcheck does not unpack (gzip it, or unpack it and give the file)"})
+			default:
+				files = append(files, p)
+				n++
 			}
-			if !strings.Contains(d.Name(), ".log") {
-				skipped = append(skipped, p)
-				continue
-			}
-			files = append(files, p)
-			n++
 		}
 		if n == 0 {
-			return nil, nil, fmt.Errorf("%s: no log files in the directory (names with .log: management-server.log, management-server.log.2025-02-24.gz)", a)
+			return nil, nil, fmt.Errorf("%s: no management-server log in the directory (management-server.log, management-server.log.2025-02-24.gz)", a)
 		}
 	}
 	if len(files) == 0 {

@@ -336,3 +336,49 @@ func TestJournaldPaddedDay(t *testing.T) {
 		t.Fatalf("%+v", es)
 	}
 }
+
+// TestExpandServerLogDirectory: a directory gives its management-server logs (the live one and its
+// rotations, gzipped or not) and leaves out the rest, each with its reason.
+func TestExpandServerLogDirectory(t *testing.T) {
+	dir := t.TempDir()
+	for _, n := range []string{"management-server.log", "management-server.log.2025-02-23.gz", "management-server.log-20250222.gz",
+		"access.log", "apilog.log", "management-server.out", "management-server.log.2025-02-21.xz"} {
+		if err := os.WriteFile(filepath.Join(dir, n), []byte("x\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.Mkdir(filepath.Join(dir, "old"), 0o755)
+	files, skipped, err := Expand([]string{dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, f := range files {
+		got = append(got, filepath.Base(f))
+	}
+	if strings.Join(got, " ") != "management-server.log management-server.log-20250222.gz management-server.log.2025-02-23.gz" {
+		t.Errorf("files %q", got)
+	}
+	why := map[string]string{}
+	for _, s := range skipped {
+		why[filepath.Base(s.Path)] = s.Reason
+	}
+	for n, want := range map[string]string{"access.log": "not a management-server log", "apilog.log": "not a management-server log",
+		"management-server.out": "not a management-server log", "management-server.log.2025-02-21.xz": "compressed as .xz", "old": "a directory"} {
+		if !strings.Contains(why[n], want) {
+			t.Errorf("%s: skipped %q, want %q", n, why[n], want)
+		}
+	}
+	if len(skipped) != 5 {
+		t.Errorf("skipped %+v", skipped)
+	}
+	// a file given by name is read whatever its name; a directory with no server log is bad input
+	if files, _, err := Expand([]string{filepath.Join(dir, "access.log")}); err != nil || len(files) != 1 {
+		t.Errorf("a file by name: %v %v", files, err)
+	}
+	other := t.TempDir()
+	os.WriteFile(filepath.Join(other, "access.log"), []byte("x\n"), 0o644)
+	if _, _, err := Expand([]string{other}); err == nil || !strings.Contains(err.Error(), "no management-server log in the directory") {
+		t.Errorf("err %v", err)
+	}
+}

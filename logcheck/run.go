@@ -24,7 +24,7 @@ const maxMalformed = 100
 // Report is the outcome of a run.
 type Report struct {
 	Files     []string         `json:"files"`
-	Skipped   []string         `json:"skipped,omitempty"`
+	Skipped   []Skip           `json:"skipped,omitempty"`
 	Stats     Stats            `json:"stats"`
 	First     time.Time        `json:"first"`
 	Last      time.Time        `json:"last"`
@@ -171,7 +171,7 @@ func (r *Report) Text(w io.Writer) {
 	}
 	fmt.Fprintln(w)
 	for _, s := range r.Skipped {
-		fmt.Fprintf(w, "skipped (not a log file name): %s\n", s)
+		fmt.Fprintf(w, "skipped %s: %s\n", s.Path, s.Reason)
 	}
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)

@@ -37,11 +37,15 @@ func newLogcheckCmd(e *cliEnv) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "logcheck FILE|DIR|- ... [flags]",
 		Short: "judge CloudStack management-server.log files",
-		Long: `Reads CloudStack management-server.log files (any 4.x layout; rotated .gz files too; a directory
-gives its *.log* files; - reads standard input), one directory per management server, merges them
-by time and judges them with the invariants a log can decide and the porcupine models. Exit 3 when
-nothing could be decided (the log carries none of the lines the checks need: DEBUG level is needed).`,
-		Example: `  csconform logcheck ms1/ ms2/ --since "2025-03-01 10:00:00" --out report
+		Long: `Reads CloudStack management-server.log files (any 4.x layout; rotated .gz files too; - reads
+standard input), one directory per management server, merges them by time and judges them with the
+invariants a log can decide and the porcupine models. A directory such as /var/log/cloudstack/management/
+gives its management-server logs (management-server.log and its rotations, management-server.log.2025-02-24.gz);
+every other file in it (Jetty's access.log, apilog.log, management-server.out) is skipped, one line each
+saying so. Exit 3 when nothing could be decided (the log carries none of the lines the checks
+need: DEBUG level is needed).`,
+		Example: `  csconform logcheck /var/log/cloudstack/management/
+  csconform logcheck ms1/ ms2/ --since "2025-03-01 10:00:00" --out report
   zcat management-server.log.gz | csconform logcheck -
   csconform logcheck --render h.jsonl --style 4.5 > management-server.log`,
 		Run: func(_ *cobra.Command, args []string) {

@@ -82,7 +82,7 @@ func TestLogcheckExitCodes(t *testing.T) {
 		{"noise without NUL", []string{noNUL}, "", 2, "", "no log entries"},
 		{"truncated gzip", []string{truncated}, "", 2, "", "truncated compressed data"},
 		{"mixed directory", []string{mixed}, "", 2, "", "vmops.log"},
-		{"directory without logs", []string{noLogs}, "", 2, "", "no log files in the directory"},
+		{"directory without logs", []string{noLogs}, "", 2, "", "no management-server log in the directory"},
 		{"missing file", []string{filepath.Join(dir, "nope.log")}, "", 2, "", "no such file"},
 		{"line too long", []string{long}, "", 2, "", "line longer than"},
 		{"no argument", nil, "", 2, "", "no log given"},
@@ -107,6 +107,45 @@ func TestLogcheckExitCodes(t *testing.T) {
 }
 
 // TestLogcheckDevZero: /dev/zero ends with a clear error instead of growing memory.
+// TestLogcheckServerLogDirectory: /var/log/cloudstack/management/ as it is — the live log, a gzipped
+// rotation, Jetty's access log, the API log, the service's stdout, a subdirectory — is judged on its
+// two management-server logs, each other entry skipped with one line saying so.
+func TestLogcheckServerLogDirectory(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "management")
+	os.Mkdir(dir, 0o755)
+	writeFile(t, dir, "management-server.log", []byte(lcGood))
+	writeFile(t, dir, "management-server.log.2025-02-28.gz", gz([]byte(strings.NewReplacer("2025-03-01", "2025-02-28", "id 5", "id 6", `"id": 5`, `"id": 6`).Replace(lcGood)+
+		`2025-02-28 10:00:01,000 DEBUG [c.c.n.d.NetworkDaoImpl] (Work-Job-Executor-1:[ctx-1]) (logid:1) Network {"id": 6, "name": "n", "uuid": "u", "networkofferingid": 1} state transited from [Implementing] to [Implemented] with event [OperationSucceeded]`+"\n")))
+	writeFile(t, dir, "access.log", []byte(`127.0.0.1 - - [01/Mar/2025:10:00:00 +0000] "GET /client/api?command=listZones HTTP/1.1" 200 512`+"\n"))
+	writeFile(t, dir, "apilog.log", []byte("2025-03-01 10:00:00,000 INFO  [a.c.c.a.ApiServer] (qtp-1:ctx-1) 127.0.0.1 -- GET command=listZones 200\n"))
+	writeFile(t, dir, "management-server.out", []byte("starting\n"))
+	os.Mkdir(filepath.Join(dir, "archive"), 0o755)
+	var out, errb bytes.Buffer
+	if code := logcheckCmd([]string{dir}, nil, &out, &errb); code != 0 {
+		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", code, out.String(), errb.String())
+	}
+	if !strings.HasPrefix(out.String(), "logcheck: 2 file(s)") {
+		t.Errorf("stdout: %s", out.String())
+	}
+	for _, n := range []string{"access.log", "apilog.log", "management-server.out", "archive"} {
+		if c := strings.Count(out.String(), "skipped "+filepath.Join(dir, n)+": "); c != 1 {
+			t.Errorf("%s: %d skip lines, want 1\n%s", n, c, out.String())
+		}
+	}
+	// the same with --json: the skipped files and why
+	out.Reset()
+	if code := logcheckCmd([]string{dir, "--json"}, nil, &out, &errb); code != 0 {
+		t.Fatalf("--json: exit %d", code)
+	}
+	var rep struct {
+		Files   []string
+		Skipped []struct{ Path, Reason string }
+	}
+	if err := json.Unmarshal(out.Bytes(), &rep); err != nil || len(rep.Files) != 2 || len(rep.Skipped) != 4 {
+		t.Errorf("json: %v %+v", err, rep)
+	}
+}
+
 func TestLogcheckDevZero(t *testing.T) {
 	if _, err := os.Stat("/dev/zero"); err != nil {
 		t.Skip("no /dev/zero")
