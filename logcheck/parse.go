@@ -29,7 +29,7 @@ const maxMsg = 16 << 10
 // that follow it.
 type Entry struct {
 	Time    time.Time
-	HasTime bool   // false for a journald line with no year, kept for its order only
+	HasTime bool   // false for a line with no (usable) timestamp, kept for its order only: a journald line before any year, grep output without stamps
 	Level   string // DEBUG, INFO, WARN, ERROR, TRACE, FATAL
 	Logger  string // as written: c.c.v.VirtualMachinePowerStateSyncImpl or cloud.vm.…
 	Thread  string // Work-Job-Executor-4
@@ -80,7 +80,8 @@ type Reader struct {
 	pending *Entry // the entry being assembled (its continuation lines may follow)
 	err     error
 	Stats   Stats
-	year    int // for journald lines, which carry no year: the last year seen
+	year    int    // for journald lines, which carry no year: the last year seen
+	rest    []byte // the rest of a physical line that held a second entry (a copy that lost a newline)
 }
 
 // NewReader reads a plain-text log; name is its origin in reports.
@@ -95,17 +96,23 @@ func (r *Reader) Next() (*Entry, error) {
 			if r.pending != nil && r.err == io.EOF {
 				e := r.pending
 				r.pending = nil
-				return e, nil
+				return finish(e), nil
 			}
 			return nil, r.err
 		}
-		line, err := r.readLine()
-		if err != nil {
-			r.err = err
-			continue
+		var line []byte
+		if r.rest != nil {
+			line, r.rest = r.rest, nil // the same physical line: counted once
+		} else {
+			l, err := r.readLine()
+			if err != nil {
+				r.err = err
+				continue
+			}
+			line = l
+			r.Stats.Lines++
+			r.Stats.Bytes += int64(len(line)) + 1
 		}
-		r.Stats.Lines++
-		r.Stats.Bytes += int64(len(line)) + 1
 		if bytes.IndexByte(line, 0) >= 0 {
 			if r.Stats.Entries == 0 {
 				r.err = &InputError{File: r.name, Line: r.lineNo, Msg: "binary data (NUL byte): not a text log"}
@@ -121,13 +128,18 @@ func (r *Reader) Next() (*Entry, error) {
 			prev := r.pending
 			r.pending = e
 			if prev != nil {
-				return prev, nil
+				return finish(prev), nil
 			}
 			continue
 		}
 		// not a header: a stack frame, a "Caused by", a wrapped line, or noise
 		if len(bytes.TrimSpace(line)) == 0 {
 			continue
+		}
+		if i := gluedHeader(line); i > 0 {
+			// a copy lost the newline before an entry ("…not retrying2023-01-05 18:26:54,158 DEBUG …"):
+			// the text before it continues the pending entry, the entry is read on its own
+			r.rest, line = line[i:], line[:i]
 		}
 		if r.pending == nil {
 			r.Stats.Orphans++
@@ -136,7 +148,10 @@ func (r *Reader) Next() (*Entry, error) {
 		r.Stats.Continued++
 		r.pending.Frames++
 		if !isFrame(line) && len(r.pending.Msg) < maxMsg {
-			// a hard-wrapped line continues the message
+			// a hard-wrapped line continues the message (on the journal, what follows "java[pid]: ")
+			if j := bytes.Index(line, []byte("]: ")); j > 0 && j < 96 && journaldPrefix(line[:j]) {
+				line = line[j+3:]
+			}
 			r.pending.Msg += " " + string(bytes.TrimSpace(line))
 		}
 	}
@@ -181,16 +196,27 @@ func trimEOL(b []byte) []byte {
 }
 
 func isFrame(line []byte) bool {
+	if j := bytes.Index(line, []byte("]: ")); j > 0 && j < 96 && journaldPrefix(line[:j]) {
+		line = line[j+3:] // a frame on the journal: "Sep 03 01:12:08 host java[2720]: \tat org.…"
+	}
 	t := bytes.TrimLeft(line, " \t")
 	return bytes.HasPrefix(t, []byte("at ")) || bytes.HasPrefix(t, []byte("Caused by")) ||
 		bytes.HasPrefix(t, []byte("...")) || (len(t) < len(line) && len(line) > 0 && line[0] == '\t')
+}
+
+// journaldPrefix says whether p is "Mon DD HH:MM:SS host proc[pid" (a journal line before "]: ").
+func journaldPrefix(p []byte) bool {
+	return len(p) > 16 && p[3] == ' ' && p[9] == ':' && p[12] == ':' && months[string(p[:3])] != 0
 }
 
 // header parses a header line, whatever prefix a copy added before its timestamp.
 func (r *Reader) header(line []byte) (*Entry, bool) {
 	i := findStamp(line)
 	if i < 0 {
-		return r.journald(line)
+		if e, ok := r.journald(line); ok {
+			return e, true
+		}
+		return r.timeless(line)
 	}
 	t, ok := parseStamp(line[i : i+23])
 	if !ok {
@@ -206,7 +232,56 @@ func (r *Reader) header(line []byte) (*Entry, bool) {
 		// a timestamped line of another layout: keep the text as the message
 		e.Msg = strings.TrimSpace(rest)
 	}
+	if i > 0 && line[i-1] == '`' {
+		// a line quoted as code in a pasted thread: `2026-07-06 11:09:02,217 INFO … Down`
+		e.Msg = strings.TrimSuffix(e.Msg, "`")
+	}
 	return e, true
+}
+
+// timeless parses a line whose timestamp is missing or mangled: ` LEVEL [logger] (thread:ctx) message`
+// at the start of the line (grep output cut after the stamp, a copy that lost the stamp), or after
+// what is left of a stamp ("025-03-14 18:57:40,347 INFO  […]", "2025-02-25` 06:59:13,941 DEBUG […]").
+// The entry keeps its place in the file; it has no time (HasTime false), so what needs time says
+// NOT DECIDABLE for it. A logger in brackets must follow the level, so a wrapped message line is not
+// taken for an entry.
+func (r *Reader) timeless(line []byte) (*Entry, bool) {
+	i := 0
+	for i < len(line) && i <= 40 && stampDebris(line[i]) {
+		i++
+	}
+	if i > 40 || i < len(line) && line[i] < 'A' || i > 0 && line[i-1] != ' ' && line[i-1] != '\t' {
+		return nil, false
+	}
+	rest := line[i:]
+	lv, after, ok := bytes.Cut(rest, []byte{' '})
+	if !ok || !isLevel(string(lv)) || !bytes.HasPrefix(bytes.TrimLeft(after, " "), []byte{'['}) || bytes.IndexByte(after, ']') < 0 {
+		return nil, false
+	}
+	e := &Entry{HasTime: false, File: r.name, Line: r.lineNo, Raw: string(line)}
+	if !r.skeleton(e, e.Raw[i:]) {
+		return nil, false
+	}
+	return e, true
+}
+
+// stampDebris is what a mangled timestamp leaves before the level: digits, separators, a backtick.
+func stampDebris(c byte) bool {
+	return c >= '0' && c <= '9' || c == '-' || c == ':' || c == ',' || c == '.' || c == ' ' || c == '\t' || c == '`' || c == 'T'
+}
+
+// gluedHeader finds an entry glued to the end of a line that is not one ("…retrying2023-01-05
+// 18:26:54,158 DEBUG [c.c.v.VmWorkJobDispatcher] …"): a stamp followed by a level, at i > 0; 0 if none.
+func gluedHeader(line []byte) int {
+	for k := 1; k+25 < len(line); k++ {
+		if line[k+4] != '-' || line[k+13] != ':' || line[k] != '2' && line[k] != '1' || !isStamp(line[k:]) {
+			continue
+		}
+		if lv, _, ok := bytes.Cut(bytes.TrimLeft(line[k+23:], " "), []byte{' '}); ok && isLevel(string(lv)) {
+			return k
+		}
+	}
+	return 0
 }
 
 // skeleton parses ` LEVEL [logger] (thread:ctx) (logid:x) message`; each part but the level is optional.
@@ -224,6 +299,12 @@ func (r *Reader) skeleton(e *Entry, s string) bool {
 			s = strings.TrimLeft(s[j+1:], " ")
 		}
 	}
+	e.Msg = threadAndLogID(e, s)
+	return true
+}
+
+// threadAndLogID reads `(thread:ctx) (logid:x)` off s into e and returns the message after them.
+func threadAndLogID(e *Entry, s string) string {
 	if strings.HasPrefix(s, "(") && !strings.HasPrefix(s, "(logid:") {
 		if j := closeParen(s); j > 0 {
 			th := s[1:j]
@@ -242,8 +323,17 @@ func (r *Reader) skeleton(e *Entry, s string) bool {
 			s = strings.TrimLeft(s[j+1:], " ")
 		}
 	}
-	e.Msg = s
-	return true
+	return s
+}
+
+// finish completes an entry when its continuation lines are in: a context a copy hard-wrapped
+// ("(Work-Job-Executor-147:ctx-edf7f753 job-3221/job-3222 ctx-ea" / "279b8a) (logid:e2c57742) process
+// hasn't exited") is read again from the joined text.
+func finish(e *Entry) *Entry {
+	if e != nil && e.Thread == "" && e.Level != "" && strings.HasPrefix(e.Msg, "(") && !strings.HasPrefix(e.Msg, "(logid:") && closeParen(e.Msg) > 0 {
+		e.Msg = threadAndLogID(e, e.Msg)
+	}
+	return e
 }
 
 // closeParen finds the ')' closing s[0]='(' (contexts nest brackets and may hold parentheses).
@@ -283,7 +373,7 @@ func findStamp(b []byte) int {
 	}
 	for i := 1; i <= n; i++ {
 		if b[i] == '2' || b[i] == '1' {
-			if c := b[i-1]; c == ' ' || c == ':' || c == '\t' {
+			if c := b[i-1]; c == ' ' || c == ':' || c == '\t' || c == '`' {
 				if isStamp(b[i:]) {
 					return i
 				}
@@ -344,8 +434,8 @@ func parseStamp(b []byte) (time.Time, bool) {
 
 // hostPrefix keeps a host name before the timestamp ("srv01 "), not grep's "./vmops.log:2825865:".
 func hostPrefix(p []byte) string {
-	s := strings.TrimRight(string(p), " \t:")
-	if strings.ContainsAny(s, ":/") || strings.Contains(s, " ") {
+	s := strings.TrimRight(string(p), " \t:`")
+	if s == "" || strings.ContainsAny(s, ":/`>") || strings.Contains(s, " ") || !isWordByte(s[0]) {
 		return ""
 	}
 	return s
@@ -382,7 +472,9 @@ func (r *Reader) journald(line []byte) (*Entry, bool) {
 		File: r.name, Line: r.lineNo, Raw: s}
 	body := s[strings.Index(s, f[4])+len(f[4]):]
 	if !r.skeleton(e, body) {
-		e.Msg = strings.TrimSpace(body)
+		// not a log4j entry: the process's other output on the journal (a stack frame, an exception,
+		// libvirt's stderr), which continues the entry before it
+		return nil, false
 	}
 	return e, true
 }

@@ -337,6 +337,72 @@ func TestJournaldPaddedDay(t *testing.T) {
 	}
 }
 
+// TestPastedLines: what copies of a log in issue threads do to its lines — a lost or mangled
+// timestamp, a line quoted as code, two entries glued where a newline was lost, a context
+// hard-wrapped, stack frames on the journal. Every entry is kept in file order; one without a
+// usable timestamp has HasTime false.
+func TestPastedLines(t *testing.T) {
+	text := "DEBUG [c.c.v.VirtualMachineManagerImpl] (Work-Job-Executor-4:ctx-1a2b job-12/job-13 ctx-3c4d) Start completed for VM i-2-6-VM\n" +
+		"INFO could not be parsed as an entry: no logger follows the level\n" +
+		"025-03-14 18:57:40,347 INFO  [c.c.v.VirtualMachineManagerImpl] (Work-Job-Executor-81:ctx-e1 job-4/job-5 ctx-a6) (logid:e1) Unable to contact resource.\n" +
+		"`2026-07-06 11:09:02,217 INFO  [c.c.a.m.ClusteredAgentManagerImpl] (AgentTaskPool-1:[ctx-95]) (logid:e2) The agent from host Host {\"id\":1} state determined is Down`\n" +
+		"2023-01-05 18:26:54,150 ERROR [c.c.v.VmWorkJobDispatcher] (Work-Job-Executor-4:ctx-bd job-516/job-517) (logid:1c) Unable to complete the job\n" +
+		"ce due to Unable to start VM, not retrying2023-01-05 18:26:54,158 DEBUG [c.c.v.VmWorkJobDispatcher] (Work-Job-Executor-4:ctx-bd job-516/job-517) (logid:1c) Done with run of VM work job: com.cloud.vm.VmWorkStart for VM 99, job origin: 516\n" +
+		"2018-10-16 11:23:19,102 ERROR [c.c.n.r.VirtualNetworkApplianceManagerImpl] (Work-Job-Executor-147:ctx-edf7f753 job-3221/job-3222 ctx-ea\n" +
+		"279b8a) (logid:e2c57742) process hasn't exited\n" +
+		"Sep 03 01:12:08 mgmt1 java[2720]: ERROR [c.c.v.VmWorkJobDispatcher] (Work-Job-Executor-2:ctx-01 job-7/job-8) (logid:01) Unable to complete the job\n" +
+		"Sep 03 01:12:08 mgmt1 java[2720]: com.cloud.exception.InsufficientServerCapacityException: Unable to create a deployment\n" +
+		"Sep 03 01:12:08 mgmt1 java[2720]:         at com.cloud.vm.VirtualMachineManagerImpl.orchestrateStart(VirtualMachineManagerImpl.java:1063)\n" +
+		"> 2025-04-11 09:46:30,192 DEBUG [c.c.a.t.Request] (AgentManager-Handler-7:[ctx-00]) (logid:) quoted\n"
+	r := NewReader("t.log", strings.NewReader(text))
+	var es []*Entry
+	for {
+		e, err := r.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		es = append(es, e)
+	}
+	type want struct {
+		line            int
+		hasTime         bool
+		thread, ctxHas  string
+		msg, host, logg string
+	}
+	wants := []want{
+		{1, false, "Work-Job-Executor-4", "job-12/job-13", "Start completed for VM i-2-6-VM INFO could not be parsed as an entry: no logger follows the level", "", "c.c.v.VirtualMachineManagerImpl"},
+		{3, false, "Work-Job-Executor-81", "job-4/job-5", "Unable to contact resource.", "", "c.c.v.VirtualMachineManagerImpl"},
+		{4, true, "AgentTaskPool-1", "ctx-95", `The agent from host Host {"id":1} state determined is Down`, "", "c.c.a.m.ClusteredAgentManagerImpl"},
+		{5, true, "Work-Job-Executor-4", "job-516/job-517", "Unable to complete the job ce due to Unable to start VM, not retrying", "", "c.c.v.VmWorkJobDispatcher"},
+		{6, true, "Work-Job-Executor-4", "job-516/job-517", "Done with run of VM work job: com.cloud.vm.VmWorkStart for VM 99, job origin: 516", "", "c.c.v.VmWorkJobDispatcher"},
+		{7, true, "Work-Job-Executor-147", "job-3221/job-3222", "process hasn't exited", "", "c.c.n.r.VirtualNetworkApplianceManagerImpl"},
+		// the journal's line takes the last year seen (2018)
+		{9, true, "Work-Job-Executor-2", "job-7/job-8", "Unable to complete the job com.cloud.exception.InsufficientServerCapacityException: Unable to create a deployment", "mgmt1", "c.c.v.VmWorkJobDispatcher"},
+		{12, true, "AgentManager-Handler-7", "ctx-00", "quoted", "", "c.c.a.t.Request"},
+	}
+	if len(es) != len(wants) {
+		for _, e := range es {
+			t.Logf("%d %q", e.Line, e.Msg)
+		}
+		t.Fatalf("%d entries, want %d", len(es), len(wants))
+	}
+	for i, w := range wants {
+		e := es[i]
+		if e.Line != w.line || e.HasTime != w.hasTime || e.Thread != w.thread || !strings.Contains(e.Context, w.ctxHas) || e.Msg != w.msg || e.Host != w.host || e.Logger != w.logg {
+			t.Errorf("entry %d: line %d time %v thread %q ctx %q msg %q host %q logger %q; want %+v", i, e.Line, e.HasTime, e.Thread, e.Context, e.Msg, e.Host, e.Logger, w)
+		}
+	}
+	if es[6].Frames != 2 {
+		t.Errorf("journal entry: %d continuation lines, want 2", es[6].Frames)
+	}
+	if r.Stats.Lines != 12 || r.Stats.Orphans != 0 {
+		t.Errorf("stats %+v: want 12 physical lines (a glued line counted once), no orphans", r.Stats)
+	}
+}
+
 // TestExpandServerLogDirectory: a directory gives its management-server logs (the live one and its
 // rotations, gzipped or not) and leaves out the rest, each with its reason.
 func TestExpandServerLogDirectory(t *testing.T) {
