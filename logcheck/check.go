@@ -24,20 +24,22 @@ const (
 )
 
 // Checks lists every check with the fact kinds it needs (all of them, or any of the alternatives
-// in one entry separated by "|") and what it means.
+// in one entry separated by "|"), whether it needs their times (a duration or a setting's delay; the
+// others read the lines' order only, which a log without timestamps keeps), and what it means.
 var Checks = []struct {
-	Name  string
-	Needs []string
-	Doc   string
+	Name      string
+	Needs     []string
+	NeedsTime bool
+	Doc       string
 }{
-	{CheckNetworkLock, []string{KLock, KNetTransition}, "a network's state written by one thread while another holds its lock"},
-	{CheckReleasedRunning, []string{KRelease + "|" + KIP, KPowerUpdate + "|" + KUnknownDomain}, "a VM's resources released while a later power report shows its domain on"},
-	{CheckStuck, []string{KVMTransition + "|" + KNetTransition}, "a VM or network left in a transitional state longer than --stuck"},
-	{CheckMissing, []string{KMissing, KVMTransition}, "a Running VM reported missing and never reconciled within --stuck"},
-	{CheckNetworkDown, []string{KNetTransition, KIP, KVMTransition}, "a network shut down while a Running VM holds an address in it"},
-	{CheckLinearNetwork, []string{KLock, KNetTransition}, "porcupine: every network's lock sections and writes chain"},
-	{CheckLinearIP, []string{KIP}, "porcupine: every guest IP's holders chain"},
-	{CheckTransitionGuard, []string{KVMTransition + "|" + KNetTransition + "|" + KHostTransition}, "a state change CloudStack allows only by another thread, for another reason, or later (model/guard)"},
+	{CheckNetworkLock, []string{KLock, KNetTransition}, false, "a network's state written by one thread while another holds its lock"},
+	{CheckReleasedRunning, []string{KRelease + "|" + KIP, KPowerUpdate + "|" + KUnknownDomain}, false, "a VM's resources released while a later power report shows its domain on"},
+	{CheckStuck, []string{KVMTransition + "|" + KNetTransition}, true, "a VM or network left in a transitional state longer than --stuck"},
+	{CheckMissing, []string{KMissing, KVMTransition}, true, "a Running VM reported missing and never reconciled within --stuck"},
+	{CheckNetworkDown, []string{KNetTransition, KIP, KVMTransition}, false, "a network shut down while a Running VM holds an address in it"},
+	{CheckLinearNetwork, []string{KLock, KNetTransition}, false, "porcupine: every network's lock sections and writes chain"},
+	{CheckLinearIP, []string{KIP}, false, "porcupine: every guest IP's holders chain"},
+	{CheckTransitionGuard, []string{KVMTransition + "|" + KNetTransition + "|" + KHostTransition}, true, "a state change CloudStack allows only by another thread, for another reason, or later (model/guard)"},
 }
 
 // Ref is one log line: where and what.
@@ -110,6 +112,7 @@ type Options struct {
 type objState struct {
 	state    string
 	since    time.Time
+	timed    bool // the line of the last transition had a time (since is its time)
 	ref      lref
 	released *Entry // VM: resources released, not started since
 	// asserted: a caller's forced stop (stopVirtualMachine forced=true) released the VM although its
@@ -150,7 +153,8 @@ type Checker struct {
 	locks    map[string]lockHold          // network key -> holder
 	netVMs   map[string]map[string]*Entry // network -> VMs holding an address in it -> the allocation
 	counts   map[string]int64
-	found    map[string]bool // check|object already reported
+	timed    map[string]int64 // facts of each kind whose line had a time
+	found    map[string]bool  // check|object already reported
 	Findings []Finding
 	linear   map[string][]history.Event // per object: its porcupine history since the last check
 	linNote  string
@@ -186,7 +190,7 @@ func NewChecker(o Options) *Checker {
 	}
 	gcfg := o.Guard
 	gcfg.FromLog = true // a log names a work job by its thread's context, not by its VM
-	return &Checker{opt: o, objs: map[string]*objState{}, locks: map[string]lockHold{}, counts: map[string]int64{}, found: map[string]bool{},
+	return &Checker{opt: o, objs: map[string]*objState{}, locks: map[string]lockHold{}, counts: map[string]int64{}, timed: map[string]int64{}, found: map[string]bool{},
 		linear: map[string][]history.Event{}, netVMs: map[string]map[string]*Entry{}, apiJobs: map[string]apiJob{},
 		guards: guard.NewChecker(gcfg), guardRing: make([]lref, guardRingSize)}
 }
@@ -324,6 +328,9 @@ func (c *Checker) Add(e *Entry, facts []Fact) {
 	for i := range facts {
 		f := &facts[i]
 		c.counts[f.Kind]++
+		if e.HasTime {
+			c.timed[f.Kind]++
+		}
 		if c.opt.Events != nil {
 			c.evSeq++
 			ev := f.Event
@@ -386,7 +393,7 @@ func (c *Checker) fact(f *Fact, r lref) {
 			// first write chains from what that write says it was
 			c.lin(history.Event{Kind: history.State, Object: f.Object, Actor: "(before the log)", To: f.From})
 		}
-		o.state, o.since, o.ref = f.To, f.Time, r
+		o.state, o.since, o.timed, o.ref = f.To, f.Time, r.e.HasTime, r
 		h, held := c.locks[f.Object]
 		ev := f.Event
 		if held {
@@ -415,7 +422,7 @@ func (c *Checker) fact(f *Fact, r lref) {
 		c.lin(ev)
 	case KVMTransition:
 		o := c.obj(f.Object)
-		o.state, o.since, o.ref = f.To, f.Time, r
+		o.state, o.since, o.timed, o.ref = f.To, f.Time, r.e.HasTime, r
 		switch f.To {
 		case "Starting", "Migrating":
 			o.released, o.expunged = nil, nil
@@ -431,7 +438,7 @@ func (c *Checker) fact(f *Fact, r lref) {
 		}
 	case KHostTransition, KVolTransition, KOtherState:
 		o := c.obj(f.Object)
-		o.state, o.since, o.ref = f.To, f.Time, r
+		o.state, o.since, o.timed, o.ref = f.To, f.Time, r.e.HasTime, r
 	case KJob:
 		c.job(f)
 	case KRelease:
@@ -593,10 +600,12 @@ func (c *Checker) Finish() []Coverage {
 			c.find(CheckReleasedRunning, k, o.onAfter.t, o.onAfter.msg, o.onAfter.evidence...)
 		}
 		kind, _, _ := strings.Cut(k, ":")
-		if transitional[kind][o.state] && c.last.Sub(o.since) > c.opt.Stuck {
+		// a transition on a line without a time starts no clock: how long the object stayed is not
+		// known (NOT DECIDABLE for it), never "since year one"
+		if transitional[kind][o.state] && o.timed && c.last.Sub(o.since) > c.opt.Stuck {
 			c.find(CheckStuck, k, o.since, fmt.Sprintf("%s entered %s at %s and is still there %s later, at the end of the log", k, o.state, o.ref.e.Origin(), c.last.Sub(o.since).Round(time.Second)), o.ref)
 		}
-		if o.missing != nil && c.last.Sub(o.missing.Time) > c.opt.Stuck && o.state == "Running" {
+		if o.missing != nil && o.missing.HasTime && c.last.Sub(o.missing.Time) > c.opt.Stuck && o.state == "Running" {
 			c.find(CheckMissing, k, o.missing.Time, fmt.Sprintf("%s was reported missing at %s while Running and was neither stopped nor reported on again in the %s that followed", k, o.missing.Origin(), c.last.Sub(o.missing.Time).Round(time.Second)), lref{o.missing})
 		}
 	}
@@ -609,13 +618,21 @@ func (c *Checker) Finish() []Coverage {
 	for _, ch := range Checks {
 		cv := Coverage{Check: ch.Name, Doc: ch.Doc, Decidable: true}
 		for _, need := range ch.Needs {
-			ok := false
+			ok, untimed := false, false
 			for _, alt := range strings.Split(need, "|") {
-				if c.counts[alt] > 0 {
+				switch {
+				case ch.NeedsTime && c.timed[alt] > 0, !ch.NeedsTime && c.counts[alt] > 0:
 					ok = true
+				case c.counts[alt] > 0:
+					untimed = true // the lines are there, without the times the check needs
 				}
 			}
-			if !ok {
+			switch {
+			case ok:
+			case untimed:
+				cv.Decidable = false
+				cv.Missing = append(cv.Missing, "timestamped "+need)
+			default:
 				cv.Decidable = false
 				cv.Missing = append(cv.Missing, need)
 			}

@@ -177,3 +177,67 @@ func TestCoverageNeverSaysNoViolationWhenUndecidable(t *testing.T) {
 		t.Errorf("exit %d", rep.ExitCode())
 	}
 }
+
+// timeless writes a line as grep output cut after the timestamp would show it (written for this test).
+func timeless(thread, msg string) string {
+	return "DEBUG [c.c.v.VirtualMachineManagerImpl] (" + thread + ":ctx-1a2b job-12/job-13 ctx-3c4d) " + msg + "\n"
+}
+
+// TestTimelessLog: a log without timestamps is read in file order, never refused: the checks that
+// read the order decide (here released-while-running finds the release before a report of the
+// domain on), those that need time say NOT DECIDABLE, naming the timestamped lines they lack.
+func TestTimelessLog(t *testing.T) {
+	tr := func(from, to string) string {
+		return timeless("Work-Job-Executor-4", vm5+" state transited from ["+from+"] to ["+to+"] with event [E]. VM's original host: null, new host: null, host before state transition: null")
+	}
+	log := tr("Running", "Stopping") +
+		timeless("Work-Job-Executor-4", "The nic 3 on i-2-5-VM was released according to GuestNetworkGuru, now updating record.") +
+		tr("Stopping", "Stopped") +
+		timeless("AgentManager-Handler-1", `VM state report is updated. Host {"id":1}, `+vm5+`, power state: PowerOn.`) +
+		timeless("AgentManager-Handler-2", `VM state report is updated. Host {"id":1}, `+vm5+`, power state: PowerOn.`) +
+		tr("Stopped", "Starting")
+	rep, err := RunReader("grep.log", strings.NewReader(log), Options{})
+	if err != nil {
+		t.Fatalf("refused: %v", err)
+	}
+	if len(rep.Findings) != 1 || rep.Findings[0].Check != CheckReleasedRunning {
+		t.Errorf("findings %+v, want released-while-running only", rep.Findings)
+	}
+	for _, c := range rep.Coverage {
+		switch c.Check {
+		case CheckStuck, CheckTransitionGuard:
+			if c.Decidable || len(c.Missing) == 0 || !strings.HasPrefix(c.Missing[0], "timestamped ") {
+				t.Errorf("%s: %+v, want NOT DECIDABLE for want of timestamped lines", c.Check, c)
+			}
+		case CheckReleasedRunning:
+			if !c.Decidable {
+				t.Errorf("%s: not decidable", c.Check)
+			}
+		}
+	}
+	var b strings.Builder
+	rep.Text(&b)
+	if !strings.Contains(b.String(), "NOT DECIDABLE: the log has no timestamped vm-transition|network-transition lines") {
+		t.Errorf("report:\n%s", b.String())
+	}
+}
+
+// TestTimelessTransitionStartsNoClock: in a log with times, a transition on a line whose stamp was
+// lost leaves the object in its state with no clock: no stuck finding "since year one".
+func TestTimelessTransitionStartsNoClock(t *testing.T) {
+	log := l(0, "W-1", "Lock is acquired for network id 3 as a part of network implement") +
+		"025-03-01 10:00:01,000 DEBUG [c.c.c.CapacityManagerImpl] (W-2:[ctx-2]) (logid:2) " + vm5 + " state transited from [Stopped] to [Starting] with event [StartRequested]. VM's original host: null, new host: null, host before state transition: null\n" +
+		l(7200, "W-1", "Lock is released for network id 3 as a part of network implement")
+	rep, err := RunReader("t.log", strings.NewReader(log), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range rep.Findings {
+		if f.Check == CheckStuck {
+			t.Errorf("stuck finding on a timeless transition: %+v", f)
+		}
+	}
+	if rep.Stats.Entries != 3 {
+		t.Errorf("%d entries, want 3", rep.Stats.Entries)
+	}
+}
