@@ -331,6 +331,9 @@ func (c *Checker) Add(e *Entry, facts []Fact) {
 		if e.HasTime {
 			c.timed[f.Kind]++
 		}
+		if f.Kind == KNoState || f.Kind == KStorage {
+			continue // counted, and nothing more: no event, no timeline
+		}
 		if c.opt.Events != nil {
 			c.evSeq++
 			ev := f.Event

@@ -29,7 +29,51 @@ const (
 	KNetDecision    = "network-decision"   // implement / shutdown / GC decisions
 	KOrphan         = "orphan-cleanup"     // orphaned network / unmanaged instance cleanup
 	KMSStart        = "ms-start"           // a management server started
+	KHA             = "ha-work"            // the HA worker: HAWork[…] processed, a VM restarted by HA, work rescheduled
+	KPowerState     = "power-state"        // a host's report of one VM: VM state report. host: H, vm id: V, power state: P
+	KStartFail      = "start-failure"      // a start that failed or was rolled back: Unable to orchestrate start, the guru did not like the answers, rethrown exceptions
+	KVMStep         = "vm-step"            // a step of a VM's work job: allocating, starting again on the last host, Run VM work job … for VM N
+	KRouter         = "router"             // a virtual router's start and configuration (rules resent, userdata applied, DomR version)
+	KStorage        = "storage"            // volume and storage-pool work (no check reads it)
+	KNoState        = "no-state"           // a line of a class that logs no state a check reads: planners, capacity and resource counts, API servlet, schedulers, alerts
 )
+
+// noStateLoggers are the classes whose lines carry nothing a check reads (after the kinds above are
+// matched by their wording: a CapacityManagerImpl transition line is a transition). The logger is
+// matched by its last component, so that c.c.d.DeploymentPlanningManagerImpl and
+// cloud.deploy.DeploymentPlanningManagerImpl are one.
+var noStateLoggers = map[string]string{
+	"DeploymentPlanningManagerImpl": KNoState, "FirstFitPlanner": KNoState, "FirstFitAllocator": KNoState,
+	"FirstFitRoutingAllocator": KNoState, "RandomAllocator": KNoState, "UserConcentratedPodPlanner": KNoState,
+	"CapacityManagerImpl": KNoState, "ResourceLimitManagerImpl": KNoState, "ApiServlet": KNoState, "ApiServer": KNoState,
+	"ApiRateLimitServiceImpl": KNoState, "VMSchedulerImpl": KNoState, "ClusterDrsServiceImpl": KNoState,
+	"PrometheusExporterServerImpl": KNoState, "AlertManagerImpl": KNoState, "CSExceptionErrorCode": KNoState,
+	"SnapshotSchedulerImpl": KNoState, "StatsCollector": KNoState, "AccountManagerImpl": KNoState,
+	"NetworkModelImpl": KNoState, "ConsoleProxyManagerImpl": KNoState, "SecondaryStorageManagerImpl": KNoState,
+	"PremiumSecondaryStorageManagerImpl": KNoState, "ClusterManagerImpl": KNoState, "ClusteredAgentManagerImpl": KNoState,
+	"DynamicRoleBasedAPIAccessChecker": KNoState, "TransactionLegacy": KNoState, "Transaction": KNoState,
+	"SecurityGroupManagerImpl": KNoState, "SecurityGroupManagerImpl2": KNoState,
+	// the agent's own lines, on a host that runs both (journald)
+	"LibvirtComputingResource": KNoState, "LibvirtKvmAgentHook": KNoState, "Script": KNoState,
+	"VolumeOrchestrator": KStorage, "VolumeServiceImpl": KStorage, "VolumeApiServiceImpl": KStorage, "VolumeDaoImpl": KStorage,
+	"StorageManagerImpl": KStorage, "SnapshotManagerImpl": KStorage, "StorageSubsystemCommandHandlerBase": KStorage,
+	"TemplateServiceImpl": KStorage, "StorageSystemDataMotionStrategy": KStorage,
+	// the async job framework: every line is a job's lifecycle
+	"AsyncJobManagerImpl": KJob, "AsyncJobMonitor": KJob, "AsyncJobExecutionContext": KJob, "ApiAsyncJobDispatcher": KJob,
+	"VmWorkJobDispatcher": KJob, "VmWorkJobHandlerProxy": KJob,
+}
+
+// loggerClass is a logger's last component without an inner-class suffix: AsyncJobManagerImpl$5 →
+// AsyncJobManagerImpl.
+func loggerClass(l string) string {
+	if i := strings.LastIndexByte(l, '.'); i >= 0 {
+		l = l[i+1:]
+	}
+	if i := strings.IndexByte(l, '$'); i >= 0 {
+		l = l[:i]
+	}
+	return l
+}
 
 // orphanWrite marks the write a "Successfully transitioned orphaned network" line stands for.
 const orphanWrite = "orphaned network cleanup"
@@ -81,7 +125,7 @@ func (x *Extractor) Extract(e *Entry, actor string) (facts []Fact, known bool, m
 			}
 		}()
 	}
-	m := e.Msg
+	m := strings.TrimPrefix(e.Msg, "... ") // a copy that elided the thread: "[c.c.a.t.Request] ... Seq 77361-8: Sending"
 	base := history.Event{Time: e.Time, Actor: actor, Level: e.Level}
 	add := func(kind, hkind, obj, from, to, detail string) {
 		ev := base
@@ -223,7 +267,95 @@ func (x *Extractor) Extract(e *Entry, actor string) (facts []Fact, known bool, m
 		add(KNetDecision, history.Log, k, "", "", m)
 	case strings.HasPrefix(m, "Management server ") && strings.HasSuffix(m, " started"):
 		add(KMSStart, history.Log, "", "", "", m)
+	case strings.HasPrefix(m, "VM state report. ") || strings.HasPrefix(m, "VM power state does not change"):
+		// the host's report of one VM, before the update line (if the state changed) of the same report:
+		// an observation, which the checks leave to the update lines so as not to count one report twice
+		k, n := vm()
+		add(KPowerState, history.Log, k, "", strings.TrimSuffix(strings.TrimSpace(afterLast(m, "power state: ")), "."), m)
+		facts[len(facts)-1].Host, facts[len(facts)-1].Name = hostRef(m), n
+	case strings.HasPrefix(m, "Run missing VM report") || strings.HasPrefix(m, "Done with process of VM state report") ||
+		strings.HasPrefix(m, "Process host VM state report"):
+		add(KPowerReport, history.Log, hostRef(m), "", "", m)
+	case strings.HasPrefix(m, "Detected out-of-band stop of a HA enabled VM") || strings.Contains(m, "is in Running state, but power state is") ||
+		strings.Contains(m, "unexpectedly went to Stopped state") || strings.HasPrefix(m, "Detected out of band VM migration"):
+		k, _ := vm()
+		add(KPowerOutcome, history.Log, k, "", "", m)
+	case strings.Contains(m, "HAWork[") || strings.HasPrefix(m, "HA on VM") || strings.HasPrefix(m, "HA is now restarting") ||
+		strings.HasPrefix(m, "RESTART with HA WORK") || strings.HasPrefix(m, "Checking Host HA inspection") ||
+		strings.HasPrefix(m, "Notifying HA Mgr") || strings.HasPrefix(m, "Schedule vm for HA"):
+		k := haWorkVM(m)
+		if k == "" {
+			k, _ = vm()
+		}
+		add(KHA, history.Log, k, "", "", m)
+	case strings.HasPrefix(m, "checking if agent (") || strings.HasPrefix(m, "The agent from host") ||
+		strings.Contains(m, "Investigator unable to determine") || strings.Contains(m, "Investigator found ") ||
+		strings.HasPrefix(m, "Transitioned host HA state") || strings.HasPrefix(m, "HA: Agent"):
+		h := hostRef(m)
+		if id := digits(afterLast(m, "host id:")); id != "" {
+			h = "host:" + id // Transitioned host HA state from:A to:B due to event:E for the host id:38
+		}
+		add(KHostEvent, history.Log, h, "", "", m)
+		facts[len(facts)-1].Host = h
+	case strings.HasPrefix(m, "Unable to orchestrate start") || strings.HasPrefix(m, "Unable to start VM") || strings.HasPrefix(m, "Unable to start  VM") ||
+		strings.HasPrefix(m, "Unable to start a VM") || strings.HasPrefix(m, "The guru did not like the answers") ||
+		strings.HasPrefix(m, "Invocation exception, caused by") || strings.HasPrefix(m, "Rethrow exception") ||
+		strings.HasPrefix(m, "Exception while trying to start") || strings.HasPrefix(m, "Unable to start secondary storage VM") ||
+		strings.HasPrefix(m, "Unable to contact resource") || strings.Contains(m, "failed while starting virtual router") ||
+		strings.HasPrefix(m, "GetDomRVersionCmd failed") || strings.HasPrefix(m, "Rolling back the state"):
+		k, n := vm()
+		add(KStartFail, history.Log, k, "", "", m)
+		facts[len(facts)-1].Name = n
+	case strings.HasPrefix(m, "Run VM work job: ") || strings.HasPrefix(m, "Execute VM work job: ") || strings.HasPrefix(m, "Done with run of VM work job: "):
+		// the work job names its VM: later lines of the thread (an old transition line) are about it
+		k := ""
+		if id := digits(afterLast(m, "for VM ")); id != "" {
+			k = "vm:" + id
+		} else if id := jsonField(m, "vmId"); id != "" && digits(id) == id {
+			k = "vm:" + id
+		}
+		if k != "" {
+			x.lastVM[actor] = k
+		}
+		add(KVMStep, history.Log, k, "", "", m)
+	case strings.HasPrefix(m, "allocating virtual machine from template") || strings.HasPrefix(m, "Allocating entries for VM") ||
+		strings.HasPrefix(m, "Allocating nics for") || strings.HasPrefix(m, "VM starting again on the last host") ||
+		strings.HasPrefix(m, "Start completed for VM") || strings.HasPrefix(m, "VM start attempt #") ||
+		strings.HasPrefix(m, "VM is already stopped") || strings.HasPrefix(m, "Found a stopped") ||
+		strings.HasPrefix(m, "Destroying vm") || strings.HasPrefix(m, "Expunging vm"):
+		k, n := vm()
+		add(KVMStep, history.Log, k, "", "", m)
+		facts[len(facts)-1].Name = n
+	case strings.HasPrefix(m, "Successfully released network resources for the") || strings.HasPrefix(m, "Successfully released storage resources for the") ||
+		strings.HasPrefix(m, "Released nic: "):
+		// the start's or the stop's clean-up; "Released nic: NicProfile {…} for vm VM instance {…}" is the control network's
+		k, n := vm()
+		add(KRelease, history.Log, k, "", "", m)
+		facts[len(facts)-1].Name = n
+	case strings.HasPrefix(m, "Starting network ") || strings.HasPrefix(m, "Restarting network") || strings.HasPrefix(m, "Performing rolling restart of routers") ||
+		strings.HasPrefix(m, "Nic is allocated successfully") || strings.HasPrefix(m, "Allocating nic for vm") ||
+		strings.HasPrefix(m, "Implementing the network") || strings.HasPrefix(m, "Shutting down network"):
+		add(KNetDecision, history.Log, networkRef(m), "", "", m)
+	case strings.HasPrefix(m, "Starting router") || strings.HasPrefix(m, "Resending ipAssoc") || strings.Contains(m, "rule(s) to apply as a part of domR") ||
+		strings.HasPrefix(m, "Creating user data entry for vm") || strings.HasPrefix(m, "Applying userdata and password entry") ||
+		strings.HasPrefix(m, "APPLYING VPC USERDATA RULES") || strings.HasPrefix(m, "Boot Args for"):
+		k, _ := vm()
+		add(KRouter, history.Log, k, "", "", m)
+	case strings.HasPrefix(m, "VM Operation Thread Running") || strings.HasPrefix(m, "HA health check task is running"):
+		add(KNoState, history.Log, "", "", "", m) // a background thread's tick
 	default:
+		if kind, ok := noStateLoggers[loggerClass(e.Logger)]; ok {
+			if kind == KJob {
+				obj := ""
+				if j, _ := jobRef(m); j != "" {
+					obj = "job:" + j
+				}
+				add(KJob, history.Log, obj, "", "", m)
+			} else {
+				add(kind, history.Log, "", "", "", m)
+			}
+			break
+		}
 		// lines of no kind we model still tell which VM a thread works on (for old transition lines)
 		if strings.Contains(m, "VM") || strings.Contains(m, "-VM") {
 			vm()
@@ -231,6 +363,15 @@ func (x *Extractor) Extract(e *Entry, actor string) (facts []Fact, known bool, m
 		return nil, false, ""
 	}
 	return facts, true, ""
+}
+
+// haWorkVM reads the VM of HAWork[858-HA-111750-Running-Investigating] (id, type, VM, state, step).
+func haWorkVM(m string) string {
+	w := between(m, "HAWork[", "]")
+	if f := strings.Split(w, "-"); len(f) >= 3 && digits(f[2]) == f[2] && f[2] != "" {
+		return "vm:" + f[2]
+	}
+	return ""
 }
 
 func afterLast(s, sep string) string {

@@ -68,6 +68,7 @@ type Stats struct {
 	Orphans    int64 // continuation lines before any header
 	Continued  int64 // continuation lines attached to an entry
 	Unknown    int64 // entries of no kind the extractor knows
+	NoState    int64 // entries of a known kind that carries nothing a check reads (KNoState, KStorage)
 	Malformed  int64 // entries that look like a known kind but do not parse
 	Unparsable int64 // lines that are neither a header nor a continuation of one
 }

@@ -403,6 +403,75 @@ func TestPastedLines(t *testing.T) {
 	}
 }
 
+// TestNewKinds: the kinds the corpus of pasted logs taught the extractor (testdata/corpus): one line
+// of each, in the wording of the version that logs it (written for this test).
+func TestNewKinds(t *testing.T) {
+	const h = "2025-03-01 10:00:00,123 DEBUG [c.c.x.Y] (HA-Worker-2:[ctx-1, work-8]) (logid:1) "
+	cases := []struct{ msg, kind, obj string }{
+		{"Processing HAWork[858-HA-111750-Running-Investigating]", KHA, "vm:111750"},
+		{"Processing work HAWork[8-HA-7-Running-Investigating]", KHA, "vm:7"},
+		{"HA on VM[User|i-8114-111750-VM]", KHA, "vm:111750"},
+		{`HA is now restarting VM instance {"id":866,"instanceName":"i-29-866-VM","state":"Running","type":"User","uuid":"u"} on Host {"id":9}`, KHA, "vm:866"},
+		{`checking if agent (Host {"id":2,"name":"kvm2","type":"Routing","uuid":"u"}) is alive`, KHostEvent, "host:2"},
+		{`The agent from host Host {"id":1,"name":"kvm1","type":"Routing","uuid":"u"} state determined is Down`, KHostEvent, "host:1"},
+		{"Transitioned host HA state from:Degraded to:Suspect due to event:PeriodicRecheckResourceActivity for the host id:38", KHostEvent, "host:38"},
+		{"SimpleInvestigator unable to determine the state of the host.  Moving on.", KHostEvent, ""},
+		{"VM state report. host: 19, vm id: 960, power state: PowerOn", KPowerState, "vm:960"},
+		{`Detected out-of-band stop of a HA enabled VM VM instance {"id":866,"instanceName":"i-29-866-VM","state":"Running","type":"User","uuid":"u"}, will schedule restart.`, KPowerOutcome, "vm:866"},
+		{`Unable to orchestrate start VM instance {id: "30806", name: "v-30806-VM", uuid: "u", type="ConsoleProxy"} due to [no usable volumes].`, KStartFail, "vm:30806"},
+		{`The guru did not like the answers so stopping VM instance {id: "99", name: "r-99-VM", uuid: "u", type="DomainRouter"}`, KStartFail, "vm:99"},
+		{"Run VM work job: com.cloud.vm.VmWorkStop for VM 6893, job origin: 124772", KVMStep, "vm:6893"},
+		{`Execute VM work job: com.cloud.vm.VmWorkStop{"cleanup":true,"userId":449,"accountId":335,"vmId":6893,"handlerName":"VirtualMachineManagerImpl"}`, KVMStep, "vm:6893"},
+		{`Released nic: NicProfile {"id":1124,"vmId":659} for vm VM instance {"id":659,"instanceName":"v-659-VM","type":"ConsoleProxy","uuid":"u"}`, KRelease, "vm:659"},
+		{"Starting network Ntwk[200|Public|1]...", KNetDecision, "network:200"},
+		{"Starting router VM[DomainRouter|r-70-VM]", KRouter, "vm:70"},
+	}
+	for _, c := range cases {
+		es := entries(t, h+c.msg+"\n")
+		fs, known, bad := NewExtractor().Extract(es[0], es[0].Thread)
+		if !known || bad != "" {
+			t.Errorf("%q: known %v, malformed %q", c.msg, known, bad)
+			continue
+		}
+		found := false
+		for _, f := range fs {
+			if f.Kind == c.kind && f.Object == c.obj {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("%q: facts %+v, want %s on %q", c.msg, fs, c.kind, c.obj)
+		}
+	}
+	// a class that logs nothing a check reads is recognised by its logger, in either rendering; an
+	// unknown class stays unknown
+	for _, c := range []struct{ logger, kind string }{
+		{"c.c.d.DeploymentPlanningManagerImpl", KNoState}, {"cloud.deploy.DeploymentPlanningManagerImpl", KNoState},
+		{"o.a.c.e.o.VolumeOrchestrator", KStorage}, {"o.a.c.f.j.i.AsyncJobManagerImpl$5", KJob}, {"c.c.x.Unheard", ""},
+	} {
+		es := entries(t, "2025-03-01 10:00:00,123 DEBUG ["+c.logger+"] (t-1:null) something said\n")
+		fs, known, _ := NewExtractor().Extract(es[0], "t-1")
+		if c.kind == "" {
+			if known {
+				t.Errorf("%s: known %+v, want unknown", c.logger, fs)
+			}
+			continue
+		}
+		if !known || len(fs) != 1 || fs[0].Kind != c.kind {
+			t.Errorf("%s: %+v, want %s", c.logger, fs, c.kind)
+		}
+	}
+	// a work job's line names the VM for the old transition line that follows on its thread
+	es := entries(t, "2016-03-01 10:00:00,000 DEBUG [c.c.v.VmWorkJobDispatcher] (Work-Job-Executor-9:ctx-1 job-1/job-2) Run VM work job: com.cloud.vm.VmWorkStart for VM 84, job origin: 1\n"+
+		"2016-03-01 10:00:01,000 DEBUG [c.c.c.CapacityManagerImpl] (Work-Job-Executor-9:ctx-1 job-1/job-2 ctx-3) VM state transitted from :Starting to Stopped with event: OperationFailedvm's original host id: null new host id: null host id before state transition: null\n")
+	x := NewExtractor()
+	x.Extract(es[0], "Work-Job-Executor-9")
+	fs, _, bad := x.Extract(es[1], "Work-Job-Executor-9")
+	if bad != "" || len(fs) == 0 || fs[0].Kind != KVMTransition || fs[0].Object != "vm:84" {
+		t.Errorf("old transition after the work job's line: %+v %q", fs, bad)
+	}
+}
+
 // TestExpandServerLogDirectory: a directory gives its management-server logs (the live one and its
 // rotations, gzipped or not) and leaves out the rest, each with its reason.
 func TestExpandServerLogDirectory(t *testing.T) {

@@ -142,6 +142,9 @@ func RunSources(srcs []*Source, o Options) (*Report, error) {
 			rep.Stats.Unknown++
 			continue
 		}
+		if noState(facts) {
+			rep.Stats.NoState++
+		}
 		c.Add(e, facts)
 	}
 	rep.Coverage = c.Finish()
@@ -156,6 +159,16 @@ func RunSources(srcs []*Source, o Options) (*Report, error) {
 	return rep, nil
 }
 
+// noState says whether every fact of an entry is of a kind no check reads.
+func noState(facts []Fact) bool {
+	for _, f := range facts {
+		if f.Kind != KNoState && f.Kind != KStorage {
+			return false
+		}
+	}
+	return len(facts) > 0
+}
+
 // IsInputError says whether err is bad input (every error Run returns is).
 func IsInputError(err error) bool {
 	var ie *InputError
@@ -164,8 +177,8 @@ func IsInputError(err error) bool {
 
 // Text writes the report for a person.
 func (r *Report) Text(w io.Writer) {
-	fmt.Fprintf(w, "logcheck: %d file(s), %d lines, %d entries (%d unknown, %d malformed, %d continuation lines, %d skipped as binary)",
-		len(r.Files), r.Stats.Lines, r.Stats.Entries, r.Stats.Unknown, r.Stats.Malformed, r.Stats.Continued, r.Stats.Unparsable)
+	fmt.Fprintf(w, "logcheck: %d file(s), %d lines, %d entries (%d unknown, %d of no state a check reads, %d malformed, %d continuation lines, %d skipped as binary)",
+		len(r.Files), r.Stats.Lines, r.Stats.Entries, r.Stats.Unknown, r.Stats.NoState, r.Stats.Malformed, r.Stats.Continued, r.Stats.Unparsable)
 	if !r.First.IsZero() {
 		fmt.Fprintf(w, ", %s to %s", r.First.Format("2006-01-02 15:04:05"), r.Last.Format("2006-01-02 15:04:05"))
 	}
