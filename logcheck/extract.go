@@ -288,6 +288,17 @@ func (x *Extractor) Extract(e *Entry, actor string) (facts []Fact, known bool, m
 			k, _ = vm()
 		}
 		add(KHA, history.Log, k, "", "", m)
+	case strings.Contains(m, "is disconnecting with event") || strings.HasPrefix(m, "Deregistering link for") ||
+		strings.HasPrefix(m, "Sending Disconnect to listener") || strings.Contains(m, "disconnected past the wait time") ||
+		strings.Contains(m, "determined to be disconnected but it hasn't passed the wait time") ||
+		strings.HasPrefix(m, "The next status of agent") || strings.HasPrefix(m, "Received agent disconnect event for host"):
+		// AgentManagerImpl's disconnect handling
+		h := hostRef(m)
+		if id := digits(afterFirst(m, "Deregistering link for ")); id != "" {
+			h = "host:" + id
+		}
+		add(KHostEvent, history.Log, h, "", "", m)
+		facts[len(facts)-1].Host = h
 	case strings.HasPrefix(m, "checking if agent (") || strings.HasPrefix(m, "The agent from host") ||
 		strings.Contains(m, "Investigator unable to determine") || strings.Contains(m, "Investigator found ") ||
 		strings.HasPrefix(m, "Transitioned host HA state") || strings.HasPrefix(m, "HA: Agent"):
@@ -327,9 +338,13 @@ func (x *Extractor) Extract(e *Entry, actor string) (facts []Fact, known bool, m
 		add(KVMStep, history.Log, k, "", "", m)
 		facts[len(facts)-1].Name = n
 	case strings.HasPrefix(m, "Successfully released network resources for the") || strings.HasPrefix(m, "Successfully released storage resources for the") ||
-		strings.HasPrefix(m, "Released nic: "):
-		// the start's or the stop's clean-up; "Released nic: NicProfile {…} for vm VM instance {…}" is the control network's
+		strings.HasPrefix(m, "Released nic: ") || strings.HasPrefix(m, "Asking ") && strings.Contains(m, " to release Nic"):
+		// the start's or the stop's clean-up; "Released nic: NicProfile {…} for vm VM instance {…}" is the control
+		// network's; "Asking VirtualRouter to release NicProfile[19-9-…]" names the VM in the profile
 		k, n := vm()
+		if k == "" {
+			k = nicProfileVM(m)
+		}
 		add(KRelease, history.Log, k, "", "", m)
 		facts[len(facts)-1].Name = n
 	case strings.HasPrefix(m, "Starting network ") || strings.HasPrefix(m, "Restarting network") || strings.HasPrefix(m, "Performing rolling restart of routers") ||
@@ -363,6 +378,20 @@ func (x *Extractor) Extract(e *Entry, actor string) (facts []Fact, known bool, m
 		return nil, false, ""
 	}
 	return facts, true, ""
+}
+
+// nicProfileVM reads the VM of a NIC profile: NicProfile[19-9-uuid-ip-uri] (nic, VM, …) or
+// NicProfile {…"vmId":9}.
+func nicProfileVM(m string) string {
+	if p := between(m, "NicProfile[", "]"); p != "" {
+		if f := strings.Split(p, "-"); len(f) > 1 && f[1] != "" && digits(f[1]) == f[1] && f[1] != "0" {
+			return "vm:" + f[1]
+		}
+	}
+	if id := jsonField(afterFirst(m, "NicProfile {"), "vmId"); id != "" && digits(id) == id && id != "0" {
+		return "vm:" + id
+	}
+	return ""
 }
 
 // haWorkVM reads the VM of HAWork[858-HA-111750-Running-Investigating] (id, type, VM, state, step).

@@ -425,6 +425,10 @@ func TestNewKinds(t *testing.T) {
 		{`Released nic: NicProfile {"id":1124,"vmId":659} for vm VM instance {"id":659,"instanceName":"v-659-VM","type":"ConsoleProxy","uuid":"u"}`, KRelease, "vm:659"},
 		{"Starting network Ntwk[200|Public|1]...", KNetDecision, "network:200"},
 		{"Starting router VM[DomainRouter|r-70-VM]", KRouter, "vm:70"},
+		{"Host 4 is disconnecting with event PingTimeout", KHostEvent, "host:4"},
+		{"Deregistering link for 4 with state Alert", KHostEvent, "host:4"},
+		{"Sending Disconnect to listener: com.cloud.vm.ClusteredVirtualMachineManagerImpl", KHostEvent, ""},
+		{"Asking VirtualRouter to release NicProfile[19-9-384fb78f-0000-4000-8000-000000000000-10.1.1.9-vlan://untagged]", KRelease, "vm:9"},
 	}
 	for _, c := range cases {
 		es := entries(t, h+c.msg+"\n")
