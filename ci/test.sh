@@ -126,6 +126,8 @@ echo "== logcheck: the round trip (reference logs vs in-process detectors) and t
 LOGCHECK_CASES=200 go test -count=1 -timeout 10m -v ./logcheck -run 'TestRoundTrip' | grep -v '^=== \|^    \|^        '
 # figures printed, never asserted against a time (the machine is shared)
 LOGCHECK_BENCH_MB=64 go test -count=1 -timeout 10m ./logcheck -run '^$' -bench 'BenchmarkLogcheck' -benchtime 1x | grep '^Benchmark'
+# the real excerpts of testdata/corpus: the unknown-entry rate (asserted <= 10 % by the test itself)
+go test -count=1 -timeout 5m -v ./logcheck -run '^TestCorpus$' | grep 'corpus:'
 
 # The mutation score runs beside the libvirt tier's package install and guest build (mostly
 # downloads and unpacking on a fresh machine), never beside a booting guest.
