@@ -1,4 +1,4 @@
-// Package specdoc reads the Markdown reference specification
-// (shared/spec/cloudstack-behaviour.md) so that model tests can hold the Go
-// tables against the spec text itself rather than against a second copy.
+// Package specdoc reads the state machines' section of the reference specification
+// (testdata/state-machines.md, carried by the repository) so that model tests can hold the Go
+// tables against the spec's text rather than against a second copy written in Go.
 package specdoc

@@ -8,16 +8,16 @@ import (
 	"testing"
 )
 
-// RelPath is the spec's location relative to a package directory one level
-// below model/ (model/vm, model/host, ...). The spec lives in shared/ beside
-// the repository both locally and in CI.
-const RelPath = "../../../shared/spec/cloudstack-behaviour.md"
+// RelPath is the state machines' section of the spec, relative to a package
+// directory one level below model/ (model/vm, model/host, ...): the repository
+// carries it (testdata/state-machines.md), so the tests never skip.
+const RelPath = "../internal/specdoc/testdata/state-machines.md"
 
 // EnvVar overrides RelPath, for running tests from an unusual layout.
 const EnvVar = "CSCONFORM_SPEC"
 
 // ErrMissing is returned by Load when the spec file does not exist; tests
-// skip rather than fail on it so the model builds without shared/.
+// skip rather than fail on it (CSCONFORM_SPEC naming a file that is not there).
 var ErrMissing = errors.New("specdoc: spec file not found")
 
 // Doc is a Markdown document, or a section of one, as lines.
@@ -181,7 +181,7 @@ func SectionOrSkip(t testing.TB, prefix string) *Doc {
 	t.Helper()
 	d, err := Load()
 	if errors.Is(err, ErrMissing) {
-		t.Skipf("spec not available (%v): expected at <repo>/../shared/spec/cloudstack-behaviour.md, or set %s", err, EnvVar)
+		t.Skipf("spec not available (%v): expected at model/internal/specdoc/testdata/state-machines.md, or set %s", err, EnvVar)
 	}
 	if err != nil {
 		t.Fatal(err)
