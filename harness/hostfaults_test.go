@@ -96,3 +96,45 @@ func TestHostFaultsUnavailableOutsideTheSimulator(t *testing.T) {
 		}
 	}
 }
+
+// Three graceful agent restarts of one host overlap, as explore drew them: A (0 s, 5 s down) stops
+// the agent; B (2 s, 10 s) finds it stopped already; A's end starts the next agent (6 s); C (11.5 s)
+// stops that one, which takes a second (a ShutdownCommand, then the socket), and B's end (12 s)
+// starts another within it. C's stop ends only its own agent: the last keeps pinging and answering,
+// and the host comes back Up and stays Up (it went silent and to Alert when C's clean-up took the
+// last agent's tasks: explore --profile fixed --scheduler random --seed 3).
+func TestOverlappingAgentRestartsLeaveTheNextAgentRunning(t *testing.T) {
+	fixed, _ := impl.ProfileSwitches("fixed")
+	cl, err := NewSimCluster(Options{Seed: 3, Hosts: []string{"h1"}, Defects: fixed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	done := false
+	restart := func(name string, at, down time.Duration) {
+		cl.Go(name, func() {
+			cl.Sleep(at)
+			if err := faults.Run(cl, faults.Spec{Kind: "agent-restart", Host: "h1", Duration: down}); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	cl.Go("scenario", func() {
+		defer func() { done = true }()
+		restart("fault-A", 0, 5*time.Second)
+		restart("fault-B", 2*time.Second, 10*time.Second)
+		restart("fault-C", 11500*time.Millisecond, 5*time.Second)
+		cl.Sleep(10 * time.Minute)
+	})
+	if err := cl.sim().sched.RunUntil(cl.Now().Add(time.Hour), func() bool { return done }); err != nil {
+		t.Fatal(err)
+	}
+	if st := cl.DB.Host("h1").Status; st != host.Up {
+		t.Errorf("h1 is %s 10 minutes after the restarts, want Up", st)
+	}
+	for e := range cl.Rec.History().All() {
+		if e.Object == "host:h1" && e.Kind == history.State && e.To == string(host.Alert) {
+			t.Errorf("h1 went to Alert at %s: %s", e.Time.Format("15:04:05"), e.Detail)
+		}
+	}
+}
