@@ -244,11 +244,8 @@ func scale(c *Cluster, own map[string]string, on bool) {
 		}
 		v := scaled
 		if !on {
-			for _, ck := range impl.ConfigKeys {
-				if ck.Name == k {
-					v = ck.Default
-				}
-			}
+			ck, _ := impl.LookupConfigKey(k) // a key of LibvirtScaling always is one: the cluster's NewConfig refused it otherwise
+			v = ck.Default
 		}
 		if c.Config.Get(k) == v {
 			continue

@@ -56,10 +56,9 @@ type vmCtx struct {
 	powerEv history.Event
 	powers  []history.Event // every power-state change, in order
 	// detected is the power handler's "Detected missing VM" line of its last missing report, and
-	// lastUpdate the power-state update time that line gives (ok false if it gave none readable)
+	// lastUpdate the power-state update time that line gives (zero if it gave none readable)
 	detected   history.Event
 	lastUpdate time.Time
-	lastOK     bool
 	nets       []string
 	// recent are the last state changes, recent[n%stateRing] the newest
 	recent [stateRing]history.Event
@@ -210,7 +209,7 @@ func (c *Checker) applyLog(e *history.Event) {
 	case strings.HasPrefix(e.Object, "vm:") && strings.HasPrefix(e.Detail, "Detected missing VM"):
 		v := c.vm(e.Object)
 		v.detected = *e
-		v.lastUpdate, v.lastOK = lastStateUpdate(e.Detail, e.Time)
+		v.lastUpdate = lastStateUpdate(e.Detail, e.Time)
 	case strings.HasPrefix(e.Detail, "Ping from Routing host") && strings.Contains(e.Detail, "collected "):
 		c.pingLine[e.Actor] = *e
 	case strings.HasPrefix(e.Detail, "Ping timeout for agent"):
@@ -230,16 +229,17 @@ func (c *Checker) applyLog(e *history.Event) {
 // lastStateUpdate reads the power-state update time of a "Detected missing VM ... last state update:
 // T" line written at at: a date and time (CloudStack's DateUtil.getOutputString, seconds), or a time
 // of day (the reference's, milliseconds), taken on at's day or the day before. A time truncated to
-// the second is earlier than the true one, so a period measured from it is never too short.
-func lastStateUpdate(d string, at time.Time) (time.Time, bool) {
+// the second is earlier than the true one, so a period measured from it is never too short. Zero: the
+// line gives no time this can read.
+func lastStateUpdate(d string, at time.Time) time.Time {
 	_, v, ok := strings.Cut(d, "last state update: ")
 	if !ok {
-		return time.Time{}, false
+		return time.Time{}
 	}
 	v = strings.TrimSpace(v)
 	for _, layout := range []string{"2006-01-02T15:04:05-0700", time.RFC3339Nano, "2006-01-02 15:04:05"} {
 		if t, err := time.Parse(layout, v); err == nil {
-			return t, true
+			return t
 		}
 	}
 	for _, layout := range []string{"15:04:05.000", "15:04:05"} {
@@ -249,10 +249,10 @@ func lastStateUpdate(d string, at time.Time) (time.Time, bool) {
 			if day.After(at) {
 				day = day.AddDate(0, 0, -1)
 			}
-			return day, true
+			return day
 		}
 	}
-	return time.Time{}, false
+	return time.Time{}
 }
 
 // reportForced says whether the report thread actor is processing was forced, and whether the

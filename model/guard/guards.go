@@ -365,7 +365,7 @@ func checkMissingMark(c *Checker, e *history.Event, r Row) Outcome {
 	// missing VM" line gives it, unless the report is forced. The mark comes after the handler read
 	// the clock, so a mark within the period means the handler's reading was within it too.
 	v := c.vm(e.Object)
-	if v.lastOK && v.detected.Actor == e.Actor && v.detected.Seq >= c.readAt(e.Actor, e) {
+	if !v.lastUpdate.IsZero() && v.detected.Actor == e.Actor && v.detected.Seq >= c.readAt(e.Actor, e) {
 		if since := e.Time.Sub(v.lastUpdate); since <= graceful {
 			forced, known := c.reportForced(e.Actor)
 			switch {

@@ -206,12 +206,12 @@ func IsStartRetry(detail string) bool {
 // server gave up on it), so that a stop between it and the retry's boot is no contradiction. Like a
 // failed start's, its effect lands before the next call on the VM.
 func (b *builder) firstAttempt(object string, c *call, ret int64) {
-	name := c.name + " (its first attempt)"
-	if _, open := b.failedStarts[object]; open {
-		b.add(object, "vm", c.actor, VMInput{Kind: VMStart, Name: name}, Failed, c.seq, ret, "retried")
+	in := VMInput{Kind: VMStart, Name: c.name + " (its first attempt)"}
+	if _, taken := b.failedStarts[object]; taken {
+		b.add(object, "vm", c.actor, in, Failed, c.seq, ret, "retried")
 		return
 	}
-	b.failedStarts[object] = b.add(object, "vm", c.actor, VMInput{Kind: VMStart, Name: name}, Failed, c.seq, open, "retried")
+	b.failedStarts[object] = b.add(object, "vm", c.actor, in, Failed, c.seq, open, "retried")
 }
 
 // vmOp adds a client operation on a VM. A destroy is several steps to an observer — the domain stops
