@@ -150,9 +150,13 @@ func (m *AsyncJobManager) joinVmWork(j *JobVO) error {
 
 // PendingWorkJobs reports whether a VM has an IN_PROGRESS work job (listPendingWorkJobs).
 func (m *AsyncJobManager) PendingWorkJobs(vmID int64) bool {
-	return len(m.s.DB.JobsFor("VirtualMachine", vmID, func(j *JobVO) bool {
-		return j.Status == job.InProgress && strings.HasPrefix(j.Cmd, "VmWork")
-	})) > 0
+	return len(m.s.DB.JobsFor("VirtualMachine", vmID, pendingWorkJob)) > 0
+}
+
+// pendingWorkJob: a VM work job still IN_PROGRESS (vm_work_job joined to async_job), what
+// listPendingWorkJobs and listVmIdsWithPendingJob select.
+func pendingWorkJob(j *JobVO) bool {
+	return j.Status == job.InProgress && strings.HasPrefix(j.Cmd, "VmWork")
 }
 
 // heartbeat dispatches the head of each VM's queue (at most one work job per VM runs at a time).

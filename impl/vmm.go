@@ -3,7 +3,6 @@ package impl
 import (
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/csconform/csconform/model/host"
@@ -657,9 +656,7 @@ func (s *Server) vmIdsInProgressCache(t *Thread, hostID string) map[int64]bool {
 		return ids
 	}
 	ids = map[int64]bool{}
-	for _, j := range s.DB.JobsInProgress(func(j *JobVO) bool {
-		return j.InstanceType == "VirtualMachine" && strings.HasPrefix(j.Cmd, "VmWork")
-	}) {
+	for _, j := range s.DB.JobsInProgress(func(j *JobVO) bool { return j.InstanceType == "VirtualMachine" && pendingWorkJob(j) }) {
 		ids[j.InstanceID] = true
 	}
 	s.mu.Lock()
