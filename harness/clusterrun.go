@@ -112,6 +112,7 @@ func (s *clusterRun) Judge() error {
 		c.checkLeftServerJobs()
 		c.checkUnexplainedStops()
 	}
+	c.checkStorageLeaks()
 	c.checkGuards()
 	if m := c.CheckMismatch(); m != "" {
 		return fmt.Errorf("scenario %s: %s", s.sc.Name, m)

@@ -18,6 +18,7 @@ type Host struct {
 	domains   map[string]*domain
 	listeners []func(impl.LifecycleEvent)
 	deleted   map[string]bool
+	created   map[string]bool // volume files a domain was defined with (VolumeFiles)
 	// BootDelay gives the time from create to the guest's "ready" line for a domain.
 	BootDelay func(spec impl.DomainSpec) time.Duration
 	version   uint64 // counts the changes to domains (Version)
@@ -59,7 +60,7 @@ type Domain struct {
 // NewHost returns an empty host. Routers take 36–41 s to boot and user guests 6–8 s unless BootDelay
 // says otherwise.
 func NewHost(s *Scheduler, id string) *Host {
-	h := &Host{s: s, ID: id, domains: map[string]*domain{}, deleted: map[string]bool{}}
+	h := &Host{s: s, ID: id, domains: map[string]*domain{}, deleted: map[string]bool{}, created: map[string]bool{}}
 	h.BootDelay = func(spec impl.DomainSpec) time.Duration {
 		if spec.Type == "DomainRouter" {
 			return 36*time.Second + time.Duration(s.rng.Int64N(int64(5*time.Second)))
@@ -85,6 +86,9 @@ func (h *Host) Start(spec impl.DomainSpec) error {
 	}
 	d := &domain{spec: spec, running: true}
 	h.domains[spec.Name] = d
+	for _, p := range spec.Disks {
+		h.created[p] = true
+	}
 	h.changed()
 	h.emit(impl.LifecycleEvent{Domain: spec.Name, Event: "STARTED", Detail: "BOOTED"})
 	h.s.After(h.BootDelay(spec), func() {
@@ -174,6 +178,11 @@ func (h *Host) DeleteVolume(path string) error {
 	h.deleted[path] = true
 	return nil
 }
+
+// VolumeFiles says which volume files this host has created (a domain was defined with them) and
+// which it has deleted. Primary storage is shared: a file is on it when some host created it and no
+// host deleted it (the storage-leak check's truth; nothing here reads it).
+func (h *Host) VolumeFiles() (created, deleted map[string]bool) { return h.created, h.deleted }
 
 func (h *Host) Subscribe(fn func(impl.LifecycleEvent)) { h.listeners = append(h.listeners, fn) }
 

@@ -191,7 +191,7 @@ func Lasting(name string) bool {
 }
 
 // Names lists every invariant, in the order Check runs them (the timed ones last).
-var Names = []string{OrphanDomain, IPConflict, VolumeInUse, NetworkLock, UnexplainedStartFailure, NetworkOutage, GhostRecord, StuckInTransition, LeftServerJob, UnexplainedStop, TransitionGuard}
+var Names = []string{OrphanDomain, IPConflict, VolumeInUse, NetworkLock, UnexplainedStartFailure, NetworkOutage, GhostRecord, StuckInTransition, LeftServerJob, UnexplainedStop, TransitionGuard, StorageLeak}
 
 // StartKinds are the op kinds that start a VM.
 var StartKinds = []string{"deploy", "start", "startNoRetry"}
