@@ -30,9 +30,32 @@ func (c *Cluster) checkStorageLeaks() {
 // volumeFiles: the simulator's primary storage is shared by its hosts, so a file is there when some
 // host created it and none deleted it.
 func (w *simWorld) volumeFiles() map[string]bool {
-	on, gone := map[string]bool{}, map[string]bool{}
+	var hs []volumeHost
 	for _, h := range w.c.HostIDs {
-		created, deleted := w.hosts[h].VolumeFiles()
+		hs = append(hs, w.hosts[h])
+	}
+	return sharedStorage(hs)
+}
+
+// volumeFiles: the live world's fake hosts, as the simulator's.
+func (w *liveWorld) volumeFiles() map[string]bool {
+	var hs []volumeHost
+	for _, h := range w.c.HostIDs {
+		hs = append(hs, w.hosts[h].hv)
+	}
+	return sharedStorage(hs)
+}
+
+type volumeHost interface {
+	VolumeFiles() (created, deleted map[string]bool)
+}
+
+// sharedStorage is what primary storage shared by hosts holds: the files some host created and none
+// deleted.
+func sharedStorage(hosts []volumeHost) map[string]bool {
+	on, gone := map[string]bool{}, map[string]bool{}
+	for _, h := range hosts {
+		created, deleted := h.VolumeFiles()
 		for p := range created {
 			on[p] = true
 		}

@@ -2,6 +2,7 @@ package live
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -21,6 +22,7 @@ type FakeHost struct {
 	mu        sync.Mutex
 	domains   map[string]*fakeDomain
 	deleted   map[string]bool
+	created   map[string]bool // volume files a domain was defined with (VolumeFiles)
 	listeners []func(impl.LifecycleEvent)
 
 	// BootDelay is the time from create to the guest's "ready" (default: routers 1 s, guests 300 ms).
@@ -40,7 +42,7 @@ type fakeDomain struct {
 
 // NewFakeHost returns an empty fake host whose delays run on env.
 func NewFakeHost(env impl.Env, id string) *FakeHost {
-	return &FakeHost{ID: id, env: env, domains: map[string]*fakeDomain{}, deleted: map[string]bool{},
+	return &FakeHost{ID: id, env: env, domains: map[string]*fakeDomain{}, deleted: map[string]bool{}, created: map[string]bool{},
 		CreateDelay: 100 * time.Millisecond, DestroyDelay: 100 * time.Millisecond,
 		BootDelay: func(spec impl.DomainSpec) time.Duration {
 			if spec.Type == "DomainRouter" {
@@ -68,6 +70,9 @@ func (h *FakeHost) Start(spec impl.DomainSpec) error {
 	d := &fakeDomain{spec: spec, running: true}
 	h.mu.Lock()
 	h.domains[spec.Name] = d
+	for _, p := range spec.Disks {
+		h.created[p] = true
+	}
 	h.mu.Unlock()
 	h.emit(impl.LifecycleEvent{Domain: spec.Name, Event: "STARTED", Detail: "BOOTED"})
 	boot := h.BootDelay(spec)
@@ -174,6 +179,14 @@ func (h *FakeHost) running() []string {
 	}
 	slices.Sort(names)
 	return names
+}
+
+// VolumeFiles says which volume files this host has created (a domain was defined with them) and
+// which it has deleted (copies: the storage-leak check's truth).
+func (h *FakeHost) VolumeFiles() (created, deleted map[string]bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return maps.Clone(h.created), maps.Clone(h.deleted)
 }
 
 // DeleteVolume removes a volume unless a running domain holds it.
