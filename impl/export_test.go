@@ -31,3 +31,9 @@ func (s *Server) SendForTest(name, hostID string, m Message, ans **Message, err 
 // SetInvestigateForTest replaces the investigation of a host whose agent went away
 // (AgentManager.Investigate).
 func (s *Server) SetInvestigateForTest(f func(hostID string) host.Status) { s.agents.Investigate = f }
+
+// JoinVmWorkForTest is RunVmWorkForTest that leaves the caller's result in err and sets done when
+// the caller's wait ends.
+func (s *Server) JoinVmWorkForTest(name, cmd string, vmID int64, fn func(t *Thread) error, err *error, done *bool) {
+	s.Go(name, func(t *Thread) { *err = s.jobs.runVmWork(t, cmd, vmID, fn); *done = true })
+}

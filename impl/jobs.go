@@ -140,11 +140,14 @@ func (m *AsyncJobManager) submitVmWork(t *Thread, cmd string, vmID int64, fn fun
 	return j
 }
 
-// joinVmWork is the caller's half: it polls the job every vm.job.check.interval for up to
-// vm.job.timeout (the Outcome's get).
+// joinVmWork is the caller's half, VmStateSyncOutcome's get(): it polls the job every
+// vm.job.check.interval until the job is done or gone, with no timeout. OutcomeImpl.get() passes
+// waitAndCheck a timeout of -1 (wait for ever); vm.job.timeout is declared ("Time in milliseconds to
+// wait before attempting to cancel a job") but no caller's wait reads it. So a stop or start queued
+// behind a long work job keeps its caller — and whatever lock-table row the caller holds, as the
+// network GC holds its network's — until that job ends or the job GC cancels it.
 func (m *AsyncJobManager) joinVmWork(j *JobVO) error {
-	s := m.s
-	_, err := m.WaitJob(j.ID, s.Config.Millis("vm.job.check.interval"), s.Config.Millis("vm.job.timeout"))
+	_, err := m.WaitJob(j.ID, m.s.Config.Millis("vm.job.check.interval"), 0)
 	return err
 }
 
