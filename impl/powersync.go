@@ -33,7 +33,7 @@ func (s *Server) processHostVmStateReport(t *Thread, hostID string, report []str
 			continue
 		}
 		if s.DB.UpdatePowerState(t.Name, id, vm.PowerOn, hostID, now) {
-			s.handlePowerStateReport(t, id)
+			s.publishVmPowerState(t, id)
 		}
 	}
 	s.processMissingVmReport(t, hostID, reported, force)
@@ -168,7 +168,7 @@ func (s *Server) processMissingVmReport(t *Thread, hostID string, reported []int
 	}
 	for _, id := range missing {
 		if s.DB.UpdatePowerState(t.Name, id, vm.PowerReportMissing, hostID, startTime) {
-			s.handlePowerStateReport(t, id)
+			s.publishVmPowerState(t, id)
 		}
 	}
 }

@@ -31,6 +31,7 @@ type Server struct {
 	agents  *AgentManager
 	jobs    *AsyncJobManager
 	ha      *HighAvailabilityManager
+	bus     messageBusGate // the message bus's publish gate (messagebus.go)
 	started time.Time
 
 	// mu guards threadNo, unknownOnHost and reportMemos when the server's threads are real goroutines.
