@@ -19,6 +19,9 @@ type AgentManager struct {
 	attaches map[string]*attache
 	seq      int64
 	conns    int
+	// taskPool is the AgentTaskPool (_executor): direct.agent.load.size threads, on which the
+	// DisconnectTasks run (disconnectWithInvestigation / WithoutInvestigation submit to it)
+	taskPool permits
 	// Investigate, when set, replaces the investigation of a host whose agent went away (tests): Up,
 	// Down, Disconnected, or "" when it cannot be determined. nil: CheckHealthCommand, then the KVM
 	// investigator (investigate.go).
@@ -77,9 +80,7 @@ func (am *AgentManager) serve(t *Thread, p Pipe) {
 		m, err := p.Recv()
 		if err != nil {
 			if a != nil && am.live(a) {
-				s.Go(s.nextThread("DisconnectTask"), func(t *Thread) {
-					am.disconnectWithInvestigation(t, a, host.AgentDisconnected)
-				})
+				am.submitDisconnectTask(a, host.AgentDisconnected)
 			}
 			return
 		}
@@ -315,6 +316,19 @@ func (am *AgentManager) disconnectWithInvestigation(t *Thread, a *attache, ev ho
 	am.handleDisconnectWithInvestigation(t, a, ev)
 }
 
+// submitDisconnectTask is disconnectWithInvestigation's `_executor.submit(new DisconnectTask(…))`: the
+// task runs on the AgentTaskPool, a fixed pool of direct.agent.load.size threads (AgentManagerImpl.
+// configure) fed by an unbounded queue, so beyond that many investigations at once a disconnect waits
+// for a thread, in submission order. Its thread is named when it is submitted.
+func (am *AgentManager) submitDisconnectTask(a *attache, ev host.Event) {
+	s := am.s
+	s.Go(s.nextThread("DisconnectTask"), func(t *Thread) {
+		am.taskPool.acquire(s.Env, s.Config.Int("direct.agent.load.size"))
+		defer am.taskPool.release()
+		am.disconnectWithInvestigation(t, a, ev)
+	})
+}
+
 // monitorTask is MonitorTask: agents behind on ping are disconnected with investigation.
 func (am *AgentManager) monitorTask(t *Thread) {
 	s := am.s
@@ -340,8 +354,7 @@ func (am *AgentManager) monitorTask(t *Thread) {
 				continue
 			}
 			s.Log(t, "INFO", HostObject(a.host), "Ping timeout for agent %s, do investigation", a.host)
-			aa := a // a DisconnectTask on the agent task pool: the investigation waits on commands
-			s.Go(s.nextThread("DisconnectTask"), func(t *Thread) { am.disconnectWithInvestigation(t, aa, host.PingTimeout) })
+			am.submitDisconnectTask(a, host.PingTimeout) // the investigation waits on commands
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package impl
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"maps"
@@ -162,7 +163,36 @@ func pendingWorkJob(j *JobVO) bool {
 	return j.Status == job.InProgress && strings.HasPrefix(j.Cmd, "VmWork")
 }
 
-// heartbeat dispatches the head of each VM's queue (at most one work job per VM runs at a time).
+// MaxOnetimeScheduleSize is AsyncJobManagerImpl's MAX_ONETIME_SCHEDULE_SIZE: at most this many queue
+// items are taken per heartbeat (dequeueFromAny(msid, 50)).
+const MaxOnetimeScheduleSize = 50
+
+// nextQueueItems is SyncQueueItemDaoImpl.getNextQueueItems(max) under m.mu: the queues with an item
+// not in process, one row each, in item order (ORDER BY i.id; an item's job is created with it, so
+// the job id stands for the item id), at most max. A queue whose head runs still takes a place when
+// an item waits behind it, and dequeueFromAny then skips it (its active count is at its limit, 1), as
+// the Java's LIMIT is applied before that check.
+func (m *AsyncJobManager) nextQueueItems(max int) map[int64]bool {
+	type row struct{ vm, item int64 }
+	var rows []row
+	for id, q := range m.queues {
+		for _, w := range q {
+			if !w.running {
+				rows = append(rows, row{id, w.job.ID})
+				break
+			}
+		}
+	}
+	slices.SortFunc(rows, func(a, b row) int { return cmp.Compare(a.item, b.item) })
+	picked := make(map[int64]bool, min(len(rows), max))
+	for _, r := range rows[:min(len(rows), max)] {
+		picked[r.vm] = true
+	}
+	return picked
+}
+
+// heartbeat dispatches the head of each VM's queue (at most one work job per VM runs at a time), of at
+// most MaxOnetimeScheduleSize queues a tick.
 func (m *AsyncJobManager) heartbeat(t *Thread) {
 	s := m.s
 	for {
@@ -176,9 +206,10 @@ func (m *AsyncJobManager) heartbeat(t *Thread) {
 			blocked = m.blockedByPeers()
 		}
 		m.mu.Lock()
+		picked := m.nextQueueItems(MaxOnetimeScheduleSize)
 		for _, id := range slices.Sorted(maps.Keys(m.queues)) {
 			q := m.queues[id]
-			if len(q) == 0 || q[0].running || blocked[q[0].job.ID] {
+			if len(q) == 0 || q[0].running || blocked[q[0].job.ID] || !picked[id] {
 				continue
 			}
 			q[0].running = true

@@ -14,37 +14,49 @@ import "sync"
 // order they came, which is one of the Java's orders and keeps the simulator deterministic. A
 // publish from inside a subscriber (the gate's owner entering again) would wait for ever in the Java
 // (enter checks no owner); nothing here publishes from a subscriber.
-type messageBusGate struct {
+type messageBusGate struct{ permits }
+
+// enter waits until the gate is the caller's.
+func (g *messageBusGate) enter(env Env) { g.acquire(env, 1) }
+
+// leave hands the gate to the longest waiter, or opens it.
+func (g *messageBusGate) leave() { g.release() }
+
+// permits is a counting semaphore whose waiters are served in arrival order: the message bus's gate
+// (one permit) and a fixed thread pool's threads (AgentTaskPool). Arrival order is one of the orders
+// the Java's notifyAll or a pool's LinkedBlockingQueue allow, and keeps the simulator deterministic; an
+// acquire that does not wait makes no Env call, so it moves no schedule.
+type permits struct {
 	mu      sync.Mutex // never held across an Env call
-	held    bool
+	held    int
 	waiters []Signal
 }
 
-// enter waits until the gate is the caller's.
-func (g *messageBusGate) enter(env Env) {
-	g.mu.Lock()
-	if !g.held {
-		g.held = true
-		g.mu.Unlock()
+// acquire takes one of max permits, waiting for one when all are held.
+func (p *permits) acquire(env Env, max int) {
+	p.mu.Lock()
+	if p.held < max {
+		p.held++
+		p.mu.Unlock()
 		return
 	}
 	sig := env.NewSignal()
-	g.waiters = append(g.waiters, sig)
-	g.mu.Unlock()
-	sig.Wait(0) // leave hands the gate over before it fires
+	p.waiters = append(p.waiters, sig)
+	p.mu.Unlock()
+	sig.Wait(0) // release hands its permit over before it fires
 }
 
-// leave hands the gate to the longest waiter, or opens it.
-func (g *messageBusGate) leave() {
-	g.mu.Lock()
-	if len(g.waiters) == 0 {
-		g.held = false
-		g.mu.Unlock()
+// release hands the permit to the longest waiter, or gives it back.
+func (p *permits) release() {
+	p.mu.Lock()
+	if len(p.waiters) == 0 {
+		p.held--
+		p.mu.Unlock()
 		return
 	}
-	next := g.waiters[0]
-	g.waiters = g.waiters[1:]
-	g.mu.Unlock()
+	next := p.waiters[0]
+	p.waiters = p.waiters[1:]
+	p.mu.Unlock()
 	next.Fire()
 }
 
