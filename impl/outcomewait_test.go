@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/csconform/csconform/impl"
+	"github.com/csconform/csconform/model/vm"
 )
 
 // TestVmWorkCallerWaitsWithoutATimeout pins the wait of a VM work job's caller. VMMI.advanceStop
@@ -34,4 +35,36 @@ func TestVmWorkCallerWaitsWithoutATimeout(t *testing.T) {
 	require.True(t, done, "the caller's job ran once the long one ended")
 	require.True(t, ran)
 	require.NoError(t, err)
+}
+
+// TestNetworkGCHoldsTheLockWhileItsRouterStopWaits: the same wait from the network GC's
+// shutdownNetwork. NetworkOrchestrator.shutdownNetwork (apache/cloudstack@0035c613) holds the
+// network's lock-table row while VirtualRouterElement.shutdown stops the router
+// (apache/cloudstack@0018999f: _routerMgr.stop → VMMI.advanceStop → stopVmThroughJobQueue and
+// outcome.get(), no timeout). With the router's queue held by a 30-minute work job, the GC holds the
+// lock for those 30 minutes, so a start that has to implement the network meanwhile times out on
+// network.lock.timeout (600 s). With a caller that gave up after vm.job.timeout (600 s), the GC let
+// the lock go before that start's timeout and the start went through.
+func TestNetworkGCHoldsTheLockWhileItsRouterStopWaits(t *testing.T) {
+	w := newHAWorld(t, impl.Switches{}, "h1")
+	v1, j := w.srv.DeployVirtualMachine("web1", []int64{w.net}, "h1")
+	w.runUntil(5*time.Minute, func() bool { return w.db.Job(j.ID).Status.Done() })
+	require.Equal(t, vm.Running, w.db.VM(v1.ID).State)
+	router := w.db.Network(w.net).RouterID
+	require.NotZero(t, router)
+
+	w.srv.RunVmWorkForTest("API-Job-Executor-hold", "VmWorkStart", router, func(*impl.Thread) error {
+		w.s.Sleep(30 * time.Minute)
+		return nil
+	})
+	w.runUntil(3*time.Second, func() bool { return false })
+	gcDone := false
+	w.srv.ShutdownNetworkForTest("Network-Scavenger-gc", w.net, &gcDone)
+	w.runUntil(time.Minute, func() bool { return false })
+	_, j2 := w.srv.DeployVirtualMachine("web2", []int64{w.net}, "h1")
+	w.runUntil(15*time.Minute, func() bool { return w.evs.has("Work-Job-Executor", "Timed out on acquiring lock") })
+	require.True(t, w.evs.has("Work-Job-Executor", "Timed out on acquiring lock"), "web2's start timed out on the network's lock")
+	require.False(t, gcDone, "the GC still waits on the router's stop, holding the lock")
+	w.runUntil(30*time.Minute, func() bool { return gcDone && w.db.Job(j2.ID).Status.Done() })
+	require.True(t, gcDone, "the GC's shutdown ends once the router's stop has run")
 }
