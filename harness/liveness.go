@@ -14,8 +14,9 @@ import (
 
 // LivenessBound is how long an object may stay in a transitional state in a cloud left alone: the
 // longest wait of a command (wait), of a router's boot behind the network's lock
-// (router.ready.timeout + network.lock.timeout) or of a work job (vm.job.timeout), and then power
-// sync's time to settle what is left (GhostBound). With CloudStack's defaults, 35 minutes.
+// (router.ready.timeout + network.lock.timeout) or of a work job (vm.job.timeout: CloudStack declares
+// it as the time "to wait before attempting to cancel a job", though no caller's wait enforces it), and
+// then power sync's time to settle what is left (GhostBound). With CloudStack's defaults, 35 minutes.
 func LivenessBound(cfg *impl.Config) time.Duration {
 	longest := max(cfg.Seconds("wait"), cfg.Seconds("router.ready.timeout")+cfg.Seconds("network.lock.timeout"), cfg.Millis("vm.job.timeout"))
 	return longest + GhostBound(cfg)
