@@ -97,6 +97,7 @@ func TestEachDefectAloneIsFoundAcrossSeeds(t *testing.T) {
 		{"H1,H2", "ha-heartbeat-two-domains", "ip-conflict", false},
 		{"H2", "heartbeat-fail-starting-vm", "ip-conflict", false},
 		{"H2", "heartbeat-fail-starting-vm", "orphan-domain", false},
+		{"C7", "retry-waits-on-timed-out-start", "stuck-in-transition", true},
 		{"C8", "stale-ha-item-hides-power-off", "ghost-record", true},
 	}
 	for _, c := range cases {

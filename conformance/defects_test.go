@@ -33,6 +33,7 @@ func TestEveryDefectTripsADetector(t *testing.T) {
 		{"C4", "network-gc-vs-start", []string{invariant.NetworkOutage, invariant.TransitionGuard}},
 		{"C5", "network-left-shutdown", []string{invariant.UnexplainedStartFailure}},
 		{"C6", "stop-overtakes-held-start", []string{invariant.OrphanDomain, invariant.IPConflict}},
+		{"C7", "retry-waits-on-timed-out-start", []string{invariant.StuckInTransition}},
 		{"C8", "stale-ha-item-hides-power-off", []string{invariant.GhostRecord}},
 		{"C9", "stalled-start-domain-runs", []string{invariant.OrphanDomain, invariant.TransitionGuard}},
 		{"C10", "stall-scan-cache-misses-start", []string{invariant.TransitionGuard}}, // power-report-no-pending-work
@@ -45,7 +46,6 @@ func TestEveryDefectTripsADetector(t *testing.T) {
 		"D2c": "expunge skips the host for a VM in Error or Stopped: in the built-ins no such VM has a domain left unless D2a/D2b or D3 left it, whose detectors report it first",
 		"D2d": "a power-on report of a Destroyed VM is only logged: the orphan domain it leaves running is reported by orphan-domain from the defect that destroyed the VM under it (D3)",
 		"D2e": "unknown domains only debug-logged: no state changes, only what an operator is told",
-		"C7":  "retry-waits-on-timed-out-start holds web1 Starting for C7's hour, but its deploy and destroy API jobs wait that hour too (OutcomeImpl.get() has no timeout) and the run judges liveness only after its async steps, when the hour is over",
 		"C1":  "a failed start's cleanup releases after a stop that did not reach the host: needs a start that fails after its StartAnswer and a host lost before the cleanup, which no built-in scenario stages",
 	}
 	covered := map[string]bool{}

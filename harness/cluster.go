@@ -116,6 +116,7 @@ type Cluster struct {
 	logIdx     map[string][]int
 	logIdxN    int
 	seen       map[string]bool
+	livenessAt time.Time // the next liveness look of check (the simulator's)
 	vmIDs      map[string]int64
 	netIDs     map[string]int64
 	msDown     bool
@@ -267,6 +268,17 @@ func (c *Cluster) Sleep(d time.Duration) { c.w.sleep(d) }
 
 // check is the check after a step that changed something: in the simulator, of what it changed.
 func (c *Cluster) check() {
+	// liveness, once a simulated minute: what stays in a transitional state past its bound while the
+	// cloud is left alone (no fault on, none within the bound) is stuck even if it is freed before the
+	// run ends — an API job waits for its work job without a timeout, as OutcomeImpl.get() does, so
+	// C7's hour can pass inside a step. It reads the records only: the history is unchanged unless
+	// something is stuck.
+	if now := c.Now(); !now.Before(c.livenessAt) {
+		c.livenessAt = now.Add(time.Minute)
+		if quiet, ok := c.Rec.quietSince(); ok {
+			c.reportOverdue(quiet)
+		}
+	}
 	if !c.Rec.takeDirty() {
 		return
 	}

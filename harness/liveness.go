@@ -89,15 +89,25 @@ func (c *Cluster) checkLiveness() error {
 	if err := c.w.runUntil(until.Add(time.Second), quietOrOverdue); err != nil {
 		return err
 	}
+	c.reportOverdue(time.Time{})
+	return nil
+}
+
+// reportOverdue reports what is in a transitional state past its bound now, its time counted from
+// quiet if later (the end of the last fault); once an object: report keys a violation by its invariant
+// and object.
+func (c *Cluster) reportOverdue(quiet time.Time) {
 	now := c.Now()
+	added := false
 	for _, t := range c.inTransition() {
-		if !t.overdue(now) {
+		if !t.overdue(now) || now.Sub(quiet) < t.bound {
 			continue // it got there recently: still within its time
 		}
 		v := invariant.Violation{Invariant: invariant.StuckInTransition, Object: t.object, Time: now,
 			Message: fmt.Sprintf("%s since %s ago, past the %s it may take in a cloud left alone", t.what, now.Sub(t.since).Round(time.Second), t.bound)}
-		c.report(v)
+		added = c.report(v) || added
 	}
-	SortViolations(c.Violations)
-	return nil
+	if added {
+		SortViolations(c.Violations)
+	}
 }

@@ -207,6 +207,22 @@ func (r *Recorder) BeginFault(kind string, disruptive bool, detail string, targe
 	return len(r.Faults) - 1
 }
 
+// quietSince is when the last fault ended (zero: none has), and false while a fault is on.
+func (r *Recorder) quietSince() (time.Time, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var last time.Time
+	for _, f := range r.Faults {
+		if f.End.IsZero() {
+			return time.Time{}, false
+		}
+		if f.End.After(last) {
+			last = f.End
+		}
+	}
+	return last, true
+}
+
 // EndFault closes a fault.
 func (r *Recorder) EndFault(i int, detail string) {
 	r.mu.Lock()
