@@ -146,6 +146,13 @@ func (am *AgentManager) processRequest(t *Thread, a *attache, m Message) {
 	s := am.s
 	switch m.Kind {
 	case MsgPing:
+		if s.DB.Mocks.pingFails(a.host) {
+			// the simulator's agent has no status to send: the ping never reaches the server, and
+			// the host falls behind on ping (the agent here still gets its answer, as no link breaks)
+			s.Log(t, "DEBUG", HostObject(a.host), "Unable to get current status on %s: simulator mock PingCommand result:fail", a.host)
+			_ = a.pipe.Send(Message{Seq: m.Seq, Kind: MsgAnswer, Result: true})
+			return
+		}
 		s.DB.SetLastPinged(a.host, s.Env.Now())
 		if m.OutOfBand {
 			s.Log(t, "DEBUG", HostObject(a.host), "Ping from Routing host %s (out of band, collected %s)", a.host, m.CollectedAt.Format("15:04:05.000"))
@@ -212,7 +219,10 @@ func (am *AgentManager) send(t *Thread, hostID string, m Message, wait time.Dura
 	m.HostID = hostID
 	a.pending[m.Seq] = r
 	am.mu.Unlock()
-	if err := a.pipe.Send(m); err != nil {
+	if e, ok := s.DB.Mocks.simulate(hostID, m.Kind); ok {
+		// the simulator's agent runs the mock before the command, while this send waits as usual
+		am.mocked(t, a, m, e)
+	} else if err := a.pipe.Send(m); err != nil {
 		am.takePending(a, m.Seq)
 		return nil, &AgentUnavailableError{Host: hostID, Reason: "Unable to send: " + err.Error()}
 	}
@@ -231,6 +241,43 @@ func (am *AgentManager) send(t *Thread, hostID string, m Message, wait time.Dura
 		return nil, r.err
 	}
 	return r.answer, nil
+}
+
+// mocked runs a command under a simulator mock (SimulatorManagerImpl.simulate): its wait, then a
+// failed Answer in place of the command, or the command sent to the agent. The wait runs beside the
+// sender, so a wait past the command's own times the send out as a slow agent would.
+func (am *AgentManager) mocked(t *Thread, a *attache, m Message, e mockEffect) {
+	s := am.s
+	s.Log(t, "DEBUG", HostObject(a.host), "Seq %s-%d: %s under simulator mock %d (wait %s, fail %v)", a.host, m.Seq, m.Kind, e.id, e.wait, e.fail)
+	run := func() {
+		if !e.fail {
+			if e.count {
+				s.DB.Mocks.used(e.id)
+			}
+			if err := a.pipe.Send(m); err != nil {
+				if p := am.takePending(a, m.Seq); p != nil {
+					p.err = &AgentUnavailableError{Host: a.host, Reason: "Unable to send: " + err.Error()}
+					p.done.Fire()
+				}
+			}
+			return
+		}
+		if e.count {
+			s.DB.Mocks.used(e.id)
+		}
+		if p := am.takePending(a, m.Seq); p != nil {
+			p.answer = &Message{Seq: m.Seq, Kind: MsgAnswer, HostID: a.host, Result: false, Details: e.detail}
+			p.done.Fire()
+		}
+	}
+	if e.wait <= 0 {
+		run()
+		return
+	}
+	s.Go(s.nextThread("SimulatorMock"), func(*Thread) {
+		s.Env.Sleep(e.wait)
+		run()
+	})
 }
 
 // current says whether a is the host's attache.

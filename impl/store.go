@@ -29,6 +29,9 @@ type DB struct {
 	sink history.Sink
 	seq  int64
 
+	// Mocks is the simulator database's mockconfiguration table (configureSimulator; simmock.go).
+	Mocks SimMocks
+
 	vms       map[int64]*VMVO
 	networks  map[int64]*NetworkVO
 	nics      map[int64]*NicVO

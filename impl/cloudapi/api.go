@@ -869,6 +869,7 @@ func (h *Handler) listHosts(r *request) (any, *apiError) {
 		m := map[string]any{
 			"id": h.ids.uuid("host", x.ID), "name": x.ID, "state": string(x.Status), "type": "Routing",
 			"hypervisor": "KVM", "zoneid": h.zoneID(), "zonename": zoneName, "resourcestate": "Enabled",
+			"podid": h.podID(), "clusterid": h.clusterID(),
 			"managementserverid": x.MSID, "lastpinged": date(x.LastPinged),
 		}
 		if !x.DisconnectedOn.IsZero() {

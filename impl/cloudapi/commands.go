@@ -28,7 +28,7 @@ func (h *Handler) commandTable() []command {
 	id := func(what string, required bool) param {
 		return param{"id", "uuid", required, "the ID of the " + what}
 	}
-	return []command{
+	return append([]command{
 		{name: "createNetwork", fn: h.createNetwork, desc: "Creates an isolated guest network (Allocated; implemented when a VM on it starts)",
 			params: []param{{"name", "string", true, "the name of the network"}, {"networkofferingid", "uuid", true, "one of the two network offerings (listNetworkOfferings)"},
 				{"zoneid", "uuid", true, "the zone (listZones)"}}},
@@ -78,7 +78,7 @@ func (h *Handler) commandTable() []command {
 		{name: "listNetworkOfferings", fn: h.listNetworkOfferings, list: true, desc: "Lists the two isolated network offerings (persistent and not)"},
 		{name: "listApis", fn: h.listApis, desc: "Lists the commands this server serves, with their parameters",
 			params: []param{{"name", "string", false, "one command (exact)"}}},
-	}
+	}, simulatorCommands(h)...)
 }
 
 // listApis is ApiDiscoveryServiceImpl.listApis through ListApisCmd (apache/cloudstack
