@@ -53,6 +53,7 @@ type extFlags struct {
 	maxTargets, mgmtPort                  *int
 	yes, local, allowProxyCommand         *bool
 	sshUser, auditLog                     *string
+	faultSource                           *string
 }
 
 // addExternalFlags defines repro's flags for a run against an external CloudStack.
@@ -86,13 +87,17 @@ func addExternalFlags(fs *pflag.FlagSet) *extFlags {
 	f.local = fs.Bool("local", false, "--api: run the fault commands on this machine instead of over ssh")
 	f.auditLog = fs.String("audit-log", "csconform-inject.log", "--api: csconform inject's append-only log `FILE` of the faults")
 	f.mgmtPort = fs.Int("mgmt-port", 8250, "--api: the management server's agent `PORT` (disconnect)")
+	f.faultSource = fs.String("faults", "inject", "--api: where the faults come from: `SOURCE` inject (csconform inject on the hosts) or simulator (configureSimulator on a CloudStack with the Simulator hypervisor, or csconform server --api)")
 	return f
 }
 
 // externalOnly are the flags that mean nothing without --api.
 var externalOnly = []string{"api-key", "secret-key", "api-keys-file", "zone", "service-offering", "template", "network-offering",
 	"insecure", "timeout", "poll", "host", "hosts-from-api", "domain-prefix", "run", "map-host", "expect", "allow-host", "allow-vm",
-	"max-targets", "yes", "ssh-user", "ssh-opt", "ssh-target", "local", "audit-log", "mgmt-port"}
+	"max-targets", "yes", "ssh-user", "ssh-opt", "ssh-target", "local", "audit-log", "mgmt-port", "faults"}
+
+// injectOnly are the flags of csconform inject's host access, which --faults simulator does not use.
+var injectOnly = []string{"allow-host", "allow-vm", "max-targets", "yes", "ssh-user", "ssh-opt", "ssh-target", "local", "audit-log", "mgmt-port", "allow-proxy-command"}
 
 // notWithAPI are repro's flags that mean nothing against an external CloudStack.
 var notWithAPI = map[string]string{
@@ -117,6 +122,17 @@ func (f *extFlags) options(ctx context.Context, set map[string]bool, stderr io.W
 	case len(f.hosts) > 0 && *f.hostsFromAPI != "":
 		return external.Options{}, nop, errors.New("--host and --hosts-from-api do not go together")
 	}
+	src, err := external.ParseFaultSource(*f.faultSource)
+	if err != nil {
+		return external.Options{}, nop, fmt.Errorf("--faults: %v", err)
+	}
+	if src == external.FaultsSimulator {
+		for _, n := range injectOnly {
+			if set[n] {
+				return external.Options{}, nop, fmt.Errorf("--%s does not go with --faults simulator: the faults go through configureSimulator, not csconform inject", n)
+			}
+		}
+	}
 	creds, err := auditCredentials(*f.apiKey, *f.secretKey, *f.keysFile)
 	if err != nil {
 		return external.Options{}, nop, err
@@ -125,7 +141,7 @@ func (f *extFlags) options(ctx context.Context, set map[string]bool, stderr io.W
 		API: cloudclient.Options{URL: *f.api, APIKey: creds[0], SecretKey: creds[1], Zone: *f.zone, ServiceOffering: *f.offering,
 			Template: *f.template, NetworkOffering: *f.netOffering, Insecure: *f.insecure},
 		Timeout: *f.timeout, Poll: *f.poll, HostMap: f.mapHost, DomainPrefix: *f.domainPrefix,
-		Ctx: ctx, Log: stderr,
+		Ctx: ctx, Log: stderr, Faults: src,
 	}
 	for _, h := range f.hosts {
 		h.Run = *f.labelRun
@@ -145,7 +161,7 @@ func (f *extFlags) options(ctx context.Context, set map[string]bool, stderr io.W
 		}
 	}
 	closer := nop
-	if len(f.allowHosts) > 0 || *f.yes || *f.local {
+	if src == external.FaultsInject && (len(f.allowHosts) > 0 || *f.yes || *f.local) {
 		var ex inject.Executor = inject.SSH{User: *f.sshUser, Options: f.sshOpts, Timeout: 10 * time.Second}
 		if *f.local {
 			ex = inject.Local{}

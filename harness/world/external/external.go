@@ -89,6 +89,9 @@ type Options struct {
 	Run string
 	// Inject is host access for the faults that need it; nil: none, and such a step is refused.
 	Inject *Inject
+	// Faults is where the faults come from: inject (Inject's host access) or the CloudStack's own
+	// simulator (configureSimulator; simulator.go).
+	Faults FaultSource
 	Ctx    context.Context // cancelled (Ctrl-C): the run stops, heals its faults and removes what it made
 	Log    io.Writer       // progress lines (nil: none)
 	// Now and Speed are the clock of the server under test: Speed world seconds per wall second
@@ -146,11 +149,12 @@ var externalFaults = map[string]externalFault{
 // expect is the profile whose expectations the outcome is compared with ("": none).
 func (eo Options) Preflight(sc *harness.Scenario, expect string) error {
 	var errs []error
-	for _, r := range Capabilities.Refusals(sc) {
+	caps := eo.capabilities()
+	for _, r := range caps.Refusals(sc) {
 		errs = append(errs, errors.New(r))
 	}
 	for i, st := range sc.Steps {
-		if st.Fault != "" && Capabilities.Can(harness.FaultCap(st.Fault)) {
+		if st.Fault != "" && eo.Faults == FaultsInject && caps.Can(harness.FaultCap(st.Fault)) {
 			errs = append(errs, eo.hostAccess(fmt.Sprintf("step %d", i+1), st)...)
 		}
 	}
@@ -314,6 +318,7 @@ type extWorld struct {
 	checks     harness.OutsideChecks
 	startSeen  map[string]bool // VMs seen Starting (the start-sent condition, from outside)
 	faultSeq   int
+	mocks      []liveMock // simulator mocks configured and not cleared yet
 }
 
 // sleepWorld sleeps d of the server's time; false if the run was cancelled meanwhile.
@@ -593,7 +598,7 @@ func (s *extRun) Close(res *harness.Result, err error) (*harness.Result, error) 
 	if err != nil && s.Ctx().Err() != nil {
 		res, err = nil, fmt.Errorf("interrupted (%v); the run's faults were healed and what it created removed", s.Ctx().Err())
 	}
-	left := w.cleanup()
+	left := append(w.clearMocks(""), w.cleanup()...)
 	if res != nil {
 		res.Leftovers = left
 		res.Notes = append(res.Notes, w.strayDomains()...)
@@ -687,6 +692,9 @@ func (r records) StartSent(name string) bool {
 
 // fault applies a scenario fault through inject, recorded in the history as the other worlds do.
 func (w *extWorld) fault(st harness.Step) error {
+	if w.eo.Faults == FaultsSimulator {
+		return w.simFault(st)
+	}
 	ef := externalFaults[st.Fault]
 	in := w.eo.Inject
 	w.mu.Lock()
