@@ -47,6 +47,11 @@ func TestReproExternalFlags(t *testing.T) {
 		{with("seed-000-ab"), 2, "(primed) cannot run against an external CloudStack"},
 		{with(file, "--expect", "fixed"), 2, "states no outcome for fixed"},
 		{with(file), 2, "connection refused"},
+		{with("seed-004-forced-destroy", "--faults", "ssh"), 2, `--faults: unknown fault source "ssh" (one of inject, simulator)`},
+		{with("seed-004-forced-destroy", "--faults", "simulator", "--yes"), 2, "--yes does not go with --faults simulator"},
+		{with("seed-004-forced-destroy", "--faults", "simulator"), 2, "(fault agent-restart) cannot run through CloudStack's simulator (--faults simulator): the simulator's agents are direct agents"},
+		{with("seed-001-stale-power-report", "--faults", "simulator"), 2, "(fault stale-report) cannot run through CloudStack's simulator"},
+		{with(file, "--faults", "simulator"), 2, "connection refused"},
 	})
 }
 

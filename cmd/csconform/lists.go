@@ -13,6 +13,7 @@ import (
 	"github.com/csconform/csconform/faults"
 	"github.com/csconform/csconform/harness"
 	"github.com/csconform/csconform/harness/world"
+	"github.com/csconform/csconform/harness/world/external"
 	"github.com/csconform/csconform/impl"
 )
 
@@ -111,6 +112,9 @@ func listFaults(asJSON bool, stdout, stderr io.Writer) int {
 		// Worlds are the --driver worlds that can apply it (harness.Capabilities).
 		Worlds []string `json:"worlds"`
 		Doc    string   `json:"doc"`
+		// Simulator says whether CloudStack's Simulator hypervisor can carry it (repro --api --faults
+		// simulator): the configureSimulator mocks, or why not.
+		Simulator simulatorMapping `json:"simulator"`
 	}
 	var kinds []kind
 	for _, k := range faults.Kinds {
@@ -120,7 +124,8 @@ func listFaults(asJSON bool, stdout, stderr io.Writer) int {
 				worlds = append(worlds, w)
 			}
 		}
-		kinds = append(kinds, kind{k.Name, orNone(k.Needs), k.Disruptive, worlds, k.Doc})
+		ok, how := external.SimulatorMapping(k.Name)
+		kinds = append(kinds, kind{k.Name, orNone(k.Needs), k.Disruptive, worlds, k.Doc, simulatorMapping{ok, how}})
 	}
 	return list(asJSON, stdout, stderr, func() any { return kinds }, func(w io.Writer) {
 		for _, k := range kinds {
@@ -131,7 +136,21 @@ func listFaults(asJSON bool, stdout, stderr io.Writer) int {
 			fmt.Fprintf(w, "%-17s needs %-18s on %-27s %s\n", k.Name, strings.Join(k.Needs, ","), on, k.Doc)
 		}
 		fmt.Fprintln(w, "\n(on: the worlds that can apply it: sim, live, libvirt, container, external (through csconform inject);\na scenario with a fault its world cannot apply is refused before it starts, with why)")
+		fmt.Fprintln(w, "\nThrough CloudStack's simulator (repro --api URL --faults simulator: configureSimulator mocks):")
+		for _, k := range kinds {
+			yes := "no: "
+			if k.Simulator.Expressible {
+				yes = "yes: "
+			}
+			fmt.Fprintf(w, "%-17s %s%s\n", k.Name, yes, k.Simulator.How)
+		}
 	})
+}
+
+// simulatorMapping is a fault through the simulator: expressible, and how (the mocks) or why not.
+type simulatorMapping struct {
+	Expressible bool   `json:"expressible"`
+	How         string `json:"how"`
 }
 
 func listConfig(asJSON bool, stdout, stderr io.Writer) int {

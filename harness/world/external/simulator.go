@@ -92,7 +92,7 @@ var simFaults = map[string]simFault{
 	"stale-report":   {why: "a mock acts on the commands the server sends; the agent's out-of-band report cannot be delayed"},
 	"host-power-off": {why: "a mock cannot take a host's VMs away or stop its heartbeat"},
 	"host-remove":    {why: "removing a host is an operator's deleteHost (forced=true), not an agent command: do it by hand"},
-	"heartbeat-fail": {why: "the investigators read CheckOnHostCommand's result (KVMInvestigator: true = Down; SimulatorInvestigator differs), so result:fail does not say 'the heart stopped' on either; only a jsonresponse answer could, which csconform's reference does not parse"},
+	"heartbeat-fail": {why: "a real simulator's SimulatorInvestigator (apache/cloudstack@49fe187f) reads a neighbour's failed CheckOnHostCommand as Down, so CheckOnHostCommand result:fail on the neighbours would say it there; csconform's reference investigates as KVMInvestigator does (a result true is Down, a failure Up), where the same mock means the opposite: refused, so that a scenario means the same against either server"},
 	"ms-restart":     {why: "restarting the management server needs its host"},
 	"peer-stop":      {why: "stopping one management server of several needs its host"},
 	"backdate":       {why: "backdating a network writes CloudStack's database"},
