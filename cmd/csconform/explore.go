@@ -85,6 +85,11 @@ func exploreCmd(o *exploreOpts, args []string, stdout, stderr io.Writer) int {
 			return fail(err)
 		}
 	}
+	if o.marvin != "" {
+		if _, err := os.Stat(o.marvin); err == nil {
+			return fail(fmt.Errorf("--marvin %s exists: give a new file, so that an earlier run's test never passes for this one's", o.marvin))
+		}
+	}
 	if o.report != "" {
 		// as --out: an earlier run's report never passes for this one's
 		if _, err := os.Stat(o.report); err == nil {
@@ -211,6 +216,15 @@ func exploreCmd(o *exploreOpts, args []string, stdout, stderr io.Writer) int {
 			return fail(err)
 		} else {
 			fmt.Fprintf(stdout, "bug report in %s\n", o.report)
+		}
+	}
+	if o.marvin != "" {
+		if !sum.Found {
+			fmt.Fprintf(stdout, "no finding: no Marvin test written to %s\n", o.marvin)
+		} else if err := os.WriteFile(o.marvin, []byte(sum.Marvin()), 0o644); err != nil {
+			return fail(err)
+		} else {
+			fmt.Fprintf(stdout, "Marvin test in %s\n", o.marvin)
 		}
 	}
 	return verdictExit(sum.Found, sum.Undecided > 0)

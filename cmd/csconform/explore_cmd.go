@@ -17,6 +17,7 @@ type exploreOpts struct {
 	shard, detectors string
 	out              string
 	report           string
+	marvin           string
 	quiet            bool
 	driver, domains  string
 	sched            *strategyFlag
@@ -34,6 +35,7 @@ func exploreFlags(fs *pflag.FlagSet, o *exploreOpts) {
 	fs.StringVar(&o.detectors, "detectors", "both", "`D`: both, invariants or linear")
 	fs.StringVar(&o.out, "out", "", "write summary.txt, result.json (seeds as strings, the replay command, the attribution: which defect a finding is), junit.xml (one test case per detector, seed and replay as properties, a failure message that names the defect), history.jsonl (the finding's, or the last case's) and, for a finding, counterexample.yaml and one porcupine HTML per failing partition into `DIR`, a fresh one (a non-empty directory is refused); a run stopped by SIGINT or SIGTERM writes them too, for the cases it ran, marked interrupted")
 	fs.StringVar(&o.report, "report", "", "for a finding, write a bug report a CloudStack committer can read to `FILE.md` (a new file): which defect it is, the settings, the shrunk program as API calls and host faults, what broke, the timeline and the run's management-server.log in CloudStack's wording, the replay command; nothing is written when nothing is found")
+	fs.StringVar(&o.marvin, "marvin", "", "for a finding, write it as a Marvin test case to `FILE.py` (a new file), for a CloudStack zone with the Simulator hypervisor: the setup, the shrunk program's API calls, configureSimulator mocks for its faults (a skip, with why, at a fault the simulator cannot say) and assertions for the invariants it broke; nothing is written when nothing is found")
 	fs.BoolVar(&o.quiet, "quiet", false, "no progress bar")
 	fs.BoolVar(&o.peers, "peers", true, "draw programs with two management servers now and then (the hosts split between them, the API calls alternating) and peer-stop; the simulator only (--peers=false: one server, as before 2026-11-30)")
 	fs.StringVar(&o.driver, "driver", "sim", driverHelp(drivers)+"; a real-time world takes a minute or two a case: use a small budget")

@@ -11,6 +11,7 @@ import (
 	"github.com/csconform/csconform/drivers/sim"
 	"github.com/csconform/csconform/faults"
 	"github.com/csconform/csconform/harness"
+	"github.com/csconform/csconform/harness/marvin"
 	"github.com/csconform/csconform/logcheck"
 	"github.com/csconform/csconform/model/history"
 )
@@ -332,4 +333,14 @@ func APIStep(st harness.Step) string {
 		b.WriteString(" (set-up)")
 	}
 	return b.String()
+}
+
+// Marvin is the finding as a Marvin test case for a CloudStack simulator zone (harness/marvin): the
+// shrunk program, its faults as configureSimulator mocks, assertions for what it broke.
+func (s *Summary) Marvin() string {
+	if !s.Found || s.Finding == nil || s.Finding.Shrunk == nil {
+		return ""
+	}
+	o := s.Finding.Shrunk
+	return marvin.Test(o.Program, marvin.Finding{Title: s.findingWhat(), Origin: s.replayCommand(s.Finding.Seed), Invariants: o.Invariants()})
 }

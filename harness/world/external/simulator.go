@@ -78,7 +78,7 @@ func ms(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10)
 var simFaults = map[string]simFault{
 	"slow-router-boot": {lasting: true,
 		mocks: []simMock{{zoneScope, "StartCommand", func(st harness.Step) string { return "wait:" + ms(st.Duration) }}},
-		how:   "StartCommand value wait:<duration ms> at zone scope, until the run ends or a later slow-router-boot (0 clears it); the simulator cannot tell a router's StartCommand from a user VM's, so every start in the zone waits"},
+		how:   "StartCommand value wait:<duration ms> at zone scope, until the run ends or a later slow-router-boot replaces it; the simulator cannot tell a router's StartCommand from a user VM's, so every start in the zone waits"},
 	"host-unreachable": {
 		mocks: []simMock{
 			{hostScope, "PingCommand", func(harness.Step) string { return "result:fail" }},
