@@ -356,16 +356,20 @@ const helpers = `    def network_offering(self, persistent):
             self.mocks.remove(m)
 
     def vm_record(self, name):
-        found = VirtualMachine.list(self.apiclient, id=self.vms[name].id, listall=True)
+        if name in self.vms:
+            found = VirtualMachine.list(self.apiclient, id=self.vms[name].id, listall=True)
+        else:
+            # a deploy still running in its thread: the record by its display name
+            found = [vm for vm in (VirtualMachine.list(self.apiclient, keyword="csc-" + name, listall=True) or [])
+                     if vm.displayname == "csc-" + name]
         return found[0] if isinstance(found, list) and found else None
 
     def until_vm_state(self, name, states, timeout=300):
         end = time.time() + timeout
         while time.time() < end:
-            if name in self.vms:
-                vm = self.vm_record(name)
-                if vm is not None and vm.state in states:
-                    return
+            vm = self.vm_record(name)
+            if vm is not None and vm.state in states:
+                return
             time.sleep(1)
         self.fail("%s never reached %s" % (name, states))
 
