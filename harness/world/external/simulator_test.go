@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	cs "github.com/apache/cloudstack-go/v2/cloudstack"
+
 	"github.com/csconform/csconform/faults"
 	"github.com/csconform/csconform/harness"
 	"github.com/csconform/csconform/harness/cloudclient"
@@ -172,5 +174,62 @@ func TestSimulatorBridge(t *testing.T) {
 	}
 	if m := c.DB.Mocks.Active(); len(m) > 0 {
 		t.Errorf("mocks left after Ctrl-C: %+v", m)
+	}
+}
+
+// A mock with result:fail and a count, on the reference's own agent (SimulatorManagerImpl.simulate
+// @1510b44f): the host's next StopCommand answers "Simulated failure" without reaching the agent, the
+// one after runs (the count is used up), and the VM stops.
+func TestSimulatorStopFails(t *testing.T) {
+	tier.Need(t, tier.Long) // the live world, a few seconds
+	sc, err := harness.ParseScenario([]byte("name: s\nhosts: [h1]\nsteps:\n  - {wait: 1s}\n"), "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := startReference(t, sc, "fixed")
+	url, creds, _ := c.APIEndpoint()
+	cc := cloudclient.New(cloudclient.Options{URL: url, APIKey: creds.APIKey, SecretKey: creds.SecretKey, Poll: 50 * time.Millisecond})
+	net, err := cc.CreateNetwork("csc-stop-net", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vm, job, err := cc.Deploy("csc-stop-vm", []string{net}, "h1", true)
+	if err == nil {
+		err = cc.Wait(job)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	scope, err := cc.HostScope("h1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &cs.CustomServiceParams{}
+	for k, v := range map[string]string{"zoneid": scope.Zone, "podid": scope.Pod, "clusterid": scope.Cluster, "hostid": scope.Host,
+		"name": "StopCommand", "value": "result:fail", "count": "1"} {
+		p.SetParam(k, v)
+	}
+	var out map[string]any
+	if err := cc.CS.Custom.(*cs.CustomService).CustomRequest("configureSimulator", p, &out); err != nil {
+		t.Fatal(err)
+	}
+	stop := func() error {
+		job, err := cc.Stop(vm, false)
+		if err == nil {
+			err = cc.Wait(job)
+		}
+		return err
+	}
+	if err := stop(); err == nil || !strings.Contains(err.Error(), "Simulated failure") {
+		t.Fatalf("the first stop: %v, want Simulated failure", err)
+	}
+	if err := stop(); err != nil {
+		t.Fatalf("the second stop (the mock used up): %v", err)
+	}
+	if v, err := cc.VM(vm); err != nil || v.State != "Stopped" {
+		t.Fatalf("the VM: %v %v", v, err)
+	}
+	if m := c.DB.Mocks.Active(); len(m) != 1 || m[0].Count == nil || *m[0].Count != 0 {
+		t.Fatalf("the mock: %+v", m)
 	}
 }
