@@ -117,7 +117,8 @@ func (f *extFlags) options(ctx context.Context, set map[string]bool, stderr io.W
 		}
 	}
 	switch {
-	case len(f.hosts) == 0 && *f.hostsFromAPI == "":
+	case len(f.hosts) == 0 && *f.hostsFromAPI == "" && *f.faultSource != external.FaultsSimulator.String():
+		// (a Java simulator's VMs are rows of its own database: no source to give, see NoDomains)
 		return external.Options{}, nop, errors.New("give the hosts whose domains to read: --host NAME=URI (repeatable) or --hosts-from-api TEMPLATE")
 	case len(f.hosts) > 0 && *f.hostsFromAPI != "":
 		return external.Options{}, nop, errors.New("--host and --hosts-from-api do not go together")

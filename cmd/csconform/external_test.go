@@ -52,6 +52,7 @@ func TestReproExternalFlags(t *testing.T) {
 		{with("seed-004-forced-destroy", "--faults", "simulator"), 2, "(fault agent-restart) cannot run through CloudStack's simulator (--faults simulator): the simulator's agents are direct agents"},
 		{with("seed-001-stale-power-report", "--faults", "simulator"), 2, "(fault stale-report) cannot run through CloudStack's simulator"},
 		{with(file, "--faults", "simulator"), 2, "connection refused"},
+		{[]string{"repro", file, "--api", "http://127.0.0.1:1/client/api", "--api-key", "k", "--secret-key", "s3cr3t-for-the-flags-test", "--faults", "simulator"}, 2, "connection refused"},
 	})
 }
 

@@ -401,7 +401,7 @@ func (w *extWorld) connect() error {
 			return err
 		}
 	}
-	if len(w.hosts) == 0 {
+	if len(w.hosts) == 0 && w.eo.Faults != FaultsSimulator {
 		return errors.New("no host to read domains from: give --host NAME=URI or --hosts-from-api TEMPLATE")
 	}
 	for _, h := range w.hosts {
@@ -583,7 +583,7 @@ func (s *extRun) Finish(res *harness.Result) {
 		"seen from outside: records through list* commands, the hosts' domains through libvirt or a csconform hypervisor (read-only), every " + eo.Poll.String() + "; only what this run created is judged",
 		"not checked here: network-lock (it needs each network write with its lock holder, which only the server's database knows); " +
 			"the linearizability check sees the client operations, the observations and the guest addresses' holders as listed, not the server's own writes",
-	}, w.unobservable()...), w.timeline...), res.Notes...)
+	}, append(w.noDomains(), w.unobservable()...)...), w.timeline...), res.Notes...)
 }
 
 // LinearBounds: no ghost-record bound from outside.
