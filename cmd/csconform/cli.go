@@ -59,14 +59,18 @@ type cliEnv struct {
 // exitStatus is the root help's footer, the one place the exit statuses are documented.
 const exitStatus = `
 Exit status (every command):
-  0    nothing found and every expectation met
+  0    nothing found and every expectation met (repro --expectations: every scenario that has
+       expectations met them, whatever they name)
   1    a violation: an invariant broken or a history no sequential order explains
   2    bad input (unknown command or flag, bad value, extra argument, unreadable file), or a run
-       stopped at a bound or could not be done
+       that could not be done
   3    undecided: the linearizability checker timed out on some object and nothing else was found
        (logcheck: nothing in the logs was decidable)
   4    an outcome that differs from the scenario's expectations
+  5    a simulated run stopped at --max-steps or --max-sim-time before it finished (no verdict)
   130  interrupted (Ctrl-C or SIGTERM)
+Of several, the first that applies: 130, 2 and 5 end the run when they happen; then 4 (an
+unexpected violation in a scenario with expectations is a 4), 1, 3, 0.
 `
 
 func rootCmd(e *cliEnv) *cobra.Command {

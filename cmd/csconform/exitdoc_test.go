@@ -33,7 +33,7 @@ func TestExitStatusSaidTheSameEverywhere(t *testing.T) {
 		section = section[:i]
 	}
 	table := codes(section, regexp.MustCompile(`(?m)^\| (\d+) +\|`))
-	want := []int{exitOK, exitFound, exitBadInput, exitUndecided, exitExpectation, exitInterrupted}
+	want := []int{exitOK, exitFound, exitBadInput, exitUndecided, exitExpectation, exitStopped, exitInterrupted}
 	slices.Sort(want)
 	require.Equal(t, want, help, "the root help's exit statuses")
 	require.Equal(t, want, table, "README.md's exit status table")

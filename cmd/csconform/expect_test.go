@@ -43,8 +43,12 @@ expect:
 	if code := run([]string{"repro", f, "--profile", "fixed", "--json"}, &out, &errb); code != exitExpectation {
 		t.Fatalf("--json: exit %d, want %d\n%s", code, exitExpectation, errb.String())
 	}
-	var rs []harness.Result
-	if err := json.Unmarshal(out.Bytes(), &rs); err != nil || len(rs) != 1 || !rs[0].Expected || len(rs[0].Mismatches) == 0 {
+	var doc struct {
+		SchemaVersion int
+		Results       []harness.Result
+	}
+	rs := &doc.Results
+	if err := json.Unmarshal(out.Bytes(), &doc); err != nil || doc.SchemaVersion != 1 || len(*rs) != 1 || !(*rs)[0].Expected || len((*rs)[0].Mismatches) == 0 {
 		t.Fatalf("JSON does not carry the unmet expectation: %v\n%s", err, out.String())
 	}
 }

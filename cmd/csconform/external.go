@@ -231,7 +231,7 @@ func reproExternalCmd(f *extFlags, set map[string]bool, name string, asJSON bool
 	if asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
-		if err := enc.Encode([]*harness.Result{r}); err != nil {
+		if err := enc.Encode(reproDocument([]*harness.Result{r})); err != nil {
 			return fail(err)
 		}
 	} else {
@@ -242,5 +242,5 @@ func reproExternalCmd(f *extFlags, set map[string]bool, name string, asJSON bool
 		fmt.Fprintf(stderr, "csconform repro: the cleanup left %d thing(s) of run %s behind (listed above): remove them by hand\n", len(r.Leftovers), r.Run)
 		return 2
 	}
-	return reproStatus([]*harness.Result{r})
+	return reproStatus([]*harness.Result{r}, false)
 }

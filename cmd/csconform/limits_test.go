@@ -51,12 +51,15 @@ func TestReproRefusesRunawayScenarios(t *testing.T) {
 		{[]string{"repro", scenarioFile(t, 1, `network.gc.interval: "NaN"`, "", "")}, 2, "network.gc.interval accepts"},
 		{[]string{"repro", scenarioFile(t, 1, `vm.job.check.interval: "1e300"`, "", "")}, 2, "vm.job.check.interval accepts"},
 		{[]string{"repro", scenarioFile(t, 1, "", "  - {op: setConfig, key: ping.interval, value: \"0\"}\n", "")}, 2, "ping.interval accepts"},
-		{[]string{"repro", scenarioFile(t, 1, "", "", "1000000h")}, 2, "would pass the run's bound of 48h0m0s of simulated time (--max-sim-time)"},
-		{[]string{"repro", scenarioFile(t, 1, "", manySteps.String(), ""), "--max-steps", "3000"}, 2, "bound of 3000 scheduler steps (--max-steps 3000)"},
-		{[]string{"repro", scenarioFile(t, 1, "", "", "30h"), "--max-sim-time", "10h"}, 2, "bound of 10h0m0s of simulated time"},
+		{[]string{"repro", scenarioFile(t, 1, "", "", "1000000h")}, exitStopped, "would pass the run's bound of 48h0m0s of simulated time (--max-sim-time)"},
+		{[]string{"repro", scenarioFile(t, 1, "", manySteps.String(), ""), "--max-steps", "3000"}, exitStopped, "bound of 3000 scheduler steps (--max-steps 3000)"},
+		{[]string{"repro", scenarioFile(t, 1, "", "", "30h"), "--max-sim-time", "10h"}, exitStopped, "bound of 10h0m0s of simulated time"},
 		{[]string{"repro", scenarioFile(t, 100_000, "", "", "")}, 2, "lists 100000 hosts: at most 2000"},
 		{[]string{"repro", scenarioFile(t, 1, "", "", "-5h")}, 2, "settle -5h0m0s is negative"},
 		{[]string{"repro", scenarioFile(t, 1, "", "  - {wait: -1m, op: stop, vm: v1}\n", "")}, 2, "wait -1m0s is negative"},
+		// a bound of 0 would silently be the default: refused
+		{[]string{"repro", "seed-004-forced-destroy", "--max-steps", "0"}, exitBadInput, "--max-steps must be at least 1"},
+		{[]string{"repro", "seed-004-forced-destroy", "--max-sim-time", "0s"}, exitBadInput, "--max-sim-time must be above 0"},
 		{[]string{"scenarios", "scale", "--hosts", "2001"}, 2, "hosts must be 1 to 2000"},
 		{[]string{"scenarios", "scale", "--hosts", "2000", "--vms-per-host", "30"}, 2, "60000 VMs: at most 50000"},
 	}
@@ -64,8 +67,8 @@ func TestReproRefusesRunawayScenarios(t *testing.T) {
 
 	// a run stopped at its bound prints what it had: the table so far
 	var out, errb bytes.Buffer
-	if code := run([]string{"repro", scenarioFile(t, 1, "", manySteps.String(), ""), "--max-steps", "3000", "--profile", "fixed"}, &out, &errb); code != 2 || !strings.Contains(out.String(), "v1") {
-		t.Fatalf("exit %d, want 2 with the table so far:\n%s%s", code, out.String(), errb.String())
+	if code := run([]string{"repro", scenarioFile(t, 1, "", manySteps.String(), ""), "--max-steps", "3000", "--profile", "fixed"}, &out, &errb); code != exitStopped || !strings.Contains(out.String(), "v1") {
+		t.Fatalf("exit %d, want 5 with the table so far:\n%s%s", code, out.String(), errb.String())
 	}
 }
 

@@ -18,6 +18,7 @@ import (
 	"github.com/csconform/csconform/drivers/sim"
 	"github.com/csconform/csconform/harness"
 	"github.com/csconform/csconform/impl"
+	"github.com/csconform/csconform/internal/schema"
 	"github.com/csconform/csconform/model/history"
 )
 
@@ -33,12 +34,24 @@ type limitFlags struct {
 
 func addLimitFlags(fs *pflag.FlagSet) limitFlags {
 	l := limitFlags{
-		steps:   fs.Uint64("max-steps", harness.DefaultMaxSteps, "stop a simulated run after `N` scheduler steps"),
-		simTime: fs.Duration("max-sim-time", harness.DefaultMaxSimTime, "stop a simulated run after `D` of simulated time (settle included)"),
+		steps:   fs.Uint64("max-steps", harness.DefaultMaxSteps, "stop a simulated run after `N` scheduler steps (at least 1; a run stopped there exits 5)"),
+		simTime: fs.Duration("max-sim-time", harness.DefaultMaxSimTime, "stop a simulated run after `D` of simulated time, settle included (above 0; a run stopped there exits 5)"),
 		sched:   &strategyFlag{},
 	}
 	fs.Var(l.sched, "scheduler", "the simulator's strategy `S`: random (switches only where tasks block) or pct[:depth] (PCT: random priorities, depth-1 change points, preemption at every database read/write, lock and message; depth 8 by default)")
 	return l
+}
+
+// check refuses a bound of 0: the harness reads 0 as its default, so --max-steps 0 would silently
+// mean 20 million steps, not "none" and not "no bound".
+func (l limitFlags) check() error {
+	if *l.steps == 0 {
+		return fmt.Errorf("--max-steps must be at least 1 (default %d); there is no unbounded run", harness.DefaultMaxSteps)
+	}
+	if *l.simTime <= 0 {
+		return fmt.Errorf("--max-sim-time must be above 0 (default %s); there is no unbounded run", harness.DefaultMaxSimTime)
+	}
+	return nil
 }
 
 func (l limitFlags) limits(ctx context.Context) harness.Limits {
@@ -104,6 +117,10 @@ func repro(o *reproOpts, args []string, set map[string]bool, stdout, stderr io.W
 		fmt.Fprintln(stderr, "csconform repro:", err)
 		return 2
 	}
+	if err := o.lim.check(); err != nil {
+		fmt.Fprintln(stderr, "csconform repro:", err)
+		return 2
+	}
 	ctx, stop := reproContext()
 	defer stop()
 	sw, err := switches(&o.profile, o.defects)
@@ -123,13 +140,21 @@ func repro(o *reproOpts, args []string, set map[string]bool, stdout, stderr io.W
 		fmt.Fprintln(stderr, "csconform repro:", err)
 		return 2
 	}
+	if o.expectations && o.defects != "" {
+		fmt.Fprintln(stderr, "csconform repro: --expectations gates on a profile's expectations: --defects checks none (give --profile)")
+		return 2
+	}
+	width := 0 // the summary's name column
+	for _, sc := range scs {
+		width = max(width, len(sc.Name))
+	}
 	var results []*harness.Result
 	for i, sc := range scs {
 		s := sc.Seed
 		if o.seed != 0 {
 			s = o.seed
 		}
-		if !o.asJSON && len(scs) > 1 {
+		if !o.asJSON && !o.summary && len(scs) > 1 {
 			fmt.Fprintf(stderr, "[%d/%d] %s\n", i+1, len(scs), sc.Name)
 		}
 		r, err := runOn(ctx, o.driver, o.uri, o.domains, sc, o.profile, sw, s, o.lim.limits(ctx), stderr)
@@ -143,7 +168,7 @@ func repro(o *reproOpts, args []string, set map[string]bool, stdout, stderr io.W
 			if stopped.Interrupted {
 				return exitInterrupted
 			}
-			return 2
+			return exitStopped
 		}
 		if err != nil {
 			fmt.Fprintln(stderr, "csconform repro:", err)
@@ -162,35 +187,117 @@ func repro(o *reproOpts, args []string, set map[string]bool, stdout, stderr io.W
 			if o.driver != "sim" {
 				epoch = r.Started // real time: count from the scenario's start
 			}
-			r.WriteText(stdout, epoch)
+			if o.summary {
+				line := judge(r, o.expectations)
+				fmt.Fprintf(stdout, "%-9s %-*s  %s\n", line.status, width, r.Scenario, line.detail)
+				if line.code != exitOK { // the details of what fails the run, and only those
+					r.WriteText(stdout, epoch)
+				}
+			} else {
+				r.WriteText(stdout, epoch)
+			}
 		}
 	}
 	if o.asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
-		if err := enc.Encode(results); err != nil {
+		if err := enc.Encode(reproDocument(results)); err != nil {
 			fmt.Fprintln(stderr, "csconform repro:", err)
 			return 2
 		}
+	} else if o.summary {
+		fmt.Fprintln(stdout, tally(results, o.expectations))
 	} else {
 		fmt.Fprintln(stdout, summary(results))
 	}
-	return reproStatus(results)
+	return reproStatus(results, o.expectations)
 }
 
-// reproStatus is repro's exit status: an expectation not met (4) wins over a violation (1), so a
-// profile whose expected violations stop showing fails the run instead of passing as "found"; a
-// violation wins over an undecided object (3).
-func reproStatus(rs []*harness.Result) int {
-	found, undecided := false, false
-	for _, r := range rs {
-		if r.Expected && len(r.Mismatches) > 0 {
-			return exitExpectation
+// reproJSON is repro --json's document: the header, then each scenario's result.
+type reproJSON struct {
+	schema.Header
+	Results []*harness.Result `json:"results"`
+}
+
+func reproDocument(rs []*harness.Result) reproJSON {
+	return reproJSON{Header: schema.New("repro"), Results: rs}
+}
+
+// verdict is one scenario's judgement: its status word and detail for the summary line, and the
+// exit status it alone would give.
+type verdict struct {
+	status, detail string
+	code           int
+}
+
+// judge is a scenario's verdict. A scenario whose expectations were checked is judged by them when
+// gate is set (--expectations): the violations and non-linearizable objects its profile is known
+// for are its expected outcome then, not a failure. Otherwise an unmet expectation (4) wins over a
+// finding (1), which wins over an undecided object (3).
+func judge(r *harness.Result, gate bool) verdict {
+	var found []string
+	seen := map[string]bool{}
+	for _, v := range r.Violations {
+		if !seen[v.Invariant] {
+			seen[v.Invariant] = true
+			found = append(found, v.Invariant)
 		}
-		found = found || len(r.Violations) > 0 || len(r.NotLinearizable) > 0
-		undecided = undecided || len(r.Undecided) > 0
 	}
-	return verdictExit(found, undecided)
+	for _, l := range r.NotLinearizable {
+		found = append(found, "not linearizable: "+l.Object)
+	}
+	var und []string
+	for _, l := range r.Undecided {
+		und = append(und, "undecided: "+l.Object)
+	}
+	what := strings.Join(append(found, und...), ", ")
+	switch {
+	case r.Expected && len(r.Mismatches) > 0:
+		return verdict{"UNMET", strings.Join(r.Mismatches, "; "), exitExpectation}
+	case r.Expected && gate:
+		if what == "" {
+			return verdict{"met", "as expected: nothing found", exitOK}
+		}
+		return verdict{"met", "as expected: " + what, exitOK}
+	case len(found) > 0:
+		return verdict{"FOUND", what, exitFound}
+	case len(und) > 0:
+		return verdict{"UNDECIDED", what, exitUndecided}
+	case r.Expected:
+		return verdict{"met", "as expected: nothing found", exitOK}
+	}
+	return verdict{"clean", "nothing found", exitOK}
+}
+
+// tally is --summary's last line: how many scenarios got each verdict, and the exit status's why.
+func tally(rs []*harness.Result, gate bool) string {
+	order := []string{"met", "clean", "UNMET", "FOUND", "UNDECIDED"}
+	n := map[string]int{}
+	for _, r := range rs {
+		n[judge(r, gate).status]++
+	}
+	var parts []string
+	for _, st := range order {
+		if n[st] > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", n[st], st))
+		}
+	}
+	return fmt.Sprintf("%d scenario(s): %s", len(rs), strings.Join(parts, ", "))
+}
+
+// reproStatus is repro's exit status, the worst of the scenarios' verdicts: an expectation not met
+// (4) wins over a violation (1), so a profile whose expected violations stop showing fails the run
+// instead of passing as "found"; a violation wins over an undecided object (3). With gate
+// (--expectations), a scenario that met its expectations counts as 0 whatever it found.
+func reproStatus(rs []*harness.Result, gate bool) int {
+	rank := map[int]int{exitOK: 0, exitUndecided: 1, exitFound: 2, exitExpectation: 3}
+	code := exitOK
+	for _, r := range rs {
+		if c := judge(r, gate).code; rank[c] > rank[code] {
+			code = c
+		}
+	}
+	return code
 }
 
 func summary(rs []*harness.Result) string {

@@ -14,6 +14,8 @@ type reproOpts struct {
 	seed                 uint64
 	driver, uri, domains string
 	asJSON               bool
+	summary              bool // one line a scenario, the details of those that fail the run
+	expectations         bool // gate on the profile's expectations alone
 	historyFile          string
 	lim                  limitFlags
 	ext                  *extFlags
@@ -26,7 +28,9 @@ func reproFlags(fs *pflag.FlagSet, o *reproOpts) {
 	fs.StringVar(&o.driver, "driver", "sim", driverHelp(drivers))
 	fs.StringVar(&o.uri, "uri", "", "the libvirtd `URI` for --driver libvirt (default qemu:///system)")
 	fs.StringVar(&o.domains, "domains", container.DomainsAuto, "`D`, for --driver container: auto (real libvirt domains, driven by the agent containers through libvirtd's mounted socket, where libvirtd answers and the guest is built; else simulated), libvirt (or fail) or simulated")
-	fs.BoolVar(&o.asJSON, "json", false, "print the results as JSON")
+	fs.BoolVar(&o.asJSON, "json", false, "print the results as JSON (schema: docs/cli.md)")
+	fs.BoolVar(&o.summary, "summary", false, "one line a scenario (met, UNMET, FOUND, UNDECIDED, clean), the full report only for those that fail the run")
+	fs.BoolVar(&o.expectations, "expectations", false, "judge each scenario that has expectations under --profile by them alone: exit 0 when every one met them, its known violations included, so CI can gate on the buggy profile (scenarios without expectations are judged as usual)")
 	fs.StringVar(&o.historyFile, "history", "", "write the recorded history as JSON lines to `FILE` (several scenarios: one file each, FILE with the scenario's name before its extension)")
 	o.lim = addLimitFlags(fs)
 	o.ext = addExternalFlags(fs)
@@ -48,6 +52,7 @@ without host access...) is refused up front. Faults that need a host go through 
 only with --allow-host (and --allow-vm, --max-targets, --yes, the ssh flags or --local). Exit 2 also
 when the cleanup leaves something behind.`,
 		Example: `  csconform repro all --profile fixed
+  csconform repro all --profile cloudstack-4.22 --expectations --summary
   csconform repro seed-004-forced-destroy --profile cloudstack-4.22 --history h.jsonl
   csconform repro seed-004-forced-destroy --driver libvirt
   csconform repro seed-004-forced-destroy --api http://mgmt:8080/client/api --host kvm1=qemu+ssh://root@kvm1/system`,

@@ -148,10 +148,11 @@ type Lock struct {
 
 // Violation is one broken invariant.
 type Violation struct {
-	Invariant string
-	Object    string
-	Time      time.Time
-	Message   string
+	// lowercase keys, as every csconform JSON document has them (internal/schema)
+	Invariant string    `json:"invariant"`
+	Object    string    `json:"object"`
+	Time      time.Time `json:"time"`
+	Message   string    `json:"message"`
 }
 
 func (v Violation) String() string {
