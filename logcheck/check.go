@@ -69,12 +69,15 @@ func refs(ls []lref) []Ref {
 
 // Finding is one violation with its evidence.
 type Finding struct {
-	Check    string    `json:"check"`
-	Object   string    `json:"object"`
-	Time     time.Time `json:"time"`
-	Message  string    `json:"message"`
-	Evidence []Ref     `json:"evidence"`
-	Timeline []Ref     `json:"timeline,omitempty"`
+	Check string `json:"check"`
+	// Invariant is Check again, under the key every csconform JSON document names a violation by
+	// (internal/schema).
+	Invariant string    `json:"invariant"`
+	Object    string    `json:"object"`
+	Time      time.Time `json:"time"`
+	Message   string    `json:"message"`
+	Evidence  []Ref     `json:"evidence"`
+	Timeline  []Ref     `json:"timeline,omitempty"`
 }
 
 // Coverage is, per check, whether the log carried the lines it needs.
@@ -304,7 +307,7 @@ func (c *Checker) find(check, object string, t time.Time, msg string, evidence .
 	if o := c.objs[object]; o != nil {
 		tl = refs(o.timeline())
 	}
-	c.Findings = append(c.Findings, Finding{Check: check, Object: object, Time: t, Message: msg, Evidence: refs(evidence), Timeline: tl})
+	c.Findings = append(c.Findings, Finding{Check: check, Invariant: check, Object: object, Time: t, Message: msg, Evidence: refs(evidence), Timeline: tl})
 }
 
 // Saw notes an entry's time, whatever it says: the end-of-log checks count from the last line.

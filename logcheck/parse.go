@@ -62,15 +62,15 @@ func (e *InputError) Error() string {
 
 // Stats counts what a reader saw.
 type Stats struct {
-	Lines      int64 // physical lines
-	Bytes      int64
-	Entries    int64
-	Orphans    int64 // continuation lines before any header
-	Continued  int64 // continuation lines attached to an entry
-	Unknown    int64 // entries of no kind the extractor knows
-	NoState    int64 // entries of a known kind that carries nothing a check reads (KNoState, KStorage)
-	Malformed  int64 // entries that look like a known kind but do not parse
-	Unparsable int64 // lines that are neither a header nor a continuation of one
+	Lines      int64 `json:"lines"` // physical lines
+	Bytes      int64 `json:"bytes"`
+	Entries    int64 `json:"entries"`
+	Orphans    int64 `json:"orphans"`    // continuation lines before any header
+	Continued  int64 `json:"continued"`  // continuation lines attached to an entry
+	Unknown    int64 `json:"unknown"`    // entries of no kind the extractor knows
+	NoState    int64 `json:"noState"`    // entries of a known kind that carries nothing a check reads (KNoState, KStorage)
+	Malformed  int64 `json:"malformed"`  // entries that look like a known kind but do not parse
+	Unparsable int64 `json:"unparsable"` // lines that are neither a header nor a continuation of one
 }
 
 // Reader reads entries from one log stream.

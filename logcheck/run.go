@@ -5,6 +5,7 @@ import (
 	"encoding/xml"
 	"errors"
 	"fmt"
+	"github.com/csconform/csconform/internal/schema"
 	"io"
 	"strings"
 	"text/tabwriter"
@@ -237,7 +238,10 @@ func (r *Report) Text(w io.Writer) {
 func (r *Report) JSON(w io.Writer) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
-	return enc.Encode(r)
+	return enc.Encode(struct {
+		schema.Header
+		*Report
+	}{schema.New("logcheck"), r})
 }
 
 // JUnit renders one test case per check: a failure per finding, skipped when not decidable.

@@ -22,6 +22,7 @@ import (
 	"github.com/csconform/csconform/harness"
 	"github.com/csconform/csconform/harness/explore"
 	"github.com/csconform/csconform/impl"
+	"github.com/csconform/csconform/internal/schema"
 	"github.com/csconform/csconform/model/guard"
 	"github.com/csconform/csconform/model/history"
 	"github.com/csconform/csconform/model/invariant"
@@ -311,7 +312,7 @@ func checkCmd(o *checkOpts, args []string, stdout, stderr io.Writer) int {
 	if o.asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
-		_ = enc.Encode(map[string]any{"events": len(events), "partitions": results, "violations": violations, "undecided": len(undecided)})
+		_ = enc.Encode(checkDocument(len(events), results, violations, len(undecided)))
 	} else {
 		fmt.Fprintf(stdout, "%d events, %d partitions checked\n", len(events), len(results))
 		for _, v := range violations {
@@ -460,4 +461,32 @@ func benchCmd(o *benchOpts, stdout, stderr io.Writer) int {
 	ops, wall := explore.CheckLargeHistory(10000)
 	fmt.Fprintf(stdout, "porcupine: a %d-operation history (%d VM partitions) checked in %.3f s\n", ops.Ops, ops.Partitions, wall.Seconds())
 	return 0
+}
+
+// checkJSON is check --json's document.
+type checkJSON struct {
+	schema.Header
+	Events     int              `json:"events"`
+	Partitions []linear.Result  `json:"partitions"`
+	Violations []checkViolation `json:"violations"`
+	Undecided  int              `json:"undecided"`
+}
+
+// checkViolation is a recorded violation under the keys every document names one by, with the
+// history event's own keys (kind, to, detail) kept for readers of the unversioned output.
+type checkViolation struct {
+	invariant.Violation
+	Kind   string `json:"kind"`
+	To     string `json:"to"`
+	Detail string `json:"detail"`
+}
+
+func checkDocument(events int, results []linear.Result, vs []history.Event, undecided int) checkJSON {
+	doc := checkJSON{Header: schema.New("check"), Events: events, Partitions: results, Undecided: undecided, Violations: []checkViolation{}}
+	for _, e := range vs {
+		doc.Violations = append(doc.Violations, checkViolation{
+			Violation: invariant.Violation{Invariant: e.To, Object: e.Object, Time: e.Time, Message: e.Detail},
+			Kind:      e.Kind, To: e.To, Detail: e.Detail})
+	}
+	return doc
 }

@@ -10,7 +10,9 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
+	"github.com/csconform/csconform/internal/schema"
 	"github.com/csconform/csconform/model/history"
 	"github.com/csconform/csconform/model/linear"
 )
@@ -45,6 +47,7 @@ type Summary struct {
 }
 
 type findingJSON struct {
+	schema.Header
 	Summary
 	Program    []string            `json:"program,omitempty"`
 	Violations []map[string]string `json:"violations,omitempty"`
@@ -160,7 +163,7 @@ func (s *Summary) WriteReports(dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	j := findingJSON{Summary: *s}
+	j := findingJSON{Header: schema.New("explore"), Summary: *s}
 	if s.Found {
 		j.ReplaySeed, j.Replay = s.Finding.Seed, s.replayCommand(s.Finding.Seed)
 	}
@@ -176,7 +179,7 @@ func (s *Summary) WriteReports(dir string) error {
 		}
 		j.Attribution = s.Finding.Attribution
 		for _, v := range o.Result.Violations {
-			j.Violations = append(j.Violations, map[string]string{"invariant": v.Invariant, "object": v.Object, "message": v.Message})
+			j.Violations = append(j.Violations, map[string]string{"invariant": v.Invariant, "object": v.Object, "time": v.Time.Format(time.RFC3339Nano), "message": v.Message})
 		}
 		windows := faultWindows(o.Result.Rec.History().Slice())
 		for _, r := range o.Illegal {
