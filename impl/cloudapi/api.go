@@ -4,8 +4,8 @@
 // job ids polled with queryAsyncJobResult, CloudStack's error codes. It opens no socket; the command
 // line wires a listener to it.
 //
-// Ids are UUIDs (see UUID), as in CloudStack. Instance names are always i-2-<id>-VM: the name and
-// displayname parameters of deployVirtualMachine do not change them.
+// Ids are UUIDs (see UUID), as in CloudStack. Instance names are always i-2-<id>-VM;
+// deployVirtualMachine's name and displayname are the VM's name and displayname (names.go).
 package cloudapi
 
 import (
@@ -76,6 +76,8 @@ type Handler struct {
 	opt  Options
 	ids  idMap
 	cmds map[string]command // by lowercased command name
+	// names: what each deploy was given as name and displayname
+	names vmNames
 }
 
 type command struct {
@@ -552,12 +554,13 @@ func (h *Handler) deleteNetwork(r *request) (any, *apiError) {
 
 func (h *Handler) vmJSON(v *impl.VMVO) map[string]any {
 	m := map[string]any{
-		"id": h.ids.id("vm", v.ID), "name": v.Name, "displayname": v.Name, "instancename": v.Name,
+		"id": h.ids.id("vm", v.ID), "instancename": v.Name,
 		"state": string(v.State), "zoneid": h.zoneID(), "zonename": zoneName, "templateid": h.templateID(),
 		"templatename": templateName, "serviceofferingid": h.offeringID(), "serviceofferingname": offeringName,
 		"hypervisor": "KVM", "cpunumber": 1, "cpuspeed": 500, "memory": 256, "account": "admin", "domain": "ROOT",
 		"created": date(v.Created), "haenable": false, "passwordenabled": false,
 	}
+	m["name"], m["displayname"] = h.names.of(v)
 	if v.HostID != "" {
 		m["hostid"] = h.ids.uuid("host", v.HostID)
 		m["hostname"] = v.HostID
@@ -635,16 +638,24 @@ func (h *Handler) deploy(r *request) (any, *apiError) {
 	if err != nil {
 		return nil, err
 	}
+	given := givenName{host: r.get("name"), display: r.get("displayname")}
+	if given.host != "" {
+		if err := h.checkHostName(given.host, nets); err != nil {
+			return nil, err
+		}
+	}
 	startVM := r.get("startvm") == "" || r.flag("startvm")
 	if !startVM {
 		// deployVirtualMachine startvm=false: DeployVMCmd's create() allocates in the API thread,
 		// its job has nothing left to do.
 		v := h.srv.AllocateVirtualMachine("", nets)
+		h.names.set(v.ID, given)
 		j := h.db.CreateJob("api", "DeployVMCmd", "VirtualMachine", v.ID, h.srv.ID)
 		h.db.CompleteJob("api", j.ID, job.Succeeded, 0, "")
 		return h.jobResponse(j, v.ID), nil
 	}
 	v, j := h.srv.DeployVirtualMachine("", nets, host)
+	h.names.set(v.ID, given)
 	return h.jobResponse(j, v.ID), nil
 }
 
@@ -730,13 +741,14 @@ func (h *Handler) listVMs(r *request) (any, *apiError) {
 			net != nil && !slices.Contains(v.NetworkIDs, net.ID),
 			strings.EqualFold(state, "present") && (v.State == vm.Destroyed || v.State == vm.Expunging),
 			state != "" && !strings.EqualFold(state, "present") && !strings.EqualFold(state, string(v.State)),
-			r.get("name") != "" && !strings.EqualFold(r.get("name"), v.Name):
+			r.get("name") != "" && !strings.EqualFold(r.get("name"), hostName(h, v)):
 			continue
 		}
 		if kw != nil && !strings.EqualFold(r.get("keyword"), string(v.State)) {
 			// displayName, hostName and instanceName LIKE, the NICs' addresses LIKE (the face's VMs
 			// have no public or IPv6 address), state =
-			values := []string{v.Name}
+			host, display := h.names.of(v)
+			values := []string{v.Name, host, display}
 			for _, n := range h.db.Nics(v.ID) {
 				values = append(values, n.IP)
 			}
@@ -1041,4 +1053,11 @@ func (h *Handler) updateConfiguration(r *request) (any, *apiError) {
 		return nil, &apiError{ErrParam, csErrorCodes["InvalidParameterValueException"], err.Error()}
 	}
 	return map[string]any{"configuration": h.configJSON(*key)}, nil
+}
+
+// hostName is the VM's name as listVirtualMachines' name matches it: the one its deploy was given,
+// else its instance name.
+func hostName(h *Handler, v *impl.VMVO) string {
+	host, _ := h.names.of(v)
+	return host
 }

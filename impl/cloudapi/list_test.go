@@ -215,7 +215,7 @@ func TestListApis(t *testing.T) {
 		async  bool
 		params string
 	}{
-		{"deployVirtualMachine", true, "hostid:uuid:false networkids:list:false serviceofferingid:uuid:true startvm:boolean:false templateid:uuid:true zoneid:uuid:true"},
+		{"deployVirtualMachine", true, "displayname:string:false hostid:uuid:false name:string:false networkids:list:false serviceofferingid:uuid:true startvm:boolean:false templateid:uuid:true zoneid:uuid:true"},
 		{"listZones", false, "id:uuid:false keyword:string:false page:integer:false pagesize:integer:false"},
 		{"queryAsyncJobResult", false, "jobid:uuid:true"},
 		{"listApis", false, "name:string:false"},
