@@ -87,7 +87,11 @@ safety invariants and linearizability on every step.`,
   csconform logcheck /var/log/cloudstack/management/`,
 		SilenceErrors: true,
 		SilenceUsage:  true,
+		// --version, as Go tools have it: the same line as csconform version
+		Version: versionLine(),
 	}
+	root.SetVersionTemplate("{{.Version}}\n")
+	root.Flags().Bool("version", false, "print the version line (as csconform version) and exit")
 	// flag help wrapped at 100 columns, and the exit statuses under the root's help only
 	tmpl := strings.ReplaceAll(root.UsageTemplate(), ".FlagUsages", ".FlagUsagesWrapped 100")
 	root.SetUsageTemplate(tmpl + `{{if not .HasParent}}` + exitStatus + `{{end}}`)

@@ -60,4 +60,9 @@ func TestVersion(t *testing.T) {
 	if code := run([]string{"version"}, &out, &errb); code != exitOK || !strings.HasPrefix(out.String(), "csconform ") || !strings.Contains(out.String(), "go1.") {
 		t.Fatalf("exit %d: %q %q", code, out.String(), errb.String())
 	}
+	// --version says the same, as Go tools' flag does
+	var flag bytes.Buffer
+	if code := run([]string{"--version"}, &flag, &errb); code != exitOK || flag.String() != out.String() {
+		t.Fatalf("--version: exit %d: %q, want %q", code, flag.String(), out.String())
+	}
 }

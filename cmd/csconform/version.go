@@ -6,13 +6,18 @@ import (
 	"runtime/debug"
 )
 
-// versionCmd prints the module version and the VCS revision the binary was built from, as the
-// build info records them ("(devel)" and no revision for a binary built outside a checkout).
+// versionCmd prints the version line: csconform version and csconform --version alike.
 func versionCmd(stdout io.Writer) int {
+	fmt.Fprintln(stdout, versionLine())
+	return exitOK
+}
+
+// versionLine is the module version and the VCS revision the binary was built from, as the build
+// info records them ("(devel)" and no revision for a binary built outside a checkout).
+func versionLine() string {
 	bi, ok := debug.ReadBuildInfo()
 	if !ok {
-		fmt.Fprintln(stdout, "csconform (no build information)")
-		return exitOK
+		return "csconform (no build information)"
 	}
 	settings := map[string]string{}
 	for _, s := range bi.Settings {
@@ -28,6 +33,5 @@ func versionCmd(stdout io.Writer) int {
 			line += " of " + t
 		}
 	}
-	fmt.Fprintln(stdout, line)
-	return exitOK
+	return line
 }
