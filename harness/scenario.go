@@ -135,7 +135,7 @@ func ParseScenario(data []byte, source string) (*Scenario, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := dec.Decode(&s); err != nil {
-		return nil, fmt.Errorf("%s: %v", source, err)
+		return nil, fmt.Errorf("%s: %v", source, yamlError(err))
 	}
 	if err := s.Validate(); err != nil {
 		return nil, fmt.Errorf("%s: %v", source, err)

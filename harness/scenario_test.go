@@ -14,7 +14,7 @@ func TestParseScenarioRejectsBadInput(t *testing.T) {
 		name, yaml, want string
 	}{
 		{"not yaml", "name: [", "did not find"},
-		{"unknown field", "name: x\nhosts: [h1]\nstepz: []\n", "field stepz not found"},
+		{"unknown field", "name: x\nhosts: [h1]\nstepz: []\n", `unknown field "stepz" in a scenario`},
 		{"no name", "hosts: [h1]\n", "no name"},
 		{"no hosts", "name: x\n", "no hosts"},
 		{"unknown op", "name: x\nhosts: [h1]\nsteps:\n  - op: reboot\n", "unknown op"},
@@ -28,7 +28,7 @@ func TestParseScenarioRejectsBadInput(t *testing.T) {
 		{"unknown profile", "name: x\nhosts: [h1]\nexpect: {cloudstack-5: {violations: []}}\n", "unknown profile"},
 		{"unknown invariant", "name: x\nhosts: [h1]\nexpect: {fixed: {violations: [meh]}}\n", "unknown invariant"},
 		{"bad case result", "name: x\nhosts: [h1]\nexpect: {fixed: {violations: [], cases: {a: ok}}}\n", "result must be"},
-		{"bad duration", "name: x\nhosts: [h1]\nsteps:\n  - wait: soon\n", "time.Duration"},
+		{"bad duration", "name: x\nhosts: [h1]\nsteps:\n  - wait: soon\n", `the string "soon" where a duration`},
 		{"empty step", "name: x\nhosts: [h1]\nsteps:\n  - case: a\n", "nothing to do"},
 		{"prime after a tested step", "name: x\nhosts: [h1]\nsteps:\n  - {wait: 1s}\n  - {wait: 1s, prime: true}\n", "step 2: prime: only leading steps"},
 	}
