@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"regexp"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 
@@ -163,11 +165,29 @@ func listConfig(asJSON bool, stdout, stderr io.Writer) int {
 	}
 	var keys []key
 	for _, k := range impl.ConfigKeys {
-		keys = append(keys, key{k.Name, k.Default, k.Unit, k.Range(), k.Description})
+		keys = append(keys, key{k.Name, k.Default, k.Unit, plainNumbers(k.Range()), k.Description})
 	}
 	return list(asJSON, stdout, stderr, func() any { return keys }, func(w io.Writer) {
+		// columns as wide as their longest cell: a fixed width let the long key names push their
+		// row out of line
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "KEY\tDEFAULT\tUNIT\tRANGE\tDESCRIPTION")
 		for _, k := range keys {
-			fmt.Fprintf(w, "%-24s %-7s %-16s %-22s %s\n", k.Name, k.Default, k.Unit, k.Range, k.Description)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", k.Name, k.Default, k.Unit, k.Range, k.Description)
 		}
+		tw.Flush()
+	})
+}
+
+var expNumber = regexp.MustCompile(`\d+(\.\d+)?e[+-]?\d+`)
+
+// plainNumbers writes the numbers of a key's range in full (86400000, not 8.64e+07).
+func plainNumbers(s string) string {
+	return expNumber.ReplaceAllStringFunc(s, func(n string) string {
+		f, err := strconv.ParseFloat(n, 64)
+		if err != nil {
+			return n
+		}
+		return strconv.FormatFloat(f, 'f', -1, 64)
 	})
 }

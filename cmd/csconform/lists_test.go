@@ -3,7 +3,11 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/csconform/csconform/conformance"
 	"github.com/csconform/csconform/harness"
@@ -59,4 +63,32 @@ func TestListCommands(t *testing.T) {
 			t.Fatalf("scenarios show %s does not parse back: %v", sc.Name, err)
 		}
 	}
+}
+
+// csconform config is a table: a header, every column starting where its header does whatever the
+// key's length, and the ranges' numbers written in full. Before, a long key pushed its row out of
+// line and 86400000 read 8.64e+07.
+func TestConfigTableAligned(t *testing.T) {
+	var out, errb bytes.Buffer
+	require.Equal(t, exitOK, run([]string{"config"}, &out, &errb), errb.String())
+	lines := strings.Split(strings.TrimRight(out.String(), "\n"), "\n")
+	require.Len(t, lines, len(impl.ConfigKeys)+1)
+	header := []rune(lines[0])
+	var starts []int // where each header word starts
+	for i, r := range header {
+		if r != ' ' && (i == 0 || header[i-1] == ' ') {
+			starts = append(starts, i)
+		}
+	}
+	require.Len(t, starts, 5, lines[0])
+	for _, l := range lines[1:] {
+		row := []rune(l)
+		for _, at := range starts[1:] {
+			// a column starts after a gap of at least two spaces: the cell before it ended there
+			require.Greater(t, len(row), at, l)
+			assert.Equal(t, "  ", string(row[at-2:at]), "a column does not start at %d: %q", at, l)
+		}
+	}
+	assert.NotContains(t, out.String(), "e+0")
+	assert.Contains(t, out.String(), "10..86400000 (whole)")
 }
