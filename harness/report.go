@@ -188,6 +188,27 @@ func (r *Result) WriteText(w io.Writer, epoch time.Time) {
 	fmt.Fprintln(w)
 }
 
+// SeqClock is, for a visualization's time axis (linear.Visual), the time of the event of a
+// sequence number as Clock prints it. An event without a sequence number is numbered by its place,
+// as the history's reader does.
+func SeqClock(events []history.Event, epoch time.Time) func(int64) (string, bool) {
+	at := make(map[int64]time.Time, len(events))
+	for i, e := range events {
+		seq := e.Seq
+		if seq == 0 {
+			seq = int64(i + 1)
+		}
+		at[seq] = e.Time
+	}
+	return func(seq int64) (string, bool) {
+		t, ok := at[seq]
+		if !ok {
+			return "", false
+		}
+		return Clock(t, epoch), true
+	}
+}
+
 // Clock is t as the reports print it: since epoch, +hh:mm:ss.mmm.
 func Clock(t, epoch time.Time) string {
 	d := t.Sub(epoch)

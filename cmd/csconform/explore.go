@@ -343,8 +343,9 @@ func checkCmd(o *checkOpts, args []string, stdout, stderr io.Writer) int {
 		if err := os.MkdirAll(o.out, 0o755); err != nil {
 			return fail(err)
 		}
+		clock := harness.SeqClock(events, historyEpoch(events))
 		for _, r := range bad {
-			if err := r.Visualize(filepath.Join(o.out, r.FileName())); err != nil {
+			if err := r.VisualizeWith(filepath.Join(o.out, r.FileName()), linear.Visual{Clock: clock}); err != nil {
 				return fail(err)
 			}
 		}
@@ -489,4 +490,17 @@ func checkDocument(events int, results []linear.Result, vs []history.Event, unde
 			Kind:      e.Kind, To: e.To, Detail: e.Detail})
 	}
 	return doc
+}
+
+// historyEpoch is where a saved history's clock counts from, as the run's reports counted: the
+// simulator's epoch for a simulated run (its events fall within its bound of simulated time after
+// it), the first event's time for a real one.
+func historyEpoch(events []history.Event) time.Time {
+	if len(events) == 0 {
+		return sim.Epoch
+	}
+	if t := events[0].Time; !t.Before(sim.Epoch) && t.Sub(sim.Epoch) <= harness.DefaultMaxSimTime {
+		return sim.Epoch
+	}
+	return events[0].Time
 }

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/csconform/csconform/drivers/sim"
+	"github.com/csconform/csconform/harness"
 	"github.com/csconform/csconform/internal/schema"
 	"github.com/csconform/csconform/model/history"
 	"github.com/csconform/csconform/model/linear"
@@ -181,11 +183,13 @@ func (s *Summary) WriteReports(dir string) error {
 		for _, v := range o.Result.Violations {
 			j.Violations = append(j.Violations, map[string]string{"invariant": v.Invariant, "object": v.Object, "time": v.Time.Format(time.RFC3339Nano), "message": v.Message})
 		}
-		windows := faultWindows(o.Result.Rec.History().Slice())
+		events := o.Result.Rec.History().Slice()
+		windows := faultWindows(events)
+		clock := harness.SeqClock(events, sim.Epoch) // as the timeline counts
 		for _, r := range o.Illegal {
 			name := r.FileName()
 			title := fmt.Sprintf("csconform: %s (%s model), seed %d, %s", r.Object, r.Model, s.Finding.Seed, s.Profile)
-			if err := r.VisualizeAs(filepath.Join(dir, name), title, windows); err != nil {
+			if err := r.VisualizeWith(filepath.Join(dir, name), linear.Visual{Title: title, Windows: windows, Clock: clock}); err != nil {
 				return fmt.Errorf("visualizing %s: %v", r.Object, err)
 			}
 			j.Illegal = append(j.Illegal, illegalJSON{Object: r.Object, Model: r.Model, Explain: r.Explain, HTML: name})

@@ -10,6 +10,7 @@ import (
 	"maps"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -573,34 +574,100 @@ type Window struct {
 // VisualizeAs writes porcupine's HTML of the partition titled title (porcupine's own when "") with
 // windows as annotations, so a reader sees which fault was on while the operations ran.
 func (r Result) VisualizeAs(path, title string, windows []Window) error {
+	return r.VisualizeWith(path, Visual{Title: title, Windows: windows})
+}
+
+// Visual is what a visualization shows beside porcupine's own drawing.
+type Visual struct {
+	// Title is the page's title (porcupine's own when "").
+	Title string
+	// Windows are shown as annotations: which fault was on while the operations ran.
+	Windows []Window
+	// Clock, when set, is the time of the history event of a sequence number, as the reports
+	// print it ("+00:01:09.116"): a time axis under the operations.
+	Clock func(seq int64) (string, bool)
+}
+
+// porcupine's page, and what VisualizeWith makes of it: the rows named after the actors, in a
+// margin measured on those names (porcupine measures the row numbers, so "Work-Job-Executor-4" was
+// cut to "cutor-4"), and a time axis.
+const (
+	pageLabel   = "text.textContent = i < realClients ? i : sortedTags[i - realClients]"
+	pageMeasure = "const tag = i < realClients ? i.toString() : sortedTags[i - realClients]"
+	pageHeight  = "const canvasHeight = 2 * PADDING + BOX_HEIGHT * nClient + BOX_SPACE * (nClient - 1)"
+	pageDrawn   = "bgRect.addEventListener('click', handleBgClick)"
+	// axisHeight is the room under the rows for the time axis.
+	axisHeight = 34
+	// timeAxis labels the calls' and returns' positions with their time, one label per 90 pixels
+	// at most so that they never overlap (CLOCK: original timestamp -> time).
+	timeAxis = `
+  { // csconform: the time of the operations' calls and returns, along the bottom
+    const marks = []
+    for (const partition of coreHistory) {
+      for (const el of partition.History) {
+        marks.push([t0x + xPos[el.Start], CLOCK[el.OriginalStart]], [t0x + xPos[el.End], CLOCK[el.OriginalEnd]])
+      }
+    }
+    marks.sort((a, b) => a[0] - b[0])
+    const axisY = canvasHeight - PADDING - 4
+    svgadd(bg, 'line', {x1: t0x, y1: axisY - 16, x2: canvasWidth - PADDING, y2: axisY - 16, class: 'divider'})
+    let last = -Infinity
+    for (const [x, label] of marks) {
+      if (label === undefined || x - last < 90) continue
+      last = x
+      svgadd(bg, 'line', {x1: x, y1: axisY - 20, x2: x, y2: axisY - 12, class: 'divider'})
+      const t = svgadd(bg, 'text', {x: x, y: axisY, 'text-anchor': 'middle', 'font-size': '11px'})
+      t.textContent = label
+    }
+  }
+`
+)
+
+// VisualizeWith writes porcupine's HTML of the partition with what v adds.
+func (r Result) VisualizeWith(path string, v Visual) error {
 	m := r.model
 	if m.Step == nil {
 		m = Models[r.Model]
 	}
 	info := r.info
 	var notes []porcupine.Annotation
-	for _, w := range windows {
+	for _, w := range v.Windows {
 		notes = append(notes, porcupine.Annotation{Tag: w.Tag, Start: w.Start, End: w.End, Description: w.Description, BackgroundColor: "#f6d5d5"})
 	}
 	if len(notes) > 0 {
 		info.AddAnnotations(notes)
 	}
-	if err := porcupine.VisualizePath(m, info, path); err != nil || title == "" {
+	if err := porcupine.VisualizePath(m, info, path); err != nil || (v.Title == "" && len(r.clients) == 0 && v.Clock == nil) {
 		return err
 	}
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return err
 	}
-	b = bytes.Replace(b, []byte("<title>Porcupine</title>"), []byte("<title>"+html.EscapeString(title)+"</title>"), 1)
-	if len(r.clients) > 0 {
-		// porcupine numbers its rows by ClientId; name them after the actors (its page draws the
-		// labels in one place, which this rewrites)
-		names, _ := json.Marshal(r.clients)
-		b = bytes.Replace(b, []byte("text.textContent = i < realClients ? i : sortedTags[i - realClients]"),
-			[]byte("text.textContent = i < realClients ? ("+string(names)+"[i] ?? i) : sortedTags[i - realClients]"), 1)
+	if v.Title != "" {
+		b = bytes.Replace(b, []byte("<title>Porcupine</title>"), []byte("<title>"+html.EscapeString(v.Title)+"</title>"), 1)
 	}
-	return os.WriteFile(path, b, 0o644)
+	page := string(b)
+	if len(r.clients) > 0 {
+		// porcupine numbers its rows by ClientId; name them after the actors
+		names, _ := json.Marshal(r.clients)
+		page = strings.Replace(page, pageLabel, "text.textContent = i < realClients ? ("+string(names)+"[i] ?? i) : sortedTags[i - realClients]", 1)
+		page = strings.Replace(page, pageMeasure, "const tag = i < realClients ? String("+string(names)+"[i] ?? i) : sortedTags[i - realClients]", 1)
+	}
+	if v.Clock != nil {
+		clock := map[string]string{}
+		for _, op := range r.ops {
+			for _, seq := range []int64{op.Call, op.Return} {
+				if c, ok := v.Clock(seq); ok {
+					clock[strconv.FormatInt(seq, 10)] = c
+				}
+			}
+		}
+		js, _ := json.Marshal(clock)
+		page = strings.Replace(page, pageHeight, pageHeight+fmt.Sprintf(" + %d", axisHeight), 1)
+		page = strings.Replace(page, pageDrawn, pageDrawn+"\n  const CLOCK = "+string(js)+timeAxis, 1)
+	}
+	return os.WriteFile(path, []byte(page), 0o644)
 }
 
 // threadName is an actor without the prefix several management servers give their threads
