@@ -70,6 +70,7 @@ expect:
 		{[]string{"repro", "seed-004-forced-destroy", "--profile", "cloudstack-4.22", "--expectations", "--summary"}, exitOK, "met       seed-004-forced-destroy  as expected: "},
 		{[]string{"repro", wrong, "--profile", "fixed", "--expectations", "--summary"}, exitExpectation, "UNMET     wrong-expectations"},
 		{[]string{"repro", "seed-004-forced-destroy", "--defects", "D3", "--expectations"}, exitBadInput, "--defects checks none"},
+		{[]string{"repro", "seed-004-forced-destroy", "--summary", "--json"}, exitBadInput, "not both"},
 	})
 }
 

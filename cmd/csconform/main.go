@@ -140,6 +140,10 @@ func repro(o *reproOpts, args []string, set map[string]bool, stdout, stderr io.W
 		fmt.Fprintln(stderr, "csconform repro:", err)
 		return 2
 	}
+	if o.summary && o.asJSON {
+		fmt.Fprintln(stderr, "csconform repro: --summary is a text report: give it or --json, not both")
+		return 2
+	}
 	if o.expectations && o.defects != "" {
 		fmt.Fprintln(stderr, "csconform repro: --expectations gates on a profile's expectations: --defects checks none (give --profile)")
 		return 2
