@@ -16,7 +16,13 @@ func isNetworkImplemented(n *NetworkVO) bool {
 }
 
 // implementNetwork holds the network's lock-table entry for the whole implementation, including the
-// virtual router's boot (spec 3.3).
+// virtual router's boot (spec 3.3). As the Java's Pair: (n, nil) implemented; (nil, nil) a failure it
+// caught (NoTransitionException, CloudRuntimeException — ConcurrentOperationException among them — and
+// OperationTimedoutException: `return new Pair<>(null, null)`); (nil, err) an exception it lets
+// through after its finally's cleanup: the lock not acquired (ConcurrentOperationException, thrown
+// before the try), and the checked ResourceUnavailableException (a router start's
+// AgentUnavailableException) and InsufficientCapacityException, which prepare passes on to
+// orchestrateStart's catch blocks.
 func (s *Server) implementNetwork(t *Thread, id int64, dest string) (n *NetworkVO, err error) {
 	n = s.DB.Network(id)
 	if n == nil {
@@ -64,7 +70,8 @@ func (s *Server) implementNetwork(t *Thread, id int64, dest string) (n *NetworkV
 		s.Log(t, "DEBUG", NetworkObject(id), "Network %d was left in Shutdown by an earlier shutdown that did not complete; completing it before implementing", id)
 		shutdownTried = true
 		if !s.shutdownNetwork(t, id) {
-			return nil, runtimeErr("Unable to implement network %d: its earlier shutdown still cannot complete", id)
+			s.Log(t, "ERROR", NetworkObject(id), "Caught exception: Unable to implement network %d: its earlier shutdown still cannot complete", id)
+			return nil, nil
 		}
 		n = s.DB.Network(id)
 	}
@@ -72,13 +79,16 @@ func (s *Server) implementNetwork(t *Thread, id int64, dest string) (n *NetworkV
 	to, ok := network.Next(n.State, network.ImplementNetwork)
 	if !ok {
 		s.Log(t, "ERROR", NetworkObject(id), "NoTransitionException: unable to transition network %d from %s via %s", id, n.State, network.ImplementNetwork)
-		return nil, runtimeErr("Unable to implement network %d in state %s", id, n.State)
+		return nil, nil
 	}
 	s.DB.UpdateNetworkState(t.Name, n, to, "implementNetwork: ImplementNetwork", false)
 	s.Env.Sleep(100 * time.Millisecond) // guru.implement
 	if err := s.implementElements(t, n, dest); err != nil {
+		if !caughtByImplementNetwork(err) {
+			return nil, err // through the finally's cleanup to prepare and orchestrateStart
+		}
 		s.Log(t, "ERROR", NetworkObject(id), "Caught exception: %v", err)
-		return nil, err
+		return nil, nil
 	}
 	// The last transition: the Java fires it on its own copy (still Implementing), which NetworkDaoImpl
 	// writes over the row whatever another writer left there; the reread reading validates it against
@@ -89,11 +99,20 @@ func (s *Server) implementNetwork(t *Thread, id int64, dest string) (n *NetworkV
 	to, ok = network.Next(n.State, network.OperationSucceeded)
 	if !ok {
 		s.Log(t, "ERROR", NetworkObject(id), "NoTransitionException: unable to transition network %d from %s via %s", id, n.State, network.OperationSucceeded)
-		return nil, runtimeErr("Unable to implement network %d in state %s", id, n.State)
+		return nil, nil
 	}
 	s.DB.UpdateNetworkState(t.Name, n, to, "implementNetwork: OperationSucceeded", false)
 	failed = false
 	return n, nil
+}
+
+// caughtByImplementNetwork says whether implementNetwork's catch blocks take err: CloudRuntimeException
+// (ConcurrentOperationException extends it) and OperationTimedoutException. ResourceUnavailableException
+// (AgentUnavailableException) is a checked CloudException none of them names.
+func caughtByImplementNetwork(err error) bool {
+	var re *ResourceUnavailableError
+	var ue *AgentUnavailableError
+	return !errors.As(err, &re) && !errors.As(err, &ue)
 }
 
 // implementElements is implementNetworkElementsAndResources: the virtual router. Starting it is most of
@@ -152,10 +171,16 @@ func (s *Server) startRouter(t *Thread, r *VMVO, n *NetworkVO, dest string) erro
 	}
 	if err != nil {
 		// as in orchestrateStart: after a timeout the router stays Starting on the host, which may
-		// run it; power sync or the stall scans settle it once the host reports
+		// run it; power sync or the stall scans settle it once the host reports. The router's
+		// orchestrateStart then throws AgentUnavailableException("Unable to start …", destHostId),
+		// which NetworkHelperImpl.start, VirtualRouterElement.implement and implementNetwork let through.
 		var te *OperationTimedoutError
-		if !errors.As(err, &te) || mutated(MutRouterTimeoutStopsRecord) {
+		timedOut := errors.As(err, &te)
+		if !timedOut || mutated(MutRouterTimeoutStopsRecord) {
 			s.DB.UpdateVMState(t.Name, r, vm.OperationFailed, vm.Stopped, "")
+		}
+		if timedOut {
+			return &AgentUnavailableError{Host: dest, Reason: "Unable to start " + r.Name}
 		}
 		return err
 	}
@@ -169,7 +194,10 @@ func (s *Server) startRouter(t *Thread, r *VMVO, n *NetworkVO, dest string) erro
 func (s *Server) prepare(t *Thread, v *VMVO, dest string) error {
 	for _, nic := range s.DB.Nics(v.ID) {
 		n, err := s.implementNetwork(t, nic.NetworkID, dest)
-		if err != nil || n == nil {
+		if err != nil {
+			return err // what implementNetwork did not catch goes on to orchestrateStart as it is
+		}
+		if n == nil {
 			s.Log(t, "WARN", NetworkObject(nic.NetworkID), "Failed to implement Network: %d as a part of preparing NIC %d", nic.NetworkID, nic.ID)
 			return runtimeErr("Failed to implement Network ID=%d as a part preparing NIC %d", nic.NetworkID, nic.ID)
 		}

@@ -253,8 +253,12 @@ func (s *Server) orchestrateStart(t *Thread, vmID int64, want string) (err error
 			s.ha.scheduleStop(t, v, dest)
 			return &AgentUnavailableError{Host: dest, Reason: "Unable to start " + v.Name}
 		case errors.As(aerr, &ue):
+			// ExcludeList.add(ResourceUnavailableException): an AgentUnavailableException's scope is
+			// Host, so its host (the attempt's, or that of the router the attempt's prepare started)
+			// joins the avoid set and the loop tries another host with the same copy of the VM
 			s.Log(t, "WARN", VMObject(vmID), "Unable to contact resource. %v", aerr)
-			continue // host scope: avoided, try another host (with the same copy of the VM)
+			avoid[ue.Host] = true
+			continue
 		case errors.As(aerr, &ce):
 			return aerr // caught by none of the attempt's catch blocks: no log line of its own
 		case errors.As(aerr, &re):
