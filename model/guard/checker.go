@@ -77,8 +77,16 @@ type netCtx struct {
 	busySince       time.Time
 	busySeq         int64 // the line that made it busy
 	freeImplemented time.Time
-	holder          string
-	lockEv          history.Event
+	// gcSighted is, by GC thread (each server's GC keeps its own _lastNetworkIdsToFree), the last
+	// "free for the first time" line for it and whether no user VM on it was active then
+	gcSighted map[string]gcSighting
+	holder    string
+	lockEv    history.Event
+}
+
+type gcSighting struct {
+	at   time.Time
+	free bool
 }
 
 type hostCtx struct {
@@ -206,6 +214,13 @@ func (c *Checker) applyLog(e *history.Event) {
 			}
 		}
 		c.reportLine[e.Actor] = *e
+	case strings.HasPrefix(e.Object, "network:") && Classify(e.Actor) == ActorNetworkGC &&
+		strings.Contains(e.Detail, "to be free for the first time"):
+		n := c.net(e.Object)
+		if n.gcSighted == nil {
+			n.gcSighted = map[string]gcSighting{}
+		}
+		n.gcSighted[e.Actor] = gcSighting{e.Time, n.busySince.IsZero()}
 	case strings.HasPrefix(e.Object, "vm:") && strings.HasPrefix(e.Detail, "Detected missing VM"):
 		v := c.vm(e.Object)
 		v.detected = *e

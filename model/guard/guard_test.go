@@ -95,6 +95,18 @@ func (x h) stoppedAt(d time.Duration) h {
 		add(d, st(wj2, "job:9", "IN_PROGRESS", "SUCCEEDED", ""))
 }
 
+// sightedFirst: x with the network GC's (thread by's) "free for the first time" line for network:1
+// right after its first event (the network's creation)
+func sightedFirst(x h, by string) h {
+	y := append(h{x[0]}, lg(by, "network:1", "We found network 1 to be free for the first time. Adding it to the list"))
+	y[1].Time = x[0].Time
+	y = append(y, x[1:]...)
+	for i := range y {
+		y[i].Seq = int64(i + 1)
+	}
+	return y
+}
+
 // gcShutdown: the network GC shuts network:1 down at d, stopping its router first when routerStops
 func (x h) gcShutdown(d time.Duration, routerStops bool) h {
 	x = x.add(d, lk(gc, "1", "held")).
@@ -182,6 +194,18 @@ func TestEachGuardFailsOnItsBugAndPassesOnTheFix(t *testing.T) {
 			// the network free for 1 minute only (a GC that shuts down at first sighting)
 			implementedNetwork().stoppedAt(5*time.Minute).gcShutdown(6*time.Minute, true),
 			implementedNetwork().stoppedAt(5*time.Minute).gcShutdown(16*time.Minute, true)},
+		{GGCFreeAndWaited,
+			// NetworkGarbageCollector.reallyRun (bhouse-nexthop/cloudstack@b58b6567) samples at its
+			// rounds: a network seen free while still Allocated (GC-eligible from its creation), then
+			// implemented and emptied before the next round, is shut down at that round, network.gc.wait
+			// after the sighting; without a sighting that long ago, 5 minutes free is too short
+			implementedNetwork().stoppedAt(5*time.Minute).gcShutdown(10*time.Minute, true),
+			sightedFirst(implementedNetwork(), gc).stoppedAt(5*time.Minute).gcShutdown(10*time.Minute, true)},
+		{GGCFreeAndWaited,
+			// each server's GC counts by its own _lastNetworkIdsToFree: another server's sighting does
+			// not start this one's count
+			sightedFirst(implementedNetwork(), "ms2:"+gc).stoppedAt(5*time.Minute).gcShutdown(10*time.Minute, true),
+			sightedFirst(implementedNetwork(), gc).stoppedAt(5*time.Minute).gcShutdown(10*time.Minute, true)},
 		{GGCFreeAndWaited,
 			// the network free long enough, but a VM on it starting since before the GC took its lock
 			implementedNetwork().stoppedAt(5*time.Minute).

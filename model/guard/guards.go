@@ -161,7 +161,7 @@ var Guards = []Guard{
 	{
 		Name:      GGCFreeAndWaited,
 		Situation: "the network GC shut a network down",
-		Rule:      "the network GC shuts a network down only once it has seen it free (no user VM but Stopped, Destroyed, Error or Expunging) network.gc.wait ago, and free again under the network's lock",
+		Rule:      "the network GC shuts a network down only once it has seen it free (no user VM but Stopped, Destroyed, Error or Expunging) network.gc.wait ago, and free again under the network's lock (seen free: since it was last implemented, or at the GC round whose \"free for the first time\" line started the GC's count, whatever the network did between its rounds)",
 		Java:      "NetworkOrchestrator.NetworkGarbageCollector.reallyRun (_lastNetworkIdsToFree, NetworkGcWait), isNetworkReadyForGc, shutdownNetwork",
 		Source:    src422 + " " + netor,
 		Applies: func(r Row, a Actor) bool {
@@ -435,8 +435,16 @@ func checkGCFreeAndWaited(c *Checker, e *history.Event, r Row) Outcome {
 		return undecidable("network.gc.wait is not known")
 	}
 	n := c.net(e.Object)
-	if n.freeImplemented.IsZero() || e.Time.Sub(n.freeImplemented) < c.cfg.GCWait {
-		return violated([]history.Event{n.implementing}, "the network GC shut %s down though it had not been free network.gc.wait (%s) before (free since: %s)", e.Object, c.cfg.GCWait, fmtTime(n.freeImplemented))
+	freeSinceImplemented := !n.freeImplemented.IsZero() && e.Time.Sub(n.freeImplemented) >= c.cfg.GCWait
+	// reallyRun samples at its rounds only: _lastNetworkIdsToFree keeps a network seen free at one round
+	// while it is free at each later round, whatever it did in between, so a network seen free (even
+	// Allocated: it is GC-eligible from its creation) and then implemented and emptied again before
+	// the next round is shut down at that round, network.gc.wait after the sighting
+	// (each server's GC by its own count: the sighting of the thread that shuts it down)
+	seen := n.gcSighted[e.Actor]
+	sightedFree := !seen.at.IsZero() && seen.free && e.Time.Sub(seen.at) >= c.cfg.GCWait
+	if !freeSinceImplemented && !sightedFree {
+		return violated([]history.Event{n.implementing}, "the network GC shut %s down though it had not been free network.gc.wait (%s) before (free since: %s; seen free by this GC: %s)", e.Object, c.cfg.GCWait, fmtTime(n.freeImplemented), fmtTime(seen.at))
 	}
 	if !n.busySince.IsZero() {
 		// the GC's last look is under the lock: a user that became active after it took the lock
