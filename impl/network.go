@@ -162,6 +162,9 @@ func (s *Server) startRouter(t *Thread, r *VMVO, n *NetworkVO, dest string) erro
 		return &ConcurrentOperationError{Msg: "Unable to change the state of " + r.Name}
 	}
 	s.DB.UpdateVMState(t.Name, r, vm.OperationRetry, vm.Starting, dest)
+	// the router's prepare: prepareNic → updateNic sets check_for_gc for a DomainRouter NIC on a Guest
+	// network (the reference's routers have no NIC rows; this is where their prepare would run)
+	s.DB.SetCheckForGC(n.ID)
 	spec := s.domainSpec(r)
 	spec.IPs = []string{n.Gateway()}
 	s.Log(t, "DEBUG", VMObject(r.ID), "Sending StartCommand for %s to host %s", r.Name, dest)

@@ -82,6 +82,7 @@ func TestEveryWriteReachesTheLog(t *testing.T) {
 		{"ReserveIP", func() { require.NotEmpty(t, db.ReserveIP("ms1", nic.ID)) }},
 		{"ChangeActiveNicsBy", func() { db.ChangeActiveNicsBy(n.ID, 1) }},
 		{"ClearCheckForGC", func() { db.ClearCheckForGC(n.ID) }},
+		{"SetCheckForGC", func() { db.SetCheckForGC(n.ID) }},
 		{"CreateVolume", func() { vol = db.CreateVolume("api", v.ID) }},
 		{"SetVolumeState", func() { db.SetVolumeState("ms1", vol.ID, "Ready") }},
 		{"UpdateVMState", func() { require.True(t, db.UpdateVMState("ms1", v, vm.StartRequested, vm.Starting, "h1")) }},

@@ -584,7 +584,10 @@ func (db *DB) NewNetwork(actor, name string, persistent bool, poolSize int) (*Ne
 	if !ok {
 		return nil, errors.New("no network created: every /24 of 10.0.0.0/8 is held by a network")
 	}
-	n := &NetworkVO{ID: db.id(), Name: name, State: network.Allocated, Created: db.env.Now(), Persistent: persistent, CIDR: cidr}
+	// NetworkDaoImpl.persist(network, gc, …) inserts the op_networks row as NetworkOpVO(id, gc), whose
+	// check_for_gc starts as gc; setupNetwork passes gc = (guest type Isolated), which every network
+	// here is (a persistent one is left out by the GC's query, by its offering)
+	n := &NetworkVO{ID: db.id(), Name: name, State: network.Allocated, Created: db.env.Now(), Persistent: persistent, CIDR: cidr, CheckForGC: true}
 	for i := 0; i < poolSize; i++ {
 		db.ips[n.ID] = append(db.ips[n.ID], &IPVO{Address: fmt.Sprintf("%s.%d", n.CIDR, 10+i)})
 	}
@@ -719,6 +722,23 @@ func (db *DB) ChangeActiveNicsBy(id int64, d int) {
 	n := db.networks[id]
 	n.NicsCount += d
 	n.CheckForGC = true
+	db.touch(tNetwork, id)
+}
+
+// SetCheckForGC is setCheckForGc (NetworkOpDaoImpl): updateNic's for a router's Guest NIC. Setting a
+// flag already set changes nothing, so it is no scheduling point then.
+func (db *DB) SetCheckForGC(id int64) {
+	db.lock()
+	n := db.networks[id]
+	set := n == nil || n.CheckForGC
+	db.mu.Unlock()
+	if set {
+		return
+	}
+	point(db.env, PointWrite)
+	db.lock()
+	defer db.commit()
+	db.networks[id].CheckForGC = true
 	db.touch(tNetwork, id)
 }
 
