@@ -14,7 +14,7 @@ import (
 // judges a peer whose row is older than cluster.heartbeat.threshold gone, then runs the listeners'
 // onManagementNodeLeft (AsyncJobManagerImpl, ClusteredAgentManagerImpl). Read in apache/cloudstack
 // main past 4.22 (ClusterManagerImpl @252355aa, AsyncJobManagerImpl @04b49bc3,
-// ClusteredAgentManagerImpl @002a9ef8); /work/research notes, docs/fidelity.md rows.
+// ClusteredAgentManagerImpl @002a9ef8); docs/fidelity.md rows.
 //
 // A server runs all this only when Clustered: a single server has no peer to judge, and its run
 // stays what it was (no heartbeat writes, no global lock rows in its history).
