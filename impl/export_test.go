@@ -1,6 +1,10 @@
 package impl
 
-import "github.com/csconform/csconform/model/host"
+import (
+	"fmt"
+
+	"github.com/csconform/csconform/model/host"
+)
 
 // Hooks for the external tests (package impl_test), compiled only with them.
 
@@ -36,4 +40,24 @@ func (s *Server) SetInvestigateForTest(f func(hostID string) host.Status) { s.ag
 // the caller's wait ends.
 func (s *Server) JoinVmWorkForTest(name, cmd string, vmID int64, fn func(t *Thread) error, err *error, done *bool) {
 	s.Go(name, func(t *Thread) { *err = s.jobs.runVmWork(t, cmd, vmID, fn); *done = true })
+}
+
+// ScheduleHaRestartForTest persists an HA restart item of the VM as it is now, on hostID, at step
+// Investigating, and wakes the workers (what scheduleRestart does after its own checks). It returns
+// the item's id.
+func (s *Server) ScheduleHaRestartForTest(vmID int64, hostID string) int64 {
+	v := s.DB.VM(vmID)
+	w := s.DB.PersistHaWork(HaWorkVO{Type: haRestart, VMID: vmID, HostID: hostID, Step: haInvestigating, PrevState: v.State,
+		PrevUpdate: v.UpdateCount, TimeToTry: s.Env.Now()})
+	s.ha.wakeupWorkers()
+	return w.ID
+}
+
+// HaWorkForTest returns the VM's op_ha_work rows as "type step tried".
+func (db *DB) HaWorkForTest(vmID int64) []string {
+	var out []string
+	for _, w := range db.HaWorkOf(vmID) {
+		out = append(out, fmt.Sprintf("%s %s %d", w.Type, w.Step, w.TimesTried))
+	}
+	return out
 }

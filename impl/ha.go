@@ -132,7 +132,30 @@ func (m *HighAvailabilityManager) stopVM(t *Thread, w *HaWorkVO) time.Time {
 func (m *HighAvailabilityManager) scheduleRestartForVmsOnHost(t *Thread, hostID string, investigate bool) {
 	s := m.s
 	s.Log(t, "WARN", HostObject(hostID), "Scheduling restart for VMs on host %s", hostID)
-	vms := s.DB.VMs(func(v *VMVO) bool { return !v.Removed && v.HostID == hostID })
+	all := s.DB.VMs(func(v *VMVO) bool { return !v.Removed && v.HostID == hostID })
+	// A VM whose last pending restart item of this host has not been tried max.retries times is
+	// skipped (vmHasPendingHAJob: "Skipping HA on … as there is already a running HA job for it"); the
+	// alert too when every VM was skipped. canScheduleNew is not modelled: a pending item here is
+	// always below max.retries (processWork ends it Done at max.retries).
+	pending := s.DB.PendingHaWorkForHost(hostID)
+	var vms []*VMVO
+	for _, v := range all {
+		last := -1
+		for i, w := range pending {
+			if w.VMID == v.ID {
+				last = i
+			}
+		}
+		if last >= 0 && pending[last].TimesTried < haMaxRetries {
+			s.Log(t, "DEBUG", VMObject(v.ID), "Skipping HA on %s as there is already a running HA job for it", v.Name)
+			continue
+		}
+		vms = append(vms, v)
+	}
+	if len(vms) == 0 && len(all) > 0 {
+		s.Log(t, "DEBUG", HostObject(hostID), "Skipping sending alert for %s as it is suspected to be a duplicate of a recent alert", hostID)
+		return
+	}
 	// system VMs first (reorderedVMList)
 	slices.SortStableFunc(vms, func(a, b *VMVO) int { return cmp.Compare(b2i(a.Type == "User"), b2i(b.Type == "User")) })
 	var ha []string
@@ -362,10 +385,32 @@ func (m *HighAvailabilityManager) restart(t *Thread, w *HaWorkVO) time.Time {
 		} else {
 			s.Log(t, "DEBUG", VMObject(v.ID), "How come that HA step is Investigating and the host is removed? Calling forced Stop on Vm anyways")
 		}
-		m.forceStop(t, v.ID)
+		if err := s.advanceStop(t, v.ID, forcedCleanup); err != nil {
+			// The Java's advanceStop throws (a Starting VM: "not in 'Stopping' state") and restart does
+			// not catch it: processWork reschedules the item, no restart this round.
+			return m.unhandled(t, w, err)
+		}
+		if removed {
+			// The Java leaves the step Investigating on this branch.
+			return m.afterForcedStop(t, w, v)
+		}
 		w.Step = haScheduled
 		s.DB.UpdateHaWork(w)
 	}
+	return m.afterForcedStop(t, w, v)
+}
+
+// unhandled is processWork's catch of an exception restart threw: the item goes back for
+// restart.retry.interval (getRescheduleTime(HA)), with the state and update count of the VM as read at
+// the start of processWork, which are the item's own (restart got this far only when they matched).
+func (m *HighAvailabilityManager) unhandled(t *Thread, w *HaWorkVO, err error) time.Time {
+	m.s.Log(t, "WARN", VMObject(w.VMID), "Encountered unhandled exception during HA process, reschedule work: %v", err)
+	return m.s.Env.Now().Add(m.s.Config.Seconds("restart.retry.interval"))
+}
+
+// afterForcedStop is the rest of restart: an HA-enabled VM is started again.
+func (m *HighAvailabilityManager) afterForcedStop(t *Thread, w *HaWorkVO, v *VMVO) time.Time {
+	s := m.s
 	v = s.DB.VM(v.ID)
 	if !v.HAEnabled {
 		s.Log(t, "DEBUG", VMObject(v.ID), "VM is not HA enabled so we're done.")

@@ -153,3 +153,39 @@ func (db *DB) HasOpenHaWork() bool {
 	}
 	return false
 }
+
+// PendingHaWorkForHost is HighAvailabilityDaoImpl.listPendingHAWorkForHost as its caller uses it: the
+// restart rows of the host not Done or Cancelled, in id order (the DAO's search was not read; its
+// name and its caller's use say type HA, the host, pending).
+func (db *DB) PendingHaWorkForHost(hostID string) []*HaWorkVO {
+	db.lock()
+	defer db.mu.Unlock()
+	var out []*HaWorkVO
+	for _, id := range slices.Sorted(maps.Keys(db.haWork)) {
+		if w := db.haWork[id]; w.HostID == hostID && w.pending(haRestart) {
+			c := *w
+			out = append(out, &c)
+		}
+	}
+	return out
+}
+
+// MarkPendingHaWorksAsInvestigating is HighAvailabilityDaoImpl.markPendingWorksAsInvestigating: every
+// row take would hand out now (untaken, due, not Done or Cancelled: TBASearch) goes to step
+// Investigating, whatever its type. It returns how many.
+func (db *DB) MarkPendingHaWorksAsInvestigating() int {
+	db.lock()
+	defer db.commit()
+	now := db.env.Now()
+	n := 0
+	for _, id := range slices.Sorted(maps.Keys(db.haWork)) {
+		w := db.haWork[id]
+		if w.ServerID != "" || !w.DateTaken.IsZero() || w.TimeToTry.After(now) || w.finished() || w.Step == haInvestigating {
+			continue
+		}
+		w.Step = haInvestigating
+		db.touch(tHaWork, id)
+		n++
+	}
+	return n
+}

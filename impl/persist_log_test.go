@@ -119,6 +119,10 @@ func TestEveryWriteReachesTheLog(t *testing.T) {
 			require.True(t, db.UpdateHaWork(w))
 		}},
 		{"ReleaseHaWorkItems", func() { require.Equal(t, 1, db.ReleaseHaWorkItems("ms1")) }},
+		{"MarkPendingHaWorksAsInvestigating", func() {
+			db.PersistHaWork(HaWorkVO{Type: haCheckStop, VMID: v.ID, HostID: "h1", Step: haScheduled})
+			require.Equal(t, 1, db.MarkPendingHaWorksAsInvestigating())
+		}},
 		{"RemoveNetwork", func() { db.RemoveNetwork("ms1", n.ID) }},
 	}
 	var covered []string
