@@ -129,7 +129,8 @@ func (w *simWorld) stopServer() {
 func (w *simWorld) newAgent(h string) *impl.Agent {
 	c := w.c
 	a := impl.NewAgent(h, w.sched, w.fabric, w.hosts[h], c.Rec)
-	a.HA = w.haView()
+	v := w.haView()
+	a.HA, a.Guests = v, v
 	a.Defects = c.Defects
 	return a
 }

@@ -20,6 +20,8 @@ type Agent struct {
 	Sink   history.Sink // agent.log lines
 	// HA is the shared primary storage's HA view (heartbeats, disk activity); nil: no NFS pool.
 	HA HAStorage
+	// Guests is what a router on this host reaches when it pings a guest address; nil: nothing answers.
+	Guests GuestNetwork
 	// Defects are the switches of the profile the agent plays (C6 is the agent's); nil: none on.
 	Defects Switches
 
@@ -286,7 +288,7 @@ func (a *Agent) execute(p Pipe, m Message, created, after Signal) {
 		if err := a.HV.DeleteVolume(m.Path); err != nil {
 			ans.Result, ans.Details = false, err.Error()
 		}
-	case MsgCheckOnHost, MsgFence, MsgCheckVM:
+	case MsgCheckOnHost, MsgFence, MsgCheckVM, MsgPingTest:
 		a.executeHA(m, &ans)
 	case MsgReady, MsgCheckHealth:
 	default:

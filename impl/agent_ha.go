@@ -16,6 +16,12 @@ type HAStorage interface {
 	DiskActivity(host, vmName string) bool
 }
 
+// GuestNetwork is the guest networks as a virtual router reaches them.
+type GuestNetwork interface {
+	// AnswersPing: a running guest holds the address and answers ICMP.
+	AnswersPing(ip string) bool
+}
+
 // noHAStorage is the answer of an agent without an NFS pool: KVMInvestigator skips such hosts
 // ("host has no NFS storage. Skipping investigation via NFS").
 const noHAStorage = "no NFS storage pool for HA heartbeats"
@@ -29,6 +35,16 @@ func (a *Agent) executeHA(m Message, ans *Message) {
 		ans.Power = vm.PowerOff
 		if slices.Contains(a.HV.Running(), m.VMName) {
 			ans.Power = vm.PowerOn
+		}
+		return
+	case MsgPingTest:
+		// LibvirtPingTestCommandWrapper: pingtest.sh logs into the router over its link-local address,
+		// which only its own host reaches, and pings the guest once from there.
+		switch {
+		case !slices.Contains(a.HV.Running(), m.VMName):
+			ans.Result, ans.Details = false, "Unable to ping the vm "+m.PrivateIP+": router "+m.VMName+" is not running here"
+		case a.Guests == nil || !a.Guests.AnswersPing(m.PrivateIP):
+			ans.Result, ans.Details = false, "Unable to ping the vm "+m.PrivateIP
 		}
 		return
 	}

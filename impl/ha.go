@@ -20,9 +20,11 @@ import (
 //
 // Divergences: a server starts its ha.workers workers when it first has work for them — an item
 // scheduled, or rows released at start or from a peer that left — not at start-up (an idle worker
-// only sleeps); the investigators are CheckOnAgentInvestigator then KVMInvestigator
-// (ha.investigators.order's default, recalled, not read in 4.22); volumes are on shared storage (no
-// local-storage skip).
+// only sleeps); of ha.investigators.order's default (SimpleInvestigator, XenServerInvestigator,
+// KVMInvestigator, HypervInvestigator, VMwareInvestigator, PingInvestigator,
+// ManagementIPSysVMInvestigator, Ovm3Investigator) the ones that answer for a KVM user VM are modelled:
+// SimpleInvestigator (CheckOnAgentInvestigator), KVMInvestigator and PingInvestigator
+// (UserVmDomRInvestigator); volumes are on shared storage (no local-storage skip).
 
 type haStep string
 
@@ -445,7 +447,8 @@ func (m *HighAvailabilityManager) checkAndCancelWorkIfNeeded(t *Thread, w *HaWor
 
 // isVmAlive runs the investigators in order; known=false is every one throwing UnknownVM.
 // CheckOnAgentInvestigator asks the VM's host (CheckVirtualMachineCommand); KVMInvestigator says
-// alive when the host's agent is judged Up, and does not know otherwise.
+// alive when the host's agent is judged Up, and does not know otherwise; PingInvestigator has the
+// guest's router ping it.
 func (m *HighAvailabilityManager) isVmAlive(t *Thread, v *VMVO, hostID string) (alive, known bool) {
 	s := m.s
 	ans, err := s.agents.Send(t, hostID, Message{Kind: MsgCheckVM, VMName: v.Name}, s.Config.CommandTimeout(MsgCheckVM))
@@ -459,7 +462,52 @@ func (m *HighAvailabilityManager) isVmAlive(t *Thread, v *VMVO, hostID string) (
 		return true, true
 	}
 	s.Log(t, "INFO", VMObject(v.ID), "KVMInvestigator could not find %s", v.Name)
+	// XenServer-, Hyperv- and VMwareInvestigator throw UnknownVM for a KVM VM (not logged here)
+	if m.pingInvestigator(t, v) {
+		s.Log(t, "INFO", VMObject(v.ID), "PingInvestigator found %s to be alive? true", v.Name)
+		return true, true
+	}
+	s.Log(t, "INFO", VMObject(v.ID), "PingInvestigator could not find %s", v.Name)
+	// ManagementIPSysVMInvestigator (system VMs) and Ovm3Investigator are not modelled: unknown
 	return false, false
+}
+
+// pingInvestigator is UserVmDomRInvestigator.isVmAlive (the "PingInvestigator" bean of
+// ha.investigators.order): for a user VM, each guest NIC with an address has its network's router,
+// through the router's host (KVM: router.getHostId() only), ping that address (testUserVM's
+// PingTestCommand through easySend); an answer makes the VM alive. No answer is never "dead": true,
+// or UnknownVM (false here).
+func (m *HighAvailabilityManager) pingInvestigator(t *Thread, v *VMVO) bool {
+	s := m.s
+	if v.Type != "User" {
+		s.Log(t, "DEBUG", VMObject(v.ID), "Not a User Vm, unable to determine state of %s returning null", v.Name)
+		return false
+	}
+	s.Log(t, "DEBUG", VMObject(v.ID), "testing if %s is alive", v.Name)
+	for _, nic := range s.DB.Nics(v.ID) {
+		if nic.IP == "" {
+			continue
+		}
+		n := s.DB.Network(nic.NetworkID)
+		var r *VMVO
+		if n != nil && n.RouterID != 0 {
+			r = s.DB.VM(n.RouterID)
+		}
+		if r == nil || r.Removed {
+			s.Log(t, "DEBUG", VMObject(v.ID), "Unable to find a router in network %d to ping %s", nic.NetworkID, v.Name)
+			continue
+		}
+		if r.HostID != "" {
+			ans := s.agents.easySend(t, r.HostID, Message{Kind: MsgPingTest, VMName: r.Name, PrivateIP: nic.IP}, 0)
+			if ans != nil && ans.Result {
+				s.Log(t, "DEBUG", VMObject(v.ID), "user vm's %s ip address %s  has been successfully pinged from the Virtual Router %s, returning that vm is alive", v.Name, nic.IP, r.Name)
+				return true
+			}
+		}
+		s.Log(t, "DEBUG", VMObject(v.ID), "%s could not be pinged, returning that it is unknown", v.Name)
+	}
+	s.Log(t, "DEBUG", VMObject(v.ID), "Returning null since we're unable to determine state of %s", v.Name)
+	return false
 }
 
 // fenceOff is KVMFencer.fenceOff: a FenceCommand to each other Up host; the first result=true fences.

@@ -1,6 +1,7 @@
 package impl_test
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -41,7 +42,8 @@ func newHAWorld(t *testing.T, defects impl.Switches, hostIDs ...string) *haWorld
 
 func (w *haWorld) startAgent(h string) {
 	a := impl.NewAgent(h, w.s, w.f, w.hosts[h], nil)
-	a.HA = sim.NewHAView(w.s, w.hosts)
+	v := sim.NewHAView(w.s, w.hosts)
+	a.HA, a.Guests = v, v
 	w.agents[h] = a
 	a.Start()
 }
@@ -244,6 +246,50 @@ func TestHAShortcutOnPowerOffReport(t *testing.T) {
 				return
 			}
 			require.Equal(t, vm.Stopped, got.State)
+		})
+	}
+}
+
+// TestPingInvestigatorFindsAGuestAlive pins UserVmDomRInvestigator.isVmAlive and testUserVM
+// (apache/cloudstack@7b29dd99, server/src/main/java/com/cloud/ha/UserVmDomRInvestigator.java), the
+// "PingInvestigator" of ha.investigators.order, after KVMInvestigator: for a user VM each guest NIC's
+// network router pings the guest's address, through the router's host for KVM (PingTestCommand by
+// easySend); an answer makes the VM alive, and HighAvailabilityManagerImpl.restart, its host not Up,
+// reschedules the item (investigate.retry.interval) with no fence and no forced stop. No answer, or
+// the router's host out of reach, is UnknownVM and the fencers are asked. Here h1's heartbeat writes
+// fail and its agent is killed (its domains run on); with H1 and H2 on, the heartbeat-only fence
+// would succeed. web1's router runs on h1 (unreachable: fenced, a second domain on h2) or on h2
+// (web1 answers its ping: alive, left alone).
+func TestPingInvestigatorFindsAGuestAlive(t *testing.T) {
+	cases := []struct {
+		name     string
+		routerOn string
+		alive    bool
+	}{
+		{"router on the unreachable host: unknown, fenced", "h1", false},
+		{"router on a reachable host: the guest answers, alive", "h2", true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			w := newHAWorld(t, impl.Switches{impl.H1: true, impl.H2: true}, "h1", "h2")
+			w.deploy("first", c.routerOn, false) // the network's router starts on the first VM's host
+			web := w.deploy("web1", "h1", true)
+			w.hosts["h1"].StopHeartbeat(true)
+			w.runUntil(sim.HeartbeatWindow+time.Second, nil)
+			w.agents["h1"].Kill() // its domains run on
+			w.runUntil(5*time.Minute, func() bool { return w.status("h1") == host.Down })
+			w.runUntil(2*time.Minute, nil)
+			require.Equal(t, host.Down, w.status("h1"))
+			require.Equal(t, c.alive, w.logged("PingInvestigator found "+web.Name+" to be alive? true"))
+			require.Equal(t, !c.alive, w.logged("Fencer KVMFenceBuilder returned true"))
+			require.Contains(t, w.hosts["h1"].Running(), web.Name)
+			require.Equal(t, !c.alive, slices.Contains(w.hosts["h2"].Running(), web.Name), "a second domain on h2")
+			if c.alive {
+				require.True(t, w.logged("Rescheduling because the host is not up but the vm is alive"))
+				got := w.db.VM(web.ID)
+				require.Equal(t, vm.Running, got.State)
+				require.Equal(t, "h1", got.HostID)
+			}
 		})
 	}
 }

@@ -21,6 +21,7 @@ const (
 	MsgCheckOnHost   = "CheckOnHostCommand"         // MS → a neighbour: is Target's storage heartbeat beating?
 	MsgFence         = "FenceCommand"               // MS → a neighbour: fence VMName on Target (KVMFencer)
 	MsgCheckVM       = "CheckVirtualMachineCommand" // MS → agent: the power state of VMName
+	MsgPingTest      = "PingTestCommand"            // MS → a router's host: have router VMName ping PrivateIP
 	MsgAnswer        = "Answer"                     // the reply to any request; Seq names the request
 )
 
@@ -53,6 +54,8 @@ type Message struct {
 	CheckActivity bool   `json:"checkActivity,omitempty"` // Fence: also look for the VM's disk activity (the H1 fix); CheckOnHost: for VMNames' (the H2 fix)
 	// VMNames: CheckOnHost with CheckActivity, the VMs the database puts on the target host
 	VMNames []string `json:"vmNames,omitempty"`
+	// PingTest: the guest address the router (VMName) pings (UserVmDomRInvestigator.testUserVM)
+	PrivateIP string `json:"privateIp,omitempty"`
 
 	// Answer
 	Result  bool   `json:"result,omitempty"`

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"slices"
 	"time"
 
 	"github.com/csconform/csconform/impl"
@@ -79,4 +80,23 @@ func (v *HAView) DiskActivity(host, vmName string) bool {
 	return ok && d.running
 }
 
-var _ impl.HAStorage = (*HAView)(nil)
+// AnswersPing: a guest that holds ip runs (booted) on a powered host. Guests answer ICMP; the guest
+// networks reach every host.
+func (v *HAView) AnswersPing(ip string) bool {
+	for _, h := range v.hosts {
+		if h.off {
+			continue
+		}
+		for _, d := range h.domains {
+			if d.running && d.ready && slices.Contains(d.spec.IPs, ip) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+var (
+	_ impl.HAStorage    = (*HAView)(nil)
+	_ impl.GuestNetwork = (*HAView)(nil)
+)
