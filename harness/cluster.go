@@ -133,6 +133,10 @@ type Cluster struct {
 	// guardCfgs: the configuration the transition guards read, from when (nil: never changed)
 	guardCfgs []GuardConfigAt
 	guarded   map[string]int // the guards' decided transitions, once judged
+	// agentStarted: when each host's current agent started (its KVMHAMonitor's first write);
+	// monitoring: the hosts whose KVMHAMonitor runs a self-fence countdown (selffence.go)
+	agentStarted map[string]time.Time
+	monitoring   map[string]bool
 }
 
 // NewSimCluster builds a cluster in the simulator and runs it until every host is Up.
@@ -234,6 +238,10 @@ func (c *Cluster) ghostBound(now time.Time) time.Duration {
 func (c *Cluster) startAgent(h string) {
 	a := c.w.newAgent(h)
 	c.Agents[h] = a
+	if c.agentStarted == nil {
+		c.agentStarted = map[string]time.Time{}
+	}
+	c.agentStarted[h] = c.Now()
 	a.Start()
 }
 

@@ -80,6 +80,9 @@ func (c *Cluster) Heartbeat(h string, on bool) error {
 		return err
 	}
 	hw.heartbeat(h, on)
+	if !on {
+		c.startKVMHAMonitor(h)
+	}
 	return nil
 }
 

@@ -61,6 +61,9 @@ var ConfigKeys = []ConfigKey{
 	{Name: "ha.workers", Default: "5", Description: "HA: the worker threads of each server (HighAvailabilityManager.HAWorkers)", Min: 1, Max: 100, Whole: true},
 	{Name: "time.to.sleep", Default: "60", Unit: "s", Description: "HA: how long an idle HA worker sleeps before it looks for work", Min: 1, Max: day, Whole: true},
 	{Name: "ha.vm.restart.hostup", Default: "true", Description: "HA-enabled VMs stopped out of band on an Up host are restarted"},
+	// An agent.properties key, not a management-server one: every simulated KVM host's agent reads it
+	// (AgentProperties.REBOOT_HOST_AND_ALERT_MANAGEMENT_ON_HEARTBEAT_TIMEOUT).
+	{Name: "reboot.host.and.alert.management.on.heartbeat.timeout", Default: "true", Description: "agent.properties of every KVM host: after heartbeat.update.max.tries failed writes of its storage heartbeat, KVMHAMonitor reboots the host (kvmheartbeat.sh -c), killing its domains"},
 	{Name: "commands.timeout", Default: "", Unit: "s", Description: "per-command waits that replace the command's own, e.g. CheckHealthCommand=5,CheckOnHostCommand=5 (AgentManagerImpl's granular wait)", Timeouts: true},
 	{Name: "router.ready.timeout", Default: "300", Unit: "s", Description: "how long a router start waits for the guest to be ready", Min: 1, Max: day, Whole: true},
 	// Not a CloudStack key: which reading of implementNetwork's last transition the reference runs

@@ -26,9 +26,11 @@ type Host struct {
 	// written in place once handed out
 	running   []string
 	runningAt uint64
-	// off: powered off; beatStopped: when the storage heartbeat stopped (zero: beating). See power.go.
+	// off: powered off; beatStopped: when the storage heartbeat stopped (zero: beating); beatFailing:
+	// its writes fail (a fault on the storage path, which a reboot does not cure). See power.go.
 	off         bool
 	beatStopped time.Time
+	beatFailing bool
 }
 
 // Version changes whenever what Domains returns may have: a checker re-reads only the hosts whose

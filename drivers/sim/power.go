@@ -29,13 +29,18 @@ func (h *Host) PowerOff() {
 	h.domains = map[string]*domain{}
 	h.changed() // Running's cache and the incremental checker see the domains go
 	h.listeners = nil
-	h.StopHeartbeat(true)
+	if h.beatStopped.IsZero() {
+		h.beatStopped = h.s.Now()
+	}
 }
 
-// PowerOn boots the host again: no domains, heartbeat written again.
+// PowerOn boots the host again: no domains; the heartbeat is written again unless its writes still
+// fail (StopHeartbeat: a fault on the storage path outlives a reboot).
 func (h *Host) PowerOn() {
 	h.off = false
-	h.StopHeartbeat(false)
+	if !h.beatFailing {
+		h.beatStopped = time.Time{}
+	}
 }
 
 // Powered says whether the host is on.
@@ -44,6 +49,7 @@ func (h *Host) Powered() bool { return !h.off }
 // StopHeartbeat stops (on) or resumes (off) the host's writes of its storage heartbeat; its domains
 // and agent are not touched (a heartbeat failure on a live host).
 func (h *Host) StopHeartbeat(on bool) {
+	h.beatFailing = on
 	switch {
 	case on && h.beatStopped.IsZero():
 		h.beatStopped = h.s.Now()
@@ -51,6 +57,9 @@ func (h *Host) StopHeartbeat(on bool) {
 		h.beatStopped = time.Time{}
 	}
 }
+
+// HeartbeatFailing says whether the host's heartbeat writes fail (StopHeartbeat), powered or not.
+func (h *Host) HeartbeatFailing() bool { return h.beatFailing }
 
 // HAView is the shared primary storage as the hosts' agents read it for HA.
 type HAView struct {
