@@ -113,6 +113,7 @@ func (s *clusterRun) Judge() error {
 		c.checkUnexplainedStops()
 	}
 	c.checkStorageLeaks()
+	c.checkDestroyedAssertedDomains()
 	c.checkGuards()
 	if m := c.CheckMismatch(); m != "" {
 		return fmt.Errorf("scenario %s: %s", s.sc.Name, m)

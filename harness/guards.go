@@ -20,6 +20,7 @@ func GuardConfig(cfg *impl.Config) guard.Config {
 		GCWait:       cfg.Seconds("network.gc.wait"),
 		JobExpire:    time.Duration(cfg.Int("job.expire.minutes")) * time.Minute,
 		JobCancel:    time.Duration(cfg.Int("job.cancel.threshold.minutes")) * time.Minute,
+		Wait:         cfg.Seconds("wait"),
 	}
 }
 

@@ -167,7 +167,7 @@ func renderLog(path, style string, stdout, stderr io.Writer) int {
 }
 
 // guardKeys are the settings the transition guards read.
-var guardKeys = []string{"ping.interval", "ping.timeout", "network.gc.wait", "job.expire.minutes", "job.cancel.threshold.minutes"}
+var guardKeys = []string{"ping.interval", "ping.timeout", "network.gc.wait", "job.expire.minutes", "job.cancel.threshold.minutes", "wait"}
 
 // guardSettings is the guards' view of the logged server's settings: those given (KEY=VALUE), and
 // CloudStack's defaults for the others if defaults is set; a setting neither gives stays unknown.
@@ -205,6 +205,9 @@ func guardSettings(settings []string, defaults bool) (guard.Config, error) {
 	}
 	if _, ok := given["job.cancel.threshold.minutes"]; ok {
 		out.JobCancel = all.JobCancel
+	}
+	if _, ok := given["wait"]; ok {
+		out.Wait = all.Wait
 	}
 	return out, nil
 }

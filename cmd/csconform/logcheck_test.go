@@ -249,8 +249,9 @@ func TestLogcheckGuardSettings(t *testing.T) {
 		{[]string{"ping.interval=30"}, false, guard.Config{PingInterval: 30 * time.Second}, ""},
 		{[]string{"ping.interval=30", "ping.timeout=3"}, false, guard.Config{PingInterval: 30 * time.Second, PingTimeout: 90 * time.Second}, ""},
 		{[]string{"job.expire.minutes=5"}, false, guard.Config{JobExpire: 5 * time.Minute}, ""},
-		{nil, true, guard.Config{PingInterval: time.Minute, PingTimeout: 150 * time.Second, GCWait: 600 * time.Second, JobExpire: 1440 * time.Minute, JobCancel: 60 * time.Minute}, ""},
-		{[]string{"wait=5"}, false, guard.Config{}, "KEY one of"},
+		{nil, true, guard.Config{PingInterval: time.Minute, PingTimeout: 150 * time.Second, GCWait: 600 * time.Second, JobExpire: 1440 * time.Minute, JobCancel: 60 * time.Minute, Wait: 1800 * time.Second}, ""},
+		{[]string{"wait=300"}, false, guard.Config{Wait: 300 * time.Second}, ""},
+		{[]string{"router.ready.timeout=5"}, false, guard.Config{}, "KEY one of"},
 		{[]string{"ping.interval"}, false, guard.Config{}, "KEY=VALUE"},
 		{[]string{"ping.interval=x"}, false, guard.Config{}, "--setting"},
 	} {

@@ -225,6 +225,12 @@ func (c *Checker) applyLog(e *history.Event) {
 		v := c.vm(e.Object)
 		v.detected = *e
 		v.lastUpdate = lastStateUpdate(e.Detail, e.Time)
+	case strings.HasPrefix(e.Object, "vm:") && (strings.HasPrefix(e.Detail, "Schedule vm for HA: ") || strings.HasPrefix(e.Detail, "Scheduled HAWork[")):
+		// a VM handed to HA: judged as a row of the HA machine, from the VM's state now; the job GC's
+		// thread runs TransitionTask (the only hand-over it makes)
+		if c.vm(e.Object).state != "" && Classify(e.Actor) == ActorJobGC {
+			c.judge(e, Row{HA, c.vm(e.Object).state, "TransitionTask", haWorkType(e.Detail)})
+		}
 	case strings.HasPrefix(e.Detail, "Ping from Routing host") && strings.Contains(e.Detail, "collected "):
 		c.pingLine[e.Actor] = *e
 	case strings.HasPrefix(e.Detail, "Ping timeout for agent"):
@@ -239,6 +245,19 @@ func (c *Checker) applyLog(e *history.Event) {
 			hc.pingTimeout, hc.quietFrom = *e, hc.lastReport
 		}
 	}
+}
+
+// haWorkType reads the work's type from an HA line's HAWork[id-Type-vm-state-step].
+func haWorkType(d string) string {
+	i := strings.Index(d, "HAWork[")
+	if i < 0 {
+		return ""
+	}
+	f := strings.SplitN(d[i+len("HAWork["):], "-", 3)
+	if len(f) < 2 {
+		return ""
+	}
+	return f[1]
 }
 
 // lastStateUpdate reads the power-state update time of a "Detected missing VM ... last state update:

@@ -19,6 +19,10 @@ const (
 	Jobs     Machine = "job"
 	// Power is a VM's power_state column: its rows are From --report--> To
 	Power Machine = "power"
+	// HA is a VM handed to HighAvailabilityManager (an op_ha_work row persisted): From is the VM's
+	// state, Event the path that handed it over, To the work's type (Restart, CheckStop). The rows are
+	// read from the HA manager's "Schedule vm for HA" and "Scheduled HAWork[…]" lines.
+	HA Machine = "ha"
 )
 
 // Row is one transition: a row of a machine's table (the job machine's rows are IN_PROGRESS to each
@@ -100,6 +104,7 @@ type Config struct {
 	GCWait       time.Duration // network.gc.wait
 	JobExpire    time.Duration // job.expire.minutes
 	JobCancel    time.Duration // job.cancel.threshold.minutes
+	Wait         time.Duration // wait (AgentManager.Wait, TransitionTask's operation timeout)
 	// FromLog: the history was read from a log. A log names a work job by its thread's context, not
 	// its VM, and does not show the power-state write of a successful StopCommand, so the guards that
 	// ask for either cannot decide.

@@ -17,7 +17,7 @@ import (
 var t0 = time.Date(2026, 10, 29, 0, 0, 0, 0, time.UTC)
 
 var testCfg = Config{PingInterval: time.Minute, PingTimeout: 150 * time.Second, GCWait: 10 * time.Minute,
-	JobExpire: 24 * time.Hour, JobCancel: time.Hour}
+	JobExpire: 24 * time.Hour, JobCancel: time.Hour, Wait: 30 * time.Minute}
 
 // h builds a history: each event at t0 plus its offset, numbered in order.
 type h []history.Event
@@ -260,6 +260,15 @@ func TestEachGuardFailsOnItsBugAndPassesOnTheFix(t *testing.T) {
 				add(10*time.Minute, st(hb, "job:5", "IN_PROGRESS", "FAILED", "Job is cancelled as it has been blocking others for too long")),
 			h{}.add(0, st(api, "job:5", "", "IN_PROGRESS", "VmWorkStart VirtualMachine:2")).
 				add(61*time.Minute, st(hb, "job:5", "IN_PROGRESS", "FAILED", "Job is cancelled as it has been blocking others for too long"))},
+		// the planted bug is the catalogue's transition-task-uses-op-wait-interval: a Starting VM handed
+		// to HA after vm.op.wait.interval (2 min) instead of wait (30 min here)
+		{GTransitionHandover,
+			runningVM().add(2*time.Minute, st(api, "job:7", "", "IN_PROGRESS", "VmWorkStop VirtualMachine:2")).
+				add(2*time.Minute, st(wj1, "vm:2", "Running", "Stopping", "i-2-2-VM StopRequested host=h1")).
+				add(5*time.Minute, lg(hb, "vm:2", "Scheduled HAWork[3-CheckStop-2-Stopping-Scheduled]")),
+			runningVM().add(2*time.Minute, st(api, "job:7", "", "IN_PROGRESS", "VmWorkStop VirtualMachine:2")).
+				add(2*time.Minute, st(wj1, "vm:2", "Running", "Stopping", "i-2-2-VM StopRequested host=h1")).
+				add(33*time.Minute, lg(hb, "vm:2", "Scheduled HAWork[3-CheckStop-2-Stopping-Scheduled]"))},
 	}
 	tested := map[string]bool{}
 	for _, tc := range cases {

@@ -41,6 +41,7 @@ const (
 	GPingTimeout         = "ping-timeout-after-silence"
 	GJobExpunge          = "job-expunge-after-expire"
 	GJobCancel           = "job-cancel-after-threshold"
+	GTransitionHandover  = "transition-task-after-wait"
 )
 
 func vmRows(events ...vm.Event) func(Row, Actor) bool {
@@ -228,6 +229,17 @@ var Guards = []Guard{
 			return r.Machine == Jobs && r.To == "FAILED" && a == ActorJobGC
 		},
 		Check: checkJobCancel,
+	},
+	{
+		Name:      GTransitionHandover,
+		Situation: "TransitionTask handed a VM in transition to HA",
+		Rule:      "TransitionTask hands a Starting VM to HA (a restart with investigation) or a Stopping one to a CheckStop only once its row has not been updated for `wait`",
+		Java:      "VirtualMachineManagerImpl.TransitionTask (findVMInTransition(now - AgentManager.Wait, Starting, Stopping) → scheduleRestart(vm, true) / scheduleStop(vm, hostId, CheckStop))",
+		Source:    src422 + " " + vmmi,
+		Applies: func(r Row, a Actor) bool {
+			return r.Machine == HA && r.Event == "TransitionTask" && a == ActorJobGC
+		},
+		Check: checkTransitionHandover,
 	},
 }
 
@@ -547,6 +559,23 @@ func checkJobCancel(c *Checker, e *history.Event, r Row) Outcome {
 	}
 	if age := e.Time.Sub(j.created.Time); age < c.cfg.JobCancel {
 		return violated([]history.Event{j.created}, "%s (%s) was cancelled for blocking its queue %s after its creation, before job.cancel.threshold.minutes (%s)", e.Object, j.cmd, age, c.cfg.JobCancel)
+	}
+	return allowed()
+}
+
+func checkTransitionHandover(c *Checker, e *history.Event, r Row) Outcome {
+	if r.From != "Starting" && r.From != "Stopping" {
+		return inapplicable() // not TransitionTask's: it hands over only VMs in these two states
+	}
+	v := c.vms[e.Object]
+	if v == nil || v.stateEv.Seq == 0 {
+		return undecidable("the history does not show when %s last changed state", e.Object)
+	}
+	if c.cfg.Wait <= 0 {
+		return undecidable("wait is not known")
+	}
+	if quiet := e.Time.Sub(v.stateEv.Time); quiet < c.cfg.Wait {
+		return violated([]history.Event{v.stateEv}, "%s (%s) was handed to HA (%s) %s after its last update, before wait (%s)", e.Object, r.From, r.To, quiet, c.cfg.Wait)
 	}
 	return allowed()
 }
