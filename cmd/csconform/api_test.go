@@ -10,6 +10,7 @@ import (
 
 	cs "github.com/apache/cloudstack-go/v2/cloudstack"
 
+	"github.com/csconform/csconform/drivers/control"
 	"github.com/csconform/csconform/internal/tier"
 )
 
@@ -54,7 +55,7 @@ func TestServerAPIThroughCloudStackGo(t *testing.T) {
 	bin := buildCSConform(t)
 	const key, secret = "an-api-key", "the-secret-key-7f3a9"
 	hist := filepath.Join(dir, "history.jsonl")
-	srv, out := startProcEnv(t, []string{envControlToken + "=" + testControlToken, envAgentKey + "=" + testAgentKey, envAPIKey + "=" + key, envSecretKey + "=" + secret}, bin, "server", "--listen", "127.0.0.1:0", "--control", "127.0.0.1:0", "--api", "127.0.0.1:0",
+	srv, out := startProcEnv(t, []string{control.EnvToken + "=" + testControlToken, control.EnvAgentKey + "=" + testAgentKey, envAPIKey + "=" + key, envSecretKey + "=" + secret}, bin, "server", "--listen", "127.0.0.1:0", "--control", "127.0.0.1:0", "--api", "127.0.0.1:0",
 		"--config", "ping.interval=1", "--config", "vm.job.check.interval=200", "--history", hist, "--verbose")
 	addrs, lines := listening(out, "agents", "api")
 	agentAddr, api := addrs["agents"], addrs["api"]

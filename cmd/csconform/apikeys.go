@@ -5,13 +5,12 @@ package main
 // a new 0600 file whose path the server prints. The secret is never printed or logged.
 
 import (
-	"crypto/rand"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"os"
 	"strings"
 
+	"github.com/csconform/csconform/drivers/control"
 	"github.com/csconform/csconform/impl/cloudapi"
 )
 
@@ -56,17 +55,9 @@ func apiCredentials(flagKey, flagSecret, keysFile string) (c cloudapi.Credential
 			return c, "", false, err
 		}
 	}
-	c = cloudapi.Credentials{APIKey: randomKey(), SecretKey: randomKey()}
+	c = cloudapi.Credentials{APIKey: control.RandomKey(), SecretKey: control.RandomKey()}
 	path, err := writeKeysFile(keysFile, c)
 	return c, path, err == nil, err
-}
-
-func randomKey() string {
-	b := make([]byte, 48)
-	if _, err := rand.Read(b); err != nil {
-		panic(err)
-	}
-	return base64.RawURLEncoding.EncodeToString(b)
 }
 
 // writeKeysFile writes the pair as shell assignments (source it to drive the server) to path, or to
@@ -94,7 +85,7 @@ func writeKeysFile(path string, c cloudapi.Credentials) (string, error) {
 // variables, or apiKey/secretKey).
 func ReadKeysFile(path string) (cloudapi.Credentials, error) {
 	var c cloudapi.Credentials
-	b, err := readSecretFile(path)
+	b, err := control.ReadSecretFile(path)
 	if err != nil {
 		return c, fmt.Errorf("api keys file %s: %w", path, err)
 	}

@@ -13,6 +13,7 @@ import (
 
 	cs "github.com/apache/cloudstack-go/v2/cloudstack"
 
+	"github.com/csconform/csconform/drivers/control"
 	"github.com/csconform/csconform/internal/tier"
 )
 
@@ -86,7 +87,7 @@ func TestReproExternalAgainstServer(t *testing.T) {
 	bin := buildCSConform(t)
 	const key, secret = "ext-api-key", "ext-secret-9c1e77d0"
 	creds := []string{envAPIKey + "=" + key, envSecretKey + "=" + secret}
-	srv, out := startProcEnv(t, append([]string{envControlToken + "=" + testControlToken, envAgentKey + "=" + testAgentKey}, creds...), bin, "server", "--listen", "127.0.0.1:0", "--control", "127.0.0.1:0", "--api", "127.0.0.1:0",
+	srv, out := startProcEnv(t, append([]string{control.EnvToken + "=" + testControlToken, control.EnvAgentKey + "=" + testAgentKey}, creds...), bin, "server", "--listen", "127.0.0.1:0", "--control", "127.0.0.1:0", "--api", "127.0.0.1:0",
 		"--config", "ping.interval=1", "--config", "vm.job.check.interval=200", "--config", "vm.destroy.forcestop=true")
 	addrs, _ := listening(out, "agents", "api")
 	agentAddr, api := addrs["agents"], addrs["api"]
@@ -113,7 +114,7 @@ func TestReproExternalAgainstServer(t *testing.T) {
 	}
 	// the shims' environment, and the repro's below: its inject --local finds them first on PATH; the
 	// shimmed systemctl's agent presents the server's key
-	env := append(os.Environ(), append(creds, "DIR="+dir, "BIN="+bin, "SERVER="+agentAddr, envAgentKey+"="+testAgentKey,
+	env := append(os.Environ(), append(creds, "DIR="+dir, "BIN="+bin, "SERVER="+agentAddr, control.EnvAgentKey+"="+testAgentKey,
 		"PATH="+shims+string(os.PathListSeparator)+os.Getenv("PATH"))...)
 	start := exec.Command(filepath.Join(shims, "systemctl"), "start", "cloudstack-agent")
 	start.Env = env

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/csconform/csconform/drivers/control"
 	"github.com/csconform/csconform/internal/tier"
 )
 
@@ -96,7 +97,7 @@ func TestHooksAndAgentsNeedTheirSecrets(t *testing.T) {
 	}
 
 	// an agent with a wrong key: refused, and said so
-	startProcEnv(t, []string{envControlToken + "=" + testControlToken, envAgentKey + "=wrong-agent-key-0123456789"},
+	startProcEnv(t, []string{control.EnvToken + "=" + testControlToken, control.EnvAgentKey + "=wrong-agent-key-0123456789"},
 		bin, "agent", "--host", "h2", "--server", agentAddr)
 	poll(t, 15*time.Second, "the server's refusal of h2", func() bool {
 		b, _ := os.ReadFile(hist)

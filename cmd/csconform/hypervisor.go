@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/csconform/csconform/drivers/control"
 	"github.com/csconform/csconform/drivers/live"
 	"github.com/csconform/csconform/impl"
 )
@@ -51,7 +52,7 @@ func hypervisorCmd(o *hypervisorOpts, stdout, stderr io.Writer) int {
 			return fail(err)
 		}
 		defer tln.Close()
-		token, written, err := controlToken(o.tokenFile)
+		token, written, err := control.Token(o.tokenFile)
 		if err != nil {
 			return fail(err)
 		}
@@ -70,7 +71,7 @@ func hypervisorCmd(o *hypervisorOpts, stdout, stderr io.Writer) int {
 // first, only with the control token (requireToken): on TCP any local process can reach the port.
 // The unix socket stays as it is, for the agent; only its owner can connect to it.
 func truthOpen(token string, h http.Handler) http.Handler {
-	locked := requireToken(token, h)
+	locked := control.RequireToken(token, h)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodGet && r.URL.Path == "/domains" {
 			h.ServeHTTP(w, r)
@@ -110,7 +111,7 @@ func agentDialer(server, key, faultsAddr, tokenFile string, hold bool, routerBoo
 	if faultsAddr == "" {
 		return tr, nil
 	}
-	token, written, err := controlToken(tokenFile)
+	token, written, err := control.Token(tokenFile)
 	if err != nil {
 		return nil, err
 	}
@@ -125,11 +126,11 @@ func agentDialer(server, key, faultsAddr, tokenFile string, hold bool, routerBoo
 	mux.HandleFunc("POST /delayNextOutOfBand", func(w http.ResponseWriter, r *http.Request) {
 		v, err := time.ParseDuration(r.FormValue("d"))
 		if err != nil {
-			writeJSON(w, http.StatusBadRequest, map[string]string{"error": err.Error()})
+			control.WriteJSON(w, http.StatusBadRequest, map[string]string{"error": err.Error()})
 			return
 		}
 		d.Arm(v)
-		writeJSON(w, http.StatusOK, map[string]string{"delay": v.String()})
+		control.WriteJSON(w, http.StatusOK, map[string]string{"delay": v.String()})
 	})
 	if routerBoot != nil {
 		mux.HandleFunc("POST /routerBoot", func(w http.ResponseWriter, r *http.Request) {
@@ -138,14 +139,14 @@ func agentDialer(server, key, faultsAddr, tokenFile string, hold bool, routerBoo
 				err = fmt.Errorf("negative router boot %s", v)
 			}
 			if err != nil {
-				writeJSON(w, http.StatusBadRequest, map[string]string{"error": err.Error()})
+				control.WriteJSON(w, http.StatusBadRequest, map[string]string{"error": err.Error()})
 				return
 			}
 			routerBoot(v)
-			writeJSON(w, http.StatusOK, map[string]string{"routerBoot": v.String()})
+			control.WriteJSON(w, http.StatusOK, map[string]string{"routerBoot": v.String()})
 		})
 	}
-	go (&http.Server{Handler: requireToken(token, mux), ReadHeaderTimeout: 10 * time.Second}).Serve(ln)
+	go (&http.Server{Handler: control.RequireToken(token, mux), ReadHeaderTimeout: 10 * time.Second}).Serve(ln)
 	fmt.Fprintf(stdout, "agent fault hooks on http://%s\n", ln.Addr())
 	return tr, nil
 }

@@ -21,6 +21,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/csconform/csconform/drivers/control"
 	"github.com/csconform/csconform/drivers/libvirt"
 	"github.com/csconform/csconform/drivers/live"
 	"github.com/csconform/csconform/impl"
@@ -195,7 +196,7 @@ func serverCmd(o *serverOpts, stdout, stderr io.Writer) int {
 		return fail(fmt.Errorf("control endpoint: %w", err))
 	}
 	defer cl.Close()
-	if err := checkControlAddr(o.controlAddr, cl.Addr(), o.controlAny); err != nil {
+	if err := control.CheckAddr(o.controlAddr, cl.Addr(), o.controlAny); err != nil {
 		return fail(err)
 	}
 	var al net.Listener
@@ -213,14 +214,14 @@ func serverCmd(o *serverOpts, stdout, stderr io.Writer) int {
 		}
 	}
 	// last, so that a server that cannot start leaves no generated token or key file behind
-	token, tokenWritten, err := controlToken(o.tokenFile)
+	token, tokenWritten, err := control.Token(o.tokenFile)
 	if err != nil {
 		return fail(err)
 	}
 	if tokenWritten != "" && o.tokenFile == "" {
 		defer os.Remove(tokenWritten) // as the keys file
 	}
-	key, keyWritten, err := agentKey(o.agentKeyFile, true)
+	key, keyWritten, err := control.AgentKey(o.agentKeyFile, true)
 	if err != nil {
 		return fail(err)
 	}
@@ -238,7 +239,7 @@ func serverCmd(o *serverOpts, stdout, stderr io.Writer) int {
 	}
 	srv := impl.NewServer(o.id, env, db, cfg, sw, ln)
 	srv.Start()
-	hs := &http.Server{Handler: newControl(srv, db, cfg, token), ReadHeaderTimeout: 10 * time.Second}
+	hs := &http.Server{Handler: control.Handler(srv, db, cfg, token), ReadHeaderTimeout: 10 * time.Second}
 	go hs.Serve(cl)
 	var as *http.Server
 	if al != nil {
@@ -302,7 +303,7 @@ func agentCmd(o *agentOpts, stdout, stderr io.Writer) int {
 	case hf.routerBoot < 0:
 		return fail(fmt.Errorf("--router-boot %s: negative", hf.routerBoot))
 	}
-	key, _, err := agentKey(o.keyFile, false)
+	key, _, err := control.AgentKey(o.keyFile, false)
 	if err != nil {
 		return fail(fmt.Errorf("%v (the server's key: it takes a StartupCommand only with it)", err))
 	}

@@ -22,6 +22,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/csconform/csconform/drivers/control"
 	"github.com/csconform/csconform/internal/tier"
 	"github.com/csconform/csconform/model/history"
 )
@@ -42,9 +43,9 @@ func TestServeFlagErrors(t *testing.T) {
 	defer ll.Close()
 	reachable := ll.Addr().String()
 	t.Setenv("CSCONFORM_RUN", "")
-	t.Setenv(envAgentKey, "")
+	t.Setenv(control.EnvAgentKey, "")
 	runCLICases(t, []cliCase{{[]string{"agent", "--host", "h1", "--server", dead}, 2, "no agent key"}})
-	t.Setenv(envAgentKey, testAgentKey) // the checks after the key's
+	t.Setenv(control.EnvAgentKey, testAgentKey) // the checks after the key's
 	cases := []cliCase{
 		{[]string{"server", "-h"}, 0, "--listen ADDR"},
 		{[]string{"agent", "--help"}, 0, "--hypervisor NAME"},
@@ -89,7 +90,7 @@ const testAgentKey = "test-agent-key-7c41a0e2"
 // $CSCONFORM_AGENT_KEY to testAgentKey.
 func startProc(t *testing.T, bin string, args ...string) (*proc, *bufio.Scanner) {
 	t.Helper()
-	return startProcEnv(t, []string{envControlToken + "=" + testControlToken, envAgentKey + "=" + testAgentKey}, bin, args...)
+	return startProcEnv(t, []string{control.EnvToken + "=" + testControlToken, control.EnvAgentKey + "=" + testAgentKey}, bin, args...)
 }
 
 // startProcEnv starts a csconform process with env added to the test's environment.
@@ -464,7 +465,7 @@ func TestServerStateFileSurvivesKill(t *testing.T) {
 // --state /dev/zero and --control-token-file /dev/zero used to read until memory ran out, and a keys
 // file with a long line said only "bufio.Scanner: token too long".
 func TestServerCapsTheFilesItReads(t *testing.T) {
-	t.Setenv(envControlToken, "")
+	t.Setenv(control.EnvToken, "")
 	t.Setenv(envAPIKey, "")
 	t.Setenv(envSecretKey, "")
 	dir := t.TempDir()
@@ -512,7 +513,7 @@ func TestServerRemovesWhatItGenerated(t *testing.T) {
 		t.Run(sig.String(), func(t *testing.T) {
 			tmp := t.TempDir()
 			hist := filepath.Join(tmp, "history.jsonl")
-			env := []string{"TMPDIR=" + tmp, envControlToken + "=", envAgentKey + "=", envAPIKey + "=", envSecretKey + "="}
+			env := []string{"TMPDIR=" + tmp, control.EnvToken + "=", control.EnvAgentKey + "=", envAPIKey + "=", envSecretKey + "="}
 			p, out := startProcEnv(t, env, bin, "server", "--listen", "127.0.0.1:0", "--control", "127.0.0.1:0", "--api", "127.0.0.1:0", "--history", hist)
 			_, lines := listening(out, "control", "api")
 			var made []string

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/csconform/csconform/drivers/control"
 )
 
 // The slow-router-boot hook of an agent on real domains: POST /routerBoot sets the boot of routers
@@ -13,7 +15,7 @@ import (
 func TestAgentRouterBootHook(t *testing.T) {
 	var got []time.Duration
 	var out strings.Builder
-	t.Setenv(envControlToken, testControlToken)
+	t.Setenv(control.EnvToken, testControlToken)
 	if _, err := agentDialer("127.0.0.1:1", testAgentKey, "127.0.0.1:0", "", true, func(d time.Duration) { got = append(got, d) }, &out, io.Discard); err != nil {
 		t.Fatal(err)
 	}

@@ -38,11 +38,9 @@ import (
 	"crypto/rand"
 	"debug/elf"
 	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"net/netip"
 	"net/url"
 	"os"
@@ -54,6 +52,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/csconform/csconform/drivers/control"
 	"github.com/csconform/csconform/drivers/libvirt"
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/api/types/mount"
@@ -80,14 +79,6 @@ const (
 	faultsPort  = "8098/tcp"
 	agentPort   = "8250"
 )
-
-// envControlToken is how the server in its container gets the control token (csconform server -h),
-// and the hypervisor and agent containers the token of their fault hooks (the run's one token).
-const envControlToken = "CSCONFORM_CONTROL_TOKEN"
-
-// envAgentKey is how the server and agent containers get the run's agent key: the server takes an
-// agent's StartupCommand only with it.
-const envAgentKey = "CSCONFORM_AGENT_KEY"
 
 // publishedOn is the host address every published port is bound to: the run's endpoints (control,
 // truth, fault hooks) are for the harness on this machine, not for the network.
@@ -258,7 +249,7 @@ func Start(ctx context.Context, o Options) (c *Cluster, err error) {
 	for _, k := range keys {
 		args = append(args, "--config", k+"="+o.Config[k])
 	}
-	c.ms, err = c.run(ctx, "ms", "server", "", args, map[string]string{envControlToken: c.token, envAgentKey: c.key}, []string{controlPort}, "control listening")
+	c.ms, err = c.run(ctx, "ms", "server", "", args, map[string]string{control.EnvToken: c.token, control.EnvAgentKey: c.key}, []string{controlPort}, "control listening")
 	if err != nil {
 		return c, fmt.Errorf("management server: %w", err)
 	}
@@ -522,11 +513,11 @@ func (c *Cluster) startHost(ctx context.Context, h string) error {
 }
 
 // hookEnv is a hypervisor container's environment: the token of its fault hooks.
-func (c *Cluster) hookEnv() map[string]string { return map[string]string{envControlToken: c.token} }
+func (c *Cluster) hookEnv() map[string]string { return map[string]string{control.EnvToken: c.token} }
 
 // agentEnv is an agent container's environment: the agent key and the token of its fault hook.
 func (c *Cluster) agentEnv() map[string]string {
-	return map[string]string{envControlToken: c.token, envAgentKey: c.key}
+	return map[string]string{control.EnvToken: c.token, control.EnvAgentKey: c.key}
 }
 
 // switchArgs are the profile's flags, the same for the server and every agent (C6 is the agent's).
@@ -588,51 +579,8 @@ func (c *Cluster) Control(ctx context.Context, cmd string, params url.Values, ou
 	c.mu.Lock()
 	base := c.control
 	c.mu.Unlock()
-	return doJSON(ctx, base+"/"+cmd+"?"+params.Encode(), "GET", c.token, out)
+	return control.Call(ctx, base, c.token, cmd, params, out)
 }
-
-var httpc = &http.Client{Timeout: 15 * time.Minute}
-
-func getJSON(ctx context.Context, u, method string, out any) error {
-	return doJSON(ctx, u, method, "", out)
-}
-
-// doJSON sends a request (with "Authorization: Bearer token" unless token is "") and decodes the
-// JSON answer into out.
-func doJSON(ctx context.Context, u, method, token string, out any) error {
-	req, err := http.NewRequestWithContext(ctx, method, u, nil)
-	if err != nil {
-		return err
-	}
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	resp, err := httpc.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return err
-	}
-	if resp.StatusCode != http.StatusOK {
-		var e struct{ Error string }
-		if json.Unmarshal(b, &e) == nil && e.Error != "" {
-			return &APIError{Msg: e.Error}
-		}
-		return fmt.Errorf("%s: %s", resp.Status, bytes.TrimSpace(b))
-	}
-	if out == nil {
-		return nil
-	}
-	return json.Unmarshal(b, out)
-}
-
-// APIError is an error the endpoint answered with (as opposed to one reaching it).
-type APIError struct{ Msg string }
-
-func (e *APIError) Error() string { return e.Msg }
 
 // Domain is one running domain of a host, as its hypervisor (libvirtd, or the simulated one) says.
 type Domain struct {
@@ -663,7 +611,7 @@ func (c *Cluster) Domains(ctx context.Context, h string) ([]Domain, error) {
 		return ds, nil
 	}
 	var ds []Domain
-	err := getJSON(ctx, hst.truth+"/domains", "GET", &ds)
+	err := control.Do(ctx, hst.truth+"/domains", "GET", "", &ds)
 	return ds, err
 }
 
@@ -677,7 +625,7 @@ func (c *Cluster) CrashDomain(ctx context.Context, h, dom, detail string) error 
 	if hst.lv != nil {
 		return hst.lv.Crash(dom)
 	}
-	return doJSON(ctx, hst.truth+"/crash?"+url.Values{"name": {dom}, "detail": {detail}}.Encode(), "POST", c.token, nil)
+	return control.Do(ctx, hst.truth+"/crash?"+url.Values{"name": {dom}, "detail": {detail}}.Encode(), "POST", c.token, nil)
 }
 
 // DelayNextOutOfBand makes the next out-of-band report of h reach the server d late (the agent's
@@ -691,7 +639,7 @@ func (c *Cluster) DelayNextOutOfBand(ctx context.Context, h string, d time.Durat
 	if err != nil {
 		return err
 	}
-	return doJSON(ctx, u+"/delayNextOutOfBand?"+url.Values{"d": {d.String()}}.Encode(), "POST", c.token, nil)
+	return control.Do(ctx, u+"/delayNextOutOfBand?"+url.Values{"d": {d.String()}}.Encode(), "POST", c.token, nil)
 }
 
 // Logs returns a container's output (for a failing run's report).

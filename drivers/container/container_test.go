@@ -13,6 +13,7 @@ import (
 
 	"github.com/testcontainers/testcontainers-go"
 
+	"github.com/csconform/csconform/drivers/control"
 	"github.com/csconform/csconform/internal/tier"
 )
 
@@ -83,10 +84,10 @@ func TestFaults(t *testing.T) {
 	waitHost(t, ctx, c, "h2", "Up", 30*time.Second)
 	// the control endpoint answers only with the run's token, and every port is published on the
 	// host's loopback only
-	if err := getJSON(ctx, c.control+"/listHosts", "GET", nil); err == nil || !strings.Contains(err.Error(), "no control token") {
+	if err := control.Do(ctx, c.control+"/listHosts", "GET", "", nil); err == nil || !strings.Contains(err.Error(), "no control token") {
 		t.Fatalf("control endpoint without the token: %v", err)
 	}
-	if err := doJSON(ctx, c.control+"/listHosts", "GET", "not-the-run-token-at-all", nil); err == nil || !strings.Contains(err.Error(), "wrong control token") {
+	if err := control.Do(ctx, c.control+"/listHosts", "GET", "not-the-run-token-at-all", nil); err == nil || !strings.Contains(err.Error(), "wrong control token") {
 		t.Fatalf("control endpoint with a wrong token: %v", err)
 	}
 	// so do the hosts' fault hooks (issue 35 item 5); the truth, read-only, needs none
@@ -95,11 +96,11 @@ func TestFaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, u := range []string{c.hosts["h1"].truth + "/crash?name=i-0-0-VM", c.hosts["h1"].truth + "/routerBoot?d=1s", faults + "/delayNextOutOfBand?d=1s"} {
-		if err := getJSON(ctx, u, "POST", nil); err == nil || !strings.Contains(err.Error(), "no control token") {
+		if err := control.Do(ctx, u, "POST", "", nil); err == nil || !strings.Contains(err.Error(), "no control token") {
 			t.Fatalf("%s without the token: %v", u, err)
 		}
 	}
-	if err := getJSON(ctx, c.hosts["h1"].truth+"/domains", "GET", nil); err != nil {
+	if err := control.Do(ctx, c.hosts["h1"].truth+"/domains", "GET", "", nil); err != nil {
 		t.Fatalf("the truth without a token: %v", err)
 	}
 	for _, ct := range []testcontainers.Container{c.ms, c.hosts["h1"].HV, c.hosts["h1"].Agent} {

@@ -10,6 +10,8 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/csconform/csconform/drivers/control"
 )
 
 // Control sends the run's token as "Authorization: Bearer TOKEN" (what csconform server's control
@@ -29,7 +31,7 @@ func TestControlSendsTheToken(t *testing.T) {
 	if err := c.Control(context.Background(), "listHosts", nil, &out); err != nil {
 		t.Fatal(err)
 	}
-	if err := getJSON(context.Background(), ts.URL+"/domains", "GET", &out); err != nil {
+	if err := control.Do(context.Background(), ts.URL+"/domains", "GET", "", &out); err != nil {
 		t.Fatal(err)
 	}
 	if len(got) != 2 || got[0] != "Bearer "+c.token || got[1] != "" {

@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"time"
 
+	"github.com/csconform/csconform/drivers/control"
 	"github.com/moby/moby/client"
 )
 
@@ -172,7 +173,7 @@ func (c *Cluster) GuestShutdown(ctx context.Context, h, dom string) error {
 	if hst.lv != nil { // a real guest: "poweroff" on its serial port
 		return hst.lv.GuestPoweroff(dom)
 	}
-	return doJSON(ctx, hst.truth+"/guestShutdown?"+url.Values{"name": {dom}}.Encode(), "POST", c.token, nil)
+	return control.Do(ctx, hst.truth+"/guestShutdown?"+url.Values{"name": {dom}}.Encode(), "POST", c.token, nil)
 }
 
 // SetRouterBoot makes router guests created from now on, on every host, take d to boot (0: the
@@ -191,7 +192,7 @@ func (c *Cluster) SetRouterBoot(ctx context.Context, d time.Duration) error {
 				return fmt.Errorf("host %s: %w", h, err)
 			}
 		}
-		if err := doJSON(ctx, base+"/routerBoot?"+url.Values{"d": {d.String()}}.Encode(), "POST", c.token, nil); err != nil {
+		if err := control.Do(ctx, base+"/routerBoot?"+url.Values{"d": {d.String()}}.Encode(), "POST", c.token, nil); err != nil {
 			return fmt.Errorf("host %s: %w", h, err)
 		}
 	}

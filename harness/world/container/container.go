@@ -37,6 +37,7 @@ import (
 	"time"
 
 	ctr "github.com/csconform/csconform/drivers/container"
+	"github.com/csconform/csconform/drivers/control"
 	"github.com/csconform/csconform/faults"
 	"github.com/csconform/csconform/harness"
 	"github.com/csconform/csconform/impl"
@@ -399,7 +400,7 @@ func (w *containerWorld) waitJob(jobID int64) error {
 			Succeeded bool
 		}
 		if err := w.cl.Control(w.ctx, "queryAsyncJobResult", url.Values{"jobid": {id(jobID)}, "wait": {"60s"}}, &jr); err != nil {
-			var api *ctr.APIError
+			var api *control.APIError
 			if errors.As(err, &api) || w.ctx.Err() != nil {
 				return err
 			}

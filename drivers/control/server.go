@@ -1,21 +1,9 @@
-package main
-
-// The server's control endpoint: a few CloudStack-named commands as JSON over HTTP, parameters in the
-// query string or a form body, every request with the server's control token, e.g.
-//   curl -H "Authorization: Bearer $(cat TOKENFILE)" 'http://127.0.0.1:8096/deployVirtualMachine?networkids=1&hostid=h1'
-// It is a driving handle for tests and people, not CloudStack's API (that is --api). It drives
-// everything the server does, so it listens on loopback by default and answers only with the token.
+package control
 
 import (
-	"crypto/subtle"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
-	"io/fs"
 	"net"
 	"net/http"
-	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -35,8 +23,9 @@ type controlCmd struct {
 	fn     func(r *http.Request) (any, error)
 }
 
-// newControl is the control endpoint; every request needs token (requireToken).
-func newControl(srv *impl.Server, db *impl.DB, cfg *impl.Config, token string) http.Handler {
+// Handler is the control endpoint of the server srv (its db and cfg); every request needs token
+// (RequireToken).
+func Handler(srv *impl.Server, db *impl.DB, cfg *impl.Config, token string) http.Handler {
 	c := &control{srv: srv, db: db, cfg: cfg}
 	cmds := map[string]controlCmd{
 		"createNetwork":         {"name [persistent=false] [poolsize=32]", c.createNetwork},
@@ -58,10 +47,10 @@ func newControl(srv *impl.Server, db *impl.DB, cfg *impl.Config, token string) h
 		mux.HandleFunc("/"+name, func(w http.ResponseWriter, r *http.Request) {
 			out, err := cmd.fn(r)
 			if err != nil {
-				writeJSON(w, http.StatusBadRequest, map[string]string{"error": err.Error()})
+				WriteJSON(w, http.StatusBadRequest, map[string]string{"error": err.Error()})
 				return
 			}
-			writeJSON(w, http.StatusOK, out)
+			WriteJSON(w, http.StatusOK, out)
 		})
 	}
 	mux.HandleFunc("/{$}", func(w http.ResponseWriter, r *http.Request) {
@@ -69,15 +58,15 @@ func newControl(srv *impl.Server, db *impl.DB, cfg *impl.Config, token string) h
 		for name, cmd := range cmds {
 			list["/"+name] = cmd.params
 		}
-		writeJSON(w, http.StatusOK, list)
+		WriteJSON(w, http.StatusOK, list)
 	})
-	return requireToken(token, mux)
+	return RequireToken(token, mux)
 }
 
-// checkControlAddr refuses a control endpoint bound (at a) other than on loopback, unless any: the
+// CheckAddr refuses a control endpoint bound (at a) other than on loopback, unless any: the
 // endpoint drives everything the server does, so it is for this machine only. flag is the --control
 // value, as given.
-func checkControlAddr(flag string, a net.Addr, any bool) error {
+func CheckAddr(flag string, a net.Addr, any bool) error {
 	if any {
 		return nil
 	}
@@ -85,148 +74,6 @@ func checkControlAddr(flag string, a net.Addr, any bool) error {
 		return nil
 	}
 	return fmt.Errorf("--control %s (bound to %s) is not a loopback address: the control endpoint drives everything the server does; give a loopback address (127.0.0.1:PORT), or add --control-any-address to serve it beyond this machine", flag, a)
-}
-
-// envControlToken names the environment variable that gives the server its control token (and
-// csconform hypervisor and csconform agent the token of their fault hooks).
-const envControlToken = "CSCONFORM_CONTROL_TOKEN"
-
-// envAgentKey names the environment variable that gives the server and its agents the agent key: the
-// server takes an agent's StartupCommand only with it.
-const envAgentKey = "CSCONFORM_AGENT_KEY"
-
-// controlToken resolves the control token (of the server's control endpoint, and of the fault hooks
-// of csconform hypervisor --listen and csconform agent --faults): $CSCONFORM_CONTROL_TOKEN; else the
-// token in file if it exists; else a generated one, written to file (created 0600, never overwritten)
-// or to a new 0600 file in the temporary directory. written names the file when the token was
-// generated there (the process prints the path, never the token).
-func controlToken(file string) (token, written string, err error) {
-	return secret(envControlToken, file, "control token", true)
-}
-
-// agentKey resolves the agent key as controlToken does the control token, from $CSCONFORM_AGENT_KEY
-// or file; the server generates one when there is none (generate), an agent cannot.
-func agentKey(file string, generate bool) (key, written string, err error) {
-	return secret(envAgentKey, file, "agent key", generate)
-}
-
-// secret resolves a shared secret named what: $env; else the secret in file if it exists; else, with
-// generate, a generated one written to file (created 0600, never overwritten) or to a new 0600 file in
-// the temporary directory, whose name is written; without generate, an error.
-func secret(env, file, what string, generate bool) (s, written string, err error) {
-	if t := os.Getenv(env); t != "" {
-		return t, "", checkSecret(t, "$"+env, what)
-	}
-	if file != "" {
-		b, err := readSecretFile(file)
-		if err == nil {
-			t := strings.TrimSpace(string(b))
-			return t, "", checkSecret(t, what+" file "+file, what)
-		}
-		if !errors.Is(err, os.ErrNotExist) || !generate {
-			return "", "", fmt.Errorf("%s file %s: %w", what, file, err)
-		}
-	}
-	if !generate {
-		return "", "", fmt.Errorf("no %s: set $%s or give its file", what, env)
-	}
-	t := randomKey()
-	var f *os.File
-	if file == "" {
-		first, last, _ := strings.Cut(what, " ")
-		f, err = os.CreateTemp("", "csconform-"+first+"-*."+last) // 0600: csconform-control-*.token, csconform-agent-*.key
-	} else {
-		f, err = os.OpenFile(file, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	}
-	if err != nil {
-		return "", "", fmt.Errorf("%s file: %w", what, err)
-	}
-	defer f.Close()
-	if _, err := fmt.Fprintln(f, t); err != nil {
-		return "", "", fmt.Errorf("%s file: %w", what, err)
-	}
-	return t, f.Name(), nil
-}
-
-// maxSecretFile caps what the server reads from a control token or API keys file: a token or a key
-// pair takes a few hundred bytes.
-const maxSecretFile = 4 << 10
-
-// readSecretFile reads a small file of secrets, refusing one longer than maxSecretFile (found from its
-// size when it is a regular file, else after reading one byte past the cap: /dev/zero, a pipe). Its
-// errors do not name the file: the caller does.
-func readSecretFile(path string) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, unwrapPath(err)
-	}
-	defer f.Close()
-	tooBig := fmt.Errorf("longer than the cap of %d KiB", maxSecretFile>>10)
-	if st, err := f.Stat(); err == nil && st.Mode().IsRegular() && st.Size() > maxSecretFile {
-		return nil, tooBig
-	}
-	b, err := io.ReadAll(io.LimitReader(f, maxSecretFile+1))
-	if err != nil {
-		return nil, unwrapPath(err)
-	}
-	if len(b) > maxSecretFile {
-		return nil, tooBig
-	}
-	return b, nil
-}
-
-// unwrapPath drops the path an *fs.PathError carries (the caller names the file once).
-func unwrapPath(err error) error {
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		return pe.Err
-	}
-	return err
-}
-
-// checkToken refuses control tokens that are easy to guess or cannot travel in a header.
-func checkToken(t, where string) error { return checkSecret(t, where, "control token") }
-
-// checkSecret refuses secrets that are easy to guess or cannot travel in a header.
-func checkSecret(t, where, what string) error {
-	if len(t) < 16 {
-		return fmt.Errorf("%s: the %s needs at least 16 characters", where, what)
-	}
-	for _, c := range []byte(t) {
-		if c <= ' ' || c >= 0x7f {
-			return fmt.Errorf("%s: the %s is printable ASCII without spaces", where, what)
-		}
-	}
-	return nil
-}
-
-// requireToken answers 401 to any request without "Authorization: Bearer TOKEN". Neither the token
-// nor what was sent instead is ever logged or echoed.
-func requireToken(token string, next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		scheme, got, _ := strings.Cut(r.Header.Get("Authorization"), " ")
-		var why string
-		switch {
-		case r.Header.Get("Authorization") == "":
-			why = "no control token: send the header Authorization: Bearer TOKEN (the process's $" + envControlToken +
-				", its --control-token-file, or the file it printed at start)"
-		case !strings.EqualFold(scheme, "Bearer"):
-			why = "the control token goes in the header Authorization: Bearer TOKEN"
-		case subtle.ConstantTimeCompare([]byte(strings.TrimSpace(got)), []byte(token)) != 1:
-			why = "wrong control token"
-		default:
-			next.ServeHTTP(w, r)
-			return
-		}
-		w.Header().Set("WWW-Authenticate", `Bearer realm="csconform control"`)
-		writeJSON(w, http.StatusUnauthorized, map[string]string{"error": why})
-	})
-}
-
-func writeJSON(w http.ResponseWriter, code int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(code)
-	json.NewEncoder(w).Encode(v)
 }
 
 func intParam(r *http.Request, name string) (int64, error) {
