@@ -16,7 +16,6 @@ import (
 	"github.com/csconform/csconform/conformance"
 	"github.com/csconform/csconform/faults/inject"
 	"github.com/csconform/csconform/harness"
-	"github.com/csconform/csconform/harness/audit"
 	"github.com/csconform/csconform/harness/cloudclient"
 	"github.com/csconform/csconform/harness/world/external"
 	"github.com/spf13/pflag"
@@ -146,20 +145,10 @@ func (f *extFlags) options(ctx context.Context, set map[string]bool, stderr io.W
 	}
 	for _, h := range f.hosts {
 		h.Run = *f.labelRun
-		eo.Hosts = append(eo.Hosts, hostSource(h))
+		eo.Hosts = append(eo.Hosts, external.HostSource(h))
 	}
 	if tmpl := *f.hostsFromAPI; tmpl != "" {
-		run := *f.labelRun
-		eo.HostsFor = func(rec audit.Records) ([]audit.HostSource, error) {
-			if len(rec.Hosts) == 0 {
-				return nil, errors.New("listHosts gives no Routing host")
-			}
-			var out []audit.HostSource
-			for _, h := range rec.Hosts {
-				out = append(out, hostSource(audit.LibvirtHost{Host: h.Name, URI: audit.HostURI(tmpl, h), Run: run}))
-			}
-			return out, nil
-		}
+		eo.HostsFor = external.HostsFromAPI(tmpl, *f.labelRun)
 	}
 	closer := nop
 	if src == external.FaultsInject && (len(f.allowHosts) > 0 || *f.yes || *f.local) {
@@ -170,25 +159,12 @@ func (f *extFlags) options(ctx context.Context, set map[string]bool, stderr io.W
 		in := &external.Inject{Exec: ex, Yes: *f.yes, Out: stderr, Targets: f.sshTargets, MgmtPort: *f.mgmtPort,
 			Policy: inject.Policy{AllowHosts: f.allowHosts, AllowVMs: f.allowVMs, MaxTargets: *f.maxTargets, AllowProxyCommand: *f.allowProxyCommand}}
 		eo.Inject = in
+		closer = func() { in.Close() }
 		// the log is opened only when a fault is about to need it (a run without faults writes none)
-		closer = func() {
-			if in.Log != nil {
-				in.Log.Close()
-			}
-		}
 		logFile := *f.auditLog
 		in.OpenLog = func() (*inject.Log, error) { return inject.OpenLog(logFile) }
 	}
 	return eo, closer, nil
-}
-
-// hostSource reads a host's domains from libvirt, or from a csconform hypervisor's truth endpoint
-// (URI http://ADDR: GET /domains), which is what a reference setup without libvirt has.
-func hostSource(h audit.LibvirtHost) audit.HostSource {
-	if strings.HasPrefix(h.URI, "http://") || strings.HasPrefix(h.URI, "https://") {
-		return audit.HypervisorHost{Host: h.Host, URL: h.URI}
-	}
-	return h
 }
 
 // reproExternal runs one scenario against the external CloudStack.
@@ -198,11 +174,7 @@ func reproExternal(ctx context.Context, f *extFlags, set map[string]bool, sc *ha
 		return nil, err
 	}
 	defer closeLog()
-	r, err := harness.Run(external.Def, sc, harness.RunOptions{Profile: *f.expect, Own: &eo})
-	if err != nil && ctx.Err() != nil {
-		return nil, fmt.Errorf("interrupted (%v); the run's faults were healed and what it created removed", err)
-	}
-	return r, err
+	return external.Repro(sc, eo, *f.expect)
 }
 
 // reproExternalCmd is csconform repro NAME|FILE --api URL ...: exit 0 nothing found, 1 a violation or

@@ -118,6 +118,14 @@ type Inject struct {
 	MgmtPort int // disconnect: the agent port (default 8250)
 }
 
+// Close closes the fault log if a fault opened it (OpenLog).
+func (in *Inject) Close() error {
+	if in.Log == nil {
+		return nil
+	}
+	return in.Log.Close()
+}
+
 // Prefix is what the names of a run's networks and VMs start with.
 func Prefix(run string) string { return "csc-" + run + "-" }
 
