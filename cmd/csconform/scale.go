@@ -1,20 +1,18 @@
 package main
 
 // The scale bench (csconform bench --scale) and the scale scenario generator (csconform scenarios
-// scale): figures, never assertions.
+// scale): figures, never assertions. Their flags, sizes and table; the runs are harness/scalebench's,
+// the generated cloud harness's (ScaleScenario).
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"os/signal"
 	"runtime"
 	"runtime/pprof"
-	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -24,6 +22,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/csconform/csconform/harness"
+	"github.com/csconform/csconform/harness/scalebench"
 )
 
 // scaleFlags are the generator's flags, shared by bench --scale and scenarios scale.
@@ -60,19 +59,6 @@ func scaleScenarioCmd(hosts int, sf scaleFlags, stdout, stderr io.Writer) int {
 	return exitOK
 }
 
-// scaleRun is what one size's run reports to the bench (a child process, so that its peak RSS is its own).
-type scaleRun struct {
-	Hosts      int           `json:"hosts"`
-	VMs        int           `json:"vms"`
-	Wall       time.Duration `json:"wall"`
-	Simulated  time.Duration `json:"simulated"`
-	Steps      uint64        `json:"steps"`
-	Violations int           `json:"violations"`
-	Mismatches int           `json:"mismatches"`
-	CPU        time.Duration `json:"-"`
-	MaxRSS     int64         `json:"-"` // KiB
-}
-
 // scaleProfiles names the profiles a scale run writes ("": none).
 type scaleProfiles struct{ cpu, mem string }
 
@@ -88,7 +74,7 @@ func (p scaleProfiles) of(n int) []string {
 	return args
 }
 
-// runScaleOne runs one size in this process and prints its scaleRun as JSON.
+// runScaleOne runs one size in this process and prints its scalebench.Run as JSON.
 func runScaleOne(hosts int, sf scaleFlags, profile string, prof scaleProfiles, stdout, stderr io.Writer) int {
 	// The simulator runs one task at a time, so one P measures the simulator alone. (When tasks were
 	// goroutines handed control over channels, a second P moved each hand-off to another thread: 24 h
@@ -115,18 +101,11 @@ func runScaleOne(hosts int, sf scaleFlags, profile string, prof scaleProfiles, s
 		}
 		defer pprof.StopCPUProfile()
 	}
-	t0 := time.Now()
-	// The deploys' own minutes come on top of the settle that fills the duration: a run of 48 h, the
-	// default bound and the longest the generator takes, would stop at it. The bound guards runaway
-	// runs; this one's end is known.
-	lim := harness.Limits{MaxSimTime: harness.DefaultMaxSimTime + time.Hour}
-	res, err := harness.Run(harness.Simulator, sc, harness.RunOptions{Profile: profile, Seed: sc.Seed, Limits: lim})
+	r, err := scalebench.One(sc, sf.options(hosts), profile)
 	if err != nil {
 		fmt.Fprintln(stderr, "csconform bench:", err)
 		return exitBadInput
 	}
-	r := scaleRun{Hosts: hosts, VMs: hosts * *sf.vmsPerHost, Wall: time.Since(t0), Simulated: res.VirtualEnd, Steps: res.Steps,
-		Violations: len(res.Violations), Mismatches: len(res.Mismatches)}
 	if prof.mem != "" {
 		if err := writeAllocs(prof.mem); err != nil {
 			fmt.Fprintln(stderr, "csconform bench:", err)
@@ -183,7 +162,7 @@ func benchScale(sizes string, runs int, sf scaleFlags, profile string, prof scal
 	// Runs go in rounds, each size once a round: a slow spell of a shared machine then falls on every
 	// size instead of on one size's runs, and the growth is the median of each round's ratio (runs
 	// minutes apart are not compared). The table's rows print as the last round completes them.
-	all := make([][]scaleRun, len(hosts))
+	all := make([][]scalebench.Run, len(hosts))
 	args := make([][]string, len(hosts)) // each size's child, the same every round
 	for i, n := range hosts {
 		args[i] = append([]string{"bench", "--scale-run", strconv.Itoa(n), "--profile", profile,
@@ -197,10 +176,10 @@ func benchScale(sizes string, runs int, sf scaleFlags, profile string, prof scal
 	defer signal.Stop(sigs)
 	for round := range runs {
 		for i, n := range hosts {
-			r, err := runScaleChild(self, args[i], sigs, stderr)
-			var intr *childInterrupted
+			r, err := scalebench.Child(self, args[i], sigs, stderr)
+			var intr *scalebench.Interrupted
 			if errors.As(err, &intr) {
-				fmt.Fprintf(stderr, "csconform bench: interrupted (%v) in round %d of %d, during the run of %d hosts: its child stopped and reaped\n", intr.sig, round+1, runs, n)
+				fmt.Fprintf(stderr, "csconform bench: interrupted (%v) in round %d of %d, during the run of %d hosts: its child stopped and reaped\n", intr.Sig, round+1, runs, n)
 				return exitInterrupted
 			}
 			if err != nil {
@@ -212,12 +191,12 @@ func benchScale(sizes string, runs int, sf scaleFlags, profile string, prof scal
 				fmt.Fprintf(stderr, "scale: round %d of %d: %d hosts in %.2fs\n", round+1, runs, n, r.Wall.Seconds())
 				continue
 			}
-			m := medianRun(all[i])
+			m := scalebench.Median(all[i])
 			growth := "-"
 			if i > 0 {
 				prev := all[i-1]
-				growth = fmt.Sprintf("%.2fx/%.2fx/%.2fx/%.2fx", medianRatio(all[i], prev, func(x scaleRun) time.Duration { return x.Wall }),
-					medianRatio(all[i], prev, func(x scaleRun) time.Duration { return x.CPU }),
+				growth = fmt.Sprintf("%.2fx/%.2fx/%.2fx/%.2fx", scalebench.MedianRatio(all[i], prev, func(x scalebench.Run) time.Duration { return x.Wall }),
+					scalebench.MedianRatio(all[i], prev, func(x scalebench.Run) time.Duration { return x.CPU }),
 					float64(m.Steps)/float64(prev[0].Steps), float64(m.Hosts)/float64(prev[0].Hosts))
 			}
 			fmt.Fprintf(stdout, "%6d %6d %8.2fs %8.2fs %10d %10.0f %9.0f:1 %6.0f MB %28s %10d\n", m.Hosts, m.VMs, m.Wall.Seconds(), m.CPU.Seconds(),
@@ -225,94 +204,4 @@ func benchScale(sizes string, runs int, sf scaleFlags, profile string, prof scal
 		}
 	}
 	return exitOK
-}
-
-// childInterrupted: a signal stopped a scale run's child.
-type childInterrupted struct{ sig os.Signal }
-
-func (e *childInterrupted) Error() string { return "interrupted by " + e.sig.String() }
-
-// childGrace is how long a signalled child has to exit before it is killed.
-const childGrace = 10 * time.Second
-
-// runScaleChild runs one size in a child process: its JSON line, with the OS's CPU time and peak RSS.
-// A signal on sigs is sent on to the child, which is waited for (killed after childGrace) before
-// runScaleChild returns a *childInterrupted; so is a child a signal killed (Ctrl-C signals the
-// terminal's whole process group).
-func runScaleChild(self string, args []string, sigs <-chan os.Signal, stderr io.Writer) (scaleRun, error) {
-	select {
-	case sig := <-sigs: // between two runs: none starts
-		return scaleRun{}, &childInterrupted{sig}
-	default:
-	}
-	cmd := exec.Command(self, args...)
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, stderr
-	if err := cmd.Start(); err != nil {
-		return scaleRun{}, fmt.Errorf("failed: %w", err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	var err error
-	select {
-	case err = <-done:
-	case sig := <-sigs:
-		_ = cmd.Process.Signal(sig)
-		select {
-		case <-done:
-		case <-time.After(childGrace):
-			_ = cmd.Process.Kill()
-			<-done
-		}
-		return scaleRun{}, &childInterrupted{sig}
-	}
-	if err != nil {
-		if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() && (ws.Signal() == syscall.SIGINT || ws.Signal() == syscall.SIGTERM) {
-			return scaleRun{}, &childInterrupted{ws.Signal()}
-		}
-		return scaleRun{}, fmt.Errorf("failed: %w", err)
-	}
-	var r scaleRun
-	if err := json.Unmarshal(out.Bytes(), &r); err != nil {
-		return scaleRun{}, fmt.Errorf("printed %q: %w", out.String(), err)
-	}
-	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-		r.MaxRSS = ru.Maxrss
-	}
-	r.CPU = cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
-	return r, nil
-}
-
-// medianRatio is the median over rounds of f(a[k]) / f(b[k]): the growth between two sizes, each
-// round's pair run back to back.
-func medianRatio(a, b []scaleRun, f func(scaleRun) time.Duration) float64 {
-	var rs []float64
-	for k := range min(len(a), len(b)) {
-		rs = append(rs, f(a[k]).Seconds()/f(b[k]).Seconds())
-	}
-	slices.Sort(rs)
-	if n := len(rs); n%2 == 0 {
-		return (rs[n/2-1] + rs[n/2]) / 2
-	}
-	return rs[len(rs)/2]
-}
-
-// medianRun is the runs' median wall and CPU time (each on its own) and their largest peak RSS; the
-// rest is the same in every run of a size (the simulator is deterministic).
-func medianRun(runs []scaleRun) scaleRun {
-	r := runs[0]
-	med := func(f func(scaleRun) time.Duration) time.Duration {
-		var d []time.Duration
-		for _, x := range runs {
-			d = append(d, f(x))
-		}
-		slices.Sort(d)
-		return d[len(d)/2]
-	}
-	r.Wall = med(func(x scaleRun) time.Duration { return x.Wall })
-	r.CPU = med(func(x scaleRun) time.Duration { return x.CPU })
-	for _, x := range runs {
-		r.MaxRSS = max(r.MaxRSS, x.MaxRSS)
-	}
-	return r
 }
