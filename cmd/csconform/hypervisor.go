@@ -56,7 +56,9 @@ func hypervisorCmd(o *hypervisorOpts, stdout, stderr io.Writer) int {
 		if err != nil {
 			return fail(err)
 		}
-		go (&http.Server{Handler: truthOpen(token, handler), ReadHeaderTimeout: 10 * time.Second}).Serve(tln)
+		// the truth open, the hooks locked; the unix socket stays as it is, for the agent: only its
+		// owner can connect to it
+		go (&http.Server{Handler: control.TruthOpen(token, handler), ReadHeaderTimeout: 10 * time.Second}).Serve(tln)
 		if written != "" {
 			fmt.Fprintf(stdout, "control token in %s\n", written)
 		}
@@ -65,20 +67,6 @@ func hypervisorCmd(o *hypervisorOpts, stdout, stderr io.Writer) int {
 	fmt.Fprintf(stdout, "hypervisor %s: simulated domains (no libvirt) on unix:%s\n", o.hostID, o.socket)
 	<-ctx.Done()
 	return 0
-}
-
-// truthOpen serves GET /domains (the truth, read-only) to anyone and everything else, the fault hooks
-// first, only with the control token (requireToken): on TCP any local process can reach the port.
-// The unix socket stays as it is, for the agent; only its owner can connect to it.
-func truthOpen(token string, h http.Handler) http.Handler {
-	locked := control.RequireToken(token, h)
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodGet && r.URL.Path == "/domains" {
-			h.ServeHTTP(w, r)
-			return
-		}
-		locked.ServeHTTP(w, r)
-	})
 }
 
 // newRemoteHypervisor reaches a csconform hypervisor process on the unix socket path.
@@ -98,13 +86,12 @@ func newRemoteHypervisor(env *live.Env, _, path string, _ hvFlags) (impl.Hypervi
 }
 
 // agentDialer is the agent's transport, presenting key in its StartupCommand; with faultsAddr it also
-// serves, only with the control token (requireToken), the agent's fault hook
-// POST /delayNextOutOfBand?d=1500ms, a live.StaleReport: the next out-of-band report reaches the
-// server that late; with hold (an agent on real libvirt domains) a StartCommand arriving while that
-// report is armed waits on the wire for its collection (live.StaleHold, the order seed 001 needs on
-// real domains). With routerBoot (an agent on real libvirt domains) it also serves POST /routerBoot?d=36s: routers started from now on
-// say ready that long after reaching userspace (0: back to --router-boot), the slow-router-boot fault
-// that a hypervisor container serves for simulated domains.
+// serves the agent's fault hooks (control.AgentHooks): POST /delayNextOutOfBand arms a
+// live.StaleReport, the next out-of-band report reaching the server that late; with hold (an agent
+// on real libvirt domains) a StartCommand arriving while that report is armed waits on the wire for
+// its collection (live.StaleHold, the order seed 001 needs on real domains). With routerBoot (an
+// agent on real libvirt domains) it also serves POST /routerBoot, the slow-router-boot fault that a
+// hypervisor container serves for simulated domains.
 func agentDialer(server, key, faultsAddr, tokenFile string, hold bool, routerBoot func(time.Duration), stdout, stderr io.Writer) (impl.Transport, error) {
 	d := &live.StaleReport{Hold: hold, Log: func(detail string) { fmt.Fprintf(stderr, "csconform agent: %s\n", detail) }}
 	tr := d.Wrap(&live.Dialer{Addr: server, Key: key})
@@ -122,31 +109,7 @@ func agentDialer(server, key, faultsAddr, tokenFile string, hold bool, routerBoo
 	if written != "" {
 		fmt.Fprintf(stdout, "control token in %s\n", written)
 	}
-	mux := http.NewServeMux()
-	mux.HandleFunc("POST /delayNextOutOfBand", func(w http.ResponseWriter, r *http.Request) {
-		v, err := time.ParseDuration(r.FormValue("d"))
-		if err != nil {
-			control.WriteJSON(w, http.StatusBadRequest, map[string]string{"error": err.Error()})
-			return
-		}
-		d.Arm(v)
-		control.WriteJSON(w, http.StatusOK, map[string]string{"delay": v.String()})
-	})
-	if routerBoot != nil {
-		mux.HandleFunc("POST /routerBoot", func(w http.ResponseWriter, r *http.Request) {
-			v, err := time.ParseDuration(r.FormValue("d"))
-			if err == nil && v < 0 {
-				err = fmt.Errorf("negative router boot %s", v)
-			}
-			if err != nil {
-				control.WriteJSON(w, http.StatusBadRequest, map[string]string{"error": err.Error()})
-				return
-			}
-			routerBoot(v)
-			control.WriteJSON(w, http.StatusOK, map[string]string{"routerBoot": v.String()})
-		})
-	}
-	go (&http.Server{Handler: control.RequireToken(token, mux), ReadHeaderTimeout: 10 * time.Second}).Serve(ln)
+	go (&http.Server{Handler: control.AgentHooks(token, d.Arm, routerBoot), ReadHeaderTimeout: 10 * time.Second}).Serve(ln)
 	fmt.Fprintf(stdout, "agent fault hooks on http://%s\n", ln.Addr())
 	return tr, nil
 }

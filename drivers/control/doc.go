@@ -1,7 +1,8 @@
 // Package control is the protocol of csconform server's control endpoint, in one place for both
 // sides: the handler the server serves (Handler), the client the drivers call it with (Call, Do),
 // and the token every request carries (Token, RequireToken). The fault hooks of csconform
-// hypervisor and csconform agent take the same token, so they use RequireToken too.
+// hypervisor and csconform agent take the same token and answer the same way: the agent's are here
+// (AgentHooks), and the hypervisor's truth is served open beside its locked hooks (TruthOpen).
 //
 // The endpoint is a few CloudStack-named commands as JSON over HTTP, parameters in the query string
 // or a form body, every request with the server's control token, e.g.
