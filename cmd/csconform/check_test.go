@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/csconform/csconform/drivers/live"
 	"github.com/csconform/csconform/harness"
 	"github.com/csconform/csconform/model/history"
 	"github.com/csconform/csconform/model/linear"
@@ -102,7 +103,7 @@ func TestUndecidedIsNeverLinearizable(t *testing.T) {
 func TestRestartedServerHistoryReads(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "server.jsonl")
 	for range 2 {
-		s, closeSink, err := newLogSink(io.Discard, false, p)
+		s, closeSink, err := live.NewLogSink(io.Discard, false, p)
 		if err != nil {
 			t.Fatal(err)
 		}

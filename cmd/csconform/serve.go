@@ -5,7 +5,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -13,10 +12,8 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"sort"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -91,69 +88,6 @@ func (c configFlags) Set(v string) error {
 	return nil
 }
 
-// logSink prints events as log lines and, with --history, appends them as JSON lines.
-type logSink struct {
-	mu      sync.Mutex
-	w       io.Writer
-	verbose bool
-	hist    *json.Encoder
-	seq     int64
-}
-
-func (s *logSink) Emit(e history.Event) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if e.Time.IsZero() {
-		e.Time = time.Now()
-	}
-	s.seq++
-	e.Seq = s.seq
-	if s.hist != nil {
-		s.hist.Encode(e)
-	}
-	ts := e.Time.UTC().Format("2006-01-02T15:04:05.000Z")
-	switch {
-	case e.Kind == history.Log && (e.Level != "DEBUG" || s.verbose):
-		fmt.Fprintf(s.w, "%s %-5s [%s] %s %s\n", ts, e.Level, e.Actor, e.Object, e.Detail)
-	case e.Kind == history.State:
-		fmt.Fprintf(s.w, "%s STATE [%s] %s %s -> %s (%s)\n", ts, e.Actor, e.Object, orDash(e.From), e.To, e.Detail)
-	case e.Kind != history.Log && s.verbose:
-		fmt.Fprintf(s.w, "%s %-5s [%s] %s %s -> %s %s\n", ts, e.Kind, e.Actor, e.Object, orDash(e.From), e.To, e.Detail)
-	}
-}
-
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
-}
-
-func newLogSink(stderr io.Writer, verbose bool, historyFile string) (*logSink, func(), error) {
-	s := &logSink{w: stderr, verbose: verbose}
-	if historyFile == "" {
-		return s, func() {}, nil
-	}
-	// appending to a history (a restarted server): its numbers go on, as csconform check needs
-	last, err := history.LastSeq(historyFile)
-	if err != nil {
-		return nil, nil, err
-	}
-	s.seq = last
-	// its directory made as the state file's is (--state and --history side by side in a fresh
-	// directory: the container world's server)
-	if err := os.MkdirAll(filepath.Dir(historyFile), 0o755); err != nil {
-		return nil, nil, err
-	}
-	// 0600, as the state and key files: a history holds every record's names and addresses
-	f, err := os.OpenFile(historyFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
-	if err != nil {
-		return nil, nil, err
-	}
-	s.hist = json.NewEncoder(f)
-	return s, func() { s.mu.Lock(); f.Close(); s.hist = nil; s.mu.Unlock() }, nil
-}
-
 func serverCmd(o *serverOpts, stdout, stderr io.Writer) int {
 	fail := func(err error) int { fmt.Fprintln(stderr, "csconform server:", err); return 2 }
 	sw, err := switches(&o.profile, o.defects)
@@ -181,7 +115,7 @@ func serverCmd(o *serverOpts, stdout, stderr io.Writer) int {
 			defer os.Remove(credsFile)
 		}
 	}
-	sink, closeSink, err := newLogSink(stderr, o.verbose, o.historyFile)
+	sink, closeSink, err := live.NewLogSink(stderr, o.verbose, o.historyFile)
 	if err != nil {
 		return fail(err)
 	}
@@ -314,7 +248,7 @@ func agentCmd(o *agentOpts, stdout, stderr io.Writer) int {
 		return fail(fmt.Errorf("cannot reach the management server at %s: %v", o.server, err))
 	}
 	probe.Close()
-	sink, closeSink, err := newLogSink(stderr, o.verbose, o.historyFile)
+	sink, closeSink, err := live.NewLogSink(stderr, o.verbose, o.historyFile)
 	if err != nil {
 		return fail(err)
 	}
