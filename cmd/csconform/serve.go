@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"sort"
@@ -21,9 +20,9 @@ import (
 	"github.com/csconform/csconform/drivers/control"
 	"github.com/csconform/csconform/drivers/libvirt"
 	"github.com/csconform/csconform/drivers/live"
+	"github.com/csconform/csconform/drivers/live/process"
 	"github.com/csconform/csconform/impl"
 	"github.com/csconform/csconform/impl/cloudapi"
-	"github.com/csconform/csconform/model/history"
 )
 
 // hypervisors are the --hypervisor choices, NAME or NAME:ARG: each builds the hypervisor of one host.
@@ -139,14 +138,11 @@ func serverCmd(o *serverOpts, stdout, stderr io.Writer) int {
 			return fail(fmt.Errorf("api endpoint: %w", err))
 		}
 	}
-	env := live.NewEnv()
-	defer env.Close()
-	db := impl.NewDB(env, sink)
-	if o.stateFile != "" {
-		if db, err = impl.OpenDB(env, sink, o.stateFile); err != nil {
-			return fail(err)
-		}
+	ms, err := process.Open(sink, o.stateFile)
+	if err != nil {
+		return fail(err)
 	}
+	defer ms.Close()
 	// last, so that a server that cannot start leaves no generated token or key file behind
 	token, tokenWritten, err := control.Token(o.tokenFile)
 	if err != nil {
@@ -166,22 +162,8 @@ func serverCmd(o *serverOpts, stdout, stderr io.Writer) int {
 	// that came before the handler, just after the server said where it listens, killed it outright.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	ln.Key = key
-	ln.Refused = func(host, from, why string) {
-		sink.Emit(history.Event{Kind: history.Log, Level: "WARN", Actor: "AgentManager", Object: host,
-			Detail: fmt.Sprintf("refused the agent connection from %s (host %q): %s", from, host, why)})
-	}
-	srv := impl.NewServer(o.id, env, db, cfg, sw, ln)
-	srv.Start()
-	hs := &http.Server{Handler: control.Handler(srv, db, cfg, token), ReadHeaderTimeout: 10 * time.Second}
-	go hs.Serve(cl)
-	var as *http.Server
-	if al != nil {
-		mux := http.NewServeMux()
-		mux.Handle("/client/api", cloudapi.New(srv, cloudapi.Options{Logf: func(f string, a ...any) { fmt.Fprintf(stderr, f+"\n", a...) }}, creds))
-		as = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-		go as.Serve(al)
-	}
+	ms.Start(process.Options{ID: o.id, Config: cfg, Switches: sw, Sink: sink, Agents: ln, AgentKey: key, Control: cl, ControlToken: token,
+		API: al, Credentials: creds, Logf: func(f string, a ...any) { fmt.Fprintf(stderr, f+"\n", a...) }})
 
 	if keyWritten != "" {
 		fmt.Fprintf(stdout, "agent key in %s\n", keyWritten)
@@ -198,16 +180,9 @@ func serverCmd(o *serverOpts, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "api listening on http://%s/client/api\n", al.Addr())
 	}
 	<-ctx.Done()
-	// Like a kill: what the threads still do while the process stops never reaches the database's
-	// file (it would not reach MySQL from a dead server either).
-	db.Detach()
+	ms.Detach() // like a kill: nothing more reaches the state file
 	fmt.Fprintf(stderr, "csconform server: %s stopping\n", o.id)
-	sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	hs.Shutdown(sctx)
-	if as != nil {
-		as.Shutdown(sctx)
-	}
+	ms.Shutdown()
 	return 0
 }
 

@@ -1,0 +1,99 @@
+// Package process is csconform server's process around impl's server: its database (in memory or
+// its state file), the agents' listener, the control endpoint (drivers/control) and CloudStack's API
+// (impl/cloudapi), started and stopped together in real time (drivers/live). The command keeps the
+// flags, the secrets' sources, the order in which things are bound and written, and the output.
+package process
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/csconform/csconform/drivers/control"
+	"github.com/csconform/csconform/drivers/live"
+	"github.com/csconform/csconform/impl"
+	"github.com/csconform/csconform/impl/cloudapi"
+	"github.com/csconform/csconform/model/history"
+)
+
+// Server is a management server process's parts.
+type Server struct {
+	env     *live.Env
+	db      *impl.DB
+	srv     *impl.Server
+	control *http.Server
+	api     *http.Server
+}
+
+// Open makes the server's world and database: in memory, or loaded from stateFile (kept there from
+// then on, as CloudStack keeps it in MySQL). Close releases them.
+func Open(sink history.Sink, stateFile string) (*Server, error) {
+	env := live.NewEnv()
+	db := impl.NewDB(env, sink)
+	if stateFile != "" {
+		var err error
+		if db, err = impl.OpenDB(env, sink, stateFile); err != nil {
+			env.Close()
+			return nil, err
+		}
+	}
+	return &Server{env: env, db: db}, nil
+}
+
+// Options say how the server runs and where it serves.
+type Options struct {
+	ID       string // the management server's id
+	Config   *impl.Config
+	Switches impl.Switches
+	Sink     history.Sink // where a refused agent connection is logged (WARN)
+	// Agents is the agents' listener; AgentKey is what their StartupCommand must carry.
+	Agents   *live.Listener
+	AgentKey string
+	// Control serves the control endpoint, every request with ControlToken.
+	Control      net.Listener
+	ControlToken string
+	// API, if set, serves CloudStack's API at /client/api, requests signed with Credentials; Logf
+	// gets its log lines.
+	API         net.Listener
+	Credentials cloudapi.Credentials
+	Logf        func(format string, args ...any)
+}
+
+// Start starts the server on the opened database and serves its endpoints.
+func (s *Server) Start(o Options) {
+	o.Agents.Key = o.AgentKey
+	o.Agents.Refused = func(host, from, why string) {
+		o.Sink.Emit(history.Event{Kind: history.Log, Level: "WARN", Actor: "AgentManager", Object: host,
+			Detail: fmt.Sprintf("refused the agent connection from %s (host %q): %s", from, host, why)})
+	}
+	s.srv = impl.NewServer(o.ID, s.env, s.db, o.Config, o.Switches, o.Agents)
+	s.srv.Start()
+	s.control = &http.Server{Handler: control.Handler(s.srv, s.db, o.Config, o.ControlToken), ReadHeaderTimeout: 10 * time.Second}
+	go s.control.Serve(o.Control)
+	if o.API != nil {
+		mux := http.NewServeMux()
+		mux.Handle("/client/api", cloudapi.New(s.srv, cloudapi.Options{Logf: o.Logf}, o.Credentials))
+		s.api = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+		go s.api.Serve(o.API)
+	}
+}
+
+// Detach stops the database's writes to its state file, like a kill: what the threads still do
+// while the process stops never reaches the file (it would not reach MySQL from a dead server
+// either).
+func (s *Server) Detach() { s.db.Detach() }
+
+// Shutdown stops serving the endpoints, giving their requests up to 2 s.
+func (s *Server) Shutdown() {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	s.control.Shutdown(ctx)
+	if s.api != nil {
+		s.api.Shutdown(ctx)
+	}
+}
+
+// Close ends the server's world: its tasks stop.
+func (s *Server) Close() { s.env.Close() }
