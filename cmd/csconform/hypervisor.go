@@ -74,15 +74,11 @@ func newRemoteHypervisor(env *live.Env, _, path string, _ hvFlags) (impl.Hypervi
 	if path == "" {
 		return nil, errors.New("unix:PATH needs the socket's path")
 	}
-	h := live.NewRemoteHost(env, path)
-	var err error
-	for i := 0; i < 50; i++ { // the hypervisor may still be starting
-		if err = h.Ping(); err == nil {
-			return h, nil
-		}
-		time.Sleep(100 * time.Millisecond)
+	h, err := live.DialRemoteHost(env, path)
+	if err != nil {
+		return nil, err
 	}
-	return nil, err
+	return h, nil
 }
 
 // agentDialer is the agent's transport, presenting key in its StartupCommand; with faultsAddr it also

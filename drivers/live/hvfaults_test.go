@@ -1,9 +1,11 @@
 package live
 
 import (
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -87,5 +89,34 @@ func TestHypervisorHostFaults(t *testing.T) {
 	defer h.mu.Unlock()
 	if h.routerBoot != 0 {
 		t.Fatal("routerBoot 0 did not restore the default")
+	}
+}
+
+// DialRemoteHost waits for a hypervisor process that is still starting: its socket served a moment
+// after the agent dials.
+func TestDialRemoteHostWaitsForTheHypervisor(t *testing.T) {
+	env := NewEnv()
+	defer env.Close()
+	sock := filepath.Join(t.TempDir(), "h1.sock")
+	served := make(chan net.Listener, 1)
+	go func() {
+		time.Sleep(300 * time.Millisecond)
+		ln, err := net.Listen("unix", sock)
+		if err != nil {
+			close(served)
+			return
+		}
+		served <- ln
+		http.Serve(ln, HypervisorHandler(NewFakeHost(env, "h1")))
+	}()
+	h, err := DialRemoteHost(env, sock)
+	if ln := <-served; ln != nil {
+		defer ln.Close()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Ping(); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -144,6 +144,20 @@ func NewRemoteHost(env impl.Env, socket string) *RemoteHost {
 	return &RemoteHost{env: env, socket: socket, c: &http.Client{Transport: tr}}
 }
 
+// DialRemoteHost is NewRemoteHost once the hypervisor answers: a process started beside the agent
+// (csconform hypervisor) may still be starting, so it is pinged for up to 5 s.
+func DialRemoteHost(env impl.Env, socket string) (*RemoteHost, error) {
+	h := NewRemoteHost(env, socket)
+	var err error
+	for i := 0; i < 50; i++ {
+		if err = h.Ping(); err == nil {
+			return h, nil
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return nil, err
+}
+
 // Ping checks that the hypervisor answers.
 func (h *RemoteHost) Ping() error {
 	_, err := h.call("GET", "/running", nil, nil)
