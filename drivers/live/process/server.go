@@ -1,7 +1,8 @@
-// Package process is csconform server's process around impl's server: its database (in memory or
-// its state file), the agents' listener, the control endpoint (drivers/control) and CloudStack's API
-// (impl/cloudapi), started and stopped together in real time (drivers/live). The command keeps the
-// flags, the secrets' sources, the order in which things are bound and written, and the output.
+// Package process is what csconform server's and csconform agent's processes hold around impl, in
+// real time (drivers/live): the server's database (in memory or its state file), agents' listener,
+// control endpoint (drivers/control) and CloudStack's API (impl/cloudapi), started and stopped
+// together (Server); an agent's hypervisor of real libvirt domains (LibvirtHost). The commands keep
+// the flags, the secrets' sources, the order in which things are bound and written, and the output.
 package process
 
 import (
