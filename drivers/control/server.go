@@ -12,7 +12,8 @@ import (
 	"github.com/csconform/csconform/model/job"
 )
 
-type control struct {
+// endpoint is the control endpoint's commands over one server.
+type endpoint struct {
 	srv *impl.Server
 	db  *impl.DB
 	cfg *impl.Config
@@ -26,7 +27,7 @@ type controlCmd struct {
 // Handler is the control endpoint of the server srv (its db and cfg); every request needs token
 // (RequireToken).
 func Handler(srv *impl.Server, db *impl.DB, cfg *impl.Config, token string) http.Handler {
-	c := &control{srv: srv, db: db, cfg: cfg}
+	c := &endpoint{srv: srv, db: db, cfg: cfg}
 	cmds := map[string]controlCmd{
 		"createNetwork":         {"name [persistent=false] [poolsize=32]", c.createNetwork},
 		"deployVirtualMachine":  {"networkids=1,2 [name] [hostid]", c.deploy},
@@ -101,7 +102,7 @@ func boolParam(r *http.Request, name string) (bool, error) {
 }
 
 // vmParam reads id and checks the VM exists.
-func (c *control) vmParam(r *http.Request) (int64, error) {
+func (c *endpoint) vmParam(r *http.Request) (int64, error) {
 	id, err := intParam(r, "id")
 	if err != nil {
 		return 0, err
@@ -112,7 +113,7 @@ func (c *control) vmParam(r *http.Request) (int64, error) {
 	return id, nil
 }
 
-func (c *control) hostParam(r *http.Request) (string, error) {
+func (c *endpoint) hostParam(r *http.Request) (string, error) {
 	h := r.FormValue("hostid")
 	if h != "" && c.db.Host(h) == nil {
 		return "", fmt.Errorf("no host %q", h)
@@ -120,7 +121,7 @@ func (c *control) hostParam(r *http.Request) (string, error) {
 	return h, nil
 }
 
-func (c *control) createNetwork(r *http.Request) (any, error) {
+func (c *endpoint) createNetwork(r *http.Request) (any, error) {
 	name := r.FormValue("name")
 	if name == "" {
 		return nil, fmt.Errorf("parameter name is required")
@@ -141,7 +142,7 @@ func (c *control) createNetwork(r *http.Request) (any, error) {
 	return c.srv.NewNetwork(name, persistent, int(pool))
 }
 
-func (c *control) deploy(r *http.Request) (any, error) {
+func (c *endpoint) deploy(r *http.Request) (any, error) {
 	var nets []int64
 	for _, s := range strings.Split(r.FormValue("networkids"), ",") {
 		if s == "" {
@@ -169,7 +170,7 @@ func (c *control) deploy(r *http.Request) (any, error) {
 
 func jobOut(j *impl.JobVO) (any, error) { return map[string]any{"jobid": j.ID}, nil }
 
-func (c *control) start(r *http.Request) (any, error) {
+func (c *endpoint) start(r *http.Request) (any, error) {
 	id, err := c.vmParam(r)
 	if err != nil {
 		return nil, err
@@ -181,7 +182,7 @@ func (c *control) start(r *http.Request) (any, error) {
 	return jobOut(c.srv.StartVirtualMachine(id, h))
 }
 
-func (c *control) stop(r *http.Request) (any, error) {
+func (c *endpoint) stop(r *http.Request) (any, error) {
 	id, err := c.vmParam(r)
 	if err != nil {
 		return nil, err
@@ -193,7 +194,7 @@ func (c *control) stop(r *http.Request) (any, error) {
 	return jobOut(c.srv.StopVirtualMachine(id, forced))
 }
 
-func (c *control) destroy(r *http.Request) (any, error) {
+func (c *endpoint) destroy(r *http.Request) (any, error) {
 	id, err := c.vmParam(r)
 	if err != nil {
 		return nil, err
@@ -205,7 +206,7 @@ func (c *control) destroy(r *http.Request) (any, error) {
 	return jobOut(c.srv.DestroyVirtualMachine(id, expunge))
 }
 
-func (c *control) expunge(r *http.Request) (any, error) {
+func (c *endpoint) expunge(r *http.Request) (any, error) {
 	id, err := c.vmParam(r)
 	if err != nil {
 		return nil, err
@@ -215,7 +216,7 @@ func (c *control) expunge(r *http.Request) (any, error) {
 
 // queryJob returns the job row; with wait it polls the record (every 100 ms) until the job is done or
 // wait has passed, whichever is first — the answer then says whatever the job is at that moment.
-func (c *control) queryJob(r *http.Request) (any, error) {
+func (c *endpoint) queryJob(r *http.Request) (any, error) {
 	id, err := intParam(r, "jobid")
 	if err != nil {
 		return nil, err
@@ -243,7 +244,7 @@ func (c *control) queryJob(r *http.Request) (any, error) {
 	}
 }
 
-func (c *control) snapshot(*http.Request) (any, error) {
+func (c *endpoint) snapshot(*http.Request) (any, error) {
 	ips := map[string][]impl.IPHolder{}
 	nets := c.db.Networks(nil)
 	for _, n := range nets {
@@ -255,7 +256,7 @@ func (c *control) snapshot(*http.Request) (any, error) {
 	}, nil
 }
 
-func (c *control) updateConfig(r *http.Request) (any, error) {
+func (c *endpoint) updateConfig(r *http.Request) (any, error) {
 	name, value := r.FormValue("name"), r.FormValue("value")
 	if err := c.cfg.Set(name, value); err != nil {
 		return nil, err
@@ -265,7 +266,7 @@ func (c *control) updateConfig(r *http.Request) (any, error) {
 
 // backdateNetwork moves a network's created time back: CloudStack has no API for it, operators (and
 // the seed 000 A/B) run UPDATE networks SET created = created - INTERVAL … on the database.
-func (c *control) backdateNetwork(r *http.Request) (any, error) {
+func (c *endpoint) backdateNetwork(r *http.Request) (any, error) {
 	id, err := intParam(r, "id")
 	if err != nil {
 		return nil, err
