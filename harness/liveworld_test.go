@@ -46,9 +46,9 @@ func violations(r *Result) string {
 // once with the client operations called directly and once through CloudStack's API with
 // cloudstack-go: both give the same case results and final VM states.
 //
-// Every scenario takes 4 to 8 minutes of wall time in all (one, retry-waits-on-timed-out-start, over
-// two and a half), so the laptop tests run the three seed defects' scenarios (about 25 s) and the
-// realtime tier (ci/test.sh) runs them all.
+// Every scenario takes 4 to 8 minutes of wall time in all, so the laptop tests run the three seed
+// defects' scenarios (about 25 s) and the realtime tier (ci/test.sh) runs them all but those
+// notInLiveComparison names.
 func TestSeedScenariosThroughTheAPI(t *testing.T) {
 	tier.Need(t, tier.Long) // runs scenarios twice each in real time
 	all := tier.Enabled(tier.Realtime)
@@ -68,6 +68,10 @@ func TestSeedScenariosThroughTheAPI(t *testing.T) {
 			// several servers, a host's power or heartbeat, a simulator strategy (an explore
 			// counterexample: real time takes its own turns, differently in each run)
 			t.Logf("not in the live world: %v", err)
+			continue
+		}
+		if why, ok := notInLiveComparison[sc.Name]; ok {
+			t.Logf("not compared in the live world: %s: %s", sc.Name, why)
 			continue
 		}
 		if strings.HasPrefix(sc.Name, "load-") {
@@ -105,6 +109,13 @@ func TestSeedScenariosThroughTheAPI(t *testing.T) {
 			compareOutcomes(t, d, a, sc.Expect[profile])
 		})
 	}
+}
+
+// notInLiveComparison are built-ins the live world runs but this comparison leaves out, with why.
+var notInLiveComparison = map[string]string{
+	"retry-waits-on-timed-out-start": "since its API jobs wait out C7's hour (OutcomeImpl.get() has no timeout, issue 34 item 5) " +
+		"it costs five minutes of real time a run, and its end after the hour is a race of the next report with D2b " +
+		"(web1 Running or Stopped; its expectation leaves it open); the simulator judges it at seeds 1-10",
 }
 
 // laptopScenarios are the ones TestSeedScenariosThroughTheAPI runs outside the realtime tier: one of
