@@ -1,10 +1,9 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -15,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/csconform/csconform/drivers/control"
 	"github.com/csconform/csconform/drivers/live"
 	"github.com/csconform/csconform/impl"
 	"github.com/csconform/csconform/internal/tier"
@@ -22,26 +22,11 @@ import (
 	"github.com/csconform/csconform/model/vm"
 )
 
-// try is call for a client goroutine: the error instead of t.Fatal.
-func try(c *http.Client, base, cmd string, params url.Values, out any) error {
-	req, err := http.NewRequest("GET", base+"/"+cmd+"?"+params.Encode(), nil)
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Authorization", "Bearer "+testControlToken)
-	resp, err := c.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("%s: %s: %s", cmd, resp.Status, b)
-	}
-	return json.Unmarshal(b, out)
+// try is call for a client goroutine: the error instead of t.Fatal, the request bounded by timeout.
+func try(timeout time.Duration, base, cmd string, params url.Values, out any) error {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	return control.Call(ctx, base, testControlToken, cmd, params, out)
 }
 
 // acked is what the server acknowledged to the clients before the kill.
@@ -60,7 +45,7 @@ func (a *acked) job(id int64, status string) { a.mu.Lock(); a.jobs[id] = status;
 // loadClient deploys a VM into network n and destroys it (expunged), again and again until stop, and
 // records in a what the server acknowledged. Errors only end a round: the kill ends every client.
 func loadClient(base string, n int64, stop <-chan struct{}, a *acked) {
-	c := &http.Client{Timeout: 2 * time.Minute}
+	const c = 2 * time.Minute
 	wait := func(jobID int64) (bool, error) {
 		var res struct {
 			Done, Succeeded bool
@@ -158,7 +143,7 @@ func TestServerRestartAfterKillUnderLoad(t *testing.T) {
 		return p, began
 	}
 	base := "http://" + controlAddr
-	quick := &http.Client{Timeout: 2 * time.Second}
+	const quick = 2 * time.Second
 	answers := func() bool {
 		var vms []json.RawMessage
 		return try(quick, base, "listVirtualMachines", nil, &vms) == nil
