@@ -233,15 +233,5 @@ func (m *Merged) WriteReports(dir string, shards []*Shard) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	data, err := json.MarshalIndent(m, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(dir, "result.json"), append(data, '\n'), 0o644); err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(dir, "summary.txt"), []byte(m.Text()), 0o644); err != nil {
-		return err
-	}
-	return os.WriteFile(filepath.Join(dir, "junit.xml"), m.JUnit(shards), 0o644)
+	return writeResultFiles(dir, m, m.Text(), m.JUnit(shards))
 }

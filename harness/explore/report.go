@@ -201,17 +201,23 @@ func (s *Summary) WriteReports(dir string) error {
 			return err
 		}
 	}
-	data, err := json.MarshalIndent(j, "", "  ")
+	return writeResultFiles(dir, j, s.Text(), s.JUnit())
+}
+
+// writeResultFiles writes a run's result.json (result, indented), summary.txt and junit.xml into dir:
+// explore --out's and explore merge's three files.
+func writeResultFiles(dir string, result any, summary string, junit []byte) error {
+	data, err := json.MarshalIndent(result, "", "  ")
 	if err != nil {
 		return err
 	}
 	if err := os.WriteFile(filepath.Join(dir, "result.json"), append(data, '\n'), 0o644); err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(dir, "summary.txt"), []byte(s.Text()), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "summary.txt"), []byte(summary), 0o644); err != nil {
 		return err
 	}
-	return os.WriteFile(filepath.Join(dir, "junit.xml"), s.JUnit(), 0o644)
+	return os.WriteFile(filepath.Join(dir, "junit.xml"), junit, 0o644)
 }
 
 // CheckOutDir refuses an --out directory that holds files already (an earlier run's reports).
