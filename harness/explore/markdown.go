@@ -252,12 +252,11 @@ func serverLog(events []history.Event, end time.Time) (log string, cut int) {
 // APIStep is one step of a program as CloudStack's API calls and host faults say it.
 func APIStep(st harness.Step) string {
 	var b strings.Builder
-	if st.Wait > 0 {
-		if st.Until == "" && st.Op == "" && st.Fault == "" {
-			return fmt.Sprintf("wait %s", st.Wait)
-		}
-		fmt.Fprintf(&b, "after %s, ", st.Wait)
+	w, only := waitPrefix(st)
+	if only {
+		return w
 	}
+	b.WriteString(w)
 	if st.Until != "" {
 		switch st.Until {
 		case "log":

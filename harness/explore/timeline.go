@@ -15,15 +15,26 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
+// waitPrefix is how a step's wait reads before the rest of it ("after 1m0s, "); only says the step is
+// a wait and nothing else ("wait 1m0s").
+func waitPrefix(st harness.Step) (s string, only bool) {
+	if st.Wait <= 0 {
+		return "", false
+	}
+	if st.Until == "" && st.Op == "" && st.Fault == "" {
+		return fmt.Sprintf("wait %s", st.Wait), true
+	}
+	return fmt.Sprintf("after %s, ", st.Wait), false
+}
+
 // Describe is one step of a program in words.
 func Describe(st harness.Step) string {
 	var b strings.Builder
-	if st.Wait > 0 {
-		if st.Until == "" && st.Op == "" && st.Fault == "" {
-			return fmt.Sprintf("wait %s", st.Wait)
-		}
-		fmt.Fprintf(&b, "after %s, ", st.Wait)
+	w, only := waitPrefix(st)
+	if only {
+		return w
 	}
+	b.WriteString(w)
 	if st.Until != "" {
 		what := st.VM
 		if st.Until == "implementing" {
