@@ -27,14 +27,6 @@ func (c *Cluster) checkStorageLeaks() {
 	}
 }
 
-// checkDestroyedAssertedDomains judges, at the end of a run, the domains a caller's forced stop left
-// running whose VM has since been destroyed (invariant.CheckDestroyedAssertedDomains).
-func (c *Cluster) checkDestroyedAssertedDomains() {
-	for _, v := range invariant.CheckDestroyedAssertedDomains(c.Snapshot()) {
-		c.report(v)
-	}
-}
-
 // volumeFiles: the simulator's primary storage is shared by its hosts, so a file is there when some
 // host created it and none deleted it.
 func (w *simWorld) volumeFiles() map[string]bool {
