@@ -8,14 +8,17 @@ package conformance
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -102,6 +105,10 @@ func TestLibvirtTier(t *testing.T) {
 	if _, err := libvirt.Cleanup(libvirt.DefaultURI, t.TempDir(), "probe-only-no-such-run"); err != nil {
 		t.Skipf("libvirtd unreachable: %v (run ci/setup-libvirt.sh)", err)
 	}
+	// Ctrl-C or CI's SIGTERM ends the runs (each removes its domains) and the clean-up below, instead
+	// of killing the process with its guests running.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	t.Cleanup(stop)
 	// The default base directory, so that csconform cleanup finds what a killed tier left.
 	base := libvirt.DefaultBaseDir()
 	var mu sync.Mutex
@@ -145,7 +152,7 @@ func TestLibvirtTier(t *testing.T) {
 				total++
 				mu.Unlock()
 				t0 := time.Now()
-				r, err := harness.Run(harness.Libvirt, sc, harness.RunOptions{Profile: profile, Seed: sc.Seed, Own: &harness.LibvirtOptions{Run: run, BaseDir: base, Log: testLog{t},
+				r, err := harness.Run(harness.Libvirt, sc, harness.RunOptions{Profile: profile, Seed: sc.Seed, Ctx: ctx, Own: &harness.LibvirtOptions{Run: run, BaseDir: base, Log: testLog{t},
 					SerialLogs: filepath.Join(os.TempDir(), "csconform-libvirt-histories", "serial")}})
 				if err != nil {
 					t.Fatal(err)

@@ -7,10 +7,12 @@ package libvirt
 import (
 	"fmt"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -34,14 +36,35 @@ func TestMain(m *testing.M) {
 	if err != nil {
 		panic(err)
 	}
+	// Killed (CI's timeout, Ctrl-C), the process would die with its guests running: clean up what
+	// its runs made first, then exit.
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		s := <-sigs
+		fmt.Fprintf(os.Stderr, "%v: removing the domains of this process's runs\n", s)
+		cleanupTestRuns()
+		_ = os.RemoveAll(testBase)
+		os.Exit(1)
+	}()
 	code := m.Run()
-	// Whatever a failed test left behind: every run this process made is cleaned, and then no
-	// labelled domain of those runs may remain.
+	signal.Stop(sigs)
+	if !cleanupTestRuns() {
+		code = 1
+	}
+	_ = os.RemoveAll(testBase)
+	os.Exit(code)
+}
+
+// cleanupTestRuns removes whatever this process's runs left behind and reports whether none of
+// their labelled domains remains.
+func cleanupTestRuns() bool {
+	ok := true
 	if lv, err := connect(DefaultURI); err == nil {
 		testRuns.Range(func(k, _ any) bool {
 			if removed, err := Cleanup(DefaultURI, testBase, k.(string)); err != nil {
 				fmt.Fprintf(os.Stderr, "cleanup of run %s: %v\n", k, err)
-				code = 1
+				ok = false
 			} else if len(removed) > 0 {
 				fmt.Fprintf(os.Stderr, "TestMain cleaned up after run %s: %v\n", k, removed)
 			}
@@ -51,14 +74,13 @@ func TestMain(m *testing.M) {
 			for _, l := range ls {
 				if _, mine := testRuns.Load(l.Label.Run); mine {
 					fmt.Fprintf(os.Stderr, "domain %s left behind\n", l.Domain.Name)
-					code = 1
+					ok = false
 				}
 			}
 		}
 		_ = lv.Disconnect()
 	}
-	_ = os.RemoveAll(testBase)
-	os.Exit(code)
+	return ok
 }
 
 // needLibvirt skips unless libvirtd answers and the guest is built.
