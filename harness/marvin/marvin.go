@@ -256,7 +256,12 @@ func writeFault(w func(string, ...any), n int, st harness.Step) {
 		if d <= 0 {
 			d = 5 * time.Minute
 		}
-		body := fmt.Sprintf("lambda: self.timed_mocks([(\"PingCommand\", \"result:fail\"), (\"CheckHealthCommand\", \"result:fail\")], %s, %s)", py(st.Host), secs(d))
+		st.Duration = d
+		var mocks []string
+		for _, m := range external.SimulatorMocks(st) {
+			mocks = append(mocks, fmt.Sprintf("(%s, %s)", py(m.Command), py(m.Value)))
+		}
+		body := fmt.Sprintf("lambda: self.timed_mocks([%s], %s, %s)", strings.Join(mocks, ", "), py(st.Host), secs(d))
 		w("        self.step(None, %s, %s)", body, pyBool(st.Async))
 	default:
 		w("        self.skipTest(%s)", py(fmt.Sprintf("step %d: fault %s has no Marvin form", n, st.Fault)))

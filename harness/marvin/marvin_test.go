@@ -1,11 +1,14 @@
 package marvin
 
 import (
+	"cmp"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/csconform/csconform/conformance"
 	"github.com/csconform/csconform/harness"
@@ -47,8 +50,15 @@ func TestEveryScenarioCompiles(t *testing.T) {
 			}
 			src := Test(sc, f)
 			for _, st := range sc.Steps {
-				if st.Fault == "host-unreachable" && !strings.Contains(src, `("PingCommand", "result:fail")`) {
-					t.Errorf("host-unreachable is not a PingCommand mock")
+				if st.Fault == "host-unreachable" {
+					// the bridge's mocks, the lost commands' wait the step's duration
+					wait := fmt.Sprintf(`"wait:%d|result:fail"`, cmp.Or(st.Duration, 5*time.Minute).Milliseconds())
+					for _, want := range []string{`("PingCommand", "result:fail")`, `("CheckHealthCommand", "result:fail")`,
+						`("StartCommand", ` + wait + `)`, `("StopCommand", ` + wait + `)`, `("DeleteCommand", ` + wait + `)`} {
+						if !strings.Contains(src, want) {
+							t.Errorf("host-unreachable has no mock %s", want)
+						}
+					}
 				}
 				if st.Fault == "agent-restart" && !strings.Contains(src, "fault agent-restart cannot go through the simulator") {
 					t.Errorf("agent-restart is not skipped with its reason")

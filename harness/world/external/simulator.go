@@ -75,6 +75,16 @@ type simFault struct {
 
 func ms(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) }
 
+// hostFaultDefault is a host fault's duration when the step gives none (simFault's sleep).
+const hostFaultDefault = 5 * time.Minute
+
+// lostCommand is a command sent into an unreachable host: SimulatorManagerImpl.simulate sleeps the
+// wait, then answers the result:fail without running the command (AgentRoutingResource.execute
+// returns that failure for a StartCommand or StopCommand before touching its MockVm).
+func lostCommand(st harness.Step) string {
+	return "wait:" + ms(cmp.Or(st.Duration, hostFaultDefault)) + "|result:fail"
+}
+
 var simFaults = map[string]simFault{
 	"slow-router-boot": {lasting: true,
 		mocks: []simMock{{zoneScope, "StartCommand", func(st harness.Step) string { return "wait:" + ms(st.Duration) }}},
@@ -82,8 +92,11 @@ var simFaults = map[string]simFault{
 	"host-unreachable": {
 		mocks: []simMock{
 			{hostScope, "PingCommand", func(harness.Step) string { return "result:fail" }},
-			{hostScope, "CheckHealthCommand", func(harness.Step) string { return "result:fail" }}},
-		how: "PingCommand and CheckHealthCommand value result:fail at the host's scope for the duration (default 5m): no ping reaches the server, the ping timeout investigates and the health check fails; commands to the host still run (the simulator cannot refuse a connection). Versions whose AgentRoutingResource.getCurrentStatus no longer reads the PingCommand mock (apache/cloudstack@1502b605) keep pinging"},
+			{hostScope, "CheckHealthCommand", func(harness.Step) string { return "result:fail" }},
+			{hostScope, "StartCommand", lostCommand},
+			{hostScope, "StopCommand", lostCommand},
+			{hostScope, "DeleteCommand", lostCommand}},
+		how: "PingCommand and CheckHealthCommand value result:fail at the host's scope for the duration (default 5m): no ping reaches the server, the ping timeout investigates and the health check fails; StartCommand, StopCommand and DeleteCommand value wait:<duration ms>|result:fail there: a VM's command sent to the host is held for the duration and then fails without running, as a cut link loses it (the server's send times out first if its timeout, 2 × wait, is shorter; the simulator cannot refuse a connection, and other commands still run). A StartCommand mock of an earlier slow-router-boot is older and so wins (findByNameBottomUP takes the oldest row). Versions whose AgentRoutingResource.getCurrentStatus no longer reads the PingCommand mock (apache/cloudstack@1502b605) keep pinging"},
 	"agent-restart":  {why: "the simulator's agents are direct agents inside the management server: there is no agent process to stop and no API call that shuts one down"},
 	"agent-kill":     {why: "the simulator's agents are direct agents inside the management server: there is no agent process to kill"},
 	"disconnect":     {why: "a mock answers, fails or delays one command; it cannot hold a link's messages both ways and deliver them later"},
@@ -127,6 +140,23 @@ func SimulatorMapping(fault string) (expressible bool, text string) {
 		return false, sf.why
 	}
 	return true, sf.how
+}
+
+// SimulatorMock is one configureSimulator call of a fault's step: the command, the value, and
+// whether it is configured at the step's host (else the zone's).
+type SimulatorMock struct {
+	Command, Value string
+	HostScope      bool
+}
+
+// SimulatorMocks are the mocks a fault step configures through the simulator, in order (nil: the
+// fault cannot go through it). Explore's Marvin tests write the same mocks from here.
+func SimulatorMocks(st harness.Step) []SimulatorMock {
+	var out []SimulatorMock
+	for _, m := range simFaults[st.Fault].mocks {
+		out = append(out, SimulatorMock{Command: m.name, Value: m.value(st), HostScope: m.scope == hostScope})
+	}
+	return out
 }
 
 // capabilities are the run's: the fault source decides which faults it can apply.
@@ -191,7 +221,7 @@ func (w *extWorld) simFault(st harness.Step) error {
 	}
 	i := w.rec.BeginFault(st.Fault, kind.Disruptive, detail, targets...)
 	w.note("fault %s begins: %s", st.Fault, detail)
-	w.sleepWorld(cmp.Or(st.Duration, 5*time.Minute)) // cut short by Ctrl-C: the mocks go at once
+	w.sleepWorld(cmp.Or(st.Duration, hostFaultDefault)) // cut short by Ctrl-C: the mocks go at once
 	err := w.clearList(ids)
 	// a host fault lasts until the host is Up again: until then it explains a failed start
 	if err == nil && len(targets) > 0 && w.eo.Ctx.Err() == nil {

@@ -47,6 +47,7 @@ func TestSimulatorFaultsPreflight(t *testing.T) {
 			"step 5 (fault crash) cannot run through CloudStack's simulator"}},
 		{"seed-004", loadScenario(t, "seed-004-forced-destroy"), []string{"step 2 (fault agent-restart) cannot run through CloudStack's simulator (--faults simulator): the simulator's agents are direct agents"}},
 		{"seed-000", loadScenario(t, "seed-000-ab"), []string{"(primed) cannot run through CloudStack's simulator"}},
+		{"seed-004's simulator variant, no host access", loadScenario(t, "seed-004-forced-destroy-simulator"), nil},
 		{"host-unreachable, no host access", parse("name: u\nhosts: [h1]\nsteps:\n  - {fault: host-unreachable, host: h1, duration: 1m}\n  - {fault: slow-router-boot, duration: 40s}\n"), nil},
 	}
 	for _, tc := range cases {
@@ -232,5 +233,76 @@ func TestSimulatorStopFails(t *testing.T) {
 	}
 	if m := c.DB.Mocks.Active(); len(m) != 1 || m[0].Count == nil || *m[0].Count != 0 {
 		t.Fatalf("the mock: %+v", m)
+	}
+}
+
+// The seeds' simulator variants through the bridge against the reference server's API face (20×
+// clock), each profile on its own server: every fault goes through configureSimulator, the verdicts
+// are the scenario's (its expectations for the profile, the violations exactly), and no mock or
+// object is left. Seed 001 and seed 000 have no variant: docs/operators.md says why.
+func TestSimulatorSeeds(t *testing.T) {
+	tier.Need(t, tier.Long) // each run ~30 s of real time, in parallel
+	hostUnreachable := []string{"PingCommand result:fail", "CheckHealthCommand result:fail",
+		"StartCommand wait:300000|result:fail", "StopCommand wait:300000|result:fail", "DeleteCommand wait:300000|result:fail"}
+	cases := []struct {
+		scenario, profile string
+		want              []string // the violations, sorted
+		mocks             []string // in the history's fault details
+	}{
+		{"seed-004-forced-destroy-simulator", "cloudstack-4.22", []string{"ip-conflict", "orphan-domain", "volume-in-use"},
+			hostUnreachable},
+		{"seed-004-forced-destroy-simulator", "fixed", nil, hostUnreachable},
+	}
+	for _, tc := range cases {
+		t.Run(tc.scenario+"/"+tc.profile, func(t *testing.T) {
+			t.Parallel()
+			sc := loadScenario(t, tc.scenario)
+			c := startReference(t, sc, tc.profile)
+			url, creds, _ := c.APIEndpoint()
+			var log strings.Builder
+			start := time.Now()
+			res, err := harness.Run(Def, sc, harness.RunOptions{Profile: tc.profile, Own: &Options{
+				API:   cloudclient.Options{URL: url, APIKey: creds.APIKey, SecretKey: creds.SecretKey},
+				Hosts: liveHosts(c), Faults: FaultsSimulator,
+				Log: &log, Now: c.Now, Speed: 20, Poll: 100 * time.Millisecond,
+			}})
+			if err != nil {
+				t.Fatalf("%v\n%s", err, log.String())
+			}
+			var text strings.Builder
+			res.WriteText(&text, res.Started)
+			t.Logf("%s (%s wall)\n%s", tc.profile, time.Since(start).Round(time.Millisecond), text.String())
+			var got []string
+			for _, v := range res.Violations {
+				got = append(got, v.Invariant)
+			}
+			slices.Sort(got)
+			got = slices.Compact(got)
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("violations %v, want %v", got, tc.want)
+			}
+			if len(res.Mismatches) > 0 {
+				t.Errorf("outcome differs from %s's expectations: %v", tc.profile, res.Mismatches)
+			}
+			var details []string
+			for _, e := range res.Rec.History().Slice() {
+				if e.Kind == history.Fault && e.To != "" {
+					details = append(details, e.Detail)
+				}
+			}
+			for _, m := range tc.mocks {
+				if !slices.ContainsFunc(details, func(s string) bool {
+					return strings.Contains(s, "through configureSimulator") && strings.Contains(s, m)
+				}) {
+					t.Errorf("mock %q is not in the history's faults: %q", m, details)
+				}
+			}
+			if m := c.DB.Mocks.Active(); len(m) > 0 {
+				t.Errorf("mocks left after the run: %+v", m)
+			}
+			if len(res.Leftovers) > 0 {
+				t.Errorf("left behind: %v", res.Leftovers)
+			}
+		})
 	}
 }
