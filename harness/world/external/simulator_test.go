@@ -43,8 +43,10 @@ func TestSimulatorFaultsPreflight(t *testing.T) {
 		want []string // nil: runs
 	}{
 		{"seed-001", loadScenario(t, "seed-001-stale-power-report"), []string{
-			"step 2 (fault stale-report) cannot run through CloudStack's simulator (--faults simulator): a mock acts on the commands the server sends",
-			"step 5 (fault crash) cannot run through CloudStack's simulator"}},
+			// DirectAgentAttache.PingTask (apache/cloudstack 0526416e): getCurrentStatus, then handleCommands
+			"step 2 (fault stale-report) cannot run through CloudStack's simulator (--faults simulator): a mock acts on the commands the server sends; the simulator's agent reports only in its ping, collected and processed in one go",
+			// MockVmManagerImpl.startVM / stopVM (apache/cloudstack 2882da64): the only writes of a mock VM's power state
+			"step 5 (fault crash) cannot run through CloudStack's simulator (--faults simulator): the simulator's VMs are rows of its mock database whose power state changes only when the server starts or stops them"}},
 		{"seed-004", loadScenario(t, "seed-004-forced-destroy"), []string{"step 2 (fault agent-restart) cannot run through CloudStack's simulator (--faults simulator): the simulator's agents are direct agents"}},
 		{"seed-000", loadScenario(t, "seed-000-ab"), []string{"(primed) cannot run through CloudStack's simulator"}},
 		{"seed-004's simulator variant, no host access", loadScenario(t, "seed-004-forced-destroy-simulator"), nil},
