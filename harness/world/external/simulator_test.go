@@ -98,7 +98,8 @@ settle: 10s
 // StartCommands, the host leaves Up while its pings fail), are in the history, and no mock is left
 // once the run ends — nor after a Ctrl-C in the middle of a fault.
 func TestSimulatorBridge(t *testing.T) {
-	tier.Need(t, tier.Long) // the live world, ~15 s of real time
+	tier.Need(t, tier.Long) // the live world, ~15 s of real time, mostly waiting: beside the seeds' runs
+	t.Parallel()
 	sc, err := harness.ParseScenario([]byte(bridge), "test")
 	if err != nil {
 		t.Fatal(err)
@@ -243,7 +244,8 @@ func TestSimulatorStopFails(t *testing.T) {
 // are the scenario's (its expectations for the profile, the violations exactly), and no mock or
 // object is left. Seed 001 and seed 000 have no variant: docs/operators.md says why.
 func TestSimulatorSeeds(t *testing.T) {
-	tier.Need(t, tier.Long) // each run ~30 s of real time, in parallel
+	tier.Need(t, tier.Long) // each run ~26 s of real time, mostly waiting: in parallel, and beside the bridge's
+	t.Parallel()
 	hostUnreachable := []string{"PingCommand result:fail", "CheckHealthCommand result:fail",
 		"StartCommand wait:300000|result:fail", "StopCommand wait:300000|result:fail", "DeleteCommand wait:300000|result:fail"}
 	cases := []struct {
