@@ -263,10 +263,19 @@ func (r *Recorder) observationsIncremental(in *invariant.Incremental) []observat
 	slices.SortFunc(entries, func(a, b entry) int { return cmp.Or(cmp.Compare(a.net, b.net), cmp.Compare(a.idx, b.idx)) })
 	for _, e := range entries {
 		var users []string
+		handover := map[string]bool{} // as observations: a migrating guest's two domains are one user
 		for _, d := range in.DomainsUsing(e.ip.Address) {
-			obj := observedOwner(in.Records(d.Name))
+			recs := in.Records(d.Name)
+			obj := observedOwner(recs)
+			mig := slices.ContainsFunc(recs, func(v invariant.VM) bool { return onMigrationHost(v, d.HostID) })
 			for _, a := range d.IPs {
 				if a == e.ip.Address && obj != "" {
+					if mig {
+						if handover[obj] {
+							continue
+						}
+						handover[obj] = true
+					}
 					users = append(users, obj)
 				}
 			}

@@ -178,6 +178,7 @@ func (in *Incremental) markName(name string) {
 		in.dirtyDom.add(domKey{h, name})
 		for _, a := range in.domains[h][name].IPs {
 			in.ChangedAddrs.add(a) // the observer names an address's users by their records
+			in.dirtyAddr.add(a)    // a record migrating between two hosts makes their domains one user
 		}
 	}
 	for _, id := range in.byName[name] {
@@ -526,11 +527,11 @@ func (in *Incremental) Check(t time.Time, grace, ghostBound time.Duration, netCh
 		}
 	}
 	for a := range in.dirtyAddr {
-		var users []string
+		var users []Domain
 		for k := range in.domsAt[a] {
-			users = append(users, domainName(in.domains[k.host][k.name]))
+			users = append(users, in.domains[k.host][k.name])
 		}
-		if v, ok := sharedIP(a, users, t); ok {
+		if v, ok := sharedIP(a, users, in.records, t); ok {
 			in.addrV[a] = v
 		} else {
 			delete(in.addrV, a)

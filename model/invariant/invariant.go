@@ -318,7 +318,7 @@ func orphanDomain(d Domain, recs []VM, settled bool, t time.Time) (Violation, bo
 				continue
 			case noDomainState(r.State):
 				why = append(why, fmt.Sprintf("record %s is %s", r.ID, r.State))
-			case r.HostID != d.HostID:
+			case r.HostID != d.HostID && !migratingFrom(r, d.HostID):
 				why = append(why, fmt.Sprintf("record %s (%s) places it on host %q", r.ID, r.State, r.HostID))
 			}
 		}
@@ -328,6 +328,24 @@ func orphanDomain(d Domain, recs []VM, settled bool, t time.Time) (Violation, bo
 		msg = fmt.Sprintf("domain %s is running but %s", domainName(d), strings.Join(why, "; "))
 	}
 	return Violation{Invariant: OrphanDomain, Object: "domain:" + d.Name, Time: t, Message: msg}, true
+}
+
+// migratingFrom says whether r is a record Migrating away from host: MigrationRequested put host_id on
+// the destination and last_host_id on the source (VirtualMachineManagerImpl.migrate), whose domain
+// runs until the MigrateCommand hands it over.
+func migratingFrom(r VM, host string) bool {
+	return r.State == vm.Migrating && r.LastHostID == host && host != ""
+}
+
+// migrationKey names the guest a running domain is for the address check: a domain on either host of
+// its record's migration is the one guest, on the destination.
+func migrationKey(d Domain, recs []VM) string {
+	for _, r := range recs {
+		if !r.Removed && migratingFrom(r, d.HostID) {
+			return domainName(Domain{Name: d.Name, HostID: r.HostID})
+		}
+	}
+	return domainName(d)
 }
 
 // noDomainState reports whether a record in this state says no domain should
@@ -355,15 +373,15 @@ func CheckIPs(s Snapshot) []Violation {
 	}
 
 	var out []Violation
-	users := map[string][]string{}
+	users := map[string][]Domain{}
 	for _, d := range runningDomains(s.Domains) {
 		for _, addr := range uniq(d.IPs) {
-			users[addr] = append(users[addr], domainName(d))
+			users[addr] = append(users[addr], d)
 		}
 		out = append(out, domainIPs(d, byName[d.Name], func(addr string) []IP { return pool[addr] }, s.Time)...)
 	}
 	for addr, ds := range users {
-		if v, ok := sharedIP(addr, ds, s.Time); ok {
+		if v, ok := sharedIP(addr, ds, func(name string) []VM { return byName[name] }, s.Time); ok {
 			out = append(out, v)
 		}
 	}
@@ -405,13 +423,19 @@ func domainIPs(d Domain, recs []VM, pool func(string) []IP, t time.Time) []Viola
 	return out
 }
 
-// sharedIP: an address used by two running domains or more (users: their names, as domainName
-// gives them, in any order).
-func sharedIP(addr string, users []string, t time.Time) (Violation, bool) {
-	ds := uniq(users)
-	if len(ds) < 2 {
+// sharedIP: an address used by two running domains or more (users, in any order; recs: the records
+// named after a domain). The two domains of one guest whose record migrates between their hosts are
+// one user: libvirt runs the guest on both for a moment while it hands it over.
+func sharedIP(addr string, users []Domain, recs func(string) []VM, t time.Time) (Violation, bool) {
+	var names, keys []string
+	for _, d := range users {
+		names = append(names, domainName(d))
+		keys = append(keys, migrationKey(d, recs(d.Name)))
+	}
+	if len(uniq(keys)) < 2 {
 		return Violation{}, false
 	}
+	ds := uniq(names)
 	return Violation{
 		Invariant: IPConflict,
 		Object:    "ip:" + addr,

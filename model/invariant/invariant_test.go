@@ -171,6 +171,30 @@ func TestCheckOrphanDomains(t *testing.T) {
 				state(vm.Stopped, "")(s)
 				s.Domains[0].Running = false
 			}},
+		// A live migration (VirtualMachineManagerImpl.migrate, apache/cloudstack main as stored,
+		// commit 3156c4ba): MigrationRequested puts host_id on the destination and last_host_id on the
+		// source while the MigrateCommand runs, so the domain is on the source, then for a moment on
+		// both, then on the destination.
+		{name: "record Migrating to another host, domain still on the source",
+			mutate: func(s *Snapshot) { migrating(s, "h2", "h1") }},
+		{name: "record Migrating, domain on both hosts at the handover",
+			mutate: func(s *Snapshot) {
+				migrating(s, "h2", "h1")
+				s.Domains = append(s.Domains, Domain{HostID: "h2", Name: "i-1", Running: true})
+			}},
+		{name: "record Migrating between two hosts, domain on a third",
+			mutate: func(s *Snapshot) {
+				migrating(s, "h2", "h3")
+			},
+			want: []want{{"domain:i-1", `record v1 (Migrating) places it on host "h2"`}}},
+		// the planted bug: a migration that succeeded (Running on the destination) but left the
+		// domain running on the source
+		{name: "migrated record Running on the destination, domain left on the source",
+			mutate: func(s *Snapshot) {
+				setVM(s, "v1", func(v *VM) { v.State, v.HostID, v.LastHostID = vm.Running, "h2", "h1" })
+				s.Domains = append(s.Domains, Domain{HostID: "h2", Name: "i-1", Running: true})
+			},
+			want: []want{{"domain:i-1", `i-1 on host h1 is running but record v1 (Running) places it on host "h2"`}}},
 		// a caller's forced stop asserted the domain stopped: its orphan is the operator's
 		{name: "asserted domain of a Stopped record",
 			mutate: func(s *Snapshot) {
@@ -205,6 +229,17 @@ func TestCheckIPs(t *testing.T) {
 			}},
 		{name: "same VM running on two hosts",
 			mutate: func(s *Snapshot) {
+				s.Domains = append(s.Domains, Domain{HostID: "h2", Name: "i-1", Running: true, IPs: []string{"10.0.0.11"}})
+			},
+			want: []want{{"ip:10.0.0.11", "i-1 on host h1, i-1 on host h2"}}},
+		{name: "same VM on two hosts while its record migrates between them",
+			mutate: func(s *Snapshot) {
+				migrating(s, "h2", "h1")
+				s.Domains = append(s.Domains, Domain{HostID: "h2", Name: "i-1", Running: true, IPs: []string{"10.0.0.11"}})
+			}},
+		{name: "same VM on two hosts, its record Running (a migration that left the source running)",
+			mutate: func(s *Snapshot) {
+				setVM(s, "v1", func(v *VM) { v.HostID, v.LastHostID = "h2", "h1" })
 				s.Domains = append(s.Domains, Domain{HostID: "h2", Name: "i-1", Running: true, IPs: []string{"10.0.0.11"}})
 			},
 			want: []want{{"ip:10.0.0.11", "i-1 on host h1, i-1 on host h2"}}},
@@ -469,4 +504,9 @@ func setHost(s *Snapshot, id string, st host.Status, upSince time.Time) {
 		}
 	}
 	s.Hosts = append(s.Hosts, Host{ID: id, Name: id, Status: st, UpSince: upSince})
+}
+
+// migrating sets v1 Migrating from last to host, as MigrationRequested leaves it.
+func migrating(s *Snapshot, host, last string) {
+	setVM(s, "v1", func(v *VM) { v.State, v.HostID, v.LastHostID = vm.Migrating, host, last })
 }

@@ -54,6 +54,10 @@ func VMKind(op string) string {
 		return VMStop
 	case "destroy", "destroyExpunge", "expunge":
 		return VMDestroy
+	case "migrate":
+		return VMMigrate
+	case "recover":
+		return VMRecover
 	}
 	return ""
 }

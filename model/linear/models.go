@@ -48,6 +48,8 @@ const (
 	VMStart   = "start"   // deploy, start, startNoRetry
 	VMStop    = "stop"    // stop, forceStop
 	VMDestroy = "destroy" // destroy, destroyExpunge, expunge
+	VMMigrate = "migrate" // migrate: the guest moves to another host, running
+	VMRecover = "recover" // recover: a destroyed record is live again
 	VMDown    = "down"    // an injected fault stopped the domain (crash, guest shutdown)
 	VMObserve = "observe" // the domain's truth and the record, seen at one moment
 )
@@ -118,6 +120,10 @@ func (o Outcome) String() string { return [...]string{"ok", "failed", "unknown"}
 //   - a stop that succeeds leaves the domain stopped; one that fails may or may not have stopped it;
 //   - a destroy or expunge that succeeds leaves the domain stopped and the record dead; one that fails
 //     may have done any part of that, except to kill the record while the domain runs;
+//   - a migration that succeeds leaves the domain running (it cannot succeed for a stopped one); one
+//     that fails may have stopped it;
+//   - a recover that succeeds makes a dead record live, its domain stopped; one that fails changes
+//     nothing;
 //   - a fault that kills or powers off the domain leaves it stopped;
 //   - an observation sees exactly the state: a running domain with a dead record, a running domain
 //     after a successful stop or destroy with no start since, or a stopped domain after a successful
@@ -197,6 +203,21 @@ func vmOutcomes(s VMState, in VMInput) (ok, failed []any) {
 	case VMDestroy:
 		ok = []any{VMState{Dead: true}}
 		failed = []any{s, VMState{On: false, Dead: s.Dead, Stale: !s.Dead}, VMState{Dead: true}}
+	case VMMigrate:
+		// VMMI.migrate: only a Running VM migrates, and its domain runs on, on the destination. A
+		// failed migration leaves it where it was, or (a cleanup StopCommand to the destination after
+		// the domain got there, the check on the destination failing) stopped behind a record that
+		// may still say Running.
+		if s.On && !s.Dead {
+			ok = []any{s}
+		}
+		failed = []any{s, VMState{On: false, Dead: s.Dead, Stale: !s.Dead}}
+	case VMRecover:
+		// UserVmManagerImpl.recoverVirtualMachine: Destroyed → Stopped, nothing started
+		if s.Dead && !s.On {
+			ok = []any{VMState{}}
+		}
+		failed = []any{s}
 	case VMDown:
 		ok = []any{VMState{On: false, Dead: s.Dead, Stale: !s.Dead}}
 		failed = ok
