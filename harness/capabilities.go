@@ -20,6 +20,10 @@ const (
 	PeerServers    Capability = "several management servers"
 	SetConfigOp    Capability = "op setConfig"
 	AllocateOp     Capability = "op allocate"
+	// MigrateOp: a live migration of a VM to another host (the world's hypervisors hand a running
+	// domain over, as libvirt's peer-to-peer migration does).
+	MigrateOp Capability = "op migrate"
+	RecoverOp Capability = "op recover"
 	// VirtualTime: the world runs on a virtual clock, so it takes a scheduler strategy (a scenario's
 	// scheduler:) and can let the cloud run on alone after a scenario for as long as a check needs
 	// (liveness, jobs left by a dead server, unexplained stops).
@@ -111,6 +115,10 @@ func (c Capabilities) Refusals(sc *Scenario) []string {
 			refuse(where, "setConfig "+st.Key, SetConfigOp)
 		case st.Op == "allocate":
 			refuse(where, "allocate "+st.VM, AllocateOp)
+		case st.Op == "migrate":
+			refuse(where, "migrate "+st.VM, MigrateOp)
+		case st.Op == "recover":
+			refuse(where, "recover "+st.VM, RecoverOp)
 		case st.HA:
 			refuse(where, "deploy of HA-enabled VM "+st.VM, HAVMs)
 		}
@@ -131,10 +139,12 @@ var (
 		FaultCap("heartbeat-fail"): noHostPower,
 		FaultCap("peer-stop"):      WhyPeersSimOnly,
 		PeerServers:                WhyPeersSimOnly,
+		MigrateOp:                  "its hypervisor processes do not hand a domain to one another yet (each serves its own socket and knows no peer)",
 	}}
 
 	// LibvirtCapabilities: real QEMU domains on the machine csconform runs on.
 	LibvirtCapabilities = Capabilities{World: "on libvirt", Lacks: map[Capability]string{
+		MigrateOp:                  WhyNoMigration,
 		VirtualTime:                WhyRealTime,
 		FaultCap("host-power-off"): noHostPower,
 		FaultCap("heartbeat-fail"): noHostPower,
@@ -148,6 +158,9 @@ const (
 	WhyRealTime     = "it runs in real time: a scheduler strategy, and the checks that let the cloud run on alone after the scenario, are the simulator's"
 	noHostPower     = "its hosts are real machines (or the machine csconform runs on) whose power and shared-storage heartbeat csconform does not control"
 	WhyPeersSimOnly = "several management servers run only in the simulator (--driver sim)"
+	// WhyNoMigration: a world whose hosts are one machine's libvirt or containers cannot move a domain
+	// between two hypervisors.
+	WhyNoMigration = "its hosts share one machine's hypervisor, so a domain cannot live-migrate between two of them (a real migration needs two libvirt daemons)"
 	// WhyNoServerLog: a world that sees the server from outside.
 	WhyNoServerLog = "it sees the server from outside: its history has no server log lines for an until: log to search"
 )

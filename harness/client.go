@@ -16,7 +16,8 @@ type ClientAPI interface {
 	// Deploy submits a deployVirtualMachine (start=false: startvm=false); the VM exists once it
 	// returns, wait finishes its job.
 	Deploy(name string, networks []int64, hostID string, start bool) (vmID int64, wait func() error, err error)
-	// VMOp submits start, startNoRetry, stop, forceStop, destroy, destroyExpunge or expunge.
+	// VMOp submits start, startNoRetry, stop, forceStop, destroy, destroyExpunge, expunge, migrate
+	// (hostID: the destination) or recover.
 	VMOp(kind string, vmID int64, hostID string) (wait func() error, err error)
 }
 
@@ -78,6 +79,10 @@ func (d directAPI) VMOp(kind string, vmID int64, hostID string) (func() error, e
 		j = s.DestroyVirtualMachine(vmID, true)
 	case "expunge":
 		j = s.ExpungeVirtualMachine(vmID)
+	case "migrate":
+		j = s.MigrateVirtualMachine(vmID, hostID)
+	case "recover":
+		j = s.RecoverVirtualMachine(vmID)
 	default:
 		return nil, fmt.Errorf("unknown operation %q", kind)
 	}

@@ -181,6 +181,7 @@ func NewSimCluster(o Options) (*Cluster, error) {
 			}
 			return def(spec)
 		}
+		hv.Peers = func(id string) *sim.Host { return sw.hosts[id] }
 		sw.hosts[h] = hv
 		c.HostIDs = append(c.HostIDs, h)
 		if c.servers == 1 {
@@ -560,7 +561,7 @@ func (c *Cluster) fillHost(op int, vmID int64) {
 }
 
 // VMOp runs one of the VM operations by kind: start, startNoRetry, stop, forceStop, destroy,
-// destroyExpunge, expunge.
+// destroyExpunge, expunge, migrate (hostID: the destination), recover.
 func (c *Cluster) VMOp(client, kind, name, hostID string) error {
 	vmID, err := c.VMID(name)
 	if err != nil {

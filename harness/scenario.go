@@ -115,7 +115,7 @@ type Expect struct {
 var CaseResults = []string{"passed", "failed", "retried", "any"}
 
 // Ops a step may name.
-var Ops = []string{"createNetwork", "deploy", "allocate", "start", "startNoRetry", "stop", "forceStop", "destroy", "destroyExpunge", "expunge", "setConfig"}
+var Ops = []string{"createNetwork", "deploy", "allocate", "start", "startNoRetry", "stop", "forceStop", "destroy", "destroyExpunge", "expunge", "migrate", "recover", "setConfig"}
 
 // The bounds of a scenario's size (Validate refuses a larger one as bad input): well above the
 // built-in scenarios and what ScaleScenario generates for bench --scale (800 hosts of 10 VMs in
@@ -250,6 +250,9 @@ func (s *Scenario) Validate() error {
 			default:
 				if !vms[st.VM] {
 					return fmt.Errorf("%s: %s of unknown vm %q (deploy it first)", where, st.Op, st.VM)
+				}
+				if st.Op == "migrate" && st.Host == "" {
+					return fmt.Errorf("%s: migrate needs host (the destination)", where)
 				}
 			}
 		}

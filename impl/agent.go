@@ -284,6 +284,19 @@ func (a *Agent) execute(p Pipe, m Message, created, after Signal) {
 		} else if err := a.HV.Stop(m.VMName); err != nil {
 			ans.Result, ans.Details = false, err.Error()
 		}
+	case MsgPrepareForMigration:
+		// LibvirtPrepareForMigrationCommandWrapper: the destination plugs the NICs and connects the
+		// disks; nothing runs yet. A hypervisor that cannot receive a migration says so here.
+		if _, ok := a.HV.(Migrator); !ok {
+			ans.Result, ans.Details = false, "live migration is not supported by this hypervisor"
+		}
+	case MsgMigrate:
+		mg, ok := a.HV.(Migrator)
+		if !ok {
+			ans.Result, ans.Details = false, "live migration is not supported by this hypervisor"
+		} else if err := mg.MigrateTo(m.VMName, m.Target); err != nil {
+			ans.Result, ans.Details = false, err.Error()
+		}
 	case MsgDeleteVolume:
 		if err := a.HV.DeleteVolume(m.Path); err != nil {
 			ans.Result, ans.Details = false, err.Error()

@@ -114,6 +114,28 @@ func (s *Server) DestroyVirtualMachine(vmID int64, expunge bool) *JobVO {
 	})
 }
 
+// MigrateVirtualMachine is migrateVirtualMachine (virtualmachineid, hostid): the checks of
+// UserVmManagerImpl.migrateVirtualMachine, then VMMI.migrate through the VM's work queue. A refused
+// request fails its job.
+func (s *Server) MigrateVirtualMachine(vmID int64, hostID string) *JobVO {
+	return s.jobs.SubmitAPIJob("MigrateVMCmd", "VirtualMachine", vmID, func(t *Thread, _ *JobVO) error {
+		src, err := s.checkMigrationDestination(vmID, hostID)
+		if err != nil {
+			return err
+		}
+		s.Log(t, "INFO", VMObject(vmID), "Starting migration of VM %d from host %s to host %s", vmID, src, hostID)
+		return s.migrateVM(t, vmID, src, hostID)
+	})
+}
+
+// RecoverVirtualMachine is recoverVirtualMachine (id): synchronous in CloudStack (RecoverVMCmd is a
+// BaseCmd); here a job like the others, so that a client waits for it the same way.
+func (s *Server) RecoverVirtualMachine(vmID int64) *JobVO {
+	return s.jobs.SubmitAPIJob("RecoverVMCmd", "VirtualMachine", vmID, func(t *Thread, _ *JobVO) error {
+		return s.recoverVirtualMachine(t, vmID)
+	})
+}
+
 // ExpungeVirtualMachine is expungeVirtualMachine for a Destroyed VM.
 func (s *Server) ExpungeVirtualMachine(vmID int64) *JobVO {
 	return s.jobs.SubmitAPIJob("ExpungeVMCmd", "VirtualMachine", vmID, func(t *Thread, _ *JobVO) error {

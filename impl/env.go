@@ -103,6 +103,13 @@ type Hypervisor interface {
 	Subscribe(fn func(LifecycleEvent))
 }
 
+// Migrator is a hypervisor that can live-migrate a domain to another host of its cluster, as
+// LibvirtMigrateCommandWrapper has libvirt do it (peer to peer): the domain comes to run on destHost
+// before it stops here. An agent whose hypervisor is not one answers a MigrateCommand with a failure.
+type Migrator interface {
+	MigrateTo(name, destHost string) error
+}
+
 // DomainSpec is what a StartCommand asks the host to run.
 type DomainSpec struct {
 	Name      string   `json:"name"`

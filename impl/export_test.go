@@ -61,3 +61,6 @@ func (db *DB) HaWorkForTest(vmID int64) []string {
 	}
 	return out
 }
+
+// JobError is the exception a job ended with (nil while running or on success).
+func (s *Server) JobError(id int64) error { return s.jobs.JobError(id) }

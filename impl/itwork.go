@@ -17,7 +17,8 @@ import (
 // ItWorkStep is ItWorkVO.Step (apache@1502b605 engine/schema ItWorkVO).
 type ItWorkStep string
 
-// ItWorkVO.Step values the reference reaches (Migrating and Reconfiguring have no caller here).
+// ItWorkVO.Step values the reference reaches (Reconfiguring has no caller here; Migrating is in
+// migrate.go).
 const (
 	ItWorkPrepare  ItWorkStep = "Prepare"
 	ItWorkStarting ItWorkStep = "Starting"
@@ -31,7 +32,7 @@ const (
 type ItWorkVO struct {
 	ID         int64
 	MSID       string   // mgmt_server_id
-	Type       vm.State // the operation: Starting (Stopping and Migrating rows are never created here)
+	Type       vm.State // the operation: Starting or Migrating (Stopping rows are never created here)
 	InstanceID int64
 	Step       ItWorkStep
 	CreatedAt  time.Time

@@ -17,12 +17,16 @@ const (
 	MsgStart         = "StartCommand"       // MS → agent
 	MsgStop          = "StopCommand"        // MS → agent
 	MsgDeleteVolume  = "DeleteCommand"      // MS → agent
-	MsgCheckHealth   = "CheckHealthCommand"
-	MsgCheckOnHost   = "CheckOnHostCommand"         // MS → a neighbour: is Target's storage heartbeat beating?
-	MsgFence         = "FenceCommand"               // MS → a neighbour: fence VMName on Target (KVMFencer)
-	MsgCheckVM       = "CheckVirtualMachineCommand" // MS → agent: the power state of VMName
-	MsgPingTest      = "PingTestCommand"            // MS → a router's host: have router VMName ping PrivateIP
-	MsgAnswer        = "Answer"                     // the reply to any request; Seq names the request
+	// MsgPrepareForMigration goes to a migration's destination (its NICs and disks made ready);
+	// MsgMigrate to its source, with Target the destination host.
+	MsgPrepareForMigration = "PrepareForMigrationCommand"
+	MsgMigrate             = "MigrateCommand"
+	MsgCheckHealth         = "CheckHealthCommand"
+	MsgCheckOnHost         = "CheckOnHostCommand"         // MS → a neighbour: is Target's storage heartbeat beating?
+	MsgFence               = "FenceCommand"               // MS → a neighbour: fence VMName on Target (KVMFencer)
+	MsgCheckVM             = "CheckVirtualMachineCommand" // MS → agent: the power state of VMName
+	MsgPingTest            = "PingTestCommand"            // MS → a router's host: have router VMName ping PrivateIP
+	MsgAnswer              = "Answer"                     // the reply to any request; Seq names the request
 )
 
 // Message is one frame on the agent link. It is a flat struct so that the real transport can encode it

@@ -438,6 +438,10 @@ func (db *DB) updateVMStateLocked(actor string, old *VMVO, ev vm.Event, newState
 	if newHost == "" && oldHost != "" {
 		setLast, last = true, oldHost
 	}
+	if from == vm.Running && ev == vm.MigrationRequested {
+		// VMMI.migrate: vm.setLastHostId(srcHostId) on the VO just before this transition
+		setLast, last = true, oldHost
+	}
 	if setLast {
 		old.LastHostID = last
 	}

@@ -312,7 +312,7 @@ func (c *Client) Start(vm, host string, once bool) (string, error) {
 
 // Stop is stopVirtualMachine (forced=true for the forced stop).
 // VMOp starts a scenario's operation kind on a VM (start, startNoRetry, stop, forceStop, destroy,
-// destroyExpunge, expunge) and returns its job: the one mapping of the kinds to CloudStack's API.
+// destroyExpunge, expunge, migrate, recover) and returns its job: the one mapping of the kinds to CloudStack's API.
 func (c *Client) VMOp(kind, vm, host string) (string, error) {
 	switch kind {
 	case "start", "startNoRetry":
@@ -323,8 +323,36 @@ func (c *Client) VMOp(kind, vm, host string) (string, error) {
 		return c.Destroy(vm, kind == "destroyExpunge")
 	case "expunge":
 		return c.Expunge(vm)
+	case "migrate":
+		return c.Migrate(vm, host)
+	case "recover":
+		return "", c.Recover(vm)
 	}
 	return "", fmt.Errorf("unknown operation %q", kind)
+}
+
+// Migrate is migrateVirtualMachine (virtualmachineid, hostid: the destination).
+func (c *Client) Migrate(vm, host string) (string, error) {
+	hid, err := c.HostID(host)
+	if err != nil {
+		return "", err
+	}
+	p := c.CS.VirtualMachine.NewMigrateVirtualMachineParams(vm)
+	if hid != "" {
+		p.SetHostid(hid)
+	}
+	r, err := c.CS.VirtualMachine.MigrateVirtualMachine(p)
+	if err != nil {
+		return "", err
+	}
+	return r.JobID, nil
+}
+
+// Recover is recoverVirtualMachine: a synchronous command (RecoverVMCmd is a BaseCmd), so it has no
+// job; VMOp answers "" for it, which Wait takes as done.
+func (c *Client) Recover(vm string) error {
+	_, err := c.CS.VirtualMachine.RecoverVirtualMachine(c.CS.VirtualMachine.NewRecoverVirtualMachineParams(vm))
+	return err
 }
 
 func (c *Client) Stop(vm string, forced bool) (string, error) {
@@ -372,6 +400,9 @@ func (c *Client) Expunge(vm string) (string, error) {
 
 // Wait polls the job until it is done: nil on success, a *JobError on failure.
 func (c *Client) Wait(jobID string) error {
+	if jobID == "" {
+		return nil // a synchronous command's (Recover): done when it answered
+	}
 	start := c.o.Now()
 	var unreachableSince time.Time
 	for {

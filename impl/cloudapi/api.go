@@ -709,6 +709,38 @@ func (h *Handler) expunge(r *request) (any, *apiError) {
 	return h.jobResponse(h.srv.ExpungeVirtualMachine(v.ID), 0), nil
 }
 
+// migrate is migrateVirtualMachine with the Java's parameter names (MigrateVMCmd: virtualmachineid,
+// hostid); without hostid CloudStack plans a destination, which the reference does not: the job
+// fails ("Unable to find suitable destination").
+func (h *Handler) migrate(r *request) (any, *apiError) {
+	v, err := r.vmParam("virtualmachineid", true)
+	if err != nil {
+		return nil, err
+	}
+	host, err := r.hostParam("hostid")
+	if err != nil {
+		return nil, err
+	}
+	return h.jobResponse(h.srv.MigrateVirtualMachine(v.ID, host), 0), nil
+}
+
+// recover is recoverVirtualMachine (RecoverVMCmd, a synchronous BaseCmd): the VM back to Stopped,
+// answered with the VM; a VM that is not Destroyed is an InvalidParameterValueException.
+func (h *Handler) recover(r *request) (any, *apiError) {
+	v, err := r.vmParam("id", true)
+	if err != nil {
+		return nil, err
+	}
+	if jerr := h.srv.WaitJob(h.srv.RecoverVirtualMachine(v.ID)); jerr != nil {
+		return nil, &apiError{ErrParam, csErrorCodes["InvalidParameterValueException"], strings.TrimPrefix(jerr.Error(), "InvalidParameterValueException: ")}
+	}
+	cur := h.db.VM(v.ID)
+	if cur == nil {
+		return nil, &apiError{ErrParam, csErrorCodes["InvalidParameterValueException"], "unable to find a virtual machine"}
+	}
+	return map[string]any{"virtualmachine": h.vmJSON(cur)}, nil
+}
+
 // listVirtualMachines is QueryManagerImpl.searchForUserVMsInternal (apache/cloudstack
 // server/src/main/java/com/cloud/api/query/QueryManagerImpl.java @57c33169; a 4.21-era copy with the
 // instance lease filter, searchForUserVMIdsAndCount, has the same rules): name is an exact match

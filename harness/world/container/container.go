@@ -65,6 +65,8 @@ var Capabilities = harness.Capabilities{World: "in containers", Lacks: map[harne
 	harness.PrimedNetworks:             "priming waits for the network GC to shut the network down, 20 min of real time with CloudStack's values",
 	harness.AllocateOp:                 "the control endpoint deploys and starts at once",
 	harness.HAVMs:                      "the control endpoint's deploy has no HA flag (the service offering's offer_ha)",
+	harness.MigrateOp:                  harness.WhyNoMigration,
+	harness.RecoverOp:                  "the control endpoint has no recoverVirtualMachine",
 }}
 
 // Scaling is the time scaling of a run in containers, in one place. A scenario's own config
