@@ -579,6 +579,10 @@ func (c *Cluster) VMOp(client, kind, name, hostID string) error {
 	case "forceStop":
 		c.forceStopBegins(id(vmID), dom)
 		defer c.forceStopEnds(name, dom)
+	case "migrate":
+		if c.migrateBegins(dom) {
+			defer c.migrateEnds(name, dom)
+		}
 	}
 	op := c.Rec.BeginOp(client, kind, id(vmID), hostID, ns, name)
 	if c.apiDown() {

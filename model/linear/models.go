@@ -120,8 +120,8 @@ func (o Outcome) String() string { return [...]string{"ok", "failed", "unknown"}
 //   - a stop that succeeds leaves the domain stopped; one that fails may or may not have stopped it;
 //   - a destroy or expunge that succeeds leaves the domain stopped and the record dead; one that fails
 //     may have done any part of that, except to kill the record while the domain runs;
-//   - a migration that succeeds leaves the domain running (it cannot succeed for a stopped one); one
-//     that fails may have stopped it;
+//   - a migration that succeeds leaves the domain as it was (it cannot start a stopped one nor
+//     succeed on a dead record); one that fails may have stopped it;
 //   - a recover that succeeds makes a dead record live, its domain stopped; one that fails changes
 //     nothing;
 //   - a fault that kills or powers off the domain leaves it stopped;
@@ -204,11 +204,14 @@ func vmOutcomes(s VMState, in VMInput) (ok, failed []any) {
 		ok = []any{VMState{Dead: true}}
 		failed = []any{s, VMState{On: false, Dead: s.Dead, Stale: !s.Dead}, VMState{Dead: true}}
 	case VMMigrate:
-		// VMMI.migrate: only a Running VM migrates, and its domain runs on, on the destination. A
-		// failed migration leaves it where it was, or (a cleanup StopCommand to the destination after
+		// VMMI.migrate: only a Running VM migrates, and its domain runs on, on the destination: a
+		// success changes nothing the model follows (which host is not). It is not held to a running
+		// domain: a guest the model saw stopped may run again unobserved (power sync adopting the
+		// domain a caller's forced stop left running, while the checkers leave the VM to the operator).
+		// A failed migration leaves it where it was, or (a cleanup StopCommand to the destination after
 		// the domain got there, the check on the destination failing) stopped behind a record that
 		// may still say Running.
-		if s.On && !s.Dead {
+		if !s.Dead {
 			ok = []any{s}
 		}
 		failed = []any{s, VMState{On: false, Dead: s.Dead, Stale: !s.Dead}}
