@@ -69,6 +69,9 @@ type Reach struct {
 	Peers bool
 	// Faults lists the faults the world can inject; nil: all of them.
 	Faults map[string]bool
+	// Migrate, Recover: the world runs the migrate and recover ops (issue 33; not libvirt's or the
+	// containers')
+	Migrate, Recover bool
 }
 
 // Everything is the simulator's reach (Peers as Options.Peers says).
@@ -82,7 +85,8 @@ var ContainerReach = ReachOf(container.Capabilities, false, "host-unreachable")
 // ReachOf is the reach of a world with capabilities c: peers as asked (if c has them), and every fault
 // c can apply but those left out.
 func ReachOf(c harness.Capabilities, peers bool, leftOut ...string) Reach {
-	r := Reach{AgedNetworks: c.Can(harness.AgedNetworks), HA: c.Can(harness.HAVMs), Peers: peers && c.Can(harness.PeerServers)}
+	r := Reach{AgedNetworks: c.Can(harness.AgedNetworks), HA: c.Can(harness.HAVMs), Peers: peers && c.Can(harness.PeerServers),
+		Migrate: c.Can(harness.MigrateOp), Recover: c.Can(harness.RecoverOp)}
 	can := c.Faults()
 	if len(can) == len(faults.Kinds) && len(leftOut) == 0 {
 		return r // nil: every fault, in the generator's own lists' order
@@ -202,6 +206,19 @@ func (g *gen) wait(label string, max time.Duration) time.Duration {
 }
 
 var vmOps = []string{"start", "startNoRetry", "stop", "forceStop", "destroy", "destroyExpunge", "expunge"}
+
+// ops are the VM operations the current generator draws: vmOps, then migrate and recover where the
+// world runs them (the classic generator draws vmOps only).
+func (r Reach) ops() []string {
+	ops := slices.Clone(vmOps)
+	if r.Migrate {
+		ops = append(ops, "migrate")
+	}
+	if r.Recover {
+		ops = append(ops, "recover")
+	}
+	return ops
+}
 
 var soloFaults = []string{"crash", "guest-shutdown", "agent-restart", "agent-kill", "disconnect", "ms-restart", "slow-router-boot", "stale-report"}
 
@@ -542,7 +559,7 @@ func (g *gen) swarm() {
 			g.faults = append(g.faults, f)
 		}
 	}
-	for _, op := range vmOps {
+	for _, op := range g.reach.ops() {
 		if !swarm || !rapid.Bool().Draw(g.t, "no "+op) {
 			g.ops = append(g.ops, op)
 		}
@@ -609,8 +626,12 @@ func (g *gen) action() {
 		g.deploy(g.host(), rapid.Bool().Draw(g.t, "async"))
 	case kindOp:
 		v := g.someVM()
-		g.step(harness.Step{Wait: g.wait("wait", 30*time.Second), Op: rapid.SampledFrom(g.ops).Draw(g.t, "op"), VM: v,
-			Async: rapid.Bool().Draw(g.t, "async")})
+		st := harness.Step{Wait: g.wait("wait", 30*time.Second), Op: rapid.SampledFrom(g.ops).Draw(g.t, "op"), VM: v,
+			Async: rapid.Bool().Draw(g.t, "async")}
+		if st.Op == "migrate" {
+			st.Host = g.host() // the destination: any host, the VM's own one refused as CloudStack does
+		}
+		g.step(st)
 	case kindStaleStart:
 		g.staleStart(g.faultsOf(k))
 	case kindAgentAway:

@@ -318,6 +318,10 @@ func APIStep(st harness.Step) string {
 		call("destroyVirtualMachine", "id="+st.VM, "expunge=true")
 	case "expunge":
 		call("expungeVirtualMachine", "id="+st.VM)
+	case "migrate":
+		call("migrateVirtualMachine", "virtualmachineid="+st.VM, "hostid="+st.Host)
+	case "recover":
+		call("recoverVirtualMachine", "id="+st.VM)
 	case "createNetwork":
 		call("createNetwork", "name="+st.Network)
 	case "setConfig":

@@ -64,6 +64,8 @@ func Describe(st harness.Step) string {
 		}
 	case st.Op == "deploy":
 		fmt.Fprintf(&b, "deploy %s into %s on %s", st.VM, strings.Join(st.Networks, ","), st.Host)
+	case st.Op == "migrate":
+		fmt.Fprintf(&b, "migrate %s to %s", st.VM, st.Host)
 	case st.Op != "":
 		fmt.Fprintf(&b, "%s %s", st.Op, st.VM)
 	}
