@@ -139,7 +139,6 @@ var (
 		FaultCap("heartbeat-fail"): noHostPower,
 		FaultCap("peer-stop"):      WhyPeersSimOnly,
 		PeerServers:                WhyPeersSimOnly,
-		MigrateOp:                  "its hypervisor processes do not hand a domain to one another yet (each serves its own socket and knows no peer)",
 	}}
 
 	// LibvirtCapabilities: real QEMU domains on the machine csconform runs on.

@@ -132,6 +132,12 @@ func NewLiveCluster(o Options, lo LiveOptions) (*Cluster, error) {
 		}
 		lh := &liveHost{id: h, hv: live.NewFakeHost(w.base, h)}
 		lh.hv.BootDelay = w.bootDelay
+		lh.hv.Peers = func(id string) *live.FakeHost {
+			if p := w.hosts[id]; p != nil {
+				return p.hv
+			}
+			return nil
+		}
 		lh.hv.Subscribe(func(ev impl.LifecycleEvent) {
 			if fn := lh.sub.Load(); fn != nil {
 				(*fn)(ev)
@@ -377,6 +383,7 @@ func (a *liveAgentHV) Stop(name string) error                 { return a.h.hv.St
 func (a *liveAgentHV) Running() []string                      { return a.h.hv.Running() }
 func (a *liveAgentHV) DeleteVolume(path string) error         { return a.h.hv.DeleteVolume(path) }
 func (a *liveAgentHV) Subscribe(fn func(impl.LifecycleEvent)) { a.h.sub.Store(&fn) }
+func (a *liveAgentHV) MigrateTo(name, dest string) error      { return a.h.hv.MigrateTo(name, dest) }
 
 // liveDialer connects an agent through its proxy; a stale-report fault makes the next out-of-band
 // report reach the server late, in world time.

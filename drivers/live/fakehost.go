@@ -31,6 +31,11 @@ type FakeHost struct {
 	CreateDelay, DestroyDelay time.Duration
 
 	routerBoot time.Duration // SetRouterBoot's; 0: BootDelay
+
+	// Peers finds another host of the world by id, the destination of a live migration (nil: this
+	// host migrates nothing). MigrateDelay is the memory copy (default 300 ms).
+	Peers        func(id string) *FakeHost
+	MigrateDelay time.Duration
 }
 
 type fakeDomain struct {
@@ -96,6 +101,63 @@ func (h *FakeHost) Start(spec impl.DomainSpec) error {
 	})
 	return nil
 }
+
+// MigrateTo live-migrates a running domain to the host dest as drivers/sim.Host does (libvirt's
+// peer-to-peer migration): the copy takes MigrateDelay, the domain then runs on dest, and only a
+// moment later (DestroyDelay) stops here (STOPPED/MIGRATED, which the agent does not report out of
+// band). A domain that stopped here meanwhile, or a dest that already runs one of that name, fails it.
+func (h *FakeHost) MigrateTo(name, dest string) error {
+	var to *FakeHost
+	if h.Peers != nil {
+		to = h.Peers(dest)
+	}
+	if to == nil || to == h {
+		return fmt.Errorf("unable to connect to server at '%s': No route to host", dest)
+	}
+	h.mu.Lock()
+	d, ok := h.domains[name]
+	if !ok || !d.running {
+		h.mu.Unlock()
+		return fmt.Errorf("Domain not found: no domain with matching name '%s'", name)
+	}
+	spec, ready := d.spec, d.ready
+	h.mu.Unlock()
+	copyTime := h.MigrateDelay
+	if copyTime == 0 {
+		copyTime = 300 * time.Millisecond
+	}
+	h.env.Sleep(copyTime)
+	h.mu.Lock()
+	if h.domains[name] != d || !d.running {
+		h.mu.Unlock()
+		return fmt.Errorf("operation failed: domain '%s' is not running", name)
+	}
+	h.mu.Unlock()
+	to.mu.Lock()
+	if t, ok := to.domains[name]; ok && t.running {
+		to.mu.Unlock()
+		return fmt.Errorf("operation failed: domain '%s' already exists on %s", name, dest)
+	}
+	to.domains[name] = &fakeDomain{spec: spec, running: true, ready: ready}
+	for _, p := range spec.Disks {
+		to.created[p] = true
+	}
+	to.mu.Unlock()
+	to.emit(impl.LifecycleEvent{Domain: name, Event: "STARTED", Detail: "MIGRATED"})
+	h.env.Sleep(h.DestroyDelay)
+	h.mu.Lock()
+	var ev *impl.LifecycleEvent
+	var fire []impl.Signal
+	if h.domains[name] == d && d.running {
+		ev, fire = h.halt(d, "MIGRATED")
+		delete(h.domains, name)
+	}
+	h.mu.Unlock()
+	h.after(ev, fire)
+	return nil
+}
+
+var _ impl.Migrator = (*FakeHost)(nil)
 
 // WaitReady waits until the guest is ready, or timeout.
 func (h *FakeHost) WaitReady(name string, timeout time.Duration) error {

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -69,5 +70,76 @@ func TestRunningAnswersStayAsHandedOut(t *testing.T) {
 	})
 	if err := s.RunFor(time.Minute); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestMigrateTo: libvirt's peer-to-peer migration as LibvirtMigrateCommandWrapper has it run: the
+// domain comes to run on the destination before it stops on the source; a source domain gone, an
+// unknown destination or one that already runs the domain fails it with nothing left on the
+// destination.
+func TestMigrateTo(t *testing.T) {
+	const vm = "i-2-1-VM"
+	for _, tc := range []struct {
+		name    string
+		before  func(src, dst *Host)
+		during  func(src, dst *Host) // while the memory is copied
+		dest    string
+		wantErr string
+		wantOn  string // the host running the domain at the end ("" none)
+	}{
+		{name: "moves", dest: "h2", wantOn: "h2"},
+		{name: "unknown destination", dest: "h9", wantErr: "unable to connect", wantOn: "h1"},
+		{name: "to itself", dest: "h1", wantErr: "unable to connect", wantOn: "h1"},
+		{name: "destination already runs it", dest: "h2", wantErr: "already exists",
+			before: func(_, dst *Host) { _ = dst.Start(impl.DomainSpec{Name: vm}) }, wantOn: "h1,h2"},
+		{name: "source crashes during the copy", dest: "h2", wantErr: "is not running",
+			during: func(src, _ *Host) { _ = src.Crash(vm, "CRASHED") }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := NewScheduler(1)
+			defer s.Close()
+			hosts := map[string]*Host{}
+			for _, id := range []string{"h1", "h2"} {
+				h := NewHost(s, id)
+				h.Peers = func(id string) *Host { return hosts[id] }
+				hosts[id] = h
+			}
+			src, dst := hosts["h1"], hosts["h2"]
+			var err error
+			bothAtOnce := false
+			s.Go("t", func() {
+				_ = src.Start(impl.DomainSpec{Name: vm, IPs: []string{"10.1.1.10"}})
+				if tc.before != nil {
+					tc.before(src, dst)
+				}
+				if tc.during != nil {
+					s.Go("fault", func() { s.Sleep(500 * time.Millisecond); tc.during(src, dst) })
+				}
+				err = src.MigrateTo(vm, tc.dest)
+			})
+			s.AfterStep = func() {
+				if len(src.Running()) == 1 && len(dst.Running()) == 1 && tc.before == nil {
+					bothAtOnce = true
+				}
+			}
+			if rerr := s.RunFor(time.Minute); rerr != nil {
+				t.Fatal(rerr)
+			}
+			if tc.wantErr == "" && err != nil || tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)) {
+				t.Fatalf("MigrateTo = %v, want error %q", err, tc.wantErr)
+			}
+			var on []string
+			for _, id := range []string{"h1", "h2"} {
+				if len(hosts[id].Running()) > 0 {
+					on = append(on, id)
+				}
+			}
+			if got := strings.Join(on, ","); got != tc.wantOn {
+				t.Fatalf("domain runs on %q, want %q", got, tc.wantOn)
+			}
+			if tc.name == "moves" && !bothAtOnce {
+				t.Fatal("the domain never ran on both hosts at the handover: it must exist on the destination before it stops on the source")
+			}
+		})
 	}
 }
