@@ -78,7 +78,7 @@ func TestProgramsDrawHAAndHostStates(t *testing.T) {
 // what the container world accepts (pinned here: a change of the declaration changes the programs
 // the container tier runs), and no reach draws a fault its world cannot apply.
 func TestReachReadsTheCapabilities(t *testing.T) {
-	require.Equal(t, Reach{AgedNetworks: true, HA: true}, Everything)
+	require.Equal(t, Reach{AgedNetworks: true, HA: true, Migrate: true, Recover: true}, Everything)
 	require.Equal(t, Reach{AgedNetworks: true, Faults: map[string]bool{"crash": true, "guest-shutdown": true,
 		"agent-restart": true, "agent-kill": true, "disconnect": true, "stale-report": true, "ms-restart": true,
 		"slow-router-boot": true, "backdate": true}}, ContainerReach)
@@ -91,6 +91,9 @@ func TestReachReadsTheCapabilities(t *testing.T) {
 		}
 		require.Equal(t, c.Can(harness.HAVMs), r.HA, w)
 		require.Equal(t, c.Can(harness.PeerServers), r.Peers, w)
+		require.Equal(t, c.Can(harness.MigrateOp), r.Migrate, w)
+		require.Equal(t, c.Can(harness.RecoverOp), r.Recover, w)
+		require.Equal(t, r.Migrate, slices.Contains(r.ops(), "migrate"), w)
 	}
 }
 
