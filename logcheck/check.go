@@ -163,10 +163,13 @@ type Checker struct {
 	linNote  string
 	// apiJobs: the API jobs in progress by id (their command and VM)
 	apiJobs map[string]apiJob
-	seq     int64
-	evSeq   int64
-	first   time.Time
-	last    time.Time
+	// forcedCleanup: the threads running the cleanup of a forced stop (forcedCleanupLine), until
+	// their next VM transition
+	forcedCleanup map[string]bool
+	seq           int64
+	evSeq         int64
+	first         time.Time
+	last          time.Time
 	// guards judges every transition the log shows; guardSeq numbers its events and guardRing keeps
 	// the lines of the last ones, for a violation's evidence
 	guards    *guard.Checker
@@ -194,7 +197,7 @@ func NewChecker(o Options) *Checker {
 	gcfg := o.Guard
 	gcfg.FromLog = true // a log names a work job by its thread's context, not by its VM
 	return &Checker{opt: o, objs: map[string]*objState{}, locks: map[string]lockHold{}, counts: map[string]int64{}, timed: map[string]int64{}, found: map[string]bool{},
-		linear: map[string][]history.Event{}, netVMs: map[string]map[string]*Entry{}, apiJobs: map[string]apiJob{},
+		linear: map[string][]history.Event{}, netVMs: map[string]map[string]*Entry{}, apiJobs: map[string]apiJob{}, forcedCleanup: map[string]bool{},
 		guards: guard.NewChecker(gcfg), guardRing: make([]lref, guardRingSize)}
 }
 
@@ -239,11 +242,17 @@ func afterFirst(s, sep string) string {
 
 type apiJob struct{ cmd, vm string }
 
+// forcedCleanupLine is advanceStop's line when a forced stop finds the VM in a state with no
+// StopRequested row (Starting, Migrating) and releases it through cleanup instead. It names no VM: the
+// releases its thread logs next are the forced stop's.
+const forcedCleanupLine = "moving on because it's forced stop"
+
 // forcedByCaller says whether a force-stop release line of vm may be a stop API call's: a StopVMCmd
-// (or StopVMCmdByAdmin) of the VM is in progress. A destroy's forced stop alone (vm.destroy.forcestop,
-// D3) runs under DestroyVMCmd and stays evidence.
-func (c *Checker) forcedByCaller(vm, msg string) bool {
-	if !strings.Contains(msg, "continue with release because it's a force stop") {
+// (or StopVMCmdByAdmin) of the VM is in progress, and the line is the forced release's own, or a
+// release by the cleanup a forced stop of a Starting VM runs on its thread (actor). A destroy's
+// forced stop alone (vm.destroy.forcestop, D3) runs under DestroyVMCmd and stays evidence.
+func (c *Checker) forcedByCaller(vm, actor, msg string) bool {
+	if !strings.Contains(msg, "continue with release because it's a force stop") && !c.forcedCleanup[actor] {
 		return false
 	}
 	for _, j := range c.apiJobs {
@@ -427,6 +436,7 @@ func (c *Checker) fact(f *Fact, r lref) {
 		}
 		c.lin(ev)
 	case KVMTransition:
+		delete(c.forcedCleanup, f.Actor)
 		o := c.obj(f.Object)
 		o.state, o.since, o.timed, o.ref = f.To, f.Time, r.e.HasTime, r
 		switch f.To {
@@ -448,9 +458,13 @@ func (c *Checker) fact(f *Fact, r lref) {
 	case KJob:
 		c.job(f)
 	case KRelease:
+		if strings.Contains(f.Detail, forcedCleanupLine) {
+			c.forcedCleanup[f.Actor] = true // until the thread's next VM transition ends the stop
+			return
+		}
 		if f.Object != "" {
 			o := c.obj(f.Object)
-			if c.forcedByCaller(f.Object, f.Detail) {
+			if c.forcedByCaller(f.Object, f.Actor, f.Detail) {
 				o.asserted, o.released, o.onAfter = r.e, nil, nil
 			}
 			if o.released == nil && o.asserted == nil {

@@ -31,6 +31,18 @@ func forcedRelease(cmd string) string {
 		vmTr(4, "W-1", "Stopping", "Stopped")
 }
 
+// forcedCleanup is an API job of cmd on VM 5 (job 40, still running) whose forced stop finds the VM
+// Starting, cannot reach its host and releases it through cleanup.
+func forcedCleanup(cmd string) string {
+	return l(0, "API-Job-Executor-1", `Executing AsyncJob {"accountId":2,"cmd":"org.apache.cloudstack.api.command.admin.vm.`+cmd+`","id":40,"instanceId":5,"instanceType":"VirtualMachine"}`) +
+		l(2, "W-1", "Unable to transition the state but we're moving on because it's forced stop") +
+		l(2, "W-1", "Cleaning up resources for the vm i-2-5-VM in Starting state") +
+		l(2, "W-1", "The nic 3 on i-2-5-VM was released according to GuestNetworkGuru, now updating record.") +
+		l(2, "W-1", "Guest IP address 10.1.1.10 changed from [vm:5] to [free]") +
+		l(2, "W-1", "Successfully cleaned up resources for the VM i-2-5-VM in Starting state") +
+		vmTr(2, "W-1", "Starting", "Stopped")
+}
+
 // powerReport is VM 5's power state in a report at second sec.
 func powerReport(sec int, power string) string {
 	return l(sec, "AgentManager-Handler-1", `VM state report is updated. Host {"id":1}, `+vm5+`, power state: `+power+`.`)
@@ -72,6 +84,21 @@ func TestChecks(t *testing.T) {
 				l(5, "API-Job-Executor-1", "Complete async job-40, jobStatus: SUCCEEDED, resultCode: 0, result: null") +
 				powerReport(60, "PowerOn"),
 			nil},
+		// the same assertion when the VM is Starting (its host lost mid-start): advanceStop forced has no
+		// StopRequested row, logs "Unable to transition the state but we're moving on because it's
+		// forced stop" (a line that names no VM) and releases through cleanup (VirtualMachineManagerImpl
+		// .advanceStop, bhouse-nexthop/cloudstack@d4da80c5)
+		{"caller's forced stop of a Starting VM released it through cleanup, then the domain reported on",
+			forcedCleanup("StopVMCmdByAdmin") + powerReport(60, "PowerOn"),
+			nil},
+		{"a destroy's forced stop of a Starting VM released it through cleanup, then the domain reported on",
+			forcedCleanup("DestroyVMCmdByAdmin") + powerReport(60, "PowerOn"),
+			[]string{CheckReleasedRunning}},
+		{"a forced stop's cleanup ends with its thread's transition: the thread's later release is evidence",
+			forcedCleanup("StopVMCmdByAdmin") + powerReport(30, "PowerOff") +
+				l(40, "W-1", "The nic 3 on i-2-5-VM was released according to GuestNetworkGuru, now updating record.") +
+				powerReport(60, "PowerOn"),
+			[]string{CheckReleasedRunning}},
 		{"a destroy's forced stop released it, then the domain reported on",
 			forcedRelease("DestroyVMCmdByAdmin") + powerReport(60, "PowerOn"),
 			[]string{CheckReleasedRunning}},

@@ -252,7 +252,7 @@ func (x *Extractor) Extract(e *Entry, actor string) (facts []Fact, known bool, m
 	case strings.HasPrefix(m, "The nic ") && strings.Contains(m, "was released") ||
 		strings.Contains(m, "Proceeding to release resource held") || strings.HasPrefix(m, "Successfully cleaned up resources for the VM") ||
 		strings.HasPrefix(m, "Cleaning Network for Instance") || strings.HasPrefix(m, "Releasing ip address") ||
-		strings.Contains(m, "continue with release because it's a force stop"):
+		strings.Contains(m, "continue with release because it's a force stop") || strings.Contains(m, forcedCleanupLine):
 		k, n := vm()
 		add(KRelease, history.Log, k, "", "", m)
 		facts[len(facts)-1].Name = n
