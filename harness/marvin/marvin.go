@@ -215,6 +215,10 @@ func writeStep(w func(string, ...any), n int, st harness.Step) {
 		call = fmt.Sprintf("lambda: self.destroy(%s, %s)", py(st.VM), pyBool(st.Op == "destroyExpunge"))
 	case "expunge":
 		call = fmt.Sprintf("lambda: self.expunge(%s)", py(st.VM))
+	case "migrate": // Marvin's VirtualMachine.migrate: migrateVirtualMachine with virtualmachineid and hostid
+		call = fmt.Sprintf("lambda: self.vms[%s].migrate(self.apiclient, hostid=self.hosts[%s].id)", py(st.VM), py(st.Host))
+	case "recover": // Marvin's VirtualMachine.recover: recoverVirtualMachine
+		call = fmt.Sprintf("lambda: self.vms[%s].recover(self.apiclient)", py(st.VM))
 	case "createNetwork":
 		call = fmt.Sprintf("lambda: self.create_network(%s, False)", py(st.Network))
 	case "setConfig":
