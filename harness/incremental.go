@@ -49,6 +49,7 @@ type incCheck struct {
 	hosts             []*sim.Host // the same order
 	domainsVer        uint64      // the scheduler's DomainsVersion when the hosts were last compared
 	opsVer, faultsVer uint64
+	writesSeen        int // the network writes handed to the checker
 	assertedGen       int // the asserted stops' generation the domains were filtered by
 	compare           bool
 	mismatch          string // compare: the first difference found
@@ -120,7 +121,7 @@ func (c *Cluster) updateIncremental(full bool) {
 			ic.hostVer = append(ic.hostVer, c.sim().hosts[h].Version())
 		}
 		ic.domainsVer = c.sim().sched.DomainsVersion()
-		ic.opsVer, ic.faultsVer = r.opsVer, r.faultsVer
+		ic.opsVer, ic.faultsVer, ic.writesSeen = r.opsVer, r.faultsVer, len(s.NetworkWrites)
 		return
 	}
 	r.takeTouched()
@@ -170,6 +171,10 @@ func (c *Cluster) updateIncremental(full bool) {
 	if r.faultsVer != ic.faultsVer {
 		ic.faultsVer = r.faultsVer
 		ic.in.SetFaults(r.Faults)
+	}
+	if n := len(r.netWrites); n != ic.writesSeen { // only ever grown
+		ic.writesSeen = n
+		ic.in.SetNetworkWrites(r.netWrites[:n:n])
 	}
 }
 

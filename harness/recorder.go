@@ -34,9 +34,10 @@ type Recorder struct {
 	hist   Events // the history (History)
 	Ops    []invariant.ClientOp
 	Faults []invariant.Fault
-	// netChanges are network state writes not yet checked.
-	netChanges []invariant.NetworkChange
-	dirty      bool
+	// netChanges are network state writes not yet checked; netWrites all of them (a failed start is
+	// judged on where its networks stood at its call).
+	netChanges, netWrites []invariant.NetworkChange
+	dirty                 bool
 	// touched are the objects that history events named since the last observation; emit collects
 	// them in pendingTouched and a snapshot moves them here, so that only the checker reads touched.
 	touched        map[string]bool
@@ -109,8 +110,10 @@ func (r *Recorder) emit(e history.Event) {
 		r.wasUp[h] = true
 	}
 	if e.Kind == history.State && strings.HasPrefix(e.Object, "network:") {
-		r.netChanges = append(r.netChanges, invariant.NetworkChange{Time: e.Time, NetworkID: strings.TrimPrefix(e.Object, "network:"),
-			From: network.State(e.From), To: network.State(e.To), Actor: e.Actor, LockHolder: e.LockHolder, Direct: e.Direct})
+		c := invariant.NetworkChange{Time: e.Time, NetworkID: strings.TrimPrefix(e.Object, "network:"),
+			From: network.State(e.From), To: network.State(e.To), Actor: e.Actor, LockHolder: e.LockHolder, Direct: e.Direct}
+		r.netChanges = append(r.netChanges, c)
+		r.netWrites = append(r.netWrites, c)
 	}
 }
 
@@ -298,11 +301,12 @@ func (r *Recorder) takeDirty() bool {
 }
 
 // FillSnapshot copies what the checks need from the history into s: the network writes not yet
-// checked, the client operations and the faults.
+// checked and all of them, the client operations and the faults.
 func (r *Recorder) FillSnapshot(s *invariant.Snapshot) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	s.NetworkChanges = r.netChanges[:len(r.netChanges):len(r.netChanges)]
+	s.NetworkWrites = r.netWrites[:len(r.netWrites):len(r.netWrites)]
 	s.Faults = append([]invariant.Fault(nil), r.Faults...)
 	s.Ops = append([]invariant.ClientOp(nil), r.Ops...)
 	r.moveTouched()

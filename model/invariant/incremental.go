@@ -35,6 +35,7 @@ type Incremental struct {
 	faulted  set[string]
 	ops      []ClientOp
 	faults   []Fault
+	writes   []NetworkChange // every network write so far (Snapshot.NetworkWrites)
 	// the start-failure check reads only the failed starts (a deploy of thousands of VMs would
 	// otherwise scan every op at each op's call and return): opsSeen ops were looked at, opsOpen are
 	// the indexes of those not returned yet, failedStarts those that returned a failed start, in order
@@ -111,7 +112,7 @@ func (in *Incremental) reset() {
 	in.hosts, in.settled, in.networks = map[string]Host{}, map[string]bool{}, map[string]Network{}
 	in.pools, in.byAddr, in.volumes, in.byPath = map[string][]IP{}, map[string][]IP{}, map[string]Volume{}, map[string][]string{}
 	in.domains, in.runs, in.domsAt, in.domsOn = map[string]map[string]Domain{}, map[string]set[string]{}, map[string]set[domKey]{}, map[string]set[domKey]{}
-	in.faulted, in.ops, in.faults = set[string]{}, nil, nil
+	in.faulted, in.ops, in.faults, in.writes = set[string]{}, nil, nil, nil
 	in.opsSeen, in.opsOpen, in.failedStarts = 0, nil, nil
 	in.domV, in.addrV, in.vmV, in.startV = map[domKey][]Violation{}, map[string]Violation{}, map[string][]Violation{}, nil
 	in.dirtyDom, in.dirtyAddr, in.dirtyVM, in.dirtyStart = set[domKey]{}, set[string]{}, set[string]{}, true
@@ -157,6 +158,7 @@ func (in *Incremental) Load(s Snapshot) {
 	}
 	in.SetFaults(s.Faults)
 	in.SetOps(s.Ops)
+	in.SetNetworkWrites(s.NetworkWrites)
 	for id := range in.vms {
 		in.dirtyVM.add(id)
 	}
@@ -418,6 +420,13 @@ func (in *Incremental) SetFaults(fs []Fault) {
 	}
 }
 
+// SetNetworkWrites writes the network state writes so far, in time order (when they grew): the
+// failed starts are judged again, on where their networks stood at their calls.
+func (in *Incremental) SetNetworkWrites(ws []NetworkChange) {
+	in.writes = ws
+	in.dirtyStart = true
+}
+
 // SetOps writes the client operations so far (when they changed): the list of the last call grown,
 // or an open op's fields filled in; an op that returned does not change again.
 func (in *Incremental) SetOps(ops []ClientOp) {
@@ -570,7 +579,7 @@ func (in *Incremental) Check(t time.Time, grace, ghostBound time.Duration, netCh
 		}
 	}
 	if in.dirtyStart {
-		in.startV = startFailures(Snapshot{Ops: in.ops, Faults: in.faults, ReportGrace: in.grace}, in.failedStarts)
+		in.startV = startFailures(Snapshot{Ops: in.ops, Faults: in.faults, NetworkWrites: in.writes, ReportGrace: in.grace}, in.failedStarts)
 	}
 	clear(in.dirtyDom)
 	clear(in.dirtyAddr)

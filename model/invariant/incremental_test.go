@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
 	"pgregory.net/rapid"
 
 	"github.com/csconform/csconform/model/host"
@@ -25,10 +26,11 @@ type world struct {
 	domains  map[string][]Domain
 	faults   []Fault
 	ops      []ClientOp
+	writes   []NetworkChange
 }
 
 func (w *world) snapshot(t time.Time, changes []NetworkChange) Snapshot {
-	s := Snapshot{Time: t, ReportGrace: 20 * time.Second, GhostBound: 30 * time.Second, NetworkChanges: changes, Faults: w.faults, Ops: w.ops}
+	s := Snapshot{Time: t, ReportGrace: 20 * time.Second, GhostBound: 30 * time.Second, NetworkChanges: changes, NetworkWrites: w.writes, Faults: w.faults, Ops: w.ops}
 	for _, id := range slices.Sorted(maps.Keys(w.vms)) {
 		s.VMs = append(s.VMs, w.vms[id])
 	}
@@ -140,7 +142,16 @@ func TestIncrementalMatchesTracker(t *testing.T) {
 				in.SetDomains(h, ds)
 			case 8:
 				if rapid.Bool().Draw(t, "fault") {
-					w.faults = append(w.faults, Fault{Kind: "crash", Targets: []string{"vm:" + rapid.SampledFrom(testVMIDs).Draw(t, "target")}, Begin: now, Disruptive: true})
+					// a crash of a VM, or a server restart (which can leave a network Implementing)
+					target := rapid.SampledFrom(append([]string{"ms"}, testVMIDs...)).Draw(t, "target")
+					if target != "ms" {
+						target = "vm:" + target
+					}
+					f := Fault{Kind: "crash", Targets: []string{target}, Begin: now, Disruptive: true}
+					if target == "ms" {
+						f.End = now.Add(5 * time.Second)
+					}
+					w.faults = append(w.faults, f)
 					in.SetFaults(w.faults)
 				} else if open := slices.IndexFunc(w.ops, func(o ClientOp) bool { return o.Return.IsZero() }); open >= 0 && rapid.Bool().Draw(t, "return") {
 					// an open call returns: its op is written in place, as the recorder's EndOp does
@@ -148,7 +159,7 @@ func TestIncrementalMatchesTracker(t *testing.T) {
 					in.SetOps(w.ops)
 				} else {
 					op := ClientOp{ID: step + 1, Kind: rapid.SampledFrom([]string{"start", "deploy", "stop"}).Draw(t, "opkind"),
-						VMID: rapid.SampledFrom(testVMIDs).Draw(t, "opvm"), Call: now.Add(-time.Second), Err: "boom"}
+						VMID: rapid.SampledFrom(testVMIDs).Draw(t, "opvm"), NetworkIDs: someOf(t, testNets, "opnet"), Call: now.Add(-time.Second), Err: "boom"}
 					if rapid.IntRange(0, 2).Draw(t, "returned") > 0 {
 						op.Return, op.OK = now, rapid.Bool().Draw(t, "ok")
 					}
@@ -158,7 +169,11 @@ func TestIncrementalMatchesTracker(t *testing.T) {
 			}
 			var changes []NetworkChange
 			if rapid.IntRange(0, 4).Draw(t, "netwrite") == 0 {
-				changes = append(changes, NetworkChange{Time: now, NetworkID: "20", From: network.Implementing, To: network.Shutdown, Actor: "gc", LockHolder: "job-1"})
+				c := NetworkChange{Time: now, NetworkID: rapid.SampledFrom(testNets).Draw(t, "wnet"), From: network.Implementing,
+					To: rapid.SampledFrom([]network.State{network.Shutdown, network.Implementing, network.Implemented}).Draw(t, "wto"), Actor: "gc", LockHolder: "job-1"}
+				changes = append(changes, c)
+				w.writes = append(w.writes, c)
+				in.SetNetworkWrites(w.writes)
 			}
 			s := w.snapshot(now, changes)
 			if !loaded && rapid.Bool().Draw(t, "load") { // a full check can come first, or none at all
@@ -172,4 +187,27 @@ func TestIncrementalMatchesTracker(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestIncrementalReadsNetworkWrites: the Incremental judges a failed start on the network writes it
+// was handed, as the Tracker does: a deploy into a network a server restart left Implementing is
+// explained once the writes are in, and the writes grown later leave that verdict alone.
+func TestIncrementalReadsNetworkWrites(t *testing.T) {
+	restart := Fault{Kind: "ms-restart", Targets: []string{"ms"}, Begin: at(60), End: at(65), Disruptive: true}
+	deploy := ClientOp{ID: 1, Client: "c1", Kind: "deploy", VMID: "v9", NetworkIDs: []string{"n2"}, Call: at(300), Return: at(310), Err: "Failed to implement Network ID=n2"}
+	writes := []NetworkChange{{Time: at(50), NetworkID: "n2", From: network.Allocated, To: network.Implementing, Actor: "job-1"}}
+
+	in := NewIncremental()
+	in.SetFaults([]Fault{restart})
+	in.SetOps([]ClientOp{deploy})
+	got := in.Check(at(311), 10*time.Second, 0, nil)
+	require.Len(t, got, 1, "without the writes the failure is unexplained")
+	require.Equal(t, UnexplainedStartFailure, got[0].Invariant)
+
+	in.SetNetworkWrites(writes)
+	require.Empty(t, in.Check(at(312), 10*time.Second, 0, nil), "the restart left n2 Implementing")
+
+	writes = append(writes, NetworkChange{Time: at(313), NetworkID: "n2", From: network.Implementing, To: network.Shutdown, Actor: "job-2"})
+	in.SetNetworkWrites(writes)
+	require.Empty(t, in.Check(at(314), 10*time.Second, 0, nil), "a write after the call moves nothing")
 }

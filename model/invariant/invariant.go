@@ -37,6 +37,9 @@ type Snapshot struct {
 	// NetworkChanges are the network state writes to check (the harness
 	// passes those since the previous check).
 	NetworkChanges []NetworkChange
+	// NetworkWrites are every network state write so far, in time order: a failed start is judged on
+	// where its networks stood at its call (nil: unknown, as from a world that does not export them).
+	NetworkWrites []NetworkChange
 	// Ops are the client operations so far (call and return times, result); one still in flight has
 	// a zero Return: it can explain a failure though it has not ended.
 	Ops    []ClientOp
@@ -550,7 +553,7 @@ func startFailures(s Snapshot, failed []int) []Violation {
 	var out []Violation
 	for _, i := range failed {
 		op := s.Ops[i]
-		if explainedByFault(op, s.Faults, s.ReportGrace) || explainedByOp(op, s.Ops) {
+		if explainedByFault(op, s.Faults, s.ReportGrace) || explainedByOp(op, s.Ops) || leftImplementingByRestart(op, s.NetworkWrites, s.Faults) {
 			continue
 		}
 		obj := "vm:" + op.VMID
@@ -599,6 +602,45 @@ func explainedByFault(op ClientOp, faults []Fault, grace time.Duration) bool {
 		}
 		if f.Disruptive && overlaps(op.Call, op.Return, f.Begin, end) &&
 			(hostWide || slices.ContainsFunc(f.Targets, func(t string) bool { return targets[t] })) {
+			return true
+		}
+	}
+	return false
+}
+
+// leftImplementingByRestart: one of the start's networks was, at its call, Implementing since a write
+// made before a server restart began, and not written since. The restart killed the job implementing
+// it; every implementNetwork finds it Implementing and fails (NoTransitionException) until the
+// orphaned-network cleanup frees it after job.expire.minutes, long after the restart's own window of
+// explanation (explainedByFault). A network written Implementing after the restart has a live
+// implementer; one left Implementing with no restart between is the orchestrator's own doing.
+// writes are in time order.
+func leftImplementingByRestart(op ClientOp, writes []NetworkChange, faults []Fault) bool {
+	if len(writes) == 0 || len(op.NetworkIDs) == 0 {
+		return false
+	}
+	// the writes up to the call: a write at the very instant of the call came first
+	upTo, _ := slices.BinarySearchFunc(writes, op.Call, func(w NetworkChange, t time.Time) int {
+		if w.Time.After(t) {
+			return 1
+		}
+		return -1
+	})
+	for _, n := range op.NetworkIDs {
+		last := -1
+		for i := upTo - 1; i >= 0; i-- {
+			if writes[i].NetworkID == n {
+				last = i
+				break
+			}
+		}
+		if last < 0 || writes[last].To != network.Implementing {
+			continue
+		}
+		since := writes[last].Time
+		if slices.ContainsFunc(faults, func(f Fault) bool {
+			return f.Disruptive && slices.Contains(f.Targets, "ms") && f.Begin.After(since) && !f.Begin.After(op.Call)
+		}) {
 			return true
 		}
 	}

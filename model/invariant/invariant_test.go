@@ -384,6 +384,63 @@ func TestCheckStartFailures(t *testing.T) {
 	})
 }
 
+// TestStartIntoNetworkARestartLeftImplementing: a management-server restart kills the job
+// implementing a network and leaves the network Implementing; every later implementNetwork finds it
+// there and fails (NoTransitionException, then OperationFailed) until the orphaned-network cleanup
+// frees it after job.expire.minutes (apache/cloudstack 0035c6139ecb78d20e3831421874ef4367734606,
+// engine/orchestration/src/main/java/org/apache/cloudstack/engine/orchestration/NetworkOrchestrator.java,
+// implementNetwork: stateTransitTo(network, ImplementNetwork) throws NoTransitionException from
+// Implementing; impl/network.go mirrors it, impl's orphaned-network cleanup waits out the age). Such a failure is
+// CloudStack's, long after the restart's own explanation window; a network left Implementing with no
+// restart to kill its implementer is the orchestrator's own fault and stays unexplained.
+func TestStartIntoNetworkARestartLeftImplementing(t *testing.T) {
+	// the deploy comes minutes after the restart, far beyond its end and the report grace
+	deploy := ClientOp{ID: 20, Client: "c1", Kind: "deploy", VMID: "v9", HostID: "h1", NetworkIDs: []string{"n1", "n2"},
+		Call: at(300), Return: at(310), Err: "CloudRuntimeException: Failed to implement Network ID=n2 as a part preparing NIC 37"}
+	write := func(sec int, net string, from, to network.State) NetworkChange {
+		return NetworkChange{Time: at(sec), NetworkID: net, From: from, To: to, Actor: "Work-Job-Executor-1", LockHolder: "Work-Job-Executor-1"}
+	}
+	implementing := write(50, "n2", network.Allocated, network.Implementing)
+	restart := Fault{Kind: "ms-restart", Targets: []string{"ms"}, Begin: at(60), End: at(65), Disruptive: true}
+	with := func(writes []NetworkChange, faults ...Fault) func(*Snapshot) {
+		return func(s *Snapshot) {
+			s.Ops = append(s.Ops, deploy)
+			s.Faults = append(s.Faults, faults...)
+			s.NetworkWrites = writes
+			s.ReportGrace = 10 * time.Second
+		}
+	}
+	unexplained := []want{{"vm:v9", `deploy #20 by c1 of VM v9 failed`}}
+	run(t, CheckStartFailures, UnexplainedStartFailure, []testCase{
+		{name: "a restart left one of its networks Implementing: explained",
+			mutate: with([]NetworkChange{implementing}, restart)},
+		{name: "a peer's stop, still down at the call, left it so: explained",
+			mutate: with([]NetworkChange{implementing}, Fault{Kind: "peer-stop", Targets: []string{"ms"}, Begin: at(60), Disruptive: true})},
+		// the planted bug of this class: the orchestrator leaves a network Implementing by itself
+		{name: "a network left Implementing with no restart: unexplained",
+			mutate: with([]NetworkChange{implementing}), want: unexplained},
+		{name: "a restart that began after the network went Implementing and after the call does not explain it",
+			mutate: with([]NetworkChange{implementing}, Fault{Kind: "ms-restart", Targets: []string{"ms"}, Begin: at(311), End: at(320), Disruptive: true}), want: unexplained},
+		{name: "a restart before the network went Implementing: its implementer lived, unexplained",
+			mutate: with([]NetworkChange{write(70, "n2", network.Allocated, network.Implementing)}, restart), want: unexplained},
+		{name: "a network that left Implementing after the restart, before the call: unexplained",
+			mutate: with([]NetworkChange{implementing, write(90, "n2", network.Implementing, network.Implemented)}, restart), want: unexplained},
+		{name: "nor when a live job implements it again after the restart",
+			mutate: with([]NetworkChange{implementing, write(90, "n2", network.Implementing, network.Shutdown),
+				write(95, "n2", network.Shutdown, network.Allocated), write(120, "n2", network.Allocated, network.Implementing)}, restart), want: unexplained},
+		{name: "the deploy's own writes after its call do not matter",
+			mutate: with([]NetworkChange{implementing, write(305, "n2", network.Implementing, network.Shutdown)}, restart)},
+		{name: "a network the deploy does not use: unexplained",
+			mutate: with([]NetworkChange{write(50, "n3", network.Allocated, network.Implementing)}, restart), want: unexplained},
+		{name: "a restart that left the network Implemented: unexplained",
+			mutate: with([]NetworkChange{implementing, write(55, "n2", network.Implementing, network.Implemented)}, restart), want: unexplained},
+		{name: "a host's restart does not kill the server's implementer: unexplained",
+			mutate: with([]NetworkChange{implementing}, Fault{Kind: "agent-restart", Targets: []string{"host:h1"}, Begin: at(60), End: at(65), Disruptive: true}), want: unexplained},
+		{name: "a restart that disrupts nothing: unexplained",
+			mutate: with([]NetworkChange{implementing}, Fault{Kind: "ms-restart", Targets: []string{"ms"}, Begin: at(60), End: at(65)}), want: unexplained},
+	})
+}
+
 // TestCheckCombines checks that Check reports exactly what the five checks
 // report, and leaves its input alone.
 func TestCheckCombines(t *testing.T) {
