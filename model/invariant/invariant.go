@@ -610,21 +610,23 @@ func explainedByFault(op ClientOp, faults []Fault, grace time.Duration) bool {
 
 // leftImplementingByRestart: one of the start's networks was, at its call, Implementing since a write
 // made before a server restart began, and not written since. The restart killed the job implementing
-// it; every implementNetwork finds it Implementing and fails (NoTransitionException) until the
-// orphaned-network cleanup frees it after job.expire.minutes, long after the restart's own window of
-// explanation (explainedByFault). A network written Implementing after the restart has a live
+// it; the next implementNetwork finds it Implementing and fails (NoTransitionException; its cleanup,
+// OperationFailed and shutdownNetwork, then frees the network, as the orphaned-network cleanup would
+// after job.expire.minutes), however long after the restart's own window of explanation
+// (explainedByFault). A network written Implementing after the restart has a live
 // implementer; one left Implementing with no restart between is the orchestrator's own doing.
 // writes are in time order.
 func leftImplementingByRestart(op ClientOp, writes []NetworkChange, faults []Fault) bool {
 	if len(writes) == 0 || len(op.NetworkIDs) == 0 {
 		return false
 	}
-	// the writes up to the call: a write at the very instant of the call came first
+	// the writes before the call: one at its very instant is the start's own (in the simulator its job
+	// runs at once), so a network the start itself moves on is still judged where it stood
 	upTo, _ := slices.BinarySearchFunc(writes, op.Call, func(w NetworkChange, t time.Time) int {
-		if w.Time.After(t) {
-			return 1
+		if w.Time.Before(t) {
+			return -1
 		}
-		return -1
+		return 1
 	})
 	for _, n := range op.NetworkIDs {
 		last := -1

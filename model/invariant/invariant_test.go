@@ -385,13 +385,12 @@ func TestCheckStartFailures(t *testing.T) {
 }
 
 // TestStartIntoNetworkARestartLeftImplementing: a management-server restart kills the job
-// implementing a network and leaves the network Implementing; every later implementNetwork finds it
-// there and fails (NoTransitionException, then OperationFailed) until the orphaned-network cleanup
-// frees it after job.expire.minutes (apache/cloudstack 0035c6139ecb78d20e3831421874ef4367734606,
+// implementing a network and leaves the network Implementing; the next implementNetwork finds it
+// there and fails (NoTransitionException; its finally's OperationFailed and shutdownNetwork free the
+// network, as the orphaned-network cleanup would after job.expire.minutes) (apache/cloudstack 0035c6139ecb78d20e3831421874ef4367734606,
 // engine/orchestration/src/main/java/org/apache/cloudstack/engine/orchestration/NetworkOrchestrator.java,
 // implementNetwork: stateTransitTo(network, ImplementNetwork) throws NoTransitionException from
-// Implementing; impl/network.go mirrors it, impl's orphaned-network cleanup waits out the age). Such a failure is
-// CloudStack's, long after the restart's own explanation window; a network left Implementing with no
+// Implementing; impl/network.go mirrors it). Such a failure is CloudStack's, however long after the restart's own explanation window; a network left Implementing with no
 // restart to kill its implementer is the orchestrator's own fault and stays unexplained.
 func TestStartIntoNetworkARestartLeftImplementing(t *testing.T) {
 	// the deploy comes minutes after the restart, far beyond its end and the report grace
@@ -430,6 +429,9 @@ func TestStartIntoNetworkARestartLeftImplementing(t *testing.T) {
 				write(95, "n2", network.Shutdown, network.Allocated), write(120, "n2", network.Allocated, network.Implementing)}, restart), want: unexplained},
 		{name: "the deploy's own writes after its call do not matter",
 			mutate: with([]NetworkChange{implementing, write(305, "n2", network.Implementing, network.Shutdown)}, restart)},
+		{name: "nor those at the instant of its call (its job runs at once)",
+			mutate: with([]NetworkChange{implementing, write(300, "n2", network.Implementing, network.Shutdown),
+				write(300, "n2", network.Shutdown, network.Allocated)}, restart)},
 		{name: "a network the deploy does not use: unexplained",
 			mutate: with([]NetworkChange{write(50, "n3", network.Allocated, network.Implementing)}, restart), want: unexplained},
 		{name: "a restart that left the network Implemented: unexplained",
