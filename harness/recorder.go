@@ -143,7 +143,8 @@ func (r *Recorder) EndOp(id int, err error) {
 	defer r.mu.Unlock()
 	op := r.op(id)
 	if gone := (*impl.JobGoneError)(nil); errors.As(err, &gone) {
-		e := history.Event{Actor: op.Client, Kind: history.Log, Level: "WARN", Detail: op.Kind + ": " + err.Error() + ": its outcome is unknown"}
+		// the op's id lets the VM's history keep the open call (a deploy's call names no VM)
+		e := history.Event{Actor: op.Client, Kind: history.Log, Level: "WARN", Op: id, Detail: op.Kind + ": " + err.Error() + ": its outcome is unknown"}
 		if op.VMID != "" {
 			e.Object = "vm:" + op.VMID
 		}

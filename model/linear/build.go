@@ -339,6 +339,11 @@ func (b *builder) event(e history.Event) {
 		if modelOf(e.Object) == "vm" && IsStartRetry(e.Detail) {
 			b.retried[e.Object] = e.Seq
 		}
+		// A line naming an open call and a VM (the recorder's, for a call whose job was expunged under
+		// it) tells a deploy's VM, which its call could not name: the call stays open on that VM.
+		if c := b.calls[e.Op]; e.Op != 0 && c != nil && modelOf(c.object) != "vm" && modelOf(e.Object) == "vm" {
+			c.object = e.Object
+		}
 	case history.IP:
 		b.add(e.Object, "ip", e.Actor, IPInput{Write: true, From: e.From, To: e.To}, nil, e.Seq, e.Seq, e.Detail)
 	case history.Lock:

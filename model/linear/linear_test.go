@@ -1,6 +1,7 @@
 package linear
 
 import (
+	"github.com/stretchr/testify/require"
 	"testing"
 
 	"github.com/csconform/csconform/model/history"
@@ -207,4 +208,24 @@ func TestVisualizeFailingPartition(t *testing.T) {
 	if err := bad[0].Visualize(t.TempDir() + "/ip.html"); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestDeployWhoseJobWasExpungedStaysOpen: the job GC of a short job.expire.minutes expunges a
+// deploy's API job while the client polls it (AsyncJobManagerImpl's GC,
+// getExpiredUnfinishedJobs); the client never learns the outcome and the recorder leaves the call
+// open, saying so in a log line that names the op and its VM. A deploy's call names its network (no
+// VM exists yet), so without the log line the VM's history has no start at all and its domain
+// coming on is illegal; with it the open deploy may take effect any time after its call.
+func TestDeployWhoseJobWasExpungedStaysOpen(t *testing.T) {
+	const v = "vm:10"
+	gone := history.Event{Kind: history.Log, Level: "WARN", Op: 1, Actor: "client-1", Object: v, Detail: "deploy: job 13 is gone: its outcome is unknown"}
+	hist := func(withLog bool) []history.Event {
+		es := []history.Event{callE(1, "client-1", "network:1", "deploy vm1"), obsVM(v, false, false)}
+		if withLog {
+			es = append(es, gone)
+		}
+		return append(es, obsVM(v, true, false))
+	}
+	require.NotEmpty(t, Illegal(Check(Partitions(hist(false)), 0)), "a domain with no start is illegal")
+	require.Empty(t, Illegal(Check(Partitions(hist(true)), 0)), "the open deploy explains the domain")
 }
