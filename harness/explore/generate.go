@@ -72,6 +72,9 @@ type Reach struct {
 	// Migrate, Recover: the world runs the migrate and recover ops (issue 33; not libvirt's or the
 	// containers')
 	Migrate, Recover bool
+	// ServerLog: the world's history has the server's log lines, so a step can wait for one (until:
+	// log; connect-cut times its link cut by the connect's line)
+	ServerLog bool
 }
 
 // Everything is the simulator's reach (Peers as Options.Peers says).
@@ -86,7 +89,7 @@ var ContainerReach = ReachOf(container.Capabilities, false, "host-unreachable")
 // c can apply but those left out.
 func ReachOf(c harness.Capabilities, peers bool, leftOut ...string) Reach {
 	r := Reach{AgedNetworks: c.Can(harness.AgedNetworks), HA: c.Can(harness.HAVMs), Peers: peers && c.Can(harness.PeerServers),
-		Migrate: c.Can(harness.MigrateOp), Recover: c.Can(harness.RecoverOp)}
+		Migrate: c.Can(harness.MigrateOp), Recover: c.Can(harness.RecoverOp), ServerLog: c.Can(harness.ServerLog)}
 	can := c.Faults()
 	if len(can) == len(faults.Kinds) && len(leftOut) == 0 {
 		return r // nil: every fault, in the generator's own lists' order
@@ -300,13 +303,14 @@ const (
 	kindFault                    // a fault on its own
 	kindWait                     // time passes, at times past a drawn threshold
 	kindOutageDeploy             // deploys onto a host cut off past the ping timeout, then one more into their networks (C5)
+	kindConnectCut               // a host's link cut while its agent reconnects, now and then a second fault on it (issue 33)
 	numKinds
 )
 
-var kindNames = [numKinds]string{"deploy", "operation", "stale-start", "agent-away", "restart-start", "fault", "wait", "outage-deploy"}
+var kindNames = [numKinds]string{"deploy", "operation", "stale-start", "agent-away", "restart-start", "fault", "wait", "outage-deploy", "connect-cut"}
 
 // kindWeights are each kind's share of the draws among the kinds a program has.
-var kindWeights = [numKinds]int{15, 15, 18, 20, 10, 15, 10, 6}
+var kindWeights = [numKinds]int{15, 15, 18, 20, 10, 15, 10, 6, 5}
 
 // configDraws are the settings a program draws on their own: the thresholds the paths read, each
 // within impl's range for the key, CloudStack's default first (where a shrink goes). Short values make
@@ -603,6 +607,11 @@ func (g *gen) faultsOf(k kind) []string {
 		return g.faults
 	case kindOutageDeploy:
 		return pick("disconnect")
+	case kindConnectCut:
+		if !g.reach.ServerLog || !slices.Contains(g.faults, "disconnect") {
+			return nil
+		}
+		return pick(reconnectFaults...)
 	}
 	return []string{""}
 }
@@ -642,6 +651,8 @@ func (g *gen) action() {
 		g.fault(rapid.SampledFrom(g.faults).Draw(g.t, "fault"))
 	case kindOutageDeploy:
 		g.outageDeploy()
+	case kindConnectCut:
+		g.connectCut(g.faultsOf(k))
 	case kindWait:
 		// now and then an idle stretch of hours (a shrink drops it: the last of the choices)
 		if rapid.IntRange(0, 5).Draw(g.t, "idle") == 5 && g.idle() {
@@ -769,6 +780,41 @@ func (g *gen) outageDeploy() {
 		Op: "deploy", VM: name, Networks: nets, Host: h}) // Host: the host until waits for, and the deploy's
 	g.vms = append(g.vms, name)
 	g.where[name] = h
+}
+
+// reconnectFaults make a host's agent connect again (a StartupCommand, the host Connecting until its
+// ReadyCommand is answered); connectThen are the faults drawn on top of a cut that caught the connect.
+var (
+	reconnectFaults = []string{"ms-restart", "agent-kill", "agent-restart"}
+	connectThen     = []string{"agent-restart", "agent-kill"}
+)
+
+// connectCut: a host's agent reconnects (a server restart, its agent killed or restarted) and its
+// link is cut the moment the server starts on the connection (the connect's "Reset VM power state
+// sync" line, before its ReadyCommand): the ReadyCommand times out, the host stays Connecting with
+// no pings, and the ping timeout investigates a Connecting host. Now and then a second fault lands
+// on the host while it is so (a minute later): the investigation's verdict then meets a host that
+// changed under it. These are the host rows from Connecting (issue 33).
+func (g *gen) connectCut(kinds []string) {
+	h := g.host()
+	first := harness.Step{Fault: rapid.SampledFrom(kinds).Draw(g.t, "fault"), Host: h, Duration: 10 * time.Second, Async: true}
+	if first.Fault == "ms-restart" {
+		first.Host = ""
+	}
+	g.step(first)
+	// past the ping timeout and the investigation's 90 s of commands first (the host's verdict
+	// reached while the link is still cut), then shorter than the ping timeout
+	cut := rapid.SampledFrom([]time.Duration{5 * time.Minute, 100 * time.Second, 40 * time.Second}).Draw(g.t, "cut")
+	g.step(harness.Step{Until: "log", Line: "Reset VM power state sync for host", Host: h, Fault: "disconnect", Duration: cut, Async: true})
+	var then []string
+	for _, f := range connectThen {
+		if slices.Contains(g.faults, f) {
+			then = append(then, f)
+		}
+	}
+	if len(then) > 0 && rapid.Bool().Draw(g.t, "then a fault") {
+		g.step(harness.Step{Wait: time.Minute, Fault: rapid.SampledFrom(then).Draw(g.t, "then"), Host: h, Duration: 3 * time.Minute, Async: true})
+	}
 }
 
 // comeBack: once the host has reported again, what did the server make of the VM?

@@ -78,7 +78,7 @@ func TestProgramsDrawHAAndHostStates(t *testing.T) {
 // what the container world accepts (pinned here: a change of the declaration changes the programs
 // the container tier runs), and no reach draws a fault its world cannot apply.
 func TestReachReadsTheCapabilities(t *testing.T) {
-	require.Equal(t, Reach{AgedNetworks: true, HA: true, Migrate: true, Recover: true}, Everything)
+	require.Equal(t, Reach{AgedNetworks: true, HA: true, Migrate: true, Recover: true, ServerLog: true}, Everything)
 	require.Equal(t, Reach{AgedNetworks: true, Faults: map[string]bool{"crash": true, "guest-shutdown": true,
 		"agent-restart": true, "agent-kill": true, "disconnect": true, "stale-report": true, "ms-restart": true,
 		"slow-router-boot": true, "backdate": true}}, ContainerReach)
@@ -94,6 +94,7 @@ func TestReachReadsTheCapabilities(t *testing.T) {
 		require.Equal(t, c.Can(harness.MigrateOp), r.Migrate, w)
 		require.Equal(t, c.Can(harness.RecoverOp), r.Recover, w)
 		require.Equal(t, r.Migrate, slices.Contains(r.ops(), "migrate"), w)
+		require.Equal(t, c.Can(harness.ServerLog), r.ServerLog, w)
 	}
 }
 
@@ -158,4 +159,42 @@ func TestProgramsDrawLayoutsAndIdleHours(t *testing.T) {
 	for _, f := range []string{"hosts:3", "layout", "idle", "outage-deploy"} {
 		assert.Positive(t, seen[f], "no program has %s", f)
 	}
+}
+
+// TestProgramsCutALinkAtConnect: the simulator's programs cut a host's link as its agent connects
+// again after a server restart or an agent kill or restart (connect-cut, issue 33), now and then with
+// a second fault on the host a minute later; a world whose history has no server log (an until: log
+// cannot be met) draws none.
+func TestProgramsCutALinkAtConnect(t *testing.T) {
+	cuts := func(r Reach) map[string]int {
+		draw := programOf(r)
+		seen := map[string]int{}
+		for s := uint64(1); s <= 500; s++ {
+			sc := draw(s)
+			require.NoError(t, sc.Validate())
+			for i, st := range sc.Steps {
+				if st.Fault != "disconnect" || st.Until != "log" {
+					continue
+				}
+				require.Positive(t, i, "seed %d: a cut at connect follows the fault that reconnects", s)
+				first := sc.Steps[i-1]
+				require.Contains(t, reconnectFaults, first.Fault, "seed %d", s)
+				if first.Fault != "ms-restart" {
+					require.Equal(t, st.Host, first.Host, "seed %d: the cut is of the host that reconnects", s)
+				}
+				seen["cut after "+first.Fault]++
+				if i+1 < len(sc.Steps) && sc.Steps[i+1].Host == st.Host && slices.Contains(connectThen, sc.Steps[i+1].Fault) {
+					seen["then"]++
+				}
+			}
+		}
+		return seen
+	}
+	seen := cuts(Everything)
+	for _, f := range []string{"cut after ms-restart", "cut after agent-kill", "cut after agent-restart", "then"} {
+		assert.Positive(t, seen[f], "no program has %s", f)
+	}
+	noLog := Everything
+	noLog.ServerLog = false
+	assert.Empty(t, cuts(noLog))
 }
