@@ -257,6 +257,9 @@ func (g *gen) classicAction() {
 }
 
 func (g *gen) fault(kind string) {
+	if kind == "disconnect" && g.cutAtConnect() {
+		return
+	}
 	s := harness.Step{Fault: kind, Async: true}
 	switch kind {
 	case "crash", "guest-shutdown":
@@ -303,14 +306,13 @@ const (
 	kindFault                    // a fault on its own
 	kindWait                     // time passes, at times past a drawn threshold
 	kindOutageDeploy             // deploys onto a host cut off past the ping timeout, then one more into their networks (C5)
-	kindConnectCut               // a host's link cut while its agent reconnects, now and then a second fault on it (issue 33)
 	numKinds
 )
 
-var kindNames = [numKinds]string{"deploy", "operation", "stale-start", "agent-away", "restart-start", "fault", "wait", "outage-deploy", "connect-cut"}
+var kindNames = [numKinds]string{"deploy", "operation", "stale-start", "agent-away", "restart-start", "fault", "wait", "outage-deploy"}
 
 // kindWeights are each kind's share of the draws among the kinds a program has.
-var kindWeights = [numKinds]int{15, 15, 18, 20, 10, 15, 10, 6, 5}
+var kindWeights = [numKinds]int{15, 15, 18, 20, 10, 15, 10, 6}
 
 // configDraws are the settings a program draws on their own: the thresholds the paths read, each
 // within impl's range for the key, CloudStack's default first (where a shrink goes). Short values make
@@ -607,11 +609,6 @@ func (g *gen) faultsOf(k kind) []string {
 		return g.faults
 	case kindOutageDeploy:
 		return pick("disconnect")
-	case kindConnectCut:
-		if !g.reach.ServerLog || !slices.Contains(g.faults, "disconnect") {
-			return nil
-		}
-		return pick(reconnectFaults...)
 	}
 	return []string{""}
 }
@@ -651,8 +648,6 @@ func (g *gen) action() {
 		g.fault(rapid.SampledFrom(g.faults).Draw(g.t, "fault"))
 	case kindOutageDeploy:
 		g.outageDeploy()
-	case kindConnectCut:
-		g.connectCut(g.faultsOf(k))
 	case kindWait:
 		// now and then an idle stretch of hours (a shrink drops it: the last of the choices)
 		if rapid.IntRange(0, 5).Draw(g.t, "idle") == 5 && g.idle() {
@@ -788,6 +783,27 @@ var (
 	reconnectFaults = []string{"ms-restart", "agent-kill", "agent-restart"}
 	connectThen     = []string{"agent-restart", "agent-kill"}
 )
+
+// cutAtConnect, now and then, draws a link cut as connectCut (false, a plain cut, is where a shrink
+// goes). Only the current generator's programs draw it, and only those of a world whose history has
+// the server's log (the cut waits for a log line); it is a variant of the solo disconnect so that the
+// programs without one draw as they did.
+func (g *gen) cutAtConnect() bool {
+	if g.classic || !g.reach.ServerLog {
+		return false
+	}
+	var kinds []string
+	for _, f := range reconnectFaults {
+		if slices.Contains(g.faults, f) {
+			kinds = append(kinds, f)
+		}
+	}
+	if len(kinds) == 0 || !rapid.Bool().Draw(g.t, "at a connect") {
+		return false
+	}
+	g.connectCut(kinds)
+	return true
+}
 
 // connectCut: a host's agent reconnects (a server restart, its agent killed or restarted) and its
 // link is cut the moment the server starts on the connection (the connect's "Reset VM power state
