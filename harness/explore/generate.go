@@ -73,7 +73,7 @@ type Reach struct {
 	// containers')
 	Migrate, Recover bool
 	// ServerLog: the world's history has the server's log lines, so a step can wait for one (until:
-	// log; connect-cut times its link cut by the connect's line)
+	// log; cutAtConnect times its link cut by the connect's line)
 	ServerLog bool
 }
 
