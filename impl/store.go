@@ -254,6 +254,18 @@ func (db *DB) vmCopy(id int64) (VMVO, bool) {
 	return c, true
 }
 
+// vmStateNoPoint reads a VM's state with no scheduling point, for VirtualRouterElement.prepare's look
+// at the router on every user VM's start (see prepareVirtualRouter); "" if the row is missing.
+func (db *DB) vmStateNoPoint(id int64) vm.State {
+	db.lock()
+	defer db.mu.Unlock()
+	v, ok := db.vmRow(id)
+	if !ok {
+		return ""
+	}
+	return v.State
+}
+
 // rowCopy is the read of Network, Host and Job (see vmCopy): a copy of table's row id. The tables
 // are never replaced, only written under db.mu, so passing one in before the lock is safe.
 func rowCopy[K comparable, V any](db *DB, table map[K]*V, id K) (V, bool) {
