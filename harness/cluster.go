@@ -110,6 +110,7 @@ type Cluster struct {
 	Violations []Violation
 	tracker    *invariant.Tracker
 	inc        *incCheck // the simulator's incremental checker (nil: the full check after every step)
+	haHold     haHolds   // which VMs' power reports an HA item held at the last look, and when a hold ended
 	// sortedEvents: the history's first sortedEvents events are known to be in time order
 	sortedEvents int
 	// logIdx: the positions of the first logIdxN events' log lines, by object (logsDuring)
@@ -401,8 +402,9 @@ func (c *Cluster) Snapshot() invariant.Snapshot {
 		for i, n := range v.NetworkIDs {
 			nets[i] = id(n)
 		}
+		grace, released := c.haView(v)
 		s.VMs = append(s.VMs, invariant.VM{ID: id(v.ID), Name: v.Name, Type: v.Type, State: v.State, HostID: v.HostID, LastHostID: v.LastHostID, Removed: v.Removed, NetworkIDs: nets,
-			HAGrace: haGrace(v, c.DB, c.Config)})
+			HAGrace: grace, HAReleased: released})
 	}
 	for _, vol := range c.DB.Volumes(0) {
 		s.Volumes = append(s.Volumes, invariant.Volume{ID: id(vol.ID), VMID: id(vol.VMID), Path: vol.Path, State: vol.State, Removed: vol.Removed})

@@ -59,22 +59,52 @@ func newIncCheck(compare bool) *incCheck {
 	return &incCheck{in: invariant.NewIncremental(), compare: compare}
 }
 
-func invVM(v *impl.VMVO, db *impl.DB, cfg *impl.Config) invariant.VM {
+func (c *Cluster) invVM(v *impl.VMVO) invariant.VM {
 	nets := make([]string, len(v.NetworkIDs))
 	for i, n := range v.NetworkIDs {
 		nets[i] = id(n)
 	}
+	grace, released := c.haView(v)
 	return invariant.VM{ID: id(v.ID), Name: v.Name, Type: v.Type, State: v.State, HostID: v.HostID, LastHostID: v.LastHostID, Removed: v.Removed, NetworkIDs: nets,
-		HAGrace: haGrace(v, db, cfg)}
+		HAGrace: grace, HAReleased: released}
+}
+
+// haHolds is what the checker saw of HA restart items holding VMs' power reports (DB.HaRestartHolds):
+// which held at the last look, and when each VM's last hold was seen gone (invariant.VM.HAReleased).
+type haHolds struct {
+	held     map[int64]bool
+	released map[int64]time.Time
+}
+
+// haView is the VM's HA terms as a ghost: HAGrace and HAReleased. A hold ends with a write the checker
+// is handed (the HA item's, or the VM row's whose update count the item no longer matches), so both
+// the full and the incremental check see it end at the same look; that look's time stands for the end.
+func (c *Cluster) haView(v *impl.VMVO) (time.Duration, time.Time) {
+	h := &c.haHold
+	holds := c.DB.HaRestartHolds(v)
+	switch {
+	case holds:
+		if h.held == nil {
+			h.held = map[int64]bool{}
+		}
+		h.held[v.ID] = true
+	case h.held[v.ID]:
+		delete(h.held, v.ID)
+		if h.released == nil {
+			h.released = map[int64]time.Time{}
+		}
+		h.released[v.ID] = c.Now()
+	}
+	return haGrace(v, holds, c.Config), h.released[v.ID]
 }
 
 // haGrace is the extra time as a ghost (invariant.VM.HAGrace) of a VM that is HA's: HA's retry
 // interval, for an HA-enabled VM (a power-off report hands it to HA) and for any VM with an HA
-// restart item that holds its power reports (DB.HaRestartHolds: the item a restarted server's
+// restart item that holds its power reports (holds: DB.HaRestartHolds, the item a restarted server's
 // cancelWorkItems or a host found down schedules for every VM, HA offering or not; when fencing fails
 // it waits restart.retry.interval, and hasPendingHaWork postpones every report until then).
-func haGrace(v *impl.VMVO, db *impl.DB, cfg *impl.Config) time.Duration {
-	if !v.HAEnabled && !db.HaRestartHolds(v) {
+func haGrace(v *impl.VMVO, holds bool, cfg *impl.Config) time.Duration {
+	if !v.HAEnabled && !holds {
 		return 0
 	}
 	return cfg.Seconds("restart.retry.interval")
@@ -127,7 +157,7 @@ func (c *Cluster) updateIncremental(full bool) {
 	r.takeTouched()
 	for _, vid := range ch.VMs {
 		if v := c.DB.VM(vid); v != nil {
-			ic.in.SetVM(invVM(v, c.DB, c.Config))
+			ic.in.SetVM(c.invVM(v))
 		}
 	}
 	for _, nid := range ch.Networks {

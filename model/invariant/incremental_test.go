@@ -97,6 +97,9 @@ func TestIncrementalMatchesTracker(t *testing.T) {
 				v.State = rapid.SampledFrom(vmStates).Draw(t, "state")
 				v.HostID = rapid.SampledFrom(withEmpty(testHosts)).Draw(t, "host")
 				v.Removed = rapid.IntRange(0, 5).Draw(t, "removed") == 0
+				if rapid.IntRange(0, 3).Draw(t, "released") == 0 { // an HA hold on its reports ended
+					v.HAReleased = now.Add(-time.Duration(rapid.IntRange(0, 60).Draw(t, "releasedAgo")) * time.Second)
+				}
 				w.vms[id] = v
 				in.SetVM(v)
 			case 2:

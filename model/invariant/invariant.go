@@ -65,6 +65,10 @@ type VM struct {
 	// HA (scheduleRestart) instead of being synced to Stopped, and HA, when it cannot fence the host,
 	// tries again after restart.retry.interval.
 	HAGrace time.Duration
+	// HAReleased is when an HA restart item last stopped holding this VM's power reports (zero: none
+	// did). While it held, power sync only postponed the reports and reset the VM's power-change
+	// counters, so a ghost has its whole bound again from then.
+	HAReleased time.Time
 }
 
 // Host is a host row.

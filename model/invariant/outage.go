@@ -164,16 +164,23 @@ func ghostWhy(v VM, settled func(string) bool, on func(host, name string) bool) 
 // ghostKey names a ghost condition: the record and the host it names.
 func ghostKey(v VM) string { return GhostRecord + "|vm:" + v.ID + "|" + v.HostID }
 
-// ghostViolation: a ghost that has held since first is a violation once it has lasted past bound.
+// ghostViolation: a ghost that has held since first is a violation once it has lasted past bound,
+// counted from the later of first and the end of an HA hold on its reports (VM.HAReleased: until then
+// power sync could only postpone them).
 func ghostViolation(v VM, why string, first, now time.Time, bound time.Duration) (Violation, bool) {
 	bound += v.HAGrace
 	d := now.Sub(first)
-	if d <= bound {
+	from, after := d, ""
+	if v.HAReleased.After(first) {
+		from = now.Sub(v.HAReleased)
+		after = fmt.Sprintf(" of HA's hold on its reports ending %s ago", from.Round(time.Second))
+	}
+	if from <= bound {
 		return Violation{}, false
 	}
 	return Violation{
 		Invariant: GhostRecord, Object: "vm:" + v.ID, Time: now,
-		Message: fmt.Sprintf("VM %s (%s) has been Running in its record for %s but %s (power sync must notice within %s)", v.ID, v.Name, d.Round(time.Second), why, bound),
+		Message: fmt.Sprintf("VM %s (%s) has been Running in its record for %s but %s (power sync must notice within %s%s)", v.ID, v.Name, d.Round(time.Second), why, bound, after),
 	}, true
 }
 
