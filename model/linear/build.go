@@ -84,7 +84,7 @@ func Partitions(events []history.Event) []Partition { return PartitionsOf(slices
 // PartitionsOf is Partitions of the events a sequence yields: a recorder's history in chunks, read
 // where it lies.
 func PartitionsOf(events iter.Seq[history.Event]) []Partition {
-	b := builder{parts: map[string]*Partition{}, calls: map[int]*call{}, sections: map[section]int{}, failedStarts: map[string]int{}, retried: map[string]int64{}, clients: map[string]map[string]int{},
+	b := builder{parts: map[string]*Partition{}, calls: map[int]*call{}, sections: map[section]int{}, failedStarts: map[string][]openStart{}, closers: map[int]string{}, retried: map[string]int64{}, clients: map[string]map[string]int{},
 		hosts: map[string]*hostSeen{}}
 	for e := range events {
 		if e.Seq <= b.now {
@@ -141,8 +141,12 @@ type builder struct {
 	parts    map[string]*Partition
 	calls    map[int]*call
 	sections map[section]int // index of the open critical section's op in its object's partition
-	// failedStarts: the failed start left open on each VM (its index), closed by the next call on it
-	failedStarts map[string]int
+	// failedStarts: the failed starts left open on each VM, closed by the next call on it that
+	// returns ok
+	failedStarts map[string][]openStart
+	// closers: the calls made on a VM while a failed start was open on it, by op; the first of them
+	// to return ok closes the start at its call
+	closers map[int]string
 	// retried: the sequence number of the API job's last "retrying once" of a start on each VM
 	retried map[string]int64
 	clients map[string]map[string]int
@@ -157,6 +161,13 @@ type builder struct {
 	// a host); while one is, no staleness clock runs. msUpSince: when the last one ended.
 	quiet     int
 	msUpSince time.Time
+}
+
+// openStart is a failed start whose effect may still land: its operation's index in its VM's
+// partition, and when its failure was returned.
+type openStart struct {
+	op       int
+	failedAt int64
 }
 
 // hostSeen is a host as the history shows it: Up or not, and when it last came back Up after being
@@ -209,14 +220,48 @@ func IsStartRetry(detail string) bool {
 // firstAttempt adds the first attempt of a start call c that the API retried: a failed start of its
 // own, which may still boot the domain (its StartCommand held on a cut link, delivered after the
 // server gave up on it), so that a stop between it and the retry's boot is no contradiction. Like a
-// failed start's, its effect lands before the next call on the VM.
+// failed start's, its effect lands before the next call on the VM that returns ok has returned.
 func (b *builder) firstAttempt(object string, c *call, ret int64) {
 	in := VMInput{Kind: VMStart, Name: c.name + " (its first attempt)"}
-	if _, taken := b.failedStarts[object]; taken {
+	if len(b.failedStarts[object]) > 0 {
 		b.add(object, "vm", c.actor, in, Failed, c.seq, ret, "retried")
 		return
 	}
-	b.failedStarts[object] = b.add(object, "vm", c.actor, in, Failed, c.seq, open, "retried")
+	b.failedStarts[object] = []openStart{{b.add(object, "vm", c.actor, in, Failed, c.seq, open, "retried"), ret}}
+}
+
+// closeFailedStart ends the window of a failed start left open on a VM at the return of the first
+// later call on it that returned ok: that call's command went to the host after the StartCommand,
+// on the same link, so the host ran it after the boot, and before the call returned (not before it
+// was called: a held StartCommand may boot the domain while the call waits in the VM's work queue).
+// A later call that failed may have sent the host nothing (advanceStop refuses a VM still Starting:
+// "We cannot stop ... when it is in state Starting"), so it leaves the window open. Issue 33: a
+// StartCommand held on a link cut 90 s booted the domain after two such refused destroyExpunge
+// calls, or, with vm.destroy.forcestop, during a second destroyExpunge queued behind the first's
+// forced stop.
+func (b *builder) closeFailedStart(e history.Event, c *call) {
+	object, ok := b.closers[e.Op]
+	if !ok {
+		return
+	}
+	delete(b.closers, e.Op)
+	if e.To != "ok" {
+		return
+	}
+	// only the starts that had failed when it was called: one that failed later may land after it
+	left := b.failedStarts[object][:0]
+	for _, s := range b.failedStarts[object] {
+		if s.failedAt < c.seq {
+			b.parts[object].Ops[s.op].Return = e.Seq
+			continue
+		}
+		left = append(left, s)
+	}
+	if len(left) == 0 {
+		delete(b.failedStarts, object)
+	} else {
+		b.failedStarts[object] = left
+	}
 }
 
 // vmOp adds a client operation on a VM. A destroy is several steps to an observer — the domain stops
@@ -237,9 +282,8 @@ func (b *builder) event(e history.Event) {
 	case history.Call:
 		name, _, _ := strings.Cut(e.Detail, " ")
 		b.calls[e.Op] = &call{seq: e.Seq, actor: e.Actor, name: name, object: e.Object}
-		if i, ok := b.failedStarts[e.Object]; ok {
-			b.parts[e.Object].Ops[i].Return = e.Seq
-			delete(b.failedStarts, e.Object)
+		if len(b.failedStarts[e.Object]) > 0 {
+			b.closers[e.Op] = e.Object
 		}
 	case history.Return:
 		c := b.calls[e.Op]
@@ -247,6 +291,7 @@ func (b *builder) event(e history.Event) {
 			return
 		}
 		delete(b.calls, e.Op)
+		b.closeFailedStart(e, c)
 		k := VMKind(c.name)
 		if k == "" || modelOf(e.Object) != "vm" {
 			return
@@ -265,13 +310,15 @@ func (b *builder) event(e history.Event) {
 			// cancels it at once) and the API says "Unable to stop" or "Unable to start", but the agent
 			// finishes what it had started, and a domain it started boots after the answer. Its effect
 			// may land after the failure was returned, as an unreturned operation's may. A failed
-			// start's, though, lands before the next call on the VM (whose command the host runs after
-			// the boot): it explains no domain that runs again after a later stop. (The invariants
+			// start's, though, lands before the next call on the VM that returns ok has returned (its
+			// command the host runs after the boot; see closeFailedStart): it explains no domain that
+			// runs again after a later successful stop. (The invariants
 			// still judge the record: a failed start's running domain under a record in Error or
 			// Stopped is an orphan.)
 			ret = open
 			if k == VMStart && modelOf(e.Object) == "vm" {
-				b.failedStarts[e.Object] = b.add(e.Object, "vm", c.actor, VMInput{Kind: k, Name: c.name}, out, c.seq, ret, e.Detail)
+				i := b.add(e.Object, "vm", c.actor, VMInput{Kind: k, Name: c.name}, out, c.seq, ret, e.Detail)
+				b.failedStarts[e.Object] = append(b.failedStarts[e.Object], openStart{i, e.Seq})
 				return
 			}
 		}

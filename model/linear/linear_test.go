@@ -128,6 +128,29 @@ func modelCases() []modelCase {
 		{"a retry logged before the start was called is not its retry",
 			h(obsVM(w, false, false), retryLog(w), callE(1, "c1", w, "start web7"), obsVM(w, true, false),
 				callE(2, "c2", w, "forceStop web7"), ret(2, "c2", w, "ok"), obsVM(w, false, false), obsVM(w, true, false), ret(1, "c1", w, "ok")), w},
+		// Issue 33 (explore --profile fixed --seed 13000218515498104751, an earlier generator): a
+		// deploy's StartCommand, forwarded to a host cut off for 90 s, outlives its API job (a
+		// management-server restart cancels it: the deploy fails); two destroyExpunge calls meanwhile
+		// fail at the server without sending the host anything — advanceStop refuses a VM in Starting
+		// ("We cannot stop ... when it is in state Starting", VirtualMachineManagerImpl.advanceStop,
+		// apache/cloudstack 00114e8b3f9640cd01512a70f5981cc7c343abaa,
+		// engine/orchestration/src/main/java/com/cloud/vm/VirtualMachineManagerImpl.java); the link
+		// heals, the StartCommand boots the domain, HA's forced stop stops it.
+		{"a failed deploy's domain boots after later calls the server refused without a command (issue 33)",
+			refusedAfterFailedDeploy(w, ret(3, "c3", w, "failed"), obsVM(w, false, false)), ""},
+		{"a failed deploy's domain boots while a later destroyExpunge waits behind a forced stop, which stops it (issue 33 with vm.destroy.forcestop)",
+			h(callE(1, "c1", "network:1", "deploy web7"), obsVM(w, false, false),
+				callE(2, "c2", w, "destroyExpunge web7"), ret(1, "c1", w, "failed"), obsVM(w, false, false),
+				callE(3, "c3", w, "destroyExpunge web7"), obsVM(w, false, false), obsVM(w, true, false), obsVM(w, false, false),
+				ret(2, "c2", w, "failed"), obsVM(w, false, false), obsVM(w, false, true), ret(3, "c3", w, "ok"), obsVM(w, false, true)), ""},
+		{"a later call that returned ok closes the failed deploy's window: its command reached the host after the boot",
+			refusedAfterFailedDeploy(w, ret(3, "c3", w, "ok"), obsVM(w, false, false)), w},
+		{"refused calls explain no boot with no start at all",
+			with(callE(2, "c2", v, "stop web1"), ret(2, "c2", v, "ok"), obsVM(v, false, false),
+				callE(3, "c3", v, "destroyExpunge web1"), ret(3, "c3", v, "failed"), obsVM(v, false, false),
+				callE(4, "c4", v, "destroyExpunge web1"), ret(4, "c4", v, "failed"), obsVM(v, false, false), obsVM(v, true, false)), v},
+		{"a failed deploy's late boot cannot revive a destroyed record",
+			refusedAfterFailedDeploy(w, history.Event{Kind: history.Return, Op: 3, Actor: "c3", Object: w, To: "ok"}, obsVM(w, false, true)), w},
 		// recoverVirtualMachine (UserVmManagerImpl.recoverVirtualMachine, apache/cloudstack main as
 		// stored): a Destroyed record, not expunged, is live again (Stopped), its domain off
 		{"a recovered VM's record is live again and it starts",
@@ -177,6 +200,24 @@ func modelCases() []modelCase {
 		{"an address handed on after its domain stopped",
 			h(ipW("free", "vm:2"), obsIP("ip:10.1.1.10", "vm:2"), obsIP("ip:10.1.1.10", ""), ipW("vm:2", "free"), ipW("free", "vm:5"), obsIP("ip:10.1.1.10", "vm:5")), ""},
 	}
+}
+
+// refusedAfterFailedDeploy is issue 33's history in small: a deploy of w fails (its API job cancelled
+// by a server restart) while a destroyExpunge runs; the destroyExpunge fails (refused: the VM is
+// Starting); a second call on the VM (op 3, a destroyExpunge) ends as end says, then the observation
+// after; then the deploy's domain comes on and HA's forced stop (a VmWorkStop job of HA-Worker-4)
+// stops it.
+func refusedAfterFailedDeploy(w string, end ...history.Event) []history.Event {
+	es := []history.Event{callE(1, "c1", "network:1", "deploy web7"), obsVM(w, false, false),
+		callE(2, "c2", w, "destroyExpunge web7"), ret(1, "c1", w, "failed"), obsVM(w, false, false),
+		ret(2, "c2", w, "failed"), obsVM(w, false, false),
+		callE(3, "c3", w, "destroyExpunge web7"), obsVM(w, false, false)}
+	es = append(es, end...)
+	dead := end[len(end)-1].To == ObserveVM(false, true)
+	es = append(es, obsVM(w, true, dead),
+		history.Event{Kind: history.State, Actor: "HA-Worker-4", Object: "job:21", To: "IN_PROGRESS", Detail: "VmWorkStop VirtualMachine:7"},
+		obsVM(w, false, dead))
+	return h(es...)
 }
 
 func TestModels(t *testing.T) {
