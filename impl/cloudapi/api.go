@@ -457,6 +457,19 @@ func (r *request) networkByUUID(name, v string) (*impl.NetworkVO, *apiError) {
 	return n, nil
 }
 
+// vmAndHost reads a command's VM (required, by the parameter vm) and its optional hostid.
+func (r *request) vmAndHost(vm string) (*impl.VMVO, string, *apiError) {
+	v, err := r.vmParam(vm, true)
+	if err != nil {
+		return nil, "", err
+	}
+	host, err := r.hostParam("hostid")
+	if err != nil {
+		return nil, "", err
+	}
+	return v, host, nil
+}
+
 func (r *request) hostParam(name string) (string, *apiError) {
 	v := r.get(name)
 	if v == "" {
@@ -660,11 +673,7 @@ func (h *Handler) deploy(r *request) (any, *apiError) {
 }
 
 func (h *Handler) start(r *request) (any, *apiError) {
-	v, err := r.vmParam("id", true)
-	if err != nil {
-		return nil, err
-	}
-	host, err := r.hostParam("hostid")
+	v, host, err := r.vmAndHost("id")
 	if err != nil {
 		return nil, err
 	}
@@ -674,11 +683,7 @@ func (h *Handler) start(r *request) (any, *apiError) {
 // startOnce is a csconform extension, not a CloudStack command: the instance boot group / HA path,
 // which calls advanceStart exactly once (no API retry).
 func (h *Handler) startOnce(r *request) (any, *apiError) {
-	v, err := r.vmParam("id", true)
-	if err != nil {
-		return nil, err
-	}
-	host, err := r.hostParam("hostid")
+	v, host, err := r.vmAndHost("id")
 	if err != nil {
 		return nil, err
 	}
@@ -713,11 +718,7 @@ func (h *Handler) expunge(r *request) (any, *apiError) {
 // hostid); without hostid CloudStack plans a destination, which the reference does not: the job
 // fails ("Unable to find suitable destination").
 func (h *Handler) migrate(r *request) (any, *apiError) {
-	v, err := r.vmParam("virtualmachineid", true)
-	if err != nil {
-		return nil, err
-	}
-	host, err := r.hostParam("hostid")
+	v, host, err := r.vmAndHost("virtualmachineid")
 	if err != nil {
 		return nil, err
 	}
