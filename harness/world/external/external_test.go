@@ -124,21 +124,7 @@ func TestExternalSeed004(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%v\n%s", err, log.String())
 			}
-			var text bytes.Buffer
-			res.WriteText(&text, res.Started)
-			t.Logf("%s (%s wall)\n%s", tc.profile, time.Since(start).Round(time.Millisecond), text.String())
-			var got []string
-			for _, v := range res.Violations {
-				got = append(got, v.Invariant)
-			}
-			slices.Sort(got)
-			got = slices.Compact(got)
-			if !slices.Equal(got, tc.want) {
-				t.Errorf("violations %v, want %v", got, tc.want)
-			}
-			if len(res.Mismatches) > 0 {
-				t.Errorf("outcome differs from %s's expectations: %v", tc.profile, res.Mismatches)
-			}
+			text := checkVerdicts(t, res, tc.profile, tc.want, start)
 			if tc.want != nil && len(res.NotLinearizable) == 0 {
 				t.Errorf("the observed history of D3 is linearizable")
 			}
@@ -165,7 +151,7 @@ func TestExternalSeed004(t *testing.T) {
 			// the key pair is in no output
 			js, _ := json.Marshal(res)
 			hist, _ := json.Marshal(res.Rec.History().Slice())
-			for _, out := range []string{log.String(), injectOut.String(), text.String(), string(js), string(hist)} {
+			for _, out := range []string{log.String(), injectOut.String(), text, string(js), string(hist)} {
 				for _, secret := range []string{creds.SecretKey, creds.APIKey} {
 					if strings.Contains(out, secret) {
 						t.Errorf("a credential appears in the output: %q", out)
@@ -285,4 +271,26 @@ func TestExternalRedact(t *testing.T) {
 			t.Errorf("redact(%q) = %q, want %q", c.in, got, c.want)
 		}
 	}
+}
+
+// checkVerdicts logs res's report and checks that its violations, each kind once and sorted, are
+// want and that it met profile's expectations; it returns the report.
+func checkVerdicts(t *testing.T, res *harness.Result, profile string, want []string, start time.Time) string {
+	t.Helper()
+	var text strings.Builder
+	res.WriteText(&text, res.Started)
+	t.Logf("%s (%s wall)\n%s", profile, time.Since(start).Round(time.Millisecond), text.String())
+	var got []string
+	for _, v := range res.Violations {
+		got = append(got, v.Invariant)
+	}
+	slices.Sort(got)
+	got = slices.Compact(got)
+	if !slices.Equal(got, want) {
+		t.Errorf("violations %v, want %v", got, want)
+	}
+	if len(res.Mismatches) > 0 {
+		t.Errorf("outcome differs from %s's expectations: %v", profile, res.Mismatches)
+	}
+	return text.String()
 }

@@ -273,21 +273,7 @@ func TestSimulatorSeeds(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%v\n%s", err, log.String())
 			}
-			var text strings.Builder
-			res.WriteText(&text, res.Started)
-			t.Logf("%s (%s wall)\n%s", tc.profile, time.Since(start).Round(time.Millisecond), text.String())
-			var got []string
-			for _, v := range res.Violations {
-				got = append(got, v.Invariant)
-			}
-			slices.Sort(got)
-			got = slices.Compact(got)
-			if !slices.Equal(got, tc.want) {
-				t.Errorf("violations %v, want %v", got, tc.want)
-			}
-			if len(res.Mismatches) > 0 {
-				t.Errorf("outcome differs from %s's expectations: %v", tc.profile, res.Mismatches)
-			}
+			checkVerdicts(t, res, tc.profile, tc.want, start)
 			var details []string
 			for _, e := range res.Rec.History().Slice() {
 				if e.Kind == history.Fault && e.To != "" {
