@@ -62,3 +62,18 @@ func TestGhostBoundStartsAgainWhenAnHAHoldEnds(t *testing.T) {
 		})
 	}
 }
+
+// TestDeployMigratedAsItsStartCompletes: a deploy whose VM a migration takes to Migrating right after
+// its start completed succeeds (the reference's post-start check took Migrating for a failed start).
+func TestDeployMigratedAsItsStartCompletes(t *testing.T) {
+	sc := loadScenario(t, "testdata/deploy-migrated-as-its-start-completes.yaml")
+	r, err := RunScenario(sc, "fixed", nil, sc.Seed)
+	require.NoError(t, err)
+	require.Empty(t, r.Mismatches)
+	require.Empty(t, r.Violations)
+	migrating := false
+	for e := range r.ServerHistory() {
+		migrating = migrating || strings.Contains(e.Detail, "MigrationRequested")
+	}
+	require.True(t, migrating, "the program no longer migrates the VM")
+}

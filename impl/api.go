@@ -36,7 +36,7 @@ func (s *Server) DeployVirtualMachine(name string, networks []int64, hostID stri
 		err := s.startWithRetry(t, v.ID, hostID)
 		if err == nil {
 			cur := s.DB.VM(v.ID)
-			if cur.State == vm.Running {
+			if startCompleted(cur.State) {
 				return nil
 			}
 			s.Log(t, "ERROR", VMObject(v.ID), "VM %s is in %s state after its start completed", cur.Name, cur.State)
@@ -50,6 +50,10 @@ func (s *Server) DeployVirtualMachine(name string, networks []int64, hostID stri
 	})
 	return v, j
 }
+
+// startCompleted: the VM a start left is Running, or Migrating: a migration (MigrationRequested is
+// taken only from Running) began after the start completed, and the start's job succeeded.
+func startCompleted(st vm.State) bool { return st == vm.Running || st == vm.Migrating }
 
 // AllocateVirtualMachine is the allocation half of deployVirtualMachine (startvm=false): the record,
 // its NICs and its ROOT volume, Stopped.
@@ -79,7 +83,7 @@ func (s *Server) StartVirtualMachine(vmID int64, hostID string) *JobVO {
 		if err := s.startWithRetry(t, vmID, hostID); err != nil {
 			return err
 		}
-		if cur := s.DB.VM(vmID); cur.State != vm.Running {
+		if cur := s.DB.VM(vmID); !startCompleted(cur.State) {
 			return runtimeErr("VM %s is in %s state after its start completed", cur.Name, cur.State)
 		}
 		return nil
@@ -93,7 +97,7 @@ func (s *Server) StartVirtualMachineOnce(vmID int64, hostID string) *JobVO {
 			s.Log(t, "WARN", VMObject(vmID), "boot group start halted (tier 0: failed to start a VM): %v", err)
 			return err
 		}
-		if cur := s.DB.VM(vmID); cur.State != vm.Running {
+		if cur := s.DB.VM(vmID); !startCompleted(cur.State) {
 			return runtimeErr("VM %s is in %s state after its start completed", cur.Name, cur.State)
 		}
 		return nil
