@@ -55,9 +55,7 @@ func TestForcedStopIsTheOperatorsAssertion(t *testing.T) {
 // is the operator's split brain, so the twin stays the operator's after h1's domain stops; before
 // the twin was frozen too, the same run was an orphan-domain, an ip-conflict and a volume-in-use.
 func TestForcedStopTwinDomainStaysTheOperators(t *testing.T) {
-	sc := loadScenario(t, "testdata/forced-stop-twin-domain.yaml")
-	r, err := RunScenario(sc, "fixed", nil, sc.Seed)
-	require.NoError(t, err)
+	r := runFixed(t, "testdata/forced-stop-twin-domain.yaml")
 	assert.Empty(t, r.Violations)
 	assert.Empty(t, r.NotLinearizable)
 	ran := slices.ContainsFunc(r.cluster.Rec.History().Slice(), func(e history.Event) bool {
@@ -91,9 +89,7 @@ func TestTwinOfAnAssertedDomainIsFrozenUntilItStops(t *testing.T) {
 // the very guest to h2. The assertion follows it; without that the checkers, which sample the domains
 // host by host, see h1's asserted domain gone and a new one on h2 using a free address.
 func TestAssertionFollowsMigratedGuest(t *testing.T) {
-	sc := loadScenario(t, "testdata/forced-stop-then-migrate.yaml")
-	r, err := RunScenario(sc, "fixed", nil, sc.Seed)
-	require.NoError(t, err)
+	r := runFixed(t, "testdata/forced-stop-then-migrate.yaml")
 	assert.Empty(t, r.Violations)
 	assert.Empty(t, r.NotLinearizable)
 	said := slices.ContainsFunc(r.cluster.Rec.History().Slice(), func(e history.Event) bool {
@@ -103,8 +99,7 @@ func TestAssertionFollowsMigratedGuest(t *testing.T) {
 
 	assertionFollowsMigration = false
 	defer func() { assertionFollowsMigration = true }()
-	r, err = RunScenario(sc, "fixed", nil, sc.Seed)
-	require.NoError(t, err)
+	r = runFixed(t, "testdata/forced-stop-then-migrate.yaml")
 	var got []string
 	for _, v := range r.Violations {
 		got = append(got, v.Invariant)

@@ -2,7 +2,6 @@ package harness
 
 import (
 	"slices"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -25,9 +24,7 @@ import (
 // TestEveryDefectTripsADetector.
 func TestGhostBoundAllowsAnHAItemOfAVMWithoutHA(t *testing.T) {
 	t.Setenv(CheckModeEnv, "compare")
-	sc := loadScenario(t, "testdata/ha-item-holds-non-ha-vm.yaml")
-	r, err := RunScenario(sc, "fixed", nil, sc.Seed)
-	require.NoError(t, err)
+	r := runFixed(t, "testdata/ha-item-holds-non-ha-vm.yaml")
 	require.Empty(t, r.Mismatches)
 	require.False(t, slices.ContainsFunc(r.Violations, func(v Violation) bool { return v.Invariant == invariant.GhostRecord }),
 		"ghost-record: %+v", r.Violations)
@@ -48,17 +45,12 @@ func TestGhostBoundStartsAgainWhenAnHAHoldEnds(t *testing.T) {
 	for _, mode := range []string{"compare", "full"} {
 		t.Run(mode, func(t *testing.T) {
 			t.Setenv(CheckModeEnv, mode)
-			sc := loadScenario(t, "testdata/ha-hold-ends-ghost.yaml")
-			r, err := RunScenario(sc, "fixed", nil, sc.Seed)
-			require.NoError(t, err)
+			r := runFixed(t, "testdata/ha-hold-ends-ghost.yaml")
 			require.Empty(t, r.Mismatches)
 			require.False(t, slices.ContainsFunc(r.Violations, func(v Violation) bool { return v.Invariant == invariant.GhostRecord }),
 				"ghost-record: %+v", r.Violations)
-			cancelled := false
-			for e := range r.ServerHistory() {
-				cancelled = cancelled || (e.Object == "vm:15" && strings.Contains(e.Detail, "Cancelling HAWork[1-HA-15-Running-Investigating] as it is not needed anymore"))
-			}
-			require.True(t, cancelled, "the run no longer ends the hold as the finding did")
+			require.True(t, serverSaid(r, "Cancelling HAWork[1-HA-15-Running-Investigating] as it is not needed anymore"),
+				"the run no longer ends the hold as the finding did")
 		})
 	}
 }
@@ -66,14 +58,8 @@ func TestGhostBoundStartsAgainWhenAnHAHoldEnds(t *testing.T) {
 // TestDeployMigratedAsItsStartCompletes: a deploy whose VM a migration takes to Migrating right after
 // its start completed succeeds (the reference's post-start check took Migrating for a failed start).
 func TestDeployMigratedAsItsStartCompletes(t *testing.T) {
-	sc := loadScenario(t, "testdata/deploy-migrated-as-its-start-completes.yaml")
-	r, err := RunScenario(sc, "fixed", nil, sc.Seed)
-	require.NoError(t, err)
+	r := runFixed(t, "testdata/deploy-migrated-as-its-start-completes.yaml")
 	require.Empty(t, r.Mismatches)
 	require.Empty(t, r.Violations)
-	migrating := false
-	for e := range r.ServerHistory() {
-		migrating = migrating || strings.Contains(e.Detail, "MigrationRequested")
-	}
-	require.True(t, migrating, "the program no longer migrates the VM")
+	require.True(t, serverSaid(r, "MigrationRequested"), "the program no longer migrates the VM")
 }

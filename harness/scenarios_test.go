@@ -3,6 +3,7 @@ package harness
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -31,4 +32,25 @@ func builtinScenarios(t *testing.T) []*Scenario {
 		scs = append(scs, loadScenario(t, f))
 	}
 	return scs
+}
+
+// runFixed runs the program in file under fixed at its own seed.
+func runFixed(t *testing.T, file string) *Result {
+	t.Helper()
+	sc := loadScenario(t, file)
+	r, err := RunScenario(sc, "fixed", nil, sc.Seed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// serverSaid reports whether a line of the server's history contains s.
+func serverSaid(r *Result, s string) bool {
+	for e := range r.ServerHistory() {
+		if strings.Contains(e.Detail, s) {
+			return true
+		}
+	}
+	return false
 }
