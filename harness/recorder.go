@@ -96,8 +96,9 @@ func (r *Recorder) emit(e history.Event) {
 			r.pendingTouched[o] = true
 		}
 	}
-	// a host that comes back Up (not its first time) has a report grace; see invariant.Host.UpSince
-	if h, ok := strings.CutPrefix(e.Object, "host:"); ok && e.Kind == history.State && e.To == "Up" {
+	// a host that comes back Up (not its first time) has a report grace; see invariant.Host.UpSince.
+	// A row written with its status unchanged (Up -Ping-> Up) is no coming back.
+	if h, ok := strings.CutPrefix(e.Object, "host:"); ok && e.Kind == history.State && e.To == "Up" && e.From != "Up" {
 		if r.upSince == nil {
 			r.upSince = map[string]time.Time{}
 		}

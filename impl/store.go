@@ -995,13 +995,13 @@ func (db *DB) HostTransit(actor, id string, ev host.Event, msID string) (host.St
 		return h.Status, false
 	}
 	from := h.Status
-	if to != from {
-		if to.LostConnection() {
-			h.DisconnectedOn = db.env.Now()
-		}
-		h.Status = to
-		db.emit(history.Event{Actor: actor, Kind: history.State, Object: HostObject(id), From: string(from), To: string(to), Detail: string(ev)})
+	if to != from && to.LostConnection() {
+		h.DisconnectedOn = db.env.Now()
 	}
+	h.Status = to
+	// A row that leaves the status as it was (Up -Ping-> Up) is still written and its listeners
+	// fired: HostDaoImpl.updateState updates the row whatever the status, so the history has it too.
+	db.emit(history.Event{Actor: actor, Kind: history.State, Object: HostObject(id), From: string(from), To: string(to), Detail: string(ev)})
 	if msID != "" {
 		h.MSID = msID
 	}

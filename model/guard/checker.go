@@ -410,7 +410,7 @@ func (c *Checker) applyState(kind string, e *history.Event) {
 		c.touchNetwork(e.Actor, e.Object)
 		c.recount(e.Object, *e)
 	case "host":
-		if e.To == "Up" {
+		if e.To == "Up" && e.From != "Up" { // Up -Ping-> Up leaves the status as it was
 			c.host(e.Object).upSeq = e.Seq
 		}
 	case "job":

@@ -252,6 +252,19 @@ func TestEachGuardFailsOnItsBugAndPassesOnTheFix(t *testing.T) {
 				add(time.Minute, lg(rep, "host:h1", "Process VM state report. host: h1, number of records in report: 0, force: false")).
 				add(4*time.Minute, lg("AgentMonitor", "host:h1", "Ping timeout for agent h1, do investigation")).
 				add(4*time.Minute+time.Second, st(disc, "host:h1", "Up", "Alert", "AgentDisconnected"))},
+		{GPingTimeout,
+			// a row written with the status unchanged (HostDaoImpl.updateState on an investigation's
+			// Ping) is no coming back Up: the ping timeout before it still counts
+			h{}.add(0, st("AgentConnectTaskPool-1", "host:h1", "Connecting", "Up", "Ready")).
+				add(time.Minute, lg(rep, "host:h1", "Process VM state report. host: h1, number of records in report: 0, force: false")).
+				add(2*time.Minute, lg("AgentMonitor", "host:h1", "Ping timeout for agent h1, do investigation")).
+				add(2*time.Minute, st(disc, "host:h1", "Up", "Up", "Ping")).
+				add(2*time.Minute+time.Second, st(disc, "host:h1", "Up", "Alert", "AgentDisconnected")),
+			h{}.add(0, st("AgentConnectTaskPool-1", "host:h1", "Connecting", "Up", "Ready")).
+				add(time.Minute, lg(rep, "host:h1", "Process VM state report. host: h1, number of records in report: 0, force: false")).
+				add(4*time.Minute, lg("AgentMonitor", "host:h1", "Ping timeout for agent h1, do investigation")).
+				add(4*time.Minute, st(disc, "host:h1", "Up", "Up", "Ping")).
+				add(4*time.Minute+time.Second, st(disc, "host:h1", "Up", "Alert", "AgentDisconnected"))},
 		{GJobExpunge,
 			h{}.add(0, st(api, "job:5", "", "IN_PROGRESS", "VmWorkStart VirtualMachine:2")).add(2*time.Hour, st(hb, "job:5", "IN_PROGRESS", "Expunged", "VmWorkStart")),
 			h{}.add(0, st(api, "job:5", "", "IN_PROGRESS", "VmWorkStart VirtualMachine:2")).add(25*time.Hour, st(hb, "job:5", "IN_PROGRESS", "Expunged", "VmWorkStart"))},

@@ -438,6 +438,8 @@ func (b *builder) hostState(id string, e history.Event) {
 		h = &hostSeen{}
 		b.hosts[id] = h
 		b.notUp++ // a host first seen counts as not Up until its event says so
+	} else if e.From != "" && e.From == e.To {
+		return // a row written with its status unchanged (Up -Ping-> Up): no coming back Up
 	}
 	up := e.To == "Up"
 	switch {

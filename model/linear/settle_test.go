@@ -33,3 +33,19 @@ func TestHostsSettleKeptAsTheScanAnswers(t *testing.T) {
 		}
 	})
 }
+
+// A host row written with its status unchanged (Up -Ping-> Up: HostDaoImpl.updateState writes the
+// row on an investigation's Ping) is no coming back Up: the report grace keeps its start.
+func TestHostSelfLoopKeepsUpSince(t *testing.T) {
+	b := builder{hosts: map[string]*hostSeen{}}
+	ev := func(from, to string, m int) history.Event {
+		return history.Event{Kind: history.State, Object: "host:h1", From: from, To: to, Time: t0.Add(time.Duration(m) * time.Minute)}
+	}
+	for _, e := range []history.Event{ev("Connecting", "Up", 0), ev("Up", "Alert", 2), ev("Alert", "Up", 5), ev("Up", "Up", 9)} {
+		b.hostState("h1", e)
+	}
+	allUp, since := b.hostsSettle()
+	if !allUp || since != t0.Add(5*time.Minute).UnixNano() {
+		t.Fatalf("hostsSettle says (%v, %s), want Up since +5m", allUp, time.Unix(0, since).Sub(t0))
+	}
+}
