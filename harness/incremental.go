@@ -218,6 +218,7 @@ func (c *Cluster) checkIncremental(full bool) {
 	c.updateIncremental(full)
 	now := c.Now()
 	grace := 2*c.Config.Seconds("ping.interval") + 10*time.Second
+	ic.in.Advance(now, grace) // the migrations' handovers, as the observations read them
 	netChanges := c.Rec.pendingNetChanges()
 	c.Rec.checked(len(netChanges))
 	obs := c.Rec.observationsIncremental(ic.in)
@@ -302,7 +303,7 @@ func (r *Recorder) observationsIncremental(in *invariant.Incremental) []observat
 		for _, d := range in.DomainsUsing(e.ip.Address) {
 			recs := in.Records(d.Name)
 			obj := observedOwner(recs)
-			mig := slices.ContainsFunc(recs, func(v invariant.VM) bool { return onMigrationHost(v, d.HostID) })
+			mig := slices.ContainsFunc(recs, func(v invariant.VM) bool { return invariant.MigrationHost(v, d.HostID, in.Handovers().To(v.ID)) })
 			for _, a := range d.IPs {
 				if a == e.ip.Address && obj != "" {
 					if mig {

@@ -87,23 +87,23 @@ func (r *Recorder) observations(s invariant.Snapshot) []observation {
 	running := map[string]bool{}   // domain name
 	users := map[string][]string{} // ip -> vm objects
 	byName := map[string]string{}
-	migrating := map[string]invariant.VM{} // a live record Migrating, by name
+	live := map[string][]invariant.VM{} // the live records, by name
 	for _, v := range s.VMs {
 		if !v.Removed || byName[v.Name] == "" {
 			byName[v.Name] = "vm:" + v.ID
 		}
-		if !v.Removed && v.State == vm.Migrating {
-			migrating[v.Name] = v
+		if !v.Removed {
+			live[v.Name] = append(live[v.Name], v)
 		}
 	}
+	dests := invariant.NewHandovers(s.Ops, s.Time, s.ReportGrace)
 	handover := map[string]bool{} // ip and VM object: already counted for a migration's two hosts
 	for _, d := range s.Domains {
 		if !d.Running {
 			continue
 		}
 		running[d.Name] = true
-		m, isMig := migrating[d.Name]
-		isMig = isMig && onMigrationHost(m, d.HostID)
+		isMig := slices.ContainsFunc(live[d.Name], func(v invariant.VM) bool { return invariant.MigrationHost(v, d.HostID, dests.To(v.ID)) })
 		for _, ip := range d.IPs {
 			if o := byName[d.Name]; o != "" {
 				// the two domains of a guest libvirt hands from one host to the other are one user
@@ -127,10 +127,4 @@ func (r *Recorder) observations(s invariant.Snapshot) []observation {
 		o.ip(ip, slices.Clone(users["ip:"+ip.Address]))
 	}
 	return o.out
-}
-
-// onMigrationHost says whether host is either end of the live migration a Migrating record is in
-// (host_id the destination, last_host_id the source), where its guest's domain may run.
-func onMigrationHost(v invariant.VM, host string) bool {
-	return v.State == vm.Migrating && !v.Removed && host != "" && (host == v.HostID || host == v.LastHostID)
 }

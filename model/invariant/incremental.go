@@ -42,6 +42,11 @@ type Incremental struct {
 	opsSeen      int
 	opsOpen      []int
 	failedStarts []int
+	// migrations: the indexes of the migrate ops whose handover has not ended for good (Handovers);
+	// handing: the handovers at the last Advance, with the grace it used
+	migrations []int
+	handing    Handovers
+	handGrace  time.Duration
 
 	// verdicts kept per object
 	domV   map[domKey][]Violation
@@ -114,6 +119,7 @@ func (in *Incremental) reset() {
 	in.domains, in.runs, in.domsAt, in.domsOn = map[string]map[string]Domain{}, map[string]set[string]{}, map[string]set[domKey]{}, map[string]set[domKey]{}
 	in.faulted, in.ops, in.faults, in.writes = set[string]{}, nil, nil, nil
 	in.opsSeen, in.opsOpen, in.failedStarts = 0, nil, nil
+	in.migrations, in.handing = nil, nil
 	in.domV, in.addrV, in.vmV, in.startV = map[domKey][]Violation{}, map[string]Violation{}, map[string][]Violation{}, nil
 	in.dirtyDom, in.dirtyAddr, in.dirtyVM, in.dirtyStart = set[domKey]{}, set[string]{}, set[string]{}, true
 	in.ClearChanged()
@@ -431,10 +437,13 @@ func (in *Incremental) SetNetworkWrites(ws []NetworkChange) {
 // or an open op's fields filled in; an op that returned does not change again.
 func (in *Incremental) SetOps(ops []ClientOp) {
 	if len(ops) < in.opsSeen { // not the list it was: look at all of it again
-		in.opsSeen, in.opsOpen, in.failedStarts = 0, nil, nil
+		in.opsSeen, in.opsOpen, in.failedStarts, in.migrations = 0, nil, nil, nil
 	}
 	for ; in.opsSeen < len(ops); in.opsSeen++ {
 		in.opsOpen = append(in.opsOpen, in.opsSeen)
+		if ops[in.opsSeen].Kind == "migrate" {
+			in.migrations = append(in.migrations, in.opsSeen)
+		}
 	}
 	open := in.opsOpen[:0]
 	for _, i := range in.opsOpen {
@@ -450,6 +459,52 @@ func (in *Incremental) SetOps(ops []ClientOp) {
 	in.ops = ops
 	in.dirtyStart = true
 }
+
+// Advance judges which migrations are in their handover at t (Handovers, with the report grace) and
+// judges again, and has observed again, the domains and addresses of the VMs whose destinations
+// changed. Check advances to its own time; an observer that reads Handovers before Check advances
+// first.
+func (in *Incremental) Advance(t time.Time, grace time.Duration) {
+	if grace != in.handGrace { // a migration left for good under the old grace may be back
+		in.handGrace, in.migrations = grace, nil
+		for i, op := range in.ops {
+			if op.Kind == "migrate" {
+				in.migrations = append(in.migrations, i)
+			}
+		}
+	}
+	var now Handovers
+	keep := in.migrations[:0]
+	for _, i := range in.migrations {
+		op := in.ops[i]
+		now = now.add(op, t, grace)
+		if op.Return.IsZero() || !t.After(op.Return.Add(grace)) { // checks come in time order
+			keep = append(keep, i)
+		}
+	}
+	in.migrations = keep
+	for id, d := range in.handing {
+		if !slices.Equal(d, now[id]) {
+			in.markRecord(id)
+		}
+	}
+	for id := range now {
+		if _, had := in.handing[id]; !had {
+			in.markRecord(id)
+		}
+	}
+	in.handing = now
+}
+
+// markRecord re-judges what reads the record id's name.
+func (in *Incremental) markRecord(id string) {
+	if v, ok := in.vms[id]; ok {
+		in.markName(v.Name)
+	}
+}
+
+// Handovers are the migrations in their handover at the last Advance.
+func (in *Incremental) Handovers() Handovers { return in.handing }
 
 func (in *Incremental) records(name string) []VM {
 	var out []VM
@@ -499,6 +554,7 @@ func (in *Incremental) Check(t time.Time, grace, ghostBound time.Duration, netCh
 	if grace != in.grace {
 		in.grace, in.dirtyStart = grace, true
 	}
+	in.Advance(t, grace)
 	if on := ghostBound > 0; on != in.ghostOn {
 		in.ghostOn = on
 		clear(in.ghosts)
@@ -518,7 +574,7 @@ func (in *Incremental) Check(t time.Time, grace, ghostBound time.Duration, netCh
 		}
 		recs := in.records(d.Name)
 		var vs []Violation
-		if v, ok := orphanDomain(d, recs, settled[d.HostID], t); ok {
+		if v, ok := orphanDomain(d, recs, settled[d.HostID], in.handing.To, t); ok {
 			vs = append(vs, v)
 		}
 		vs = append(vs, domainIPs(d, recs, func(a string) []IP { return in.byAddr[a] }, t)...)
@@ -540,7 +596,7 @@ func (in *Incremental) Check(t time.Time, grace, ghostBound time.Duration, netCh
 		for k := range in.domsAt[a] {
 			users = append(users, in.domains[k.host][k.name])
 		}
-		if v, ok := sharedIP(a, users, in.records, t); ok {
+		if v, ok := sharedIP(a, users, in.records, in.handing.To, t); ok {
 			in.addrV[a] = v
 		} else {
 			delete(in.addrV, a)

@@ -161,8 +161,10 @@ func TestIncrementalMatchesTracker(t *testing.T) {
 					w.ops[open].Return, w.ops[open].OK = now, rapid.Bool().Draw(t, "ok")
 					in.SetOps(w.ops)
 				} else {
-					op := ClientOp{ID: step + 1, Kind: rapid.SampledFrom([]string{"start", "deploy", "stop"}).Draw(t, "opkind"),
-						VMID: rapid.SampledFrom(testVMIDs).Draw(t, "opvm"), NetworkIDs: someOf(t, testNets, "opnet"), Call: now.Add(-time.Second), Err: "boom"}
+					// a migrate names its destination: its domain there is the VM's guest for a while
+					op := ClientOp{ID: step + 1, Kind: rapid.SampledFrom([]string{"start", "deploy", "stop", "migrate"}).Draw(t, "opkind"),
+						VMID: rapid.SampledFrom(testVMIDs).Draw(t, "opvm"), HostID: rapid.SampledFrom(testHosts).Draw(t, "ophost"),
+						NetworkIDs: someOf(t, testNets, "opnet"), Call: now.Add(-time.Second), Err: "boom"}
 					if rapid.IntRange(0, 2).Draw(t, "returned") > 0 {
 						op.Return, op.OK = now, rapid.Bool().Draw(t, "ok")
 					}

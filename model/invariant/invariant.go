@@ -285,9 +285,10 @@ func uniq(xs []string) []string {
 func CheckOrphanDomains(s Snapshot) []Violation {
 	byName := recordsByName(s.VMs)
 	settled := settledHosts(s) // before a host has had time to report, its domains are not yet known
+	dests := NewHandovers(s.Ops, s.Time, s.ReportGrace)
 	var out []Violation
 	for _, d := range runningDomains(s.Domains) {
-		if v, ok := orphanDomain(d, byName[d.Name], settled[d.HostID], s.Time); ok {
+		if v, ok := orphanDomain(d, byName[d.Name], settled[d.HostID], dests.To, s.Time); ok {
 			out = append(out, v)
 		}
 	}
@@ -296,8 +297,9 @@ func CheckOrphanDomains(s Snapshot) []Violation {
 }
 
 // orphanDomain judges one running domain against the records named after it (sorted by ID); settled
-// says whether its host's reports are in.
-func orphanDomain(d Domain, recs []VM, settled bool, t time.Time) (Violation, bool) {
+// says whether its host's reports are in; dests gives the destinations of a VM's migrations whose
+// handover may still be under way (Handovers.To).
+func orphanDomain(d Domain, recs []VM, settled bool, dests func(vmID string) []string, t time.Time) (Violation, bool) {
 	if d.Asserted {
 		return Violation{}, false
 	}
@@ -325,7 +327,7 @@ func orphanDomain(d Domain, recs []VM, settled bool, t time.Time) (Violation, bo
 				continue
 			case noDomainState(r.State):
 				why = append(why, fmt.Sprintf("record %s is %s", r.ID, r.State))
-			case r.HostID != d.HostID && !migratingFrom(r, d.HostID):
+			case r.HostID != d.HostID && !migratingFrom(r, d.HostID) && !slices.Contains(dests(r.ID), d.HostID):
 				why = append(why, fmt.Sprintf("record %s (%s) places it on host %q", r.ID, r.State, r.HostID))
 			}
 		}
@@ -345,14 +347,75 @@ func migratingFrom(r VM, host string) bool {
 }
 
 // migrationKey names the guest a running domain is for the address check: a domain on either host of
-// its record's migration is the one guest, on the destination.
-func migrationKey(d Domain, recs []VM) string {
+// its record's migration is the one guest, on the record's host (the destination while Migrating, the
+// source after a migration that failed while the hypervisor's handover may go on).
+func migrationKey(d Domain, recs []VM, dests func(vmID string) []string) string {
 	for _, r := range recs {
-		if !r.Removed && migratingFrom(r, d.HostID) {
+		if !r.Removed && (migratingFrom(r, d.HostID) || slices.Contains(dests(r.ID), d.HostID)) {
 			return domainName(Domain{Name: d.Name, HostID: r.HostID})
 		}
 	}
 	return domainName(d)
+}
+
+// Handovers are the destinations of the live migrations whose hypervisor handover may still be under
+// way, by VM id. The server gives up on a MigrateCommand that times out (its source's agent restarts
+// during the memory copy): VirtualMachineManagerImpl.migrate's finally sends the destination a
+// cleanup StopCommand it does not wait for and moves the record back to Running on the source
+// (OperationFailed to srcHostId). The hypervisor's migration goes on without the agent, as libvirt's
+// peer-to-peer migration does: the guest resumes on the destination and stops on the source a moment
+// later, and runs there under a record naming the source until the destination's next power report
+// moves the record ("Detected out of band VM migration", handlePowerOnReportWithNoPendingJobsOnVM).
+// While the migrate call is in flight, and for the report grace after it returned, a domain on its
+// destination is the VM's guest (apache/cloudstack@3156c4ba, VirtualMachineManagerImpl.java; see
+// TestTimedOutMigrationHandover). Past that, power sync should have followed it: an orphan again.
+type Handovers map[string][]string
+
+// To lists the destinations of vmID's migrations in their handover.
+func (h Handovers) To(vmID string) []string { return h[vmID] }
+
+// NewHandovers finds the migrations of ops in their handover at t (grace: Snapshot.ReportGrace).
+func NewHandovers(ops []ClientOp, t time.Time, grace time.Duration) Handovers {
+	var h Handovers
+	for _, op := range ops {
+		h = h.add(op, t, grace)
+	}
+	return h
+}
+
+// inHandover says whether op is a migration whose handover may be under way at t: called, and not
+// returned more than grace before t.
+func inHandover(op ClientOp, t time.Time, grace time.Duration) bool {
+	return op.Kind == "migrate" && op.VMID != "" && op.HostID != "" && !t.Before(op.Call) &&
+		(op.Return.IsZero() || !t.After(op.Return.Add(grace)))
+}
+
+// add adds op's destination if it is in its handover at t.
+func (h Handovers) add(op ClientOp, t time.Time, grace time.Duration) Handovers {
+	if !inHandover(op, t, grace) || slices.Contains(h[op.VMID], op.HostID) {
+		return h
+	}
+	if h == nil {
+		h = Handovers{}
+	}
+	l := append(h[op.VMID], op.HostID)
+	slices.Sort(l)
+	h[op.VMID] = l
+	return h
+}
+
+// MigrationHost says whether a running domain on host is live record r's guest wherever else it runs
+// too: on either end of r's migration while r is Migrating (host_id the destination, last_host_id the
+// source), or on r's host or a destination of r's migrations in their handover (dests: Handovers.To).
+// The address check and the address model count such domains as one user.
+func MigrationHost(r VM, host string, dests []string) bool {
+	switch {
+	case r.Removed || host == "":
+		return false
+	case r.State == vm.Migrating && (host == r.HostID || host == r.LastHostID):
+		return true
+	}
+	return len(dests) > 0 && (host == r.HostID || slices.Contains(dests, host))
 }
 
 // noDomainState reports whether a record in this state says no domain should
@@ -379,6 +442,7 @@ func CheckIPs(s Snapshot) []Violation {
 		slices.SortStableFunc(l, func(a, b IP) int { return cmp.Compare(a.NetworkID, b.NetworkID) })
 	}
 
+	dests := NewHandovers(s.Ops, s.Time, s.ReportGrace)
 	var out []Violation
 	users := map[string][]Domain{}
 	for _, d := range runningDomains(s.Domains) {
@@ -388,7 +452,7 @@ func CheckIPs(s Snapshot) []Violation {
 		out = append(out, domainIPs(d, byName[d.Name], func(addr string) []IP { return pool[addr] }, s.Time)...)
 	}
 	for addr, ds := range users {
-		if v, ok := sharedIP(addr, ds, func(name string) []VM { return byName[name] }, s.Time); ok {
+		if v, ok := sharedIP(addr, ds, func(name string) []VM { return byName[name] }, dests.To, s.Time); ok {
 			out = append(out, v)
 		}
 	}
@@ -431,13 +495,14 @@ func domainIPs(d Domain, recs []VM, pool func(string) []IP, t time.Time) []Viola
 }
 
 // sharedIP: an address used by two running domains or more (users, in any order; recs: the records
-// named after a domain). The two domains of one guest whose record migrates between their hosts are
-// one user: libvirt runs the guest on both for a moment while it hands it over.
-func sharedIP(addr string, users []Domain, recs func(string) []VM, t time.Time) (Violation, bool) {
+// named after a domain; dests: as for orphanDomain). The two domains of one guest whose record
+// migrates between their hosts, or whose migration's handover may still be under way, are one user:
+// libvirt runs the guest on both for a moment while it hands it over.
+func sharedIP(addr string, users []Domain, recs func(string) []VM, dests func(vmID string) []string, t time.Time) (Violation, bool) {
 	var names, keys []string
 	for _, d := range users {
 		names = append(names, domainName(d))
-		keys = append(keys, migrationKey(d, recs(d.Name)))
+		keys = append(keys, migrationKey(d, recs(d.Name), dests))
 	}
 	if len(uniq(keys)) < 2 {
 		return Violation{}, false
