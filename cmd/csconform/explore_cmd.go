@@ -30,6 +30,7 @@ type exploreOpts struct {
 	schedSet         bool // --scheduler given on the command line
 	peersSet         bool // --peers given on the command line
 	peers            bool
+	cpuprofile       string
 }
 
 func exploreFlags(fs *pflag.FlagSet, o *exploreOpts) {
@@ -43,6 +44,7 @@ func exploreFlags(fs *pflag.FlagSet, o *exploreOpts) {
 	fs.StringVar(&o.report, "report", "", "for a finding, write a bug report a CloudStack committer can read to `FILE.md` (a new file): which defect it is, the settings, the shrunk program as API calls and host faults, what broke, the timeline and the run's management-server.log in CloudStack's wording, the replay command; nothing is written when nothing is found")
 	fs.StringVar(&o.marvin, "marvin", "", "for a finding, write it as a Marvin test case to `FILE.py` (a new file), for a CloudStack zone with the Simulator hypervisor: the setup, the shrunk program's API calls, configureSimulator mocks for its faults (a skip, with why, at a fault the simulator cannot say) and assertions for the invariants it broke; nothing is written when nothing is found")
 	fs.BoolVar(&o.quiet, "quiet", false, "no progress bar")
+	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of the run to `FILE` (go tool pprof reads it): where explore's time goes")
 	fs.BoolVar(&o.peers, "peers", true, "draw programs with two management servers now and then (the hosts split between them, the API calls alternating) and peer-stop; the simulator only (--peers=false: one server, as before 2026-11-30)")
 	fs.StringVar(&o.driver, "driver", "sim", driverHelp(drivers)+"; a real-time world takes a minute or two a case: use a small budget")
 	fs.StringVar(&o.domains, "domains", container.DomainsAuto, "`D`, for --driver container: auto, libvirt or simulated, as for repro")
