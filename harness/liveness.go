@@ -2,7 +2,6 @@ package harness
 
 import (
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/csconform/csconform/impl"
@@ -57,10 +56,42 @@ func (c *Cluster) inTransition() []transition {
 	for _, n := range c.DB.Networks(func(n *impl.NetworkVO) bool { return !n.Removed && n.State == network.Implementing }) {
 		out = append(out, transition{impl.NetworkObject(n.ID), fmt.Sprintf("network %d is Implementing", n.ID), n.ImplementingSince, netBound})
 	}
-	for _, j := range c.DB.Jobs(func(j *impl.JobVO) bool { return j.Status == job.InProgress }) {
+	for _, j := range c.DB.JobsInProgress(func(j *impl.JobVO) bool { return j.Status == job.InProgress }) {
 		out = append(out, transition{impl.JobObject(j.ID), fmt.Sprintf("job %d (%s of %s %d) is in progress", j.ID, j.Cmd, j.InstanceType, j.InstanceID), j.Created, bound})
 	}
 	return out
+}
+
+// transitionStatus is inTransition reduced to what the liveness run's stop asks after every step:
+// whether anything is in a transitional state, and whether any of it is overdue at now. It reads
+// the same rows under the same conditions, but copies none and formats no description (inTransition
+// at every step was 7% of explore's CPU).
+func (c *Cluster) transitionStatus(now time.Time) (some, overdue bool) {
+	bound, netBound := LivenessBound(c.Config), networkLivenessBound(c.Config)
+	note := func(since time.Time, b time.Duration) {
+		some = true
+		overdue = overdue || (transition{since: since, bound: b}).overdue(now)
+	}
+	// each filter notes its row and keeps none: no row is copied out
+	c.DB.VMs(func(v *impl.VMVO) bool {
+		if !v.Removed && (v.State == vm.Starting || v.State == vm.Stopping || v.State == vm.Migrating) {
+			note(v.UpdateTime, bound)
+		}
+		return false
+	})
+	c.DB.Networks(func(n *impl.NetworkVO) bool {
+		if !n.Removed && n.State == network.Implementing {
+			note(n.ImplementingSince, netBound)
+		}
+		return false
+	})
+	c.DB.JobsInProgress(func(j *impl.JobVO) bool {
+		if j.Status == job.InProgress {
+			note(j.Created, bound)
+		}
+		return false
+	})
+	return some, overdue
 }
 
 // checkLiveness is the end of a simulated run: the cloud, left alone, runs on until nothing is in a
@@ -82,9 +113,8 @@ func (c *Cluster) checkLiveness() error {
 	// stop as soon as nothing is in transition or something has outstayed its bound: a thing stuck
 	// past its bound that other activity (a retry, an HA attempt) later unsticks is still stuck
 	quietOrOverdue := func() bool {
-		now := c.Now()
-		ts := c.inTransition()
-		return len(ts) == 0 || slices.ContainsFunc(ts, func(t transition) bool { return t.overdue(now) })
+		some, overdue := c.transitionStatus(c.Now())
+		return !some || overdue
 	}
 	if err := c.w.runUntil(until.Add(time.Second), quietOrOverdue); err != nil {
 		return err

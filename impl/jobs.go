@@ -197,6 +197,12 @@ func (m *AsyncJobManager) heartbeat(t *Thread) {
 	s := m.s
 	for {
 		s.Env.Sleep(HeartbeatInterval)
+		m.mu.Lock()
+		idle := len(m.queues) == 0
+		m.mu.Unlock()
+		if idle {
+			continue // no queue, no head to start: most ticks of a run (what follows would find none)
+		}
 		// Pick the heads under the lock, then start them in VM id order (the order the simulator's
 		// schedule depends on) without it.
 		var heads []*workItem
