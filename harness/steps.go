@@ -176,8 +176,9 @@ func untilHolds(r Records, st Step) bool {
 func untilEvent(st Step, obj, instance string) func(history.Event) bool {
 	until := st.Until
 	if until == "log" {
+		line := st.Line // not st: a closure over st moved every call's whole Step to the heap
 		return func(e history.Event) bool {
-			return e.Kind == history.Log && (obj == "" || e.Object == obj) && strings.Contains(e.Detail, st.Line)
+			return e.Kind == history.Log && (obj == "" || e.Object == obj) && strings.Contains(e.Detail, line)
 		}
 	}
 	if until == "start-sent" {

@@ -163,7 +163,7 @@ type Config struct {
 
 // NewConfig returns the defaults with overrides applied; an unknown key or a bad value is an error.
 func NewConfig(overrides map[string]string) (*Config, error) {
-	c := &Config{values: map[string]string{}}
+	c := &Config{values: make(map[string]string, len(ConfigKeys))}
 	for _, k := range ConfigKeys {
 		c.values[k.Name] = k.Default
 	}
@@ -206,11 +206,12 @@ func (c *Config) Get(name string) string {
 func (c *Config) num(name string) float64 {
 	c.mu.RLock()
 	v, ok := c.nums[name]
-	text := c.values[name]
-	c.mu.RUnlock()
 	if ok {
+		c.mu.RUnlock()
 		return v
 	}
+	text := c.values[name]
+	c.mu.RUnlock()
 	v, err := strconv.ParseFloat(text, 64)
 	if err != nil {
 		panic(fmt.Sprintf("config %s: %v", name, err))

@@ -436,8 +436,12 @@ func ProgramFor(t *rapid.T, r Reach) (*harness.Scenario, int) {
 	if len(cfg) > 0 {
 		g.sc.Config = cfg
 	}
-	g.thresholds, g.long = thresholds(cfg)
-	g.grace = reportGrace(cfg)
+	c, err := impl.NewConfig(cfg)
+	if err != nil {
+		panic(err) // configDraws holds values in range
+	}
+	g.thresholds, g.long = thresholds(c)
+	g.grace = harness.ReportGrace(c)
 	ages := []time.Duration{0, 30 * time.Minute, 48 * time.Hour}
 	if !r.AgedNetworks {
 		ages = ages[:1]
@@ -471,11 +475,7 @@ func ProgramFor(t *rapid.T, r Reach) (*harness.Scenario, int) {
 // short are those of at most 20 minutes, as long as a plain wait; long those of up to 7 hours, the
 // idle stretches that make a program span hours (simulated time is cheap, but not free: an idle hour
 // of three hosts at the default ping.interval costs about one case's run).
-func thresholds(cfg map[string]string) (short, long []time.Duration) {
-	c, err := impl.NewConfig(cfg)
-	if err != nil {
-		panic(err) // configDraws holds values in range
-	}
+func thresholds(c *impl.Config) (short, long []time.Duration) {
 	for _, d := range []time.Duration{
 		time.Duration(c.Int("job.expire.minutes"))*time.Minute + impl.GCInterval + time.Minute,
 		time.Duration(c.Int("job.cancel.threshold.minutes"))*time.Minute + impl.GCInterval + time.Minute,
@@ -491,15 +491,6 @@ func thresholds(cfg map[string]string) (short, long []time.Duration) {
 		}
 	}
 	return short, long
-}
-
-// reportGrace is harness.ReportGrace at the configuration cfg.
-func reportGrace(cfg map[string]string) time.Duration {
-	c, err := impl.NewConfig(cfg)
-	if err != nil {
-		panic(err)
-	}
-	return harness.ReportGrace(c)
 }
 
 // maxIdle is the longest idle wait a program draws, and idleBudget the most idle time one program
