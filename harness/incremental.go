@@ -289,31 +289,11 @@ func (r *Recorder) observationsIncremental(in *invariant.Incremental) []observat
 		net, idx int64
 	}
 	var entries []entry
-	// an address's place in its network's pool (its first, as slices.Index would say), indexed once a
-	// network: a pool written anew touches every one of its addresses, and a search of the pool for
-	// each was quadratic in its size
-	places := map[string]map[string]int{}
-	place := func(nid, addr string) int {
-		m, ok := places[nid]
-		if !ok {
-			pool := in.Pool(nid)
-			m = make(map[string]int, len(pool))
-			for i, p := range pool {
-				if _, dup := m[p.Address]; !dup {
-					m[p.Address] = i
-				}
-			}
-			places[nid] = m
-		}
-		if i, ok := m[addr]; ok {
-			return i
-		}
-		return -1
-	}
 	for a := range addrs {
 		for _, ip := range in.PoolEntries(a) {
 			nid, _ := strconv.ParseInt(ip.NetworkID, 10, 64)
-			entries = append(entries, entry{ip, nid, int64(place(ip.NetworkID, a))})
+			idx := slices.IndexFunc(in.Pool(ip.NetworkID), func(p invariant.IP) bool { return p.Address == a })
+			entries = append(entries, entry{ip, nid, int64(idx)})
 		}
 	}
 	slices.SortFunc(entries, func(a, b entry) int { return cmp.Or(cmp.Compare(a.net, b.net), cmp.Compare(a.idx, b.idx)) })

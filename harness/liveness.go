@@ -128,6 +128,9 @@ func (c *Cluster) checkLiveness() error {
 // and object.
 func (c *Cluster) reportOverdue(quiet time.Time) {
 	now := c.Now()
+	if _, overdue := c.transitionStatus(now); !overdue {
+		return // nothing past its bound: the list below would report nothing (a look a simulated minute)
+	}
 	added := false
 	for _, t := range c.inTransition() {
 		if !t.overdue(now) || now.Sub(quiet) < t.bound {

@@ -287,15 +287,51 @@ func (in *Incremental) SetNetwork(n Network) {
 	}
 }
 
-// SetPool writes a network's whole address pool.
+// SetPool writes a network's whole address pool. Only the addresses whose entries in this pool
+// changed (or came or went) are re-judged and reported changed: a pool is written anew for any one
+// allocation or release, and touching each of its addresses made every such write cost the whole
+// pool in this checker and in the observer. What an unchanged entry feeds (byAddr, the domains at
+// the address, the observer's users) is as it was.
 func (in *Incremental) SetPool(networkID string, ips []IP) {
+	old := in.pools[networkID]
+	if slices.Equal(old, ips) {
+		return
+	}
 	touch := func(addr string) {
 		in.ChangedAddrs.add(addr)
 		for d := range in.domsAt[addr] {
 			in.dirtyDom.add(d)
 		}
 	}
-	for _, ip := range in.pools[networkID] {
+	changed := set[string]{} // the addresses whose entries (in pool order) differ
+	if len(old) == len(ips) && slices.EqualFunc(old, ips, func(a, b IP) bool { return a.Address == b.Address }) {
+		for i := range ips { // the same addresses in the same order, the usual write: entry by entry
+			if old[i] != ips[i] {
+				changed.add(ips[i].Address)
+			}
+		}
+	} else {
+		entries := func(pool []IP) map[string][]IP {
+			m := make(map[string][]IP, len(pool))
+			for _, ip := range pool {
+				m[ip.Address] = append(m[ip.Address], ip)
+			}
+			return m
+		}
+		was, is := entries(old), entries(ips)
+		for _, pool := range [][]IP{old, ips} {
+			for _, ip := range pool {
+				if !slices.Equal(was[ip.Address], is[ip.Address]) {
+					changed.add(ip.Address)
+				}
+			}
+		}
+	}
+	moved := func(addr string) bool { _, ok := changed[addr]; return ok }
+	for _, ip := range old {
+		if !moved(ip.Address) {
+			continue
+		}
 		in.byAddr[ip.Address] = slices.DeleteFunc(in.byAddr[ip.Address], func(e IP) bool { return e.NetworkID == networkID })
 		if len(in.byAddr[ip.Address]) == 0 {
 			delete(in.byAddr, ip.Address)
@@ -304,6 +340,9 @@ func (in *Incremental) SetPool(networkID string, ips []IP) {
 	}
 	in.pools[networkID] = slices.Clone(ips)
 	for _, ip := range ips {
+		if !moved(ip.Address) {
+			continue
+		}
 		l := append(in.byAddr[ip.Address], ip)
 		slices.SortStableFunc(l, func(a, b IP) int { return cmp.Compare(a.NetworkID, b.NetworkID) })
 		in.byAddr[ip.Address] = l
