@@ -147,9 +147,14 @@ func (s *Server) ExpungeVirtualMachine(vmID int64) *JobVO {
 	})
 }
 
-// DeleteNetwork is deleteNetwork (destroyNetwork, spec 3.6): refused while a user VM on the network
-// is not expunged; the network is shut down (its router stopped), its router expunged, and the row
-// goes Allocated → Destroy and is removed.
+// DeleteNetwork is deleteNetwork: NetworkServiceImpl.deleteNetwork → NetworkOrchestrator.destroyNetwork
+// (apache/cloudstack@0035c613, engine/orchestration/.../NetworkOrchestrator.java, destroyNetwork):
+// refused while a user VM on the network is not expunged; then shutdownNetwork, whose result is not
+// looked at: the row is read again and anything but Allocated (or Setup) is refused ("Network is not
+// in the correct state to be destroyed"), so a network left Implementing (shutdownNetwork never
+// touches one) or Shutdown (its router would not stop) stays as it is. Otherwise the router is
+// expunged (VirtualRouterElement.destroy) and the row goes DestroyNetwork → Destroy and is removed,
+// a write made without the network's lock, as the Java's stateTransitTo in destroyNetwork is.
 func (s *Server) DeleteNetwork(id int64) *JobVO {
 	return s.jobs.SubmitAPIJob("DeleteNetworkCmd", "Network", id, func(t *Thread, _ *JobVO) error {
 		n := s.DB.Network(id)
@@ -161,18 +166,12 @@ func (s *Server) DeleteNetwork(id int64) *JobVO {
 				return runtimeErr("Can't delete the network, not all user vms are expunged. Vm %s is in %s state", v.Name, v.State)
 			}
 		}
-		if !s.shutdownNetwork(t, id) {
-			return runtimeErr("Failed to shutdown the network as a part of network destroy")
-		}
-		key := NetworkLockKey(id)
-		if !s.acquireInLockTable(t, key, s.Config.Seconds("network.lock.timeout")) {
-			return runtimeErr("Unable to acquire lock for the network %d as a part of network destroy", id)
-		}
-		defer s.releaseFromLockTable(t, key)
+		s.shutdownNetwork(t, id)
 		n = s.DB.Network(id)
 		to, ok := network.Next(n.State, network.DestroyNetwork)
 		if !ok || to != network.Destroy {
-			return runtimeErr("Network is not in the correct state to be destroyed: %s", n.State)
+			s.Log(t, "DEBUG", NetworkObject(id), "Network is not in the correct state to be destroyed: %s", n.State)
+			return runtimeErr("Failed to delete network: it is %s", n.State)
 		}
 		if r := s.DB.VM(n.RouterID); r != nil && !r.Removed {
 			if r.State == vm.Running {
