@@ -24,6 +24,8 @@ const (
 	// domain over, as libvirt's peer-to-peer migration does).
 	MigrateOp Capability = "op migrate"
 	RecoverOp Capability = "op recover"
+	// DeleteNetworkOp: deleteNetwork of a scenario's network.
+	DeleteNetworkOp Capability = "op deleteNetwork"
 	// VirtualTime: the world runs on a virtual clock, so it takes a scheduler strategy (a scenario's
 	// scheduler:) and can let the cloud run on alone after a scenario for as long as a check needs
 	// (liveness, jobs left by a dead server, unexplained stops).
@@ -119,6 +121,8 @@ func (c Capabilities) Refusals(sc *Scenario) []string {
 			refuse(where, "migrate "+st.VM, MigrateOp)
 		case st.Op == "recover":
 			refuse(where, "recover "+st.VM, RecoverOp)
+		case st.Op == "deleteNetwork":
+			refuse(where, "deleteNetwork "+st.Network, DeleteNetworkOp)
 		case st.HA:
 			refuse(where, "deploy of HA-enabled VM "+st.VM, HAVMs)
 		}

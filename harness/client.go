@@ -13,6 +13,8 @@ import (
 // (apiClient). Ids are the reference server's row ids, which the harness reads its records by.
 type ClientAPI interface {
 	CreateNetwork(name string, persistent bool) (int64, error)
+	// DeleteNetwork submits a deleteNetwork; wait finishes its job.
+	DeleteNetwork(netID int64) (wait func() error, err error)
 	// Deploy submits a deployVirtualMachine (start=false: startvm=false); the VM exists once it
 	// returns, wait finishes its job.
 	Deploy(name string, networks []int64, hostID string, start bool) (vmID int64, wait func() error, err error)
@@ -50,6 +52,11 @@ type directAPI struct {
 
 func (d directAPI) CreateNetwork(name string, persistent bool) (int64, error) {
 	return d.s.CreateNetwork(name, persistent, 32).ID, nil
+}
+
+func (d directAPI) DeleteNetwork(netID int64) (func() error, error) {
+	j := d.s.DeleteNetwork(netID)
+	return func() error { return d.s.WaitJobOn(d.env, j) }, nil
 }
 
 func (d directAPI) Deploy(_ string, networks []int64, hostID string, start bool) (int64, func() error, error) {
@@ -117,6 +124,20 @@ func (a *apiClient) CreateNetwork(name string, persistent bool) (int64, error) {
 		return n.ID, nil
 	}
 	return 0, fmt.Errorf("network %s (%s) is not in the records", name, u)
+}
+
+func (a *apiClient) DeleteNetwork(netID int64) (func() error, error) {
+	a.mu.Lock()
+	u, ok := a.nets[netID]
+	a.mu.Unlock()
+	if !ok {
+		return nil, fmt.Errorf("network %d was not created through the API", netID)
+	}
+	job, err := a.cc.DeleteNetwork(u)
+	if err != nil {
+		return nil, err
+	}
+	return func() error { return a.cc.Wait(job) }, nil
 }
 
 func (a *apiClient) Deploy(name string, networks []int64, hostID string, start bool) (int64, func() error, error) {

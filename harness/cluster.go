@@ -120,12 +120,14 @@ type Cluster struct {
 	livenessAt time.Time // the next liveness look of check (the simulator's)
 	vmIDs      map[string]int64
 	netIDs     map[string]int64
-	msDown     bool
-	msDowns    []span    // ms1's stops (ServerStop to ServerStart; to zero while down)
-	msUpSince  time.Time // when the current server incarnation started
-	routerBoot time.Duration
-	msGen      int
-	api        ClientAPI // nil: the direct path (see client.go)
+	// deletedNets: the networks a deleteNetwork removed (refuseDeleted)
+	deletedNets map[int64]bool
+	msDown      bool
+	msDowns     []span    // ms1's stops (ServerStop to ServerStart; to zero while down)
+	msUpSince   time.Time // when the current server incarnation started
+	routerBoot  time.Duration
+	msGen       int
+	api         ClientAPI // nil: the direct path (see client.go)
 	// servers is how many management servers share the database; peers are ms2 … msN (peers.go).
 	servers int
 	peers   []*peerServer
@@ -482,6 +484,48 @@ func (c *Cluster) CreateNetwork(client, name string, persistent bool) error {
 	return nil
 }
 
+// DeleteNetwork is deleteNetwork of the network named name, its job waited for. Its call names the
+// network (the linearizability checker's network model reads it); the network keeps its name, so a
+// later step naming it reaches the removed row and fails as CloudStack's API does.
+func (c *Cluster) DeleteNetwork(client, name string) error {
+	nid, err := c.NetworkID(name)
+	if err != nil {
+		return err
+	}
+	op := c.Rec.BeginOp(client, "deleteNetwork", "", "", []string{id(nid)}, name)
+	if c.apiDown() {
+		c.Rec.EndOp(op, errServerDown)
+		return errServerDown
+	}
+	wait, err := c.clientFor(client).DeleteNetwork(nid)
+	if err == nil {
+		err = wait()
+	}
+	if err == nil {
+		if c.deletedNets == nil {
+			c.deletedNets = map[int64]bool{}
+		}
+		c.deletedNets[nid] = true
+	}
+	c.Rec.EndOp(op, err)
+	return err
+}
+
+// refuseDeleted is the API's check of a deploy's networkids (no removed network), which the direct
+// calls into the server do not pass through (the API face makes it itself). It reads no record: a
+// read is a scheduling point, and every deploy would move.
+func (c *Cluster) refuseDeleted(nids []int64) error {
+	if c.api != nil {
+		return nil
+	}
+	for _, n := range nids {
+		if c.deletedNets[n] {
+			return fmt.Errorf("Unable to execute API command deployvirtualmachine due to invalid value. Invalid parameter networkids value=%d due to incorrect long value format, or entity does not exist", n)
+		}
+	}
+	return nil
+}
+
 // Deploy is deployVirtualMachine of a VM named name into networks, on host (or any).
 func (c *Cluster) Deploy(client, name string, networks []string, hostID string) error {
 	return c.DeployHA(client, name, networks, hostID, false)
@@ -497,6 +541,10 @@ func (c *Cluster) DeployHA(client, name string, networks []string, hostID string
 	if c.apiDown() {
 		c.Rec.EndOp(op, errServerDown)
 		return errServerDown
+	}
+	if err := c.refuseDeleted(nids); err != nil {
+		c.Rec.EndOp(op, err)
+		return err
 	}
 	vmID, wait, err := c.clientFor(client).Deploy(name, nids, hostID, true)
 	if err != nil {
@@ -539,6 +587,10 @@ func (c *Cluster) Allocate(client, name string, networks []string) error {
 	if c.apiDown() {
 		c.Rec.EndOp(op, errServerDown)
 		return errServerDown
+	}
+	if err := c.refuseDeleted(nids); err != nil {
+		c.Rec.EndOp(op, err)
+		return err
 	}
 	vmID, wait, err := c.clientFor(client).Deploy(name, nids, "", false)
 	if err == nil {

@@ -169,6 +169,8 @@ func (s *clusterRun) NewCase(st Step, client string) CaseResult {
 	cr := CaseResult{Case: st.Case, Op: st.Op, Path: pathOf(st.Op), VM: st.VM, client: client}
 	if len(st.Networks) > 0 {
 		cr.Network = st.Networks[0]
+	} else if st.Op == "deleteNetwork" {
+		cr.Network = st.Network
 	} else if id, err := c.VMID(st.VM); err == nil {
 		if v := c.DB.VM(id); v != nil && len(v.NetworkIDs) > 0 {
 			for _, n := range c.NetworkNames() {
@@ -197,6 +199,11 @@ func (s *clusterRun) NewCase(st Step, client string) CaseResult {
 // The operations' failures are outcomes in the history, never errors of the run.
 func (s *clusterRun) CreateNetwork(client, name string) error {
 	_ = s.c.CreateNetwork(client, name, false)
+	return nil
+}
+
+func (s *clusterRun) DeleteNetwork(client, name string) error {
+	_ = s.c.DeleteNetwork(client, name)
 	return nil
 }
 

@@ -71,6 +71,8 @@ type World interface {
 	// an error returned (an op the world cannot run) ends the run. VMOp is the VM operations (start,
 	// startNoRetry, stop, forceStop, destroy, destroyExpunge, expunge).
 	CreateNetwork(client, name string) error
+	// DeleteNetwork is deleteNetwork of the network named name (its job waited for).
+	DeleteNetwork(client, name string) error
 	Deploy(client string, st Step) error
 	Allocate(client string, st Step) error
 	VMOp(client string, st Step) error

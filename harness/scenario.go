@@ -115,7 +115,7 @@ type Expect struct {
 var CaseResults = []string{"passed", "failed", "retried", "any"}
 
 // Ops a step may name.
-var Ops = []string{"createNetwork", "deploy", "allocate", "start", "startNoRetry", "stop", "forceStop", "destroy", "destroyExpunge", "expunge", "migrate", "recover", "setConfig"}
+var Ops = []string{"createNetwork", "deleteNetwork", "deploy", "allocate", "start", "startNoRetry", "stop", "forceStop", "destroy", "destroyExpunge", "expunge", "migrate", "recover", "setConfig"}
 
 // The bounds of a scenario's size (Validate refuses a larger one as bad input): well above the
 // built-in scenarios and what ScaleScenario generates for bench --scale (800 hosts of 10 VMs in
@@ -233,6 +233,12 @@ func (s *Scenario) Validate() error {
 					return fmt.Errorf("%s: createNetwork needs network", where)
 				}
 				nets[st.Network] = true
+			case "deleteNetwork":
+				// a network deleted may be named again: its delete fails, as CloudStack's does for a
+				// network it cannot find, and so does a deploy into it
+				if !nets[st.Network] {
+					return fmt.Errorf("%s: deleteNetwork of unknown network %q", where, st.Network)
+				}
 			case "deploy", "allocate":
 				if st.VM == "" || len(st.Networks) == 0 {
 					return fmt.Errorf("%s: deploy needs vm and networks", where)

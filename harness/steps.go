@@ -107,6 +107,8 @@ func runOp(w World, client string, st Step) error {
 	switch st.Op {
 	case "createNetwork":
 		return w.CreateNetwork(client, st.Network)
+	case "deleteNetwork":
+		return w.DeleteNetwork(client, st.Network)
 	case "deploy":
 		return w.Deploy(client, st)
 	case "allocate":

@@ -96,6 +96,9 @@ func (f *fakeSteps) op(client string, st Step) error {
 func (f *fakeSteps) CreateNetwork(client, name string) error {
 	return f.op(client, Step{Op: "createNetwork", Network: name})
 }
+func (f *fakeSteps) DeleteNetwork(client, name string) error {
+	return f.op(client, Step{Op: "deleteNetwork", Network: name})
+}
 func (f *fakeSteps) Deploy(client string, st Step) error   { return f.op(client, st) }
 func (f *fakeSteps) Allocate(client string, st Step) error { return f.op(client, st) }
 func (f *fakeSteps) VMOp(client string, st Step) error {
@@ -217,7 +220,7 @@ func TestRunStepsSaysWhichStepFailed(t *testing.T) {
 	})
 }
 
-// runOp routes each kind to its world call: networks, deploys and allocations to their own, every
+// runOp routes each kind to its world call: network creations and deletions, deploys and allocations to their own, every
 // other kind to the VM operations.
 func TestRunOpRoutesEachKind(t *testing.T) {
 	for _, op := range Ops {
@@ -227,7 +230,7 @@ func TestRunOpRoutesEachKind(t *testing.T) {
 		w := &fakeSteps{}
 		require.NoError(t, runOp(w, "c", Step{Op: op, VM: "a", Network: "n"}))
 		want := []string{"c " + op}
-		if !slices.Contains([]string{"createNetwork", "deploy", "allocate"}, op) {
+		if !slices.Contains([]string{"createNetwork", "deleteNetwork", "deploy", "allocate"}, op) {
 			want = append([]string{"vm-op"}, want...)
 		}
 		assert.Equal(t, want, w.did, op)

@@ -324,6 +324,8 @@ func APIStep(st harness.Step) string {
 		call("recoverVirtualMachine", "id="+st.VM)
 	case "createNetwork":
 		call("createNetwork", "name="+st.Network)
+	case "deleteNetwork":
+		call("deleteNetwork", "id="+st.Network)
 	case "setConfig":
 		call("updateConfiguration", "name="+st.Key, "value="+st.Value)
 	default:

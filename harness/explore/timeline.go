@@ -66,6 +66,8 @@ func Describe(st harness.Step) string {
 		fmt.Fprintf(&b, "deploy %s into %s on %s", st.VM, strings.Join(st.Networks, ","), st.Host)
 	case st.Op == "migrate":
 		fmt.Fprintf(&b, "migrate %s to %s", st.VM, st.Host)
+	case st.Op == "deleteNetwork":
+		fmt.Fprintf(&b, "%s %s", st.Op, st.Network)
 	case st.Op != "":
 		fmt.Fprintf(&b, "%s %s", st.Op, st.VM)
 	}

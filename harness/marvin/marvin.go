@@ -221,6 +221,8 @@ func writeStep(w func(string, ...any), n int, st harness.Step) {
 		call = fmt.Sprintf("lambda: self.vms[%s].recover(self.apiclient)", py(st.VM))
 	case "createNetwork":
 		call = fmt.Sprintf("lambda: self.create_network(%s, False)", py(st.Network))
+	case "deleteNetwork": // Marvin's Network.delete: deleteNetwork (tearDown's second delete of it fails quietly)
+		call = fmt.Sprintf("lambda: self.networks[%s].delete(self.apiclient)", py(st.Network))
 	case "setConfig":
 		w("        self.set_config(%s, %s)", py(st.Key), py(st.Value))
 		return

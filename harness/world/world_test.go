@@ -71,7 +71,7 @@ steps:
 // built-in scenario (a built-in it could not run would be a scenario no one can run).
 func TestCapabilitiesDeclareCatalogueFaults(t *testing.T) {
 	known := map[harness.Capability]bool{harness.PrimedNetworks: true, harness.AgedNetworks: true, harness.HAVMs: true, harness.PeerServers: true,
-		harness.SetConfigOp: true, harness.AllocateOp: true, harness.MigrateOp: true, harness.RecoverOp: true, harness.VirtualTime: true, harness.DefectSwitches: true, harness.ServerLog: true}
+		harness.SetConfigOp: true, harness.AllocateOp: true, harness.MigrateOp: true, harness.RecoverOp: true, harness.DeleteNetworkOp: true, harness.VirtualTime: true, harness.DefectSwitches: true, harness.ServerLog: true}
 	for _, k := range faults.Kinds {
 		known[harness.FaultCap(k.Name)] = true
 	}

@@ -67,6 +67,7 @@ var Capabilities = harness.Capabilities{World: "in containers", Lacks: map[harne
 	harness.HAVMs:                      "the control endpoint's deploy has no HA flag (the service offering's offer_ha)",
 	harness.MigrateOp:                  harness.WhyNoMigration,
 	harness.RecoverOp:                  "the control endpoint has no recoverVirtualMachine",
+	harness.DeleteNetworkOp:            "the control endpoint has no deleteNetwork",
 }}
 
 // Scaling is the time scaling of a run in containers, in one place. A scenario's own config
@@ -663,6 +664,10 @@ func (s *containerRun) SetConfig(key, value string) error {
 func (s *containerRun) CreateNetwork(client, name string) error {
 	_ = s.w.createNetwork(client, name)
 	return nil
+}
+
+func (s *containerRun) DeleteNetwork(string, string) error {
+	return Capabilities.Refusal(harness.DeleteNetworkOp)
 }
 
 func (s *containerRun) Deploy(client string, st harness.Step) error {

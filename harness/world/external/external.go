@@ -496,6 +496,22 @@ func (w *extWorld) createNetwork(client, name string, persistent bool) error {
 	return err
 }
 
+// deleteNetwork is deleteNetwork of a network the run created; the run's cleanup finds it gone.
+func (w *extWorld) deleteNetwork(client, name string) error {
+	ns, err := w.netUUIDs([]string{name})
+	if err != nil {
+		return err
+	}
+	op := w.rec.BeginOp(client, "deleteNetwork", "", "", ns, name)
+	job, err := w.cc.DeleteNetwork(ns[0])
+	if err == nil {
+		err = w.cc.Wait(job)
+	}
+	err = w.redactErr(err)
+	w.rec.EndOp(op, err)
+	return err
+}
+
 // deploy is deploy (start) or allocate (startvm=false).
 func (w *extWorld) deploy(client, kind, name string, networks []string, host string, start bool) error {
 	ns, err := w.netUUIDs(networks)
@@ -637,6 +653,11 @@ func (s *extRun) SetConfig(string, string) error {
 // The operations' failures are outcomes in the history, never errors of the run.
 func (s *extRun) CreateNetwork(client, name string) error {
 	_ = s.w.createNetwork(client, name, false)
+	return nil
+}
+
+func (s *extRun) DeleteNetwork(client, name string) error {
+	_ = s.w.deleteNetwork(client, name)
 	return nil
 }
 
