@@ -84,7 +84,7 @@ func Partitions(events []history.Event) []Partition { return PartitionsOf(slices
 // PartitionsOf is Partitions of the events a sequence yields: a recorder's history in chunks, read
 // where it lies.
 func PartitionsOf(events iter.Seq[history.Event]) []Partition {
-	b := builder{parts: map[string]*Partition{}, calls: map[int]*call{}, sections: map[section]int{}, failedStarts: map[string][]openStart{}, closers: map[int]string{}, retried: map[string]int64{}, clients: map[string]map[string]int{},
+	b := builder{parts: map[string]*Partition{}, calls: map[int]*call{}, sections: map[section]int{}, failedStarts: map[string][]openStart{}, closers: map[int]string{}, retried: map[string]int64{}, clients: map[string]map[string]int{}, deletes: map[string]bool{},
 		hosts: map[string]*hostSeen{}}
 	for e := range events {
 		if e.Seq <= b.now {
@@ -157,6 +157,8 @@ type builder struct {
 	// observation asks it: a scan of the hosts each time made the build hosts x VMs)
 	notUp       int
 	lastUpSince time.Time
+	// deletes: the networks a deleteNetwork was called on
+	deletes map[string]bool
 	// quiet counts the faults under way that stop reports (a management-server restart, a fault on
 	// a host); while one is, no staleness clock runs. msUpSince: when the last one ended.
 	quiet     int
@@ -264,6 +266,25 @@ func (b *builder) closeFailedStart(e history.Event, c *call) {
 	}
 }
 
+// netClientOp adds a returned client call on a network: a deleteNetwork, and, on a network a
+// deleteNetwork was called on, a deploy or allocate into it that returned ok (its first network, the
+// one its call names). Histories with no deleteNetwork keep their network partitions as they were.
+func (b *builder) netClientOp(e history.Event, c *call) {
+	if modelOf(c.object) != "network" {
+		return
+	}
+	switch {
+	case c.name == NetDelete:
+		out := OK
+		if e.To != "ok" {
+			out = Failed
+		}
+		b.add(c.object, "network", c.actor, NetInput{Actor: c.actor, Client: NetDelete, Out: out}, nil, c.seq, e.Seq, e.Detail)
+	case (c.name == "deploy" || c.name == "allocate") && e.To == "ok" && b.deletes[c.object]:
+		b.add(c.object, "network", c.actor, NetInput{Actor: c.actor, Client: NetNIC}, nil, c.seq, e.Seq, e.Detail)
+	}
+}
+
 // vmOp adds a client operation on a VM. A destroy is several steps to an observer — the domain stops
 // (the record is still live, Stopped), then the record dies — and it stops the VM through the work
 // queue up to three times (destroy, then expunge), so a start queued meanwhile can run between its
@@ -282,6 +303,9 @@ func (b *builder) event(e history.Event) {
 	case history.Call:
 		name, _, _ := strings.Cut(e.Detail, " ")
 		b.calls[e.Op] = &call{seq: e.Seq, actor: e.Actor, name: name, object: e.Object}
+		if name == NetDelete && modelOf(e.Object) == "network" {
+			b.deletes[e.Object] = true
+		}
 		if len(b.failedStarts[e.Object]) > 0 {
 			b.closers[e.Op] = e.Object
 		}
@@ -292,6 +316,7 @@ func (b *builder) event(e history.Event) {
 		}
 		delete(b.calls, e.Op)
 		b.closeFailedStart(e, c)
+		b.netClientOp(e, c)
 		k := VMKind(c.name)
 		if k == "" || modelOf(e.Object) != "vm" {
 			return

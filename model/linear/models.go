@@ -233,12 +233,33 @@ func vmOutcomes(s VMState, in VMInput) (ok, failed []any) {
 // Transition is one write of a network's state.
 type Transition struct{ From, To string }
 
+// Network client operations a NetInput may be instead of writes.
+const (
+	NetDelete = "deleteNetwork" // a deleteNetwork call, as it returned (Out)
+	NetNIC    = "nic"           // a deploy or allocate into the network that returned ok: a VM has a NIC on it
+)
+
 // NetInput is a critical section on a network: the writes one thread made while it held the network's
-// lock, or a single write made without it.
+// lock, or a single write made without it; or, with Client set, a client's operation on it.
 type NetInput struct {
 	Actor  string
 	Locked bool
 	Writes []Transition
+	Client string  // NetDelete, NetNIC or "" (writes)
+	Out    Outcome // a NetDelete's outcome
+}
+
+// NetState is the sequential network: its row's state, and whether a deleteNetwork removed it.
+type NetState struct {
+	State   string
+	Deleted bool
+}
+
+func (s NetState) String() string {
+	if s.Deleted {
+		return or(s.State, "(none)") + ", deleted"
+	}
+	return or(s.State, "(none)")
 }
 
 // NetModel is the sequential specification of a network under its lock, in plain words: the lock makes
@@ -246,20 +267,47 @@ type NetInput struct {
 // on its own) must chain — each starts from the state the previous one left — in some order consistent
 // with real time. A section whose own writes do not chain (Allocated→Implementing, then Shutdown→
 // Allocated) means someone else wrote inside it: the orphaned-network cleanup of D1.
+//
+// A deleteNetwork that returned ok (NetworkOrchestrator.destroyNetwork) found the network Destroy —
+// its job wrote it — and removed the row: nothing writes the network after it, and no deploy into it
+// succeeds (the API's networkids names no removed network). A delete that failed, or never returned,
+// changes nothing the model follows: it may have shut the network down, which its writes say.
 var NetModel = porcupine.Model{
-	Init: func() any { return "" },
+	Init: func() any { return NetState{} },
 	Step: func(state, input, output any) (bool, any) {
-		s := state.(string)
-		for _, w := range input.(NetInput).Writes {
-			if w.From != s {
+		s, in := state.(NetState), input.(NetInput)
+		switch in.Client {
+		case NetDelete:
+			if in.Out != OK {
+				return true, s
+			}
+			if s.State != "Destroy" || s.Deleted {
+				return false, s
+			}
+			s.Deleted = true
+			return true, s
+		case NetNIC:
+			return !s.Deleted, s
+		}
+		if s.Deleted && len(in.Writes) > 0 {
+			return false, s
+		}
+		for _, w := range in.Writes {
+			if w.From != s.State {
 				return false, state
 			}
-			s = w.To
+			s.State = w.To
 		}
 		return true, s
 	},
 	DescribeOperation: func(input, output any) string {
 		in := input.(NetInput)
+		switch in.Client {
+		case NetDelete:
+			return fmt.Sprintf("%s: deleteNetwork -> %s", in.Actor, in.Out)
+		case NetNIC:
+			return in.Actor + ": a deploy into it returned ok (a NIC on it)"
+		}
 		var ws []string
 		for _, w := range in.Writes {
 			ws = append(ws, or(w.From, "(new)")+"→"+w.To)
@@ -270,7 +318,7 @@ var NetModel = porcupine.Model{
 		}
 		return fmt.Sprintf("%s %s: %s", in.Actor, lock, strings.Join(ws, ", "))
 	},
-	DescribeState: func(state any) string { return or(state.(string), "(none)") },
+	DescribeState: func(state any) string { return state.(NetState).String() },
 }
 
 // ---- guest IP
