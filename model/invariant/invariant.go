@@ -727,6 +727,12 @@ func explainedByOp(op ClientOp, ops []ClientOp) bool {
 			(slices.Contains(destroyKinds, o.Kind) || (!o.OK && !o.Return.IsZero() && o.Kind == "deploy")) {
 			return true
 		}
+		// The client deleted one of its networks before: the API refuses a deploy into a removed
+		// network (its networkids names no such entity), and a start of a VM on it cannot implement it.
+		if o.Kind == "deleteNetwork" && o.OK && !o.Return.After(op.Call) &&
+			slices.ContainsFunc(o.NetworkIDs, func(n string) bool { return slices.Contains(op.NetworkIDs, n) }) {
+			return true
+		}
 		if o.ID == op.ID || !slices.Contains(DisruptiveKinds, o.Kind) || !overlaps(op.Call, op.Return, o.Call, o.Return) {
 			continue
 		}

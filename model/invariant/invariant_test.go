@@ -361,6 +361,14 @@ func TestCheckStartFailures(t *testing.T) {
 			mutate: with([]ClientOp{failedStart, {ID: 13, Kind: "forceStop", VMID: "v1", Call: at(19), Return: at(40)}}, noFaults)},
 		{name: "explained by a concurrent network delete",
 			mutate: with([]ClientOp{failedStart, op(13, "deleteNetwork", "", []string{"n1"}, at(5), at(11))}, noFaults)},
+		// the API refuses a deploy into a removed network (networkids names no such entity): a delete
+		// that returned ok before the call explains it, however long before
+		{name: "explained by a network delete that returned ok before the call",
+			mutate: with([]ClientOp{failedStart, op(13, "deleteNetwork", "", []string{"n1"}, at(1), at(2))}, noFaults)},
+		{name: "a network delete that failed before the call does not",
+			mutate: with([]ClientOp{failedStart, {ID: 13, Kind: "deleteNetwork", NetworkIDs: []string{"n1"}, Call: at(1), Return: at(2)}}, noFaults), want: unexplained},
+		{name: "a delete of another network before the call does not",
+			mutate: with([]ClientOp{failedStart, op(13, "deleteNetwork", "", []string{"n2"}, at(1), at(2))}, noFaults), want: unexplained},
 		{name: "destroy of another VM on another network",
 			mutate: with([]ClientOp{failedStart, op(13, "destroy", "v2", []string{"n2"}, at(12), at(14))}, noFaults), want: unexplained},
 		{name: "a crash of the VM just before the start explains it until the host's next reports",
