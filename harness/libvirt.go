@@ -400,10 +400,11 @@ func (w *libvirtWorld) newServer() *impl.Server {
 	return impl.NewServer("ms1", w.msEnv, c.DB, c.Config, c.Defects, w.ln)
 }
 
+// stopServer kills the process first, then its sockets close (liveWorld.stopServer).
 func (w *libvirtWorld) stopServer() {
+	w.msEnv.Close()
 	w.ln.Close()
 	w.ln = nil
-	w.msEnv.Close()
 }
 
 func (w *libvirtWorld) newAgent(h string) *impl.Agent {

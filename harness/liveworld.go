@@ -323,11 +323,13 @@ func (w *liveWorld) stopAPI() {
 	w.apiLn = nil
 }
 
+// stopServer kills the process first, then its sockets close (as the kernel closes a killed
+// process's): a reader woken by its closed connection finds its process dead.
 func (w *liveWorld) stopServer() {
+	w.msEnv.Close()
 	w.ln.Close()
 	w.ln = nil
 	w.stopAPI()
-	w.msEnv.Close()
 }
 
 func (w *liveWorld) newAgent(h string) *impl.Agent {

@@ -52,6 +52,17 @@ type Preempter interface {
 	Point(k PointKind)
 }
 
+// Reaper is an Env whose processes die while their tasks run on: real goroutines cannot be stopped
+// where they stand, so a task of a closed process unwinds through its deferred calls (CloudStack's
+// finally blocks) or runs on until it parks. Reap ends the calling task if its process is dead. The
+// database calls it before every access, where the simulator's Now unwinds a killed task, so that in
+// every world a dead process reads and writes nothing more: a killed JVM runs no finally block (an
+// implementNetwork interrupted by a restart leaves its network Implementing, the job left for
+// AsyncJobManagerImpl.cleanupLeftOverJobs at the next start).
+type Reaper interface {
+	Reap()
+}
+
 // point is a scheduling point of env's running task (nothing when env is not a Preempter).
 func point(env Env, k PointKind) {
 	if p, ok := env.(Preempter); ok {

@@ -25,10 +25,11 @@ import (
 // defects depend on them: VM state writes are compare-and-set on update_count, network state writes are
 // last-writer-wins on an in-memory copy.
 type DB struct {
-	mu   sync.Mutex
-	env  Env
-	sink history.Sink
-	seq  int64
+	mu     sync.Mutex
+	env    Env
+	reaper Reaper // env, when it is one (the real worlds)
+	sink   history.Sink
+	seq    int64
 
 	// Mocks is the simulator database's mockconfiguration table (configureSimulator; simmock.go).
 	Mocks SimMocks
@@ -165,14 +166,18 @@ func NewDB(env Env, sink history.Sink) *DB {
 		ips: map[int64][]*IPVO{}, volumes: map[int64]*VolumeVO{}, hosts: map[string]*HostVO{},
 		jobs: map[int64]*JobVO{}, locks: map[string]*LockVO{}, itWork: map[int64]*ItWorkVO{},
 		haWork: map[int64]*HaWorkVO{}}
+	db.reaper, _ = env.(Reaper)
 	db.reindex()
 	return db
 }
 
 // lock asks the time before taking the lock: a task of a dead process stops there (see the
-// simulator's Now) instead of reading or writing records.
+// simulator's Now; a real world's Reap) instead of reading or writing records.
 func (db *DB) lock() {
 	db.env.Now()
+	if db.reaper != nil {
+		db.reaper.Reap()
+	}
 	db.mu.Lock()
 }
 

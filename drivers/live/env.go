@@ -7,8 +7,10 @@
 package live
 
 import (
+	"bytes"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/csconform/csconform/impl"
@@ -21,12 +23,57 @@ import (
 // no new task starts. A task belongs to the process whose Env it sleeps on, so a caller that must
 // outlive a process (a client polling its job) waits on its own Env, not the process's: ownership
 // is the Env a task is given, never which goroutine it runs on.
+//
+// Deferred calls are not finally blocks of a live JVM: a killed CloudStack runs none. So a task of a
+// closed process also ends at its first database access (Reap, impl.Reaper), whether it unwinds from
+// its park or was running when its process died: a dead process writes nothing more, as in the
+// simulator.
 type Env struct {
 	clk    *clock
 	parent *Env
 	done   chan struct{}
 	once   sync.Once
 	tasks  *sync.WaitGroup // the run's: every task of every process
+	owners *owners         // the run's: the process of each running task
+}
+
+// owners maps the goroutine of each running task to the process (Env) that started it. Go has no
+// goroutine-local state; the id comes from the goroutine's stack header, and is only looked up once
+// some process of the run has died.
+type owners struct {
+	deaths atomic.Int64 // processes closed so far
+	mu     sync.Mutex
+	of     map[uint64]*Env
+}
+
+func (o *owners) set(id uint64, e *Env) {
+	o.mu.Lock()
+	if e == nil {
+		delete(o.of, id)
+	} else {
+		o.of[id] = e
+	}
+	o.mu.Unlock()
+}
+
+func (o *owners) get(id uint64) *Env {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.of[id]
+}
+
+// goid is the calling goroutine's id, from its stack header ("goroutine 18 [running]:").
+func goid() uint64 {
+	var buf [64]byte
+	b := bytes.TrimPrefix(buf[:runtime.Stack(buf[:], false)], []byte("goroutine "))
+	var id uint64
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			break
+		}
+		id = id*10 + uint64(c-'0')
+	}
+	return id
 }
 
 // clock is a scaled clock: it starts at the wall clock's now and runs speed times as fast.
@@ -58,7 +105,8 @@ func NewScaledEnv(speed float64) *Env {
 	if speed <= 0 {
 		speed = 1
 	}
-	return &Env{clk: &clock{epoch: time.Now(), speed: speed}, done: make(chan struct{}), tasks: &sync.WaitGroup{}}
+	return &Env{clk: &clock{epoch: time.Now(), speed: speed}, done: make(chan struct{}), tasks: &sync.WaitGroup{},
+		owners: &owners{of: map[uint64]*Env{}}}
 }
 
 // Child returns a process of e's run: the same clock; closed with the run, or alone by its own
@@ -68,7 +116,7 @@ func (e *Env) Child() *Env {
 	if root.parent != nil {
 		root = root.parent
 	}
-	return &Env{clk: e.clk, parent: root, done: make(chan struct{}), tasks: e.tasks}
+	return &Env{clk: e.clk, parent: root, done: make(chan struct{}), tasks: e.tasks, owners: e.owners}
 }
 
 // Now is the environment's clock.
@@ -126,6 +174,9 @@ func (e *Env) Go(name string, fn func()) {
 	e.tasks.Add(1)
 	go func() {
 		defer e.tasks.Done()
+		id := goid()
+		e.owners.set(id, e)
+		defer e.owners.set(id, nil)
 		if e.closed() {
 			return
 		}
@@ -133,12 +184,28 @@ func (e *Env) Go(name string, fn func()) {
 	}()
 }
 
+// Reap ends the calling goroutine (runtime.Goexit) if it is a task of a closed process (impl.Reaper):
+// whichever Env it is called on, since the database that calls it is the run's.
+func (e *Env) Reap() {
+	if e.owners.deaths.Load() == 0 {
+		return
+	}
+	if p := e.owners.get(goid()); p != nil && p.closed() {
+		runtime.Goexit()
+	}
+}
+
 // NewSignal returns a one-shot event.
 func (e *Env) NewSignal() impl.Signal { return &signal{env: e, ch: make(chan struct{})} }
 
 // Close stops the environment: parked tasks exit, new tasks do not start. Tasks blocked on a socket
 // end when their transport closes.
-func (e *Env) Close() { e.once.Do(func() { close(e.done) }) }
+func (e *Env) Close() {
+	e.once.Do(func() {
+		close(e.done)
+		e.owners.deaths.Add(1)
+	})
+}
 
 // Done is closed once the environment itself is closed.
 func (e *Env) Done() <-chan struct{} { return e.done }
@@ -197,4 +264,7 @@ func (g *signal) Wait(timeout time.Duration) bool {
 	return false
 }
 
-var _ impl.Env = (*Env)(nil)
+var (
+	_ impl.Env    = (*Env)(nil)
+	_ impl.Reaper = (*Env)(nil)
+)

@@ -1,10 +1,13 @@
 package live
 
 import (
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/csconform/csconform/impl"
+	"github.com/csconform/csconform/model/history"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -73,4 +76,66 @@ func TestScaledEnvClock(t *testing.T) {
 	advanced := e.Now().Sub(t0)
 	assert.GreaterOrEqual(t, took, 50*time.Millisecond)
 	assert.GreaterOrEqual(t, advanced, time.Second)
+}
+
+// events is a history sink that keeps what it is given.
+type events struct {
+	mu sync.Mutex
+	es []history.Event
+}
+
+func (s *events) Emit(e history.Event) { s.mu.Lock(); s.es = append(s.es, e); s.mu.Unlock() }
+
+func (s *events) details() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []string
+	for _, e := range s.es {
+		out = append(out, e.Detail)
+	}
+	return out
+}
+
+// A dead process writes nothing more, as a killed JVM runs none of its threads' finally blocks: a
+// task of a closed process unwinds its deferred calls (they may release Go resources), but the first
+// database access of one ends it, as the simulator's killed task ends at its first Now. That holds for
+// a task parked when its process closed (implementNetwork's cleanup in a finally, run from
+// guru.implement's sleep, wrote Implementing back to Allocated in the live world) and for one still
+// running (an answer just in: it must not complete the work of a dead thread). Tasks of the run and
+// goroutines that are no process's task write on.
+func TestEnvDeadProcessWritesNothingMore(t *testing.T) {
+	run := NewEnv()
+	defer run.Close()
+	sink := &events{}
+	db := impl.NewDB(run, sink)
+	note := func(what string) { db.Emit(history.Event{Kind: history.Log, Detail: what}) }
+	proc := run.Child()
+	parked, running := make(chan struct{}), make(chan struct{})
+	var unwound atomic.Int32
+	proc.Go("Work-Job-Executor-1", func() {
+		defer unwound.Add(1) // no database access: runs
+		defer note("finally of the parked task")
+		note("parked task before the kill")
+		close(parked)
+		proc.Sleep(time.Hour)
+		note("parked task after its sleep")
+	})
+	release := make(chan struct{})
+	proc.Go("Work-Job-Executor-2", func() {
+		defer unwound.Add(1)
+		defer note("finally of the running task")
+		close(running)
+		<-release // running (not parked on the Env) while its process dies
+		note("running task after the kill")
+	})
+	<-parked
+	<-running
+	proc.Close()
+	close(release)
+	require.Eventually(t, func() bool { return unwound.Load() == 2 }, 5*time.Second, 5*time.Millisecond)
+	note("outside any process")
+	done := make(chan struct{})
+	run.Go("client-1", func() { note("task of the run"); close(done) })
+	<-done
+	assert.Equal(t, []string{"parked task before the kill", "outside any process", "task of the run"}, sink.details())
 }
