@@ -59,9 +59,9 @@ gotest_json -count=1 -timeout 15m ./...
 echo "== every built-in scenario at seeds 1-10 under each profile (go test ./... runs seeds 1-3): about 8 s idle, 15 s on a loaded machine"
 gotest_json -count=1 -timeout 5m -run '^TestBuiltinScenariosMeetTheirExpectationsAtEverySeed$' ./conformance -csconform.seeds=10
 
-echo "== realtime tier: every built-in scenario in the live world, directly and through the API, and repro --api against a server process (real time, mostly waiting)"
+echo "== realtime tier: every built-in scenario in the live world, directly and through the API, the restart-left-Implementing ones against their expectations, and repro --api against a server process (real time, mostly waiting)"
 # The laptop tests above ran the seed scenarios this way; this runs them all, 8 at a time (about 3 min).
-CSCONFORM_TIERS=realtime gotest_json -count=1 -timeout 25m -parallel 8 -run '^(TestSeedScenariosThroughTheAPI|TestReproExternalAgainstServer)$' ./harness ./cmd/csconform
+CSCONFORM_TIERS=realtime gotest_json -count=1 -timeout 25m -parallel 8 -run '^(TestSeedScenariosThroughTheAPI|TestLiveRestartLeavesNetworkImplementing|TestReproExternalAgainstServer)$' ./harness ./cmd/csconform
 
 echo "== audit on MariaDB (a real server: passwords, privileges, READ ONLY; ci/setup-mariadb.sh)"
 t0=$(date +%s)
