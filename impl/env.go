@@ -56,9 +56,14 @@ type Preempter interface {
 // where they stand, so a task of a closed process unwinds through its deferred calls (CloudStack's
 // finally blocks) or runs on until it parks. Reap ends the calling task if its process is dead. The
 // database calls it before every access, where the simulator's Now unwinds a killed task, so that in
-// every world a dead process reads and writes nothing more: a killed JVM runs no finally block (an
-// implementNetwork interrupted by a restart leaves its network Implementing, the job left for
-// AsyncJobManagerImpl.cleanupLeftOverJobs at the next start).
+// every world a dead process reads and writes nothing more: a killed JVM runs no finally block. So an
+// implementNetwork cut by a restart leaves its network Implementing and its lock row behind: the
+// finally that would fire OperationFailed, run shutdownNetwork and release the lock never runs
+// (apache/cloudstack@1527032a
+// engine/orchestration/src/main/java/org/apache/cloudstack/engine/orchestration/NetworkOrchestrator.java,
+// implementNetwork), and the next incarnation only fails the job (apache/cloudstack@db36a006
+// framework/jobs/src/main/java/org/apache/cloudstack/framework/jobs/impl/AsyncJobManagerImpl.java,
+// start → cleanupLeftOverJobs: "job cancelled because of management server restart or shutdown").
 type Reaper interface {
 	Reap()
 }
