@@ -50,6 +50,7 @@ type incCheck struct {
 	domainsVer        uint64      // the scheduler's DomainsVersion when the hosts were last compared
 	opsVer, faultsVer uint64
 	writesSeen        int // the network writes handed to the checker
+	vmWritesSeen      int // the VM writes handed to the checker
 	assertedGen       int // the asserted stops' generation the domains were filtered by
 	compare           bool
 	mismatch          string // compare: the first difference found
@@ -151,7 +152,7 @@ func (c *Cluster) updateIncremental(full bool) {
 			ic.hostVer = append(ic.hostVer, c.sim().hosts[h].Version())
 		}
 		ic.domainsVer = c.sim().sched.DomainsVersion()
-		ic.opsVer, ic.faultsVer, ic.writesSeen = r.opsVer, r.faultsVer, len(s.NetworkWrites)
+		ic.opsVer, ic.faultsVer, ic.writesSeen, ic.vmWritesSeen = r.opsVer, r.faultsVer, len(s.NetworkWrites), len(s.VMWrites)
 		return
 	}
 	r.takeTouched()
@@ -205,6 +206,10 @@ func (c *Cluster) updateIncremental(full bool) {
 	if n := len(r.netWrites); n != ic.writesSeen { // only ever grown
 		ic.writesSeen = n
 		ic.in.SetNetworkWrites(r.netWrites[:n:n])
+	}
+	if n := len(r.vmWrites); n != ic.vmWritesSeen { // only ever grown
+		ic.vmWritesSeen = n
+		ic.in.SetVMWrites(r.vmWrites[:n:n])
 	}
 }
 

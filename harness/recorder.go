@@ -20,6 +20,7 @@ import (
 	"github.com/csconform/csconform/model/history"
 	"github.com/csconform/csconform/model/invariant"
 	"github.com/csconform/csconform/model/network"
+	"github.com/csconform/csconform/model/vm"
 )
 
 // Recorder is the run's history and what the checkers need from it.
@@ -37,7 +38,10 @@ type Recorder struct {
 	// netChanges are network state writes not yet checked; netWrites all of them (a failed start is
 	// judged on where its networks stood at its call).
 	netChanges, netWrites []invariant.NetworkChange
-	dirty                 bool
+	// vmWrites are the VM state writes and the deploys' "unexpectedly went to" lines (a failed
+	// deploy is judged on who moved its VM after its start completed).
+	vmWrites []invariant.VMChange
+	dirty    bool
 	// touched are the objects that history events named since the last observation; emit collects
 	// them in pendingTouched and a snapshot moves them here, so that only the checker reads touched.
 	touched        map[string]bool
@@ -116,7 +120,20 @@ func (r *Recorder) emit(e history.Event) {
 		r.netChanges = append(r.netChanges, c)
 		r.netWrites = append(r.netWrites, c)
 	}
+	if id, ok := strings.CutPrefix(e.Object, "vm:"); ok {
+		switch {
+		case e.Kind == history.State:
+			r.vmWrites = append(r.vmWrites, invariant.VMChange{Time: e.Time, VMID: id, From: vm.State(e.From), To: vm.State(e.To), Actor: e.Actor})
+		case e.Kind == history.Log && strings.Contains(e.Detail, unexpectedlyWentTo):
+			// UserVmManagerImpl's "VM <vm> unexpectedly went to <state> state" (impl/api.go DeployVirtualMachine)
+			st, _, _ := strings.Cut(e.Detail[strings.LastIndex(e.Detail, unexpectedlyWentTo)+len(unexpectedlyWentTo):], " ")
+			r.vmWrites = append(r.vmWrites, invariant.VMChange{Time: e.Time, VMID: id, To: vm.State(st), Actor: e.Actor, Unexpected: true})
+		}
+	}
 }
+
+// unexpectedlyWentTo is the deploy's line when the VM its start left is not Running.
+const unexpectedlyWentTo = " unexpectedly went to "
 
 // BeginOp records a client call and returns its id.
 func (r *Recorder) BeginOp(client, kind, vmID, hostID string, networks []string, detail string) int {
@@ -309,6 +326,7 @@ func (r *Recorder) FillSnapshot(s *invariant.Snapshot) {
 	defer r.mu.Unlock()
 	s.NetworkChanges = r.netChanges[:len(r.netChanges):len(r.netChanges)]
 	s.NetworkWrites = r.netWrites[:len(r.netWrites):len(r.netWrites)]
+	s.VMWrites = r.vmWrites[:len(r.vmWrites):len(r.vmWrites)]
 	s.Faults = append([]invariant.Fault(nil), r.Faults...)
 	s.Ops = append([]invariant.ClientOp(nil), r.Ops...)
 	r.moveTouched()

@@ -36,6 +36,7 @@ type Incremental struct {
 	ops      []ClientOp
 	faults   []Fault
 	writes   []NetworkChange // every network write so far (Snapshot.NetworkWrites)
+	vmWrites []VMChange      // every VM write so far (Snapshot.VMWrites)
 	// the start-failure check reads only the failed starts (a deploy of thousands of VMs would
 	// otherwise scan every op at each op's call and return): opsSeen ops were looked at, opsOpen are
 	// the indexes of those not returned yet, failedStarts those that returned a failed start, in order
@@ -117,7 +118,7 @@ func (in *Incremental) reset() {
 	in.hosts, in.settled, in.networks = map[string]Host{}, map[string]bool{}, map[string]Network{}
 	in.pools, in.byAddr, in.volumes, in.byPath = map[string][]IP{}, map[string][]IP{}, map[string]Volume{}, map[string][]string{}
 	in.domains, in.runs, in.domsAt, in.domsOn = map[string]map[string]Domain{}, map[string]set[string]{}, map[string]set[domKey]{}, map[string]set[domKey]{}
-	in.faulted, in.ops, in.faults, in.writes = set[string]{}, nil, nil, nil
+	in.faulted, in.ops, in.faults, in.writes, in.vmWrites = set[string]{}, nil, nil, nil, nil
 	in.opsSeen, in.opsOpen, in.failedStarts = 0, nil, nil
 	in.migrations, in.handing = nil, nil
 	in.domV, in.addrV, in.vmV, in.startV = map[domKey][]Violation{}, map[string]Violation{}, map[string][]Violation{}, nil
@@ -165,6 +166,7 @@ func (in *Incremental) Load(s Snapshot) {
 	in.SetFaults(s.Faults)
 	in.SetOps(s.Ops)
 	in.SetNetworkWrites(s.NetworkWrites)
+	in.SetVMWrites(s.VMWrites)
 	for id := range in.vms {
 		in.dirtyVM.add(id)
 	}
@@ -472,6 +474,21 @@ func (in *Incremental) SetNetworkWrites(ws []NetworkChange) {
 	in.dirtyStart = true
 }
 
+// SetVMWrites writes the VM state writes and the deploys' unexpected-state lines so far, in history
+// order (when they grew). Only a new line can explain a failed deploy (movedAfterItsStart), and it
+// comes before the deploy returns, so only then are the failed starts judged again.
+func (in *Incremental) SetVMWrites(ws []VMChange) {
+	for _, w := range ws[min(len(in.vmWrites), len(ws)):] {
+		if w.Unexpected {
+			in.dirtyStart = true
+		}
+	}
+	if len(ws) < len(in.vmWrites) { // not the list it was
+		in.dirtyStart = true
+	}
+	in.vmWrites = ws
+}
+
 // SetOps writes the client operations so far (when they changed): the list of the last call grown,
 // or an open op's fields filled in; an op that returned does not change again.
 func (in *Incremental) SetOps(ops []ClientOp) {
@@ -674,7 +691,7 @@ func (in *Incremental) Check(t time.Time, grace, ghostBound time.Duration, netCh
 		}
 	}
 	if in.dirtyStart {
-		in.startV = startFailures(Snapshot{Ops: in.ops, Faults: in.faults, NetworkWrites: in.writes, ReportGrace: in.grace}, in.failedStarts)
+		in.startV = startFailures(Snapshot{Ops: in.ops, Faults: in.faults, NetworkWrites: in.writes, VMWrites: in.vmWrites, ReportGrace: in.grace}, in.failedStarts)
 	}
 	clear(in.dirtyDom)
 	clear(in.dirtyAddr)

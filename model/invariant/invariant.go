@@ -40,6 +40,10 @@ type Snapshot struct {
 	// NetworkWrites are every network state write so far, in time order: a failed start is judged on
 	// where its networks stood at its call (nil: unknown, as from a world that does not export them).
 	NetworkWrites []NetworkChange
+	// VMWrites are every VM state write so far, and the deploys' lines that the VM a start left was
+	// not Running (VMChange.Unexpected), in history order: a deploy that failed so is judged on who
+	// moved its VM after its start completed (nil: unknown).
+	VMWrites []VMChange
 	// Ops are the client operations so far (call and return times, result); one still in flight has
 	// a zero Return: it can explain a failure though it has not ended.
 	Ops    []ClientOp
@@ -123,6 +127,17 @@ type NetworkChange struct {
 	// write, "" if none.
 	LockHolder string
 	Direct     bool // written around the FSM
+}
+
+// VMChange is one write of a VM row's state (From -> To by Actor), or, when Unexpected, the line a
+// deploy's API job logs when the VM its start left is To, not Running (UserVmManagerImpl's "VM ...
+// unexpectedly went to <To> state"; From is empty then).
+type VMChange struct {
+	Time       time.Time
+	VMID       string
+	From, To   vm.State
+	Actor      string
+	Unexpected bool
 }
 
 // ClientOp is one API call a client made and saw finish.
@@ -622,7 +637,8 @@ func startFailures(s Snapshot, failed []int) []Violation {
 	var out []Violation
 	for _, i := range failed {
 		op := s.Ops[i]
-		if explainedByFault(op, s.Faults, s.ReportGrace) || explainedByOp(op, s.Ops) || leftImplementingByRestart(op, s.NetworkWrites, s.Faults) {
+		if explainedByFault(op, s.Faults, s.ReportGrace) || explainedByOp(op, s.Ops) || leftImplementingByRestart(op, s.NetworkWrites, s.Faults) ||
+			movedAfterItsStart(op, s.VMWrites) {
 			continue
 		}
 		obj := "vm:" + op.VMID
@@ -713,6 +729,41 @@ func leftImplementingByRestart(op ClientOp, writes []NetworkChange, faults []Fau
 			return f.Disruptive && slices.Contains(f.Targets, "ms") && f.Begin.After(since) && !f.Begin.After(op.Call)
 		}) {
 			return true
+		}
+	}
+	return false
+}
+
+// movedAfterItsStart: a deploy that failed because, once its start completed, another actor moved its
+// VM away from Running before the deploy read it again. UserVmManagerImpl's private
+// startVirtualMachine (the DeployVMCmd path; apache/cloudstack@00114e8b, server/src/main/java/com/
+// cloud/vm/UserVmManagerImpl.java) fails the deploy then ("VM ... unexpectedly went to <state>
+// state", ConcurrentOperationException "Failed to deploy VM ..."): a migration the client called, a
+// stop or power sync did it, not the orchestrator. What tells: the server's line, within the deploy,
+// after the start's OperationSucceeded (Starting -> Running) and a write of the VM from Running by an
+// actor other than the one that wrote it Running. A deploy whose start never completed, or whose VM
+// only its own start moved, stays unexplained. writes are in history order.
+func movedAfterItsStart(op ClientOp, writes []VMChange) bool {
+	if op.Kind != "deploy" || op.VMID == "" || !strings.Contains(op.Err, "Failed to deploy VM") {
+		return false
+	}
+	starter, moved := "", false
+	for _, w := range writes {
+		if w.VMID != op.VMID || w.Time.Before(op.Call) {
+			continue
+		}
+		if !op.Return.IsZero() && w.Time.After(op.Return) {
+			break
+		}
+		switch {
+		case w.Unexpected:
+			if moved {
+				return true
+			}
+		case w.From == vm.Starting && w.To == vm.Running:
+			starter, moved = w.Actor, false
+		case starter != "" && w.From == vm.Running && w.To != vm.Running && w.Actor != starter:
+			moved = true
 		}
 	}
 	return false

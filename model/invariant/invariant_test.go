@@ -451,6 +451,63 @@ func TestStartIntoNetworkARestartLeftImplementing(t *testing.T) {
 	})
 }
 
+// TestDeployAnotherOperationMovedAfterItsStart: UserVmManagerImpl's private startVirtualMachine (the
+// DeployVMCmd path; apache/cloudstack@00114e8b, server/src/main/java/com/cloud/vm/UserVmManagerImpl.java)
+// reads the VM again once its start completed and fails the deploy unless it is Running: "VM ...
+// unexpectedly went to <state> state", ConcurrentOperationException "Failed to deploy VM ...". A
+// deploy whose VM another operation (a migration the client called, a stop, power sync) moved away
+// from Running after its start's OperationSucceeded fails so in CloudStack: explained. A deploy whose
+// start never completed, or whose VM nobody else moved, is still reported.
+func TestDeployAnotherOperationMovedAfterItsStart(t *testing.T) {
+	deploy := ClientOp{ID: 30, Client: "c1", Kind: "deploy", VMID: "v5", HostID: "h2", NetworkIDs: []string{"n1"},
+		Call: at(100), Return: at(130), Err: "ConcurrentOperationException: Failed to deploy VM i-2-5-VM"}
+	w := func(sec int, from, to vm.State, actor string) VMChange {
+		return VMChange{Time: at(sec), VMID: "v5", From: from, To: to, Actor: actor}
+	}
+	went := func(sec int, to vm.State) VMChange {
+		return VMChange{Time: at(sec), VMID: "v5", To: to, Actor: "API-Job-Executor-7", Unexpected: true}
+	}
+	requested := w(101, vm.Stopped, vm.Starting, "Work-Job-Executor-8")
+	retry := w(101, vm.Starting, vm.Starting, "Work-Job-Executor-8")
+	started := w(110, vm.Starting, vm.Running, "Work-Job-Executor-8")
+	with := func(op ClientOp, writes ...VMChange) func(*Snapshot) {
+		return func(s *Snapshot) {
+			s.Ops = append(s.Ops, op)
+			s.VMWrites = writes
+		}
+	}
+	unexplained := []want{{"vm:v5", "deploy #30 by c1 of VM v5 failed"}}
+	other := deploy
+	other.Err = "CloudRuntimeException: Unable to start i-2-5-VM"
+	run(t, CheckStartFailures, UnexplainedStartFailure, []testCase{
+		// legal: the finding of explore --profile fixed --scheduler random --seed 8 (harness
+		// TestDeployMigratedAsItsStartCompletes): a migration the client called took it to Migrating
+		{name: "a migration moved it to Migrating after its start completed: explained",
+			mutate: with(deploy, requested, retry, started, w(120, vm.Running, vm.Migrating, "Work-Job-Executor-10"), went(125, vm.Migrating))},
+		{name: "power sync stopped it after its start completed: explained",
+			mutate: with(deploy, requested, retry, started, w(120, vm.Running, vm.Stopped, "AgentTaskPool-3"), went(125, vm.Stopped))},
+		// the planted bugs: the deploy fails with nobody else touching its VM
+		{name: "no other operation on the VM: unexplained",
+			mutate: with(deploy, requested, retry, started, went(125, vm.Stopped)), want: unexplained},
+		{name: "the start's own actor moved it: unexplained",
+			mutate: with(deploy, requested, retry, started, w(120, vm.Running, vm.Stopped, "Work-Job-Executor-8"), went(125, vm.Stopped)), want: unexplained},
+		{name: "still Starting, the start never completed: unexplained",
+			mutate: with(deploy, requested, retry, w(120, vm.Starting, vm.Stopped, "AgentTaskPool-3"), went(125, vm.Stopped)), want: unexplained},
+		{name: "still Starting, nobody moved it: unexplained",
+			mutate: with(deploy, requested, retry, went(125, vm.Starting)), want: unexplained},
+		{name: "a move after the server's line does not explain it: unexplained",
+			mutate: with(deploy, requested, retry, started, went(125, vm.Stopped), w(126, vm.Running, vm.Migrating, "Work-Job-Executor-10")), want: unexplained},
+		{name: "a move without the server's line (another failure) does not explain it: unexplained",
+			mutate: with(other, requested, retry, started, w(120, vm.Running, vm.Migrating, "Work-Job-Executor-10")),
+			want:   []want{{"vm:v5", "Unable to start"}}},
+		{name: "another VM's move does not explain it: unexplained",
+			mutate: with(deploy, requested, retry, started, VMChange{Time: at(120), VMID: "v6", From: vm.Running, To: vm.Migrating, Actor: "Work-Job-Executor-10"}, went(125, vm.Migrating)),
+			want:   unexplained},
+		{name: "the server's line from before the deploy's call does not explain it: unexplained",
+			mutate: with(deploy, went(90, vm.Migrating), requested, retry, started, w(120, vm.Running, vm.Migrating, "Work-Job-Executor-10")), want: unexplained},
+	})
+}
+
 // TestCheckCombines checks that Check reports exactly what the five checks
 // report, and leaves its input alone.
 func TestCheckCombines(t *testing.T) {
