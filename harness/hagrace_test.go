@@ -55,11 +55,24 @@ func TestGhostBoundStartsAgainWhenAnHAHoldEnds(t *testing.T) {
 	}
 }
 
-// TestDeployMigratedAsItsStartCompletes: a deploy whose VM a migration takes to Migrating right after
-// its start completed succeeds (the reference's post-start check took Migrating for a failed start).
+// TestDeployMigratedAsItsStartCompletes: a deploy whose VM a migration the client called takes to
+// Migrating right after its start completed fails, as CloudStack's does: UserVmManagerImpl's private
+// startVirtualMachine (the DeployVMCmd path; apache/cloudstack@00114e8b, server/src/main/java/com/
+// cloud/vm/UserVmManagerImpl.java) reads the VM again and throws ConcurrentOperationException "Failed to
+// deploy VM" unless it is Running. The failure is CloudStack's behaviour, so unexplained-start-failure
+// does not report it (another actor moved the VM from Running after the start's OperationSucceeded,
+// and the server said so). The planted failures that stay reported are model/invariant's
+// TestDeployAnotherOperationMovedAfterItsStart.
 func TestDeployMigratedAsItsStartCompletes(t *testing.T) {
-	r := runFixed(t, "testdata/deploy-migrated-as-its-start-completes.yaml")
-	require.Empty(t, r.Mismatches)
-	require.Empty(t, r.Violations)
-	require.True(t, serverSaid(r, "MigrationRequested"), "the program no longer migrates the VM")
+	for _, mode := range []string{"compare", "full"} {
+		t.Run(mode, func(t *testing.T) {
+			t.Setenv(CheckModeEnv, mode)
+			r := runFixed(t, "testdata/deploy-migrated-as-its-start-completes.yaml")
+			require.Empty(t, r.Mismatches)
+			require.Empty(t, r.Violations)
+			require.True(t, serverSaid(r, "MigrationRequested"), "the program no longer migrates the VM")
+			require.True(t, serverSaid(r, "VM i-2-10-VM unexpectedly went to Migrating state"), "the deploy no longer finds its VM Migrating")
+			require.True(t, serverSaid(r, "ConcurrentOperationException: Failed to deploy VM i-2-10-VM"), "the deploy no longer fails")
+		})
+	}
 }

@@ -30,17 +30,24 @@ func (s *Server) NewNetwork(name string, persistent bool, poolSize int) (*Networ
 
 // DeployVirtualMachine allocates the VM (record, NICs, ROOT volume) and starts it in a job, through
 // VMEntityManagerImpl.deployVirtualMachine, which retries the start once on any exception.
+//
+// After the start, UserVmManagerImpl's private startVirtualMachine(vmId, podId, clusterId, hostId,
+// diskOfferingMap, additionalParams, planner) (apache/cloudstack@00114e8b, server/src/main/java/com/
+// cloud/vm/UserVmManagerImpl.java, the DeployVMCmd path) reads the VM again and fails the deploy unless
+// it is Running: another thread (a migration, a stop, power sync) may have moved it since its start
+// completed ("Some other thread changed state of VM, possibly vmsync"). Its finally,
+// updateVmStateForFailedVmCreation, takes a VM left Stopped to Error.
 func (s *Server) DeployVirtualMachine(name string, networks []int64, hostID string) (*VMVO, *JobVO) {
 	v := s.AllocateVirtualMachine(name, networks)
 	j := s.jobs.SubmitAPIJob("DeployVMCmd", "VirtualMachine", v.ID, func(t *Thread, _ *JobVO) error {
 		err := s.startWithRetry(t, v.ID, hostID)
 		if err == nil {
 			cur := s.DB.VM(v.ID)
-			if startCompleted(cur.State) {
+			if cur.State == vm.Running {
 				return nil
 			}
-			s.Log(t, "ERROR", VMObject(v.ID), "VM %s is in %s state after its start completed", cur.Name, cur.State)
-			err = runtimeErr("Unable to deploy VM %s: it is %s after start", cur.Name, cur.State)
+			s.Log(t, "ERROR", VMObject(v.ID), "VM %s unexpectedly went to %s state", cur.Name, cur.State)
+			err = &ConcurrentOperationError{Msg: "Failed to deploy VM " + v.Name}
 		}
 		if cur := s.DB.VM(v.ID); cur != nil && cur.State == vm.Stopped {
 			s.DB.UpdateVMState(t.Name, cur, vm.OperationFailedToError, vm.Error, "")
@@ -50,10 +57,6 @@ func (s *Server) DeployVirtualMachine(name string, networks []int64, hostID stri
 	})
 	return v, j
 }
-
-// startCompleted: the VM a start left is Running, or Migrating: a migration (MigrationRequested is
-// taken only from Running) began after the start completed, and the start's job succeeded.
-func startCompleted(st vm.State) bool { return st == vm.Running || st == vm.Migrating }
 
 // AllocateVirtualMachine is the allocation half of deployVirtualMachine (startvm=false): the record,
 // its NICs and its ROOT volume, Stopped.
@@ -77,28 +80,25 @@ func (s *Server) startWithRetry(t *Thread, vmID int64, hostID string) error {
 	return s.advanceStart(t, vmID, hostID)
 }
 
-// StartVirtualMachine is the startVirtualMachine API: the start is retried once.
+// StartVirtualMachine is the startVirtualMachine API: the start is retried once. The VM's state is
+// not read after it: startVirtualMachine(StartVMCmd) returns startVirtualMachine(id, podId, clusterId,
+// hostId, params, planner).first(), whose last overload returns the VM it read before
+// vmEntity.deploy (apache/cloudstack@00114e8b, UserVmManagerImpl.java); only the DeployVMCmd path
+// checks for Running. A VM another operation moved right after its start completed is a started VM.
 func (s *Server) StartVirtualMachine(vmID int64, hostID string) *JobVO {
 	return s.jobs.SubmitAPIJob("StartVMCmd", "VirtualMachine", vmID, func(t *Thread, _ *JobVO) error {
-		if err := s.startWithRetry(t, vmID, hostID); err != nil {
-			return err
-		}
-		if cur := s.DB.VM(vmID); !startCompleted(cur.State) {
-			return runtimeErr("VM %s is in %s state after its start completed", cur.Name, cur.State)
-		}
-		return nil
+		return s.startWithRetry(t, vmID, hostID)
 	})
 }
 
-// StartVirtualMachineOnce is the instance boot group / HA path: advanceStart exactly once.
+// StartVirtualMachineOnce is the instance boot group / HA path: advanceStart exactly once. Like
+// VirtualMachineManagerImpl.advanceStart, whose caller it stands for, it does not read the VM's state
+// after the start (the Running check is the DeployVMCmd path's alone).
 func (s *Server) StartVirtualMachineOnce(vmID int64, hostID string) *JobVO {
 	return s.jobs.SubmitAPIJob("StartInstanceBootGroup", "VirtualMachine", vmID, func(t *Thread, _ *JobVO) error {
 		if err := s.advanceStart(t, vmID, hostID); err != nil {
 			s.Log(t, "WARN", VMObject(vmID), "boot group start halted (tier 0: failed to start a VM): %v", err)
 			return err
-		}
-		if cur := s.DB.VM(vmID); !startCompleted(cur.State) {
-			return runtimeErr("VM %s is in %s state after its start completed", cur.Name, cur.State)
 		}
 		return nil
 	})
