@@ -4,9 +4,11 @@
 package cloudsqltest
 
 import (
+	"context"
 	"database/sql"
 	_ "embed"
 	"strings"
+	"sync"
 	"testing"
 
 	sqle "github.com/dolthub/go-mysql-server"
@@ -51,6 +53,15 @@ type Server struct {
 	root *sql.DB
 }
 
+// globals guards go-mysql-server's process-wide status variables. In v0.20.0 every engine.New
+// (engine.go, New) calls variables.InitStatusVariables (sql/variables/status_variables.go), which
+// sets the global sql.StatusVariables the first time and resets every value in it after, while
+// each new session copies them (sql/base_session.go, NewBaseSession: StatusVariables.NewSessionMap).
+// The package's tests start servers in parallel, so an engine made while another server opens a
+// session is a data race (go test -race reports it). The library gives no lock; ours: an engine is
+// made alone (write), a session or context is made beside the others (read).
+var globals sync.RWMutex
+
 // Start serves an empty database named name (with the CloudStack tables if schema) on a loopback
 // port; it is closed when the test ends.
 func Start(t testing.TB, name string, schema bool) *Server {
@@ -59,8 +70,15 @@ func Start(t testing.TB, name string, schema bool) *Server {
 	db := memory.NewDatabase(name)
 	db.BaseDatabase.EnablePrimaryKeyIndexes()
 	pro := memory.NewDBProvider(db)
+	globals.Lock()
 	engine := sqle.NewDefault(pro)
-	srv, err := server.NewServer(server.Config{Protocol: "tcp", Address: "127.0.0.1:0"}, engine, gmssql.NewContext, memory.NewSessionBuilder(pro), nil)
+	globals.Unlock()
+	newContext := func(ctx context.Context, opts ...gmssql.ContextOption) *gmssql.Context {
+		globals.RLock()
+		defer globals.RUnlock()
+		return gmssql.NewContext(ctx, opts...)
+	}
+	srv, err := server.NewServer(server.Config{Protocol: "tcp", Address: "127.0.0.1:0"}, engine, newContext, lockedSessions(memory.NewSessionBuilder(pro)), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,6 +96,15 @@ func Start(t testing.TB, name string, schema bool) *Server {
 		s.Exec(t, Schema...)
 	}
 	return s
+}
+
+// lockedSessions makes sessions under globals' read lock (C is the wire's *mysql.Conn).
+func lockedSessions[C any](sessions func(context.Context, C, string) (gmssql.Session, error)) func(context.Context, C, string) (gmssql.Session, error) {
+	return func(ctx context.Context, conn C, addr string) (gmssql.Session, error) {
+		globals.RLock()
+		defer globals.RUnlock()
+		return sessions(ctx, conn, addr)
+	}
 }
 
 // DSN is the DSN of the database as user:password (the server checks no password).
