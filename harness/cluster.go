@@ -118,6 +118,9 @@ type Cluster struct {
 	logIdxN    int
 	seen       map[string]bool
 	livenessAt time.Time // the next liveness look of check (the simulator's)
+	// vmIDs and netIDs are the scenario's names, under namesMu: in a real-time world an async
+	// step's deploy writes one while an until condition reads it.
+	namesMu    sync.Mutex
 	vmIDs      map[string]int64
 	netIDs     map[string]int64
 	// deletedNets: the networks a deleteNetwork removed (refuseDeleted)
@@ -434,6 +437,8 @@ var id, idOrEmpty = invariant.RowID, invariant.RefID
 
 // VMID resolves a scenario's VM name.
 func (c *Cluster) VMID(name string) (int64, error) {
+	c.namesMu.Lock()
+	defer c.namesMu.Unlock()
 	if id, ok := c.vmIDs[name]; ok {
 		return id, nil
 	}
@@ -442,14 +447,25 @@ func (c *Cluster) VMID(name string) (int64, error) {
 
 // NetworkID resolves a scenario's network name.
 func (c *Cluster) NetworkID(name string) (int64, error) {
+	c.namesMu.Lock()
+	defer c.namesMu.Unlock()
 	if id, ok := c.netIDs[name]; ok {
 		return id, nil
 	}
 	return 0, fmt.Errorf("no network named %q", name)
 }
 
+// setName records a scenario's name for an id in names (vmIDs or netIDs).
+func (c *Cluster) setName(names map[string]int64, name string, id int64) {
+	c.namesMu.Lock()
+	defer c.namesMu.Unlock()
+	names[name] = id
+}
+
 // NetworkNames lists the scenario's networks.
 func (c *Cluster) NetworkNames() []string {
+	c.namesMu.Lock()
+	defer c.namesMu.Unlock()
 	var n []string
 	for k := range c.netIDs {
 		n = append(n, k)
@@ -469,7 +485,7 @@ func (c *Cluster) CreateNetwork(client, name string, persistent bool) error {
 		c.Rec.EndOp(op, errServerDown)
 		return errServerDown
 	}
-	if _, dup := c.netIDs[name]; dup {
+	if _, err := c.NetworkID(name); err == nil {
 		err := fmt.Errorf("network %q exists", name)
 		c.Rec.EndOp(op, err)
 		return err
@@ -479,7 +495,7 @@ func (c *Cluster) CreateNetwork(client, name string, persistent bool) error {
 		c.Rec.EndOp(op, err)
 		return err
 	}
-	c.netIDs[name] = nid
+	c.setName(c.netIDs, name, nid)
 	c.Rec.EndOp(op, nil)
 	return nil
 }
@@ -551,7 +567,7 @@ func (c *Cluster) DeployHA(client, name string, networks []string, hostID string
 		c.Rec.EndOp(op, err)
 		return err
 	}
-	c.vmIDs[name] = vmID
+	c.setName(c.vmIDs, name, vmID)
 	if ha {
 		c.DB.SetHAEnabled(vmID, true) // the offering's offer_ha, before the start job runs
 	}
@@ -594,7 +610,7 @@ func (c *Cluster) Allocate(client, name string, networks []string) error {
 	}
 	vmID, wait, err := c.clientFor(client).Deploy(name, nids, "", false)
 	if err == nil {
-		c.vmIDs[name] = vmID
+		c.setName(c.vmIDs, name, vmID)
 		c.Rec.SetOpVM(op, id(vmID), "")
 		err = wait()
 	}
