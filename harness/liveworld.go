@@ -75,7 +75,9 @@ type liveHost struct {
 	proxy *live.Proxy
 	env   *live.Env                                 // the current agent incarnation
 	sub   atomic.Pointer[func(impl.LifecycleEvent)] // the current agent's listener
-	stale atomic.Int64
+	// stale is the host's stale-report fault on its agents' wire, armed in wall time, with the
+	// StartCommand hold the libvirt world has (live.StaleHold): see delayNextOutOfBand.
+	stale *live.StaleReport
 }
 
 // NewLiveCluster builds a cluster in the live world and waits until every host is Up.
@@ -130,7 +132,7 @@ func NewLiveCluster(o Options, lo LiveOptions) (*Cluster, error) {
 		if _, dup := w.hosts[h]; dup {
 			return fail(fmt.Errorf("host %q is listed twice", h))
 		}
-		lh := &liveHost{id: h, hv: live.NewFakeHost(w.base, h)}
+		lh := &liveHost{id: h, hv: live.NewFakeHost(w.base, h), stale: &live.StaleReport{Hold: true}}
 		lh.hv.BootDelay = w.bootDelay
 		lh.hv.Peers = func(id string) *live.FakeHost {
 			if p := w.hosts[id]; p != nil {
@@ -335,7 +337,7 @@ func (w *liveWorld) stopServer() {
 func (w *liveWorld) newAgent(h string) *impl.Agent {
 	lh := w.hosts[h]
 	lh.env = w.base.Child()
-	a := impl.NewAgent(h, lh.env, &liveDialer{Dialer: live.Dialer{Addr: lh.proxy.Addr(), Key: agentKey}, h: lh, w: w}, &liveAgentHV{lh}, w.c.Rec)
+	a := impl.NewAgent(h, lh.env, lh.stale.Wrap(&live.Dialer{Addr: lh.proxy.Addr(), Key: agentKey}), &liveAgentHV{lh}, w.c.Rec)
 	a.Defects = w.c.Defects
 	return a
 }
@@ -354,10 +356,21 @@ func (w *liveWorld) cutLink(h string, on bool) {
 	}
 }
 
-func (w *liveWorld) delayNextOutOfBand(h string, d time.Duration) { w.hosts[h].stale.Store(int64(d)) }
-func (w *liveWorld) running(h string) []string                    { return w.hosts[h].hv.Running() }
-func (w *liveWorld) crash(h, dom, detail string) error            { return w.hosts[h].hv.Crash(dom, detail) }
-func (w *liveWorld) guestShutdown(h, dom string) error            { return w.hosts[h].hv.Crash(dom, "SHUTDOWN") }
+// delayNextOutOfBand arms the stale-report fault: the next out-of-band report reaches the server d
+// of world time late. As in the libvirt world, a StartCommand arriving while the report is armed and
+// not yet collected is held on the wire until it is, and the delay counts from that start's answer:
+// the order seed 001 and stale-report-past-graceful need ("collected while web1's domain does not
+// exist yet, processed after the StartAnswer"), which the simulator gets from its timing. Without the
+// hold the live world raced for it in real time: the harness's crash step (a 50 ms world poll after
+// start-sent, 2.5 ms of wall time at speed 20) against the StartCommand's trip and a 100 ms create,
+// and a loaded machine lost the damage (csconform audit's e2e test found none).
+func (w *liveWorld) delayNextOutOfBand(h string, d time.Duration) {
+	w.hosts[h].stale.Arm(w.base.Wall(d))
+}
+
+func (w *liveWorld) running(h string) []string         { return w.hosts[h].hv.Running() }
+func (w *liveWorld) crash(h, dom, detail string) error { return w.hosts[h].hv.Crash(dom, detail) }
+func (w *liveWorld) guestShutdown(h, dom string) error { return w.hosts[h].hv.Crash(dom, "SHUTDOWN") }
 
 func (w *liveWorld) domains() []invariant.Domain {
 	var out []invariant.Domain
@@ -386,39 +399,5 @@ func (a *liveAgentHV) Running() []string                      { return a.h.hv.Ru
 func (a *liveAgentHV) DeleteVolume(path string) error         { return a.h.hv.DeleteVolume(path) }
 func (a *liveAgentHV) Subscribe(fn func(impl.LifecycleEvent)) { a.h.sub.Store(&fn) }
 func (a *liveAgentHV) MigrateTo(name, dest string) error      { return a.h.hv.MigrateTo(name, dest) }
-
-// liveDialer connects an agent through its proxy; a stale-report fault makes the next out-of-band
-// report reach the server late, in world time.
-type liveDialer struct {
-	live.Dialer
-	h *liveHost
-	w *liveWorld
-}
-
-func (d *liveDialer) Dial(hostID string) (impl.Pipe, error) {
-	p, err := d.Dialer.Dial(hostID)
-	if err != nil {
-		return nil, err
-	}
-	return &livePipe{Pipe: p, d: d}, nil
-}
-
-type livePipe struct {
-	impl.Pipe
-	d *liveDialer
-}
-
-func (p *livePipe) Send(m impl.Message) error {
-	if m.Kind == impl.MsgPing && m.OutOfBand {
-		if d := time.Duration(p.d.h.stale.Swap(0)); d > 0 {
-			go func() {
-				time.Sleep(p.d.w.base.Wall(d))
-				_ = p.Pipe.Send(m)
-			}()
-			return nil
-		}
-	}
-	return p.Pipe.Send(m)
-}
 
 var _ substrate = (*liveWorld)(nil)
