@@ -3,6 +3,7 @@ package harness
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -124,7 +125,11 @@ func (s *clusterRun) Judge() error {
 // Finish fills the table from the history and the server's log.
 func (s *clusterRun) Finish(res *Result) {
 	fillTable(res, s.c.Rec, s.c)
-	res.Violations = s.c.Violations
+	// a copy, taken between two checks: a real world's checker task runs on until Close and
+	// updates the violations (when each healed) while Run compares them with the expectations
+	s.c.checkMu.Lock()
+	res.Violations = slices.Clone(s.c.Violations)
+	s.c.checkMu.Unlock()
 	res.Guarded = s.c.guarded
 	res.VirtualEnd = s.c.Now().Sub(s.start)
 	res.Steps = s.c.w.steps()
