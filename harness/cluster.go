@@ -120,9 +120,9 @@ type Cluster struct {
 	livenessAt time.Time // the next liveness look of check (the simulator's)
 	// vmIDs and netIDs are the scenario's names, under namesMu: in a real-time world an async
 	// step's deploy writes one while an until condition reads it.
-	namesMu    sync.Mutex
-	vmIDs      map[string]int64
-	netIDs     map[string]int64
+	namesMu sync.Mutex
+	vmIDs   map[string]int64
+	netIDs  map[string]int64
 	// deletedNets: the networks a deleteNetwork removed (refuseDeleted)
 	deletedNets map[int64]bool
 	msDown      bool
