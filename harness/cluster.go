@@ -118,8 +118,8 @@ type Cluster struct {
 	logIdxN    int
 	seen       map[string]bool
 	livenessAt time.Time // the next liveness look of check (the simulator's)
-	// vmIDs and netIDs are the scenario's names, under namesMu: in a real-time world an async
-	// step's deploy writes one while an until condition reads it.
+	// vmIDs, netIDs and deletedNets are the scenario's names, under namesMu: in a real-time world an
+	// async step's deploy writes one while an until condition reads it.
 	namesMu sync.Mutex
 	vmIDs   map[string]int64
 	netIDs  map[string]int64
@@ -518,10 +518,12 @@ func (c *Cluster) DeleteNetwork(client, name string) error {
 		err = wait()
 	}
 	if err == nil {
+		c.namesMu.Lock()
 		if c.deletedNets == nil {
 			c.deletedNets = map[int64]bool{}
 		}
 		c.deletedNets[nid] = true
+		c.namesMu.Unlock()
 	}
 	c.Rec.EndOp(op, err)
 	return err
@@ -534,6 +536,8 @@ func (c *Cluster) refuseDeleted(nids []int64) error {
 	if c.api != nil {
 		return nil
 	}
+	c.namesMu.Lock()
+	defer c.namesMu.Unlock()
 	for _, n := range nids {
 		if c.deletedNets[n] {
 			return fmt.Errorf("Unable to execute API command deployvirtualmachine due to invalid value. Invalid parameter networkids value=%d due to incorrect long value format, or entity does not exist", n)
