@@ -42,17 +42,12 @@ func TestGhostBoundAllowsAnHAItemOfAVMWithoutHA(t *testing.T) {
 // outlasted) are in model/invariant's TestGhostBoundCountsFromTheEndOfAnHAHold, and C8 (a stale item
 // that keeps holding) still trips ghost-record in TestEveryDefectTripsADetector.
 func TestGhostBoundStartsAgainWhenAnHAHoldEnds(t *testing.T) {
-	for _, mode := range []string{"compare", "full"} {
-		t.Run(mode, func(t *testing.T) {
-			t.Setenv(CheckModeEnv, mode)
-			r := runFixed(t, "testdata/ha-hold-ends-ghost.yaml")
-			require.Empty(t, r.Mismatches)
-			require.False(t, slices.ContainsFunc(r.Violations, func(v Violation) bool { return v.Invariant == invariant.GhostRecord }),
-				"ghost-record: %+v", r.Violations)
-			require.True(t, serverSaid(r, "Cancelling HAWork[1-HA-15-Running-Investigating] as it is not needed anymore"),
-				"the run no longer ends the hold as the finding did")
-		})
-	}
+	runFixedBothModes(t, "testdata/ha-hold-ends-ghost.yaml", func(t *testing.T, r *Result) {
+		require.False(t, slices.ContainsFunc(r.Violations, func(v Violation) bool { return v.Invariant == invariant.GhostRecord }),
+			"ghost-record: %+v", r.Violations)
+		require.True(t, serverSaid(r, "Cancelling HAWork[1-HA-15-Running-Investigating] as it is not needed anymore"),
+			"the run no longer ends the hold as the finding did")
+	})
 }
 
 // TestDeployMigratedAsItsStartCompletes: a deploy whose VM a migration the client called takes to
@@ -64,15 +59,10 @@ func TestGhostBoundStartsAgainWhenAnHAHoldEnds(t *testing.T) {
 // and the server said so). The planted failures that stay reported are model/invariant's
 // TestDeployAnotherOperationMovedAfterItsStart.
 func TestDeployMigratedAsItsStartCompletes(t *testing.T) {
-	for _, mode := range []string{"compare", "full"} {
-		t.Run(mode, func(t *testing.T) {
-			t.Setenv(CheckModeEnv, mode)
-			r := runFixed(t, "testdata/deploy-migrated-as-its-start-completes.yaml")
-			require.Empty(t, r.Mismatches)
-			require.Empty(t, r.Violations)
-			require.True(t, serverSaid(r, "MigrationRequested"), "the program no longer migrates the VM")
-			require.True(t, serverSaid(r, "VM i-2-10-VM unexpectedly went to Migrating state"), "the deploy no longer finds its VM Migrating")
-			require.True(t, serverSaid(r, "ConcurrentOperationException: Failed to deploy VM i-2-10-VM"), "the deploy no longer fails")
-		})
-	}
+	runFixedBothModes(t, "testdata/deploy-migrated-as-its-start-completes.yaml", func(t *testing.T, r *Result) {
+		require.Empty(t, r.Violations)
+		require.True(t, serverSaid(r, "MigrationRequested"), "the program no longer migrates the VM")
+		require.True(t, serverSaid(r, "VM i-2-10-VM unexpectedly went to Migrating state"), "the deploy no longer finds its VM Migrating")
+		require.True(t, serverSaid(r, "ConcurrentOperationException: Failed to deploy VM i-2-10-VM"), "the deploy no longer fails")
+	})
 }

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/require"
 )
 
 func loadScenario(t *testing.T, file string) *Scenario {
@@ -43,6 +45,20 @@ func runFixed(t *testing.T, file string) *Result {
 		t.Fatal(err)
 	}
 	return r
+}
+
+// runFixedBothModes runs a testdata program under fixed with the incremental checker compared
+// against the full one and with the full one alone, requires that the two agree, and hands each
+// result to check.
+func runFixedBothModes(t *testing.T, file string, check func(t *testing.T, r *Result)) {
+	for _, mode := range []string{"compare", "full"} {
+		t.Run(mode, func(t *testing.T) {
+			t.Setenv(CheckModeEnv, mode)
+			r := runFixed(t, file)
+			require.Empty(t, r.Mismatches)
+			check(t, r)
+		})
+	}
 }
 
 // serverSaid reports whether a line of the server's history contains s.
