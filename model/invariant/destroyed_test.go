@@ -32,7 +32,7 @@ func TestDestroyedAssertedDomains(t *testing.T) {
 		{"destroyed, domain stopped on the reporting host (fixed)", vm.Destroyed, false, Domain{HostID: "h1", Name: "i-2-3-VM", Running: false, Asserted: true}, now.Add(-10 * time.Minute), 0},
 		{"destroyed, host back within the report grace", vm.Destroyed, false, asserted, now.Add(-30 * time.Second), 0},
 		{"stopped by the forced stop: the operator's", vm.Stopped, false, asserted, now.Add(-10 * time.Minute), 0},
-		{"expunged record: nothing to report it by", vm.Expunging, true, asserted, now.Add(-10 * time.Minute), 0},
+		{"expunged record, the history has no removal line: not judged", vm.Expunging, true, asserted, now.Add(-10 * time.Minute), 0},
 		{"not asserted: CheckOrphanDomains' case", vm.Destroyed, false, Domain{HostID: "h1", Name: "i-2-3-VM", Running: true}, now.Add(-10 * time.Minute), 0},
 	}
 	for _, c := range cases {
@@ -41,6 +41,58 @@ func TestDestroyedAssertedDomains(t *testing.T) {
 				VMs:     []VM{{ID: "3", Name: "i-2-3-VM", Type: "User", State: c.state, Removed: c.removed, LastHostID: "h1"}},
 				Hosts:   []Host{{ID: "h1", Name: "h1", Status: host.Up, UpSince: c.upSince}},
 				Domains: []Domain{c.dom}}
+			vs := CheckDestroyedAssertedDomains(s)
+			assert.Len(t, vs, c.want)
+			for _, v := range vs {
+				assert.Equal(t, OrphanDomain, v.Invariant)
+			}
+		})
+	}
+}
+
+// The planted bug is the catalogue's expunge-asks-host-only-for-error: the expunge of a Destroyed VM
+// whose domain a forced stop left running does not ask its last host to stop the instance, so the
+// domain runs on with no record at all. The fix (PR #14207's ensureInstanceIsStoppedOnLastKnownHost,
+// the reference's advanceExpunge under fixed) stops it there when the host is reachable; when it is
+// not, the expunge goes on and the host's next report names an unmanaged instance (an alert): the
+// operator's, as the forced stop was. Scenario: expunge-destroyed-on-returning-host.
+func TestExpungedAssertedDomains(t *testing.T) {
+	now := time.Unix(10000, 0)
+	call, removed := now.Add(-5*time.Minute), now.Add(-5*time.Minute+3*time.Second)
+	asserted := Domain{HostID: "h1", Name: "i-2-3-VM", Running: true, Asserted: true}
+	expunge := ClientOp{ID: 7, Kind: "expunge", VMID: "3", Call: call, Return: removed.Add(time.Second), OK: true}
+	removal := VMChange{Time: removed, VMID: "3", From: vm.Expunging, To: "Expunged", Actor: "API-Job-Executor-33"}
+	cut := func(kind string, begin, end time.Time) Fault {
+		return Fault{Kind: kind, Targets: []string{"host:h1"}, Begin: begin, End: end, Disruptive: true}
+	}
+	cases := []struct {
+		name     string
+		dom      Domain
+		lastHost string
+		upSince  time.Time
+		faults   []Fault
+		want     int
+	}{
+		{"expunged while its host was Up and reachable, domain left running (planted)", asserted, "h1", now.Add(-10 * time.Minute), nil, 1},
+		{"likewise, the host back Up seconds before the expunge's call", asserted, "h1", call.Add(-time.Second), nil, 1},
+		{"a storage heartbeat failing meanwhile cuts nothing", asserted, "h1", now.Add(-10 * time.Minute), []Fault{cut("heartbeat-fail", now.Add(-20*time.Minute), time.Time{})}, 1},
+		{"domain stopped by the expunge (fixed)", Domain{HostID: "h1", Name: "i-2-3-VM", Running: false, Asserted: true}, "h1", now.Add(-10 * time.Minute), nil, 0},
+		{"host came back only after the expunge", asserted, "h1", removed.Add(time.Minute), nil, 0},
+		{"link cut during the expunge: its StopCommand may be lost", asserted, "h1", now.Add(-10 * time.Minute), []Fault{cut("disconnect", call.Add(-time.Minute), call.Add(2*time.Second))}, 0},
+		{"agent away during the expunge", asserted, "h1", now.Add(-10 * time.Minute), []Fault{cut("agent-restart", call.Add(time.Second), removed.Add(time.Second))}, 0},
+		{"a link cut over before the expunge's call", asserted, "h1", now.Add(-10 * time.Minute), []Fault{cut("disconnect", call.Add(-time.Hour), call.Add(-time.Minute))}, 1},
+		{"domain on another host than the record's last one", asserted, "h2", now.Add(-10 * time.Minute), nil, 0},
+		{"not asserted: CheckOrphanDomains' case", Domain{HostID: "h1", Name: "i-2-3-VM", Running: true}, "h1", now.Add(-10 * time.Minute), nil, 0},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s := Snapshot{Time: now, ReportGrace: 2 * time.Minute,
+				VMs:      []VM{{ID: "3", Name: "i-2-3-VM", Type: "User", State: vm.Expunging, Removed: true, LastHostID: c.lastHost}},
+				Hosts:    []Host{{ID: "h1", Name: "h1", Status: host.Up, UpSince: c.upSince}, {ID: "h2", Name: "h2", Status: host.Up}},
+				Domains:  []Domain{c.dom},
+				Ops:      []ClientOp{expunge},
+				VMWrites: []VMChange{removal},
+				Faults:   c.faults}
 			vs := CheckDestroyedAssertedDomains(s)
 			assert.Len(t, vs, c.want)
 			for _, v := range vs {
