@@ -34,6 +34,7 @@ func TestEveryDefectTripsADetector(t *testing.T) {
 		{"C5", "network-left-shutdown", []string{invariant.UnexplainedStartFailure}},
 		{"C6", "stop-overtakes-held-start", []string{invariant.OrphanDomain, invariant.IPConflict}},
 		{"D2d", "destroyed-vm-domain-on-returning-host", []string{invariant.OrphanDomain}},
+		{"D2c", "expunge-destroyed-on-returning-host", []string{invariant.OrphanDomain}},
 		{"C7", "retry-waits-on-timed-out-start", []string{invariant.StuckInTransition}},
 		{"C8", "stale-ha-item-hides-power-off", []string{invariant.GhostRecord}},
 		{"C9", "stalled-start-domain-runs", []string{invariant.OrphanDomain, invariant.TransitionGuard}},
@@ -45,7 +46,6 @@ func TestEveryDefectTripsADetector(t *testing.T) {
 		{"M1", "peer-leaves-mid-start", []string{invariant.LeftServerJob}},
 	}
 	untripped := map[string]string{
-		"D2c": "expunge skips the host for a VM in Error or Stopped: in the built-ins no such VM has a domain left unless D2a/D2b or D3 left it, whose detectors report it first",
 		"D2e": "unknown domains only debug-logged: no state changes, only what an operator is told",
 		"C1":  "a failed start's cleanup releases after a stop that did not reach the host: needs a start that fails after its StartAnswer and a host lost before the cleanup, which no built-in scenario stages",
 	}
