@@ -31,6 +31,14 @@ func (e *ResourceUnavailableError) Error() string {
 	return fmt.Sprintf("ResourceUnavailableException: Resource [%s] is unreachable: %s", e.Resource, e.Reason)
 }
 
+// InsufficientCapacityError is InsufficientCapacityException; the planner's (orchestrateStart finding
+// no host) is its subclass InsufficientServerCapacityException, scope DataCenter.
+type InsufficientCapacityError struct{ Msg string }
+
+func (e *InsufficientCapacityError) Error() string {
+	return "InsufficientServerCapacityException: " + e.Msg
+}
+
 // ConcurrentOperationError is ConcurrentOperationException.
 type ConcurrentOperationError struct{ Msg string }
 

@@ -53,6 +53,17 @@ func (s *Server) ScheduleHaRestartForTest(vmID int64, hostID string) int64 {
 	return w.ID
 }
 
+// ScheduleHaStartForTest persists an HA restart item at step Scheduled for a VM that is not running,
+// on its last host, with its state and update count as they are now (what scheduleRestart(vm, false)
+// leaves after its forced stop), and wakes the workers. It returns the item's id.
+func (s *Server) ScheduleHaStartForTest(vmID int64) int64 {
+	v := s.DB.VM(vmID)
+	w := s.DB.PersistHaWork(HaWorkVO{Type: haRestart, VMID: vmID, HostID: v.LastHostID, Step: haScheduled, PrevState: v.State,
+		PrevUpdate: v.UpdateCount, TimeToTry: s.Env.Now()})
+	s.ha.wakeupWorkers()
+	return w.ID
+}
+
 // HaWorkForTest returns the VM's op_ha_work rows as "type step tried".
 func (db *DB) HaWorkForTest(vmID int64) []string {
 	var out []string

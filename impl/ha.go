@@ -2,6 +2,7 @@ package impl
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -410,7 +411,15 @@ func (m *HighAvailabilityManager) unhandled(t *Thread, w *HaWorkVO, err error) t
 	return m.s.Env.Now().Add(m.s.Config.Seconds("restart.retry.interval"))
 }
 
-// afterForcedStop is the rest of restart: an HA-enabled VM is started again.
+// afterForcedStop is the rest of restart: an HA-enabled VM is started again, in the worker's thread
+// (startVm: advanceStart queues the VmWorkStart job and waits for it). canVmRestartOnAnotherServer is
+// always true here (shared storage), and the HaTag and HaOperation params change nothing the reference
+// models. startVm's InsufficientCapacityException makes restart start the VM once more with the HA
+// planner (the same planner here). What restart catches — InsufficientCapacityException,
+// ResourceUnavailableException (AgentUnavailableException), ConcurrentOperationException,
+// OperationTimedoutException — or a start that returned with the VM not Running has the item take the
+// VM's state and update count anew and try again after restart.retry.interval; a CloudRuntimeException
+// goes through to processWork's catch (unhandled), which keeps the item's own.
 func (m *HighAvailabilityManager) afterForcedStop(t *Thread, w *HaWorkVO, v *VMVO) time.Time {
 	s := m.s
 	v = s.DB.VM(v.ID)
@@ -418,16 +427,34 @@ func (m *HighAvailabilityManager) afterForcedStop(t *Thread, w *HaWorkVO, v *VMV
 		s.Log(t, "DEBUG", VMObject(v.ID), "VM is not HA enabled so we're done.")
 		return time.Time{}
 	}
-	if err := s.advanceStart(t, v.ID, ""); err != nil {
+	err := s.advanceStart(t, v.ID, "")
+	var ic *InsufficientCapacityError
+	if errors.As(err, &ic) {
+		s.Log(t, "WARN", VMObject(v.ID), "Failed to deploy vm %s with original planner, sending HAPlanner", v.Name)
+		err = s.advanceStart(t, v.ID, "")
+	}
+	switch {
+	case err == nil:
+		if started := s.DB.VM(v.ID); started != nil && started.State == vm.Running {
+			s.Log(t, "INFO", VMObject(v.ID), "HA is now restarting %s on %s", started.Name, started.HostID)
+			return time.Time{}
+		}
+		s.Log(t, "DEBUG", VMObject(v.ID), "Rescheduling VM %s to try again in %s", v.Name, s.Config.Seconds("restart.retry.interval"))
+	case uncaughtByRestart(err):
+		return m.unhandled(t, w, err)
+	default:
 		s.Log(t, "WARN", VMObject(v.ID), "Unable to restart %s due to %v", v.Name, err)
 	}
-	if started := s.DB.VM(v.ID); started != nil && started.State == vm.Running {
-		s.Log(t, "INFO", VMObject(v.ID), "HA is now restarting %s on %s", started.Name, started.HostID)
-		return time.Time{}
-	}
-	s.Log(t, "DEBUG", VMObject(v.ID), "Rescheduling VM %s to try again in %s", v.Name, s.Config.Seconds("restart.retry.interval"))
 	m.recapture(w)
 	return s.Env.Now().Add(s.Config.Seconds("restart.retry.interval"))
+}
+
+// uncaughtByRestart: a CloudRuntimeException (not the ConcurrentOperationException that extends it),
+// which none of restart's catch blocks names. An error of no known class — a job the GC cancelled or
+// expunged under the start — is left with the caught ones: what advanceStart throws for it was not read.
+func uncaughtByRestart(err error) bool {
+	var re *CloudRuntimeError
+	return errors.As(err, &re)
 }
 
 // checkAndCancelWorkIfNeeded: an Investigating item for a host-down whose host investigates Up again

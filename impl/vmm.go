@@ -48,7 +48,7 @@ func (s *Server) planDeployment(v *VMVO, want string, avoid map[string]bool) (st
 			return id, nil
 		}
 	}
-	return "", &ResourceUnavailableError{Resource: "Zone:1", Reason: "InsufficientServerCapacityException: Unable to create a deployment for " + v.Name}
+	return "", &InsufficientCapacityError{Msg: "Unable to create a deployment for " + v.Name}
 }
 
 // changeToStartState takes a Stopped VM to Starting under a new op_it_work row
@@ -155,6 +155,7 @@ func (s *Server) orchestrateStart(t *Thread, vmID int64, want string) (err error
 	}
 	started, canRetry := false, true
 	avoid := map[string]bool{}
+	var lastKnownError error // a failed StartAnswer's, or a ResourceUnavailableException the loop avoided
 	defer func() {
 		if !started && canRetry {
 			// the outer finally: changeState(vm, OperationFailed, null, work, Done) on the start's own
@@ -178,6 +179,14 @@ func (s *Server) orchestrateStart(t *Thread, vmID int64, want string) (err error
 	for retry := s.Config.Int("start.retry"); retry != 0; retry-- {
 		s.Log(t, "DEBUG", VMObject(vmID), "VM start attempt #%d", s.Config.Int("start.retry")-retry+1)
 		dest, perr := s.planDeployment(v, want, avoid)
+		var ic *InsufficientCapacityError
+		if errors.As(perr, &ic) && lastKnownError != nil {
+			// dest == null after a failed attempt: an admin caller (the API's, HA's system account)
+			// gets a CloudRuntimeException with the last known error (canExposeError), not the
+			// InsufficientServerCapacityException
+			attempt := s.Config.Int("start.retry") - retry + 1
+			return runtimeErr("Unable to create a deployment for %s after %d attempts Last known error: %v", v.Name, attempt, lastKnownError)
+		}
 		if perr != nil {
 			return perr
 		}
@@ -208,6 +217,7 @@ func (s *Server) orchestrateStart(t *Thread, vmID int64, want string) (err error
 			s.DB.UpdateItWorkStep(work.ID, ItWorkStarted)
 			if !ans.Result {
 				s.Log(t, "INFO", VMObject(vmID), "Unable to start VM on %s due to %s", dest, ans.Details)
+				lastKnownError = fmt.Errorf("Unable to start VM on %s due to %s", dest, ans.Details)
 				return nil
 			}
 			answered = true
@@ -258,6 +268,7 @@ func (s *Server) orchestrateStart(t *Thread, vmID int64, want string) (err error
 			// joins the avoid set and the loop tries another host with the same copy of the VM
 			s.Log(t, "WARN", VMObject(vmID), "Unable to contact resource. %v", aerr)
 			avoid[ue.Host] = true
+			lastKnownError = aerr
 			continue
 		case errors.As(aerr, &ce):
 			return aerr // caught by none of the attempt's catch blocks: no log line of its own
