@@ -73,3 +73,58 @@ func TestStartMarksPendingHAWorkInvestigating(t *testing.T) {
 		require.Equal(t, c.want, db.HaWorkOf(int64(i + 1))[0].Step, c.name)
 	}
 }
+
+// TestHARestartChecksBeforeTheStart pins the early returns of HighAvailabilityManagerImpl.restart
+// (apache/cloudstack@04913a4593e755f617f70f9b85cecef878057dfc, server/src/main/java/com/cloud/ha/
+// HighAvailabilityManagerImpl.java, restart), in the Java's order: a newer HA item of the VM ends this
+// one (listFutureHaWorkForVm); another HA item a worker holds puts it off for
+// investigate.retry.interval (listRunningHaWorkForVm); a VM gone ends it; a VM whose state or update
+// count is not the item's ends it ("has been changed"); at step Investigating, a VM no longer on the
+// item's host ends it; after the investigation, a VM not HA-enabled (ForceHA off) ends it. None of these
+// starts anything.
+func TestHARestartChecksBeforeTheStart(t *testing.T) {
+	cases := []struct {
+		name  string
+		setup func(s *Server, v *VMVO, w *HaWorkVO)
+		step  haStep
+		again time.Duration // after now; -1: done
+		line  string
+	}{
+		{"a newer item", func(s *Server, v *VMVO, w *HaWorkVO) {
+			s.DB.PersistHaWork(HaWorkVO{Type: haRestart, VMID: v.ID, HostID: "h1", Step: haInvestigating, TimeToTry: s.Env.Now()})
+		}, haInvestigating, -1, "Cancelling this work item because newer ones have been scheduled."},
+		{"an older item a worker holds", func(s *Server, v *VMVO, w *HaWorkVO) {
+			o := s.DB.HaWorkOf(v.ID)[0] // persisted before this one: see below
+			o.ServerID, o.DateTaken = "ms1", s.Env.Now()
+			s.DB.UpdateHaWork(o)
+		}, haInvestigating, time.Minute, "Waiting because there's HA work being executed on an item currently."},
+		{"the VM removed", func(s *Server, v *VMVO, w *HaWorkVO) { s.DB.vms[v.ID].Removed = true },
+			haInvestigating, -1, "Unable to find vm"},
+		{"the VM changed", func(s *Server, v *VMVO, w *HaWorkVO) { w.PrevUpdate-- },
+			haInvestigating, -1, "has been changed."},
+		{"the VM on another host", func(s *Server, v *VMVO, w *HaWorkVO) { s.DB.vms[v.ID].HostID = "h2" },
+			haInvestigating, -1, "is now no longer on host h1"},
+		{"not HA-enabled", func(s *Server, v *VMVO, w *HaWorkVO) {}, haScheduled, -1, "VM is not HA enabled so we're done."},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s, log, id := stallWorld(t, host.Up, vm.Running, vm.PowerOn, time.Minute, false)
+			if c.name == "an older item a worker holds" {
+				s.DB.PersistHaWork(HaWorkVO{Type: haRestart, VMID: id, HostID: "h1", Step: haInvestigating, TimeToTry: s.Env.Now()})
+			}
+			v := s.DB.VM(id)
+			w := s.DB.PersistHaWork(HaWorkVO{Type: haRestart, VMID: id, HostID: "h1", Step: c.step, PrevState: v.State,
+				PrevUpdate: v.UpdateCount, TimeToTry: s.Env.Now()})
+			c.setup(s, v, w)
+			next := s.ha.restart(&Thread{Name: "HA-Worker-0"}, w)
+			if c.again < 0 {
+				require.True(t, next.IsZero(), "done")
+			} else {
+				require.Equal(t, s.Env.Now().Add(c.again), next)
+			}
+			require.Equal(t, 1, log.count(c.line))
+			require.Zero(t, log.count("RESTART")-1, "one round")
+			require.Equal(t, vm.Running, s.DB.VM(id).State, "nothing stopped or started")
+		})
+	}
+}
