@@ -698,7 +698,7 @@ func (c *Cluster) AgentStop(h string, graceful bool) error {
 	if graceful {
 		a.Shutdown()
 	} else {
-		a.Kill()
+		c.w.killAgent(h, a)
 	}
 	// A graceful stop takes a second (ShutdownCommand, then the socket): an overlapping fault may
 	// have started the host's next agent meanwhile, whose tasks and hypervisor subscription are not

@@ -397,7 +397,7 @@ func (w *libvirtWorld) newServer() *impl.Server {
 		}
 	}
 	w.msEnv = w.base.Child()
-	return impl.NewServer("ms1", w.msEnv, c.DB, c.Config, c.Defects, w.ln)
+	return impl.NewServer("ms1", w.msEnv, c.DB, c.Config, c.Defects, w.msEnv.Transport(w.ln))
 }
 
 // stopServer kills the process first, then its sockets close (liveWorld.stopServer).
@@ -410,10 +410,16 @@ func (w *libvirtWorld) stopServer() {
 func (w *libvirtWorld) newAgent(h string) *impl.Agent {
 	lh := w.hosts[h]
 	lh.env = w.base.Child()
-	a := impl.NewAgent(h, lh.env, lh.stale.Wrap(&live.Dialer{Addr: lh.proxy.Addr(), Key: agentKey}),
-		&agentHV{Host: lh.hv, env: lh.env, name: "agent/" + h + "/libvirt-events"}, w.c.Rec)
+	a := impl.NewAgent(h, lh.env, lh.stale.Wrap(lh.env.Transport(&live.Dialer{Addr: lh.proxy.Addr(), Key: agentKey})),
+		&agentHV{Host: lh.hv, env: lh.env, name: "agent/" + h + "/libvirt-events"}, lh.env.Sink(w.c.Rec))
 	a.Defects = w.c.Defects
 	return a
+}
+
+// killAgent ends the agent's process before its socket closes (liveWorld.killAgent).
+func (w *libvirtWorld) killAgent(h string, a *impl.Agent) {
+	w.hosts[h].env.Close()
+	a.Kill()
 }
 
 func (w *libvirtWorld) agentStopped(h string) {

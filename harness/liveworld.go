@@ -67,6 +67,15 @@ type liveWorld struct {
 	up      bool // NewLiveCluster finished
 	// scenarioConfig is the scenario's own config (it wins over LibvirtScaling).
 	scenarioConfig map[string]string
+	// hooks are tests' ways into a process, each taken when an incarnation starts.
+	hooks liveHooks
+}
+
+// liveHooks let a test stand inside a process: api wraps the API's handler inside the server's process
+// (a request that waits there), agentHV the hypervisor as an agent sees it.
+type liveHooks struct {
+	api     func(http.Handler) http.Handler
+	agentHV func(impl.Hypervisor) impl.Hypervisor
 }
 
 type liveHost struct {
@@ -302,13 +311,17 @@ func (w *liveWorld) newServer() *impl.Server {
 		relisten(w.addr, func(a string) (err error) { w.ln, err = listenAgents(a); return })
 	}
 	w.msEnv = w.base.Child()
-	s := impl.NewServer("ms1", w.msEnv, c.DB, c.Config, c.Defects, w.ln)
+	s := impl.NewServer("ms1", w.msEnv, c.DB, c.Config, c.Defects, w.msEnv.Transport(w.ln))
 	if w.lo.API {
 		if w.apiLn == nil {
 			relisten(w.apiAddr, func(a string) (err error) { w.apiLn, err = net.Listen("tcp", a); return })
 		}
+		var api http.Handler = cloudapi.New(s, cloudapi.Options{Now: w.base.Now}, w.creds)
+		if w.hooks.api != nil {
+			api = w.hooks.api(api)
+		}
 		mux := http.NewServeMux()
-		mux.Handle("/client/api", cloudapi.New(s, cloudapi.Options{Now: w.base.Now}, w.creds))
+		mux.Handle("/client/api", w.msEnv.Handler(api))
 		w.apiSrv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 		go w.apiSrv.Serve(w.apiLn)
 	}
@@ -337,9 +350,20 @@ func (w *liveWorld) stopServer() {
 func (w *liveWorld) newAgent(h string) *impl.Agent {
 	lh := w.hosts[h]
 	lh.env = w.base.Child()
-	a := impl.NewAgent(h, lh.env, lh.stale.Wrap(&live.Dialer{Addr: lh.proxy.Addr(), Key: agentKey}), &liveAgentHV{lh}, w.c.Rec)
+	var hv impl.Hypervisor = &liveAgentHV{lh}
+	if w.hooks.agentHV != nil {
+		hv = w.hooks.agentHV(hv)
+	}
+	a := impl.NewAgent(h, lh.env, lh.stale.Wrap(lh.env.Transport(&live.Dialer{Addr: lh.proxy.Addr(), Key: agentKey})), hv, lh.env.Sink(w.c.Rec))
 	a.Defects = w.c.Defects
 	return a
+}
+
+// killAgent ends the agent's process before its socket closes: a goroutine woken by the close, or
+// calling into the agent meanwhile (a lifecycle callback), finds it dead and writes nothing.
+func (w *liveWorld) killAgent(h string, a *impl.Agent) {
+	w.hosts[h].env.Close()
+	a.Kill()
 }
 
 func (w *liveWorld) agentStopped(h string) {

@@ -38,6 +38,10 @@ type substrate interface {
 	// one (its tasks, its lifecycle subscription). Domains keep running.
 	newAgent(h string) *impl.Agent
 	agentStopped(h string)
+	// killAgent is kill -9 of a host's agent a: its process dies, its socket closes (agentStopped
+	// follows). A real world ends the process first, as the kernel does, so that nothing its goroutines
+	// do when the socket closes (a log line, a message) happens after the kill.
+	killAgent(h string, a *impl.Agent)
 	cutLink(h string, on bool)
 	delayNextOutOfBand(h string, d time.Duration)
 	// running lists a host's powered-on domains; crash and guestShutdown act on one.
@@ -134,6 +138,10 @@ func (w *simWorld) newAgent(h string) *impl.Agent {
 	a.Defects = c.Defects
 	return a
 }
+
+// killAgent: the simulator runs no task between the socket's close and agentStopped's kill of the
+// agent's tasks.
+func (w *simWorld) killAgent(h string, a *impl.Agent) { a.Kill() }
 
 func (w *simWorld) agentStopped(h string) {
 	w.hosts[h].Unsubscribe()

@@ -33,6 +33,7 @@ type Env struct {
 	parent *Env
 	done   chan struct{}
 	once   sync.Once
+	life   sync.RWMutex    // Close holds it alone, each act of the process shared (dead.go)
 	tasks  *sync.WaitGroup // the run's: every task of every process
 	owners *owners         // the run's: the process of each running task
 }
@@ -201,6 +202,8 @@ func (e *Env) NewSignal() impl.Signal { return &signal{env: e, ch: make(chan str
 // Close stops the environment: parked tasks exit, new tasks do not start. Tasks blocked on a socket
 // end when their transport closes.
 func (e *Env) Close() {
+	e.life.Lock() // the kill's instant: after the process's acts in flight, before any other
+	defer e.life.Unlock()
 	e.once.Do(func() {
 		close(e.done)
 		e.owners.deaths.Add(1)
