@@ -27,7 +27,9 @@ import (
 // Deferred calls are not finally blocks of a live JVM: a killed CloudStack runs none. So a task of a
 // closed process also ends at its first database access (Reap, impl.Reaper), whether it unwinds from
 // its park or was running when its process died: a dead process writes nothing more, as in the
-// simulator.
+// simulator. What a process does outside its tasks (an API request's handler, a callback into it
+// that logs or sends) goes through Handler, Sink and Transport (dead.go): none of it lands after
+// Close.
 type Env struct {
 	clk    *clock
 	parent *Env
