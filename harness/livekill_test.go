@@ -2,6 +2,7 @@ package harness
 
 import (
 	"net/http"
+	"runtime"
 	"runtime/debug"
 	"strings"
 	"sync/atomic"
@@ -23,6 +24,29 @@ func wait(t *testing.T, ch <-chan struct{}, d time.Duration, what string) {
 	case <-time.After(d):
 		t.Fatalf("%s did not happen within %s", what, d)
 	}
+}
+
+// noneRunning waits until no goroutine runs a function whose name has one of the prefixes (the
+// dead process's code): nothing of it is left running.
+func noneRunning(t *testing.T, prefixes ...string) {
+	t.Helper()
+	var left []string
+	for end := time.Now().Add(5 * time.Second); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
+		left = left[:0]
+		buf := make([]byte, 1<<22)
+		for _, g := range strings.Split(string(buf[:runtime.Stack(buf, true)]), "\n\n") {
+			for _, p := range prefixes {
+				if strings.Contains(g, p) {
+					left = append(left, g)
+					break
+				}
+			}
+		}
+		if len(left) == 0 {
+			return
+		}
+	}
+	t.Fatalf("%d goroutines of the dead process left running:\n%s", len(left), strings.Join(left, "\n\n"))
 }
 
 // fault applies a fault between two checks: the cluster's fields a stop and a start write (msDown,
@@ -86,6 +110,8 @@ func TestLiveKilledServerAPIHandlerDoesNothingMore(t *testing.T) {
 	assert.Empty(t, after(c, killed, func(e history.Event) bool {
 		return strings.HasPrefix(e.Object, "network:") || strings.Contains(e.Detail, "net-after-kill") && e.Actor != "client-1"
 	}), "the dead server's handler acted after the kill")
+	// the server is down: none of its API connections' goroutines is left
+	noneRunning(t, "net/http.(*conn).serve", "impl/cloudapi.(*Handler)")
 }
 
 // heldReport is an agent's hypervisor whose domain list, asked for an out-of-band report, waits
@@ -136,4 +162,5 @@ func TestLiveKilledAgentSaysNothingMore(t *testing.T) {
 	wait(t, crashed, 10*time.Second, "the crash's callback's end")
 	assert.Empty(t, after(c, killed, func(e history.Event) bool { return e.Actor == "agent/h1" }),
 		"the killed agent spoke after the kill")
+	noneRunning(t, "impl.(*Agent).") // the agent is not restarted: nothing of it runs
 }
