@@ -402,7 +402,7 @@ func (w *libvirtWorld) newServer() *impl.Server {
 
 // stopServer kills the process first, then its sockets close (liveWorld.stopServer).
 func (w *libvirtWorld) stopServer() {
-	w.msEnv.Close()
+	w.c.DB.Between(w.msEnv.Close)
 	w.ln.Close()
 	w.ln = nil
 }

@@ -339,9 +339,10 @@ func (w *liveWorld) stopAPI() {
 }
 
 // stopServer kills the process first, then its sockets close (as the kernel closes a killed
-// process's): a reader woken by its closed connection finds its process dead.
+// process's): a reader woken by its closed connection finds its process dead. The kill falls between
+// two database accesses (DB.Between): a thread waiting for the database then finds its process dead.
 func (w *liveWorld) stopServer() {
-	w.msEnv.Close()
+	w.c.DB.Between(w.msEnv.Close)
 	w.ln.Close()
 	w.ln = nil
 	w.stopAPI()

@@ -66,6 +66,9 @@ type Preempter interface {
 // start → cleanupLeftOverJobs: "job cancelled because of management server restart or shutdown").
 type Reaper interface {
 	Reap()
+	// Dead says whether the calling task's process is dead, without ending it: the database asks
+	// once it holds its lock, where the task must release it before it ends.
+	Dead() bool
 }
 
 // point is a scheduling point of env's running task (nothing when env is not a Preempter).

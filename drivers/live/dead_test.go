@@ -145,3 +145,46 @@ func TestEnvDeadAgentSaysNothing(t *testing.T) {
 	assert.Equal(t, []string{"alive"}, sink.details())
 	assert.Equal(t, []string{impl.MsgPing}, wire.kinds())
 }
+
+// heldSink is a sink that holds its first event (and so the database, which emits under its lock)
+// until released.
+type heldSink struct {
+	events
+	once             sync.Once
+	entered, release chan struct{}
+}
+
+func (s *heldSink) Emit(e history.Event) {
+	s.once.Do(func() { close(s.entered); <-s.release })
+	s.events.Emit(e)
+}
+
+// A task of a process that passed its check (Reap) just before the kill and waits for the database
+// writes nothing once it has it: the kill happens between two of the database's accesses
+// (DB.Between), and a task that gets the database after it finds its process dead. Before, it wrote
+// after the kill (its check was made while its process still lived).
+func TestEnvTaskWaitingOnTheDatabaseAtTheKillWritesNothing(t *testing.T) {
+	run := NewEnv()
+	defer run.Close()
+	sink := &heldSink{entered: make(chan struct{}), release: make(chan struct{})}
+	db := impl.NewDB(run, sink)
+	note := func(what string) { db.Emit(history.Event{Kind: history.Log, Detail: what}) }
+	go note("holds the database") // no process's: its event waits in the sink, under the database's lock
+	<-sink.entered
+	proc := run.Child()
+	waiting, ended := make(chan struct{}), make(chan struct{})
+	proc.Go("Work-Job-Executor-1", func() {
+		defer close(ended)
+		close(waiting)
+		note("written by a task of the killed process") // past Reap while alive, then waits for the lock
+	})
+	<-waiting
+	time.Sleep(20 * time.Millisecond) // let it reach the database's lock
+	killed := make(chan int, 1)
+	go db.Between(func() { proc.Close(); killed <- len(sink.details()) })
+	time.Sleep(20 * time.Millisecond)
+	close(sink.release)
+	<-ended
+	at := <-killed
+	assert.NotContains(t, sink.details()[at:], "written by a task of the killed process")
+}

@@ -190,12 +190,18 @@ func (e *Env) Go(name string, fn func()) {
 // Reap ends the calling goroutine (runtime.Goexit) if it is a task of a closed process (impl.Reaper):
 // whichever Env it is called on, since the database that calls it is the run's.
 func (e *Env) Reap() {
-	if e.owners.deaths.Load() == 0 {
-		return
-	}
-	if p := e.owners.get(goid()); p != nil && p.closed() {
+	if e.Dead() {
 		runtime.Goexit()
 	}
+}
+
+// Dead says whether the calling goroutine is a task of a closed process (impl.Reaper).
+func (e *Env) Dead() bool {
+	if e.owners.deaths.Load() == 0 {
+		return false
+	}
+	p := e.owners.get(goid())
+	return p != nil && p.closed()
 }
 
 // NewSignal returns a one-shot event.
