@@ -27,12 +27,19 @@ type assertedStops struct {
 	// observer last looked (it observes them anew: nothing else may have moved them)
 	vms   map[string]string
 	ended []string
+	// removed: the hosts an operator removed (host-remove), from the removal's start: a domain that
+	// runs there is the operator's (filter freezes it), as one a forced stop left running is
+	removed map[string]bool
 }
 
 type domKey struct{ host, name string }
 
 // believeForcedStops is off only in the test that shows what the assertion hides.
 var believeForcedStops = true
+
+// removedHostsDomains is off only in the test that shows a domain started on a host while an operator
+// removed it, without the rule that makes it the operator's.
+var removedHostsDomains = true
 
 // assertionFollowsMigration is off only in the test that shows the migrated guest without it.
 var assertionFollowsMigration = true
@@ -73,7 +80,7 @@ func (a *assertedStops) exempt(name string) bool {
 func (a *assertedStops) filter(hosts map[string]bool, ds []invariant.Domain) []invariant.Domain {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if len(a.open) == 0 && len(a.frozen) == 0 {
+	if len(a.open) == 0 && len(a.frozen) == 0 && len(a.removed) == 0 {
 		return ds
 	}
 	running := map[domKey]bool{}
@@ -89,6 +96,12 @@ func (a *assertedStops) filter(hosts map[string]bool, ds []invariant.Domain) []i
 	// record ends with is the operator's split brain, not a race of the server's: the twin is frozen
 	// too, so the VM stays the operator's until every domain that ran beside the asserted one stops.
 	for _, d := range ds {
+		if k := (domKey{d.HostID, d.Name}); d.Running && !a.frozen[k] && a.removed[d.HostID] && removedHostsDomains {
+			a.frozen[k] = true
+			a.gen++
+		}
+	}
+	for _, d := range ds {
 		if k := (domKey{d.HostID, d.Name}); d.Running && !a.frozen[k] && a.frozenElsewhereLocked(k) {
 			a.frozen[k] = true
 			a.gen++
@@ -98,7 +111,7 @@ func (a *assertedStops) filter(hosts map[string]bool, ds []invariant.Domain) []i
 		if (hosts == nil || hosts[k.host]) && !running[k] {
 			delete(a.frozen, k)
 			a.gen++ // the VM's domains on other hosts may be its own again
-			if !a.exemptLocked(k.name) {
+			if !a.exemptLocked(k.name) && a.vms[k.name] != "" {
 				a.ended = append(a.ended, a.vms[k.name])
 			}
 		}
@@ -141,6 +154,25 @@ func (c *Cluster) forceStopBegins(vmID, name string) {
 	}
 	a.open[name]++
 	a.vms[name] = vmID
+	a.gen++
+}
+
+// hostRemovalBegins marks host h removed by an operator: from now on every domain that runs there is
+// the operator's (filter).
+func (c *Cluster) hostRemovalBegins(h string) {
+	if !believeForcedStops {
+		return
+	}
+	a := &c.Rec.asserted
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.open == nil {
+		a.open, a.frozen, a.vms = map[string]int{}, map[domKey]bool{}, map[string]string{}
+	}
+	if a.removed == nil {
+		a.removed = map[string]bool{}
+	}
+	a.removed[h] = true
 	a.gen++
 }
 

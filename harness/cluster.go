@@ -720,8 +720,19 @@ func (c *Cluster) AgentStart(h string) error {
 	if c.poweredOff(h) {
 		return fmt.Errorf("host %s is powered off", h)
 	}
+	if c.removed(h) {
+		return nil // an operator removed the host and stopped its agent: it stays stopped
+	}
 	c.startAgent(h)
 	return nil
+}
+
+// removed says whether an operator removed host h (host-remove): its agent is not started again
+// when a fault on the host heals (a decommissioned host; its agent connecting again would register
+// a new host, which the reference does not model).
+func (c *Cluster) removed(h string) bool {
+	hv := c.DB.Host(h)
+	return hv != nil && hv.Status == host.Removed
 }
 
 func (c *Cluster) CutLink(h string, on bool) error {

@@ -1,9 +1,12 @@
 package harness
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/csconform/csconform/drivers/sim"
 	"github.com/csconform/csconform/impl"
@@ -46,7 +49,9 @@ func (c *Cluster) HostPower(h string, on bool) error {
 	}
 	if on {
 		hw.hostPower(h, true)
-		c.startAgent(h)
+		if !c.removed(h) { // a removed host boots without its agent (AgentStart)
+			c.startAgent(h)
+		}
 		return nil
 	}
 	c.Agents[h].PowerLoss()
@@ -64,10 +69,78 @@ func (c *Cluster) RemoveHost(h string) error {
 	if c.msDown {
 		return errServerDown
 	}
-	if err := c.Server.DeleteHost(h, true); err != nil {
-		return err
+	// The forced deleteHost stops every VM of the host forced (deleteRoutingHost; scheduleRestart(vm,
+	// false) stops an HA-enabled one forced before HA restarts it), which releases a VM whose
+	// StopCommand cannot reach the host, and doDeleteHost sets those still marked there Stopped: the
+	// operator's assertion that the host's VMs are stopped, as a caller's forced stop is (asserted.go).
+	// The VMs recorded on the host and those whose domains run there are the operator's while the
+	// removal runs, and afterwards while a domain of theirs runs; so is any domain that runs on the
+	// host from the removal's start (a start the delete's HA restart sent there meanwhile).
+	c.hostRemovalBegins(h)
+	before := c.onHost(h)
+	for _, v := range before {
+		c.forceStopBegins(id(v.ID), v.Name)
 	}
-	return c.AgentStop(h, true)
+	err := c.deleteHost(h)
+	if err == nil {
+		err = c.AgentStop(h, true)
+	}
+	for _, v := range c.onHost(h) { // domains started there during the removal
+		if removedHostsDomains && !slices.ContainsFunc(before, func(b *impl.VMVO) bool { return b.ID == v.ID }) {
+			c.forceStopBegins(id(v.ID), v.Name)
+			before = append(before, v)
+		}
+	}
+	for _, v := range before {
+		c.assertionEnds(v.Name, v.Name, "host-remove")
+	}
+	return err
+}
+
+// deleteHost calls deleteHost (forced) in a thread of the server, as the API servlet runs the
+// synchronous DeleteHostCmd, and waits for it; a server that stops meanwhile takes the call with it
+// (the operator's HTTP request fails, the delete done as far as it got), as it does an API call of a
+// client: the caller is not left waiting on a job of a dead server.
+func (c *Cluster) deleteHost(h string) error {
+	srv, downs := c.Server, len(c.msDowns)
+	var mu sync.Mutex
+	done, err := false, error(nil)
+	srv.Go("deleteHost", func(*impl.Thread) {
+		e := srv.DeleteHost(h, true)
+		mu.Lock()
+		done, err = true, e
+		mu.Unlock()
+	})
+	for {
+		mu.Lock()
+		d, e := done, err
+		mu.Unlock()
+		switch {
+		case d:
+			return e
+		case len(c.msDowns) != downs:
+			return errServerDown
+		}
+		c.Sleep(100 * time.Millisecond)
+	}
+}
+
+// onHost lists the VMs recorded on host h or whose domains run there, by id.
+func (c *Cluster) onHost(h string) []*impl.VMVO {
+	var out []*impl.VMVO
+	add := func(v *impl.VMVO) {
+		if v != nil && !slices.ContainsFunc(out, func(o *impl.VMVO) bool { return o.ID == v.ID }) {
+			out = append(out, v)
+		}
+	}
+	for _, v := range c.DB.VMs(func(v *impl.VMVO) bool { return !v.Removed && v.HostID == h }) {
+		add(v)
+	}
+	for _, dom := range c.w.running(h) {
+		add(c.DB.VMByName(dom))
+	}
+	slices.SortFunc(out, func(a, b *impl.VMVO) int { return cmp.Compare(a.ID, b.ID) })
+	return out
 }
 
 // Heartbeat stops (on=false) or resumes a live host's storage heartbeat.

@@ -96,6 +96,10 @@ func TestEveryWriteReachesTheLog(t *testing.T) {
 			db.UpdatePowerState("ms1", v.ID, vm.PowerOn, "h1", time.Time{})
 			db.ResetHostPowerStateTracking("h1")
 		}},
+		{"StopVMsOfRemovedHost", func() {
+			require.Equal(t, []int64{v.ID}, db.StopVMsOfRemovedHost("ms1", "h1"))
+			require.True(t, db.UpdateVMState("ms1", db.VM(v.ID), vm.StartRequested, vm.Starting, "h1")) // on h1 again for what follows
+		}},
 		{"CreateJob", func() { j = db.CreateJob("api", "StartVM", "VirtualMachine", v.ID, "ms1") }},
 		{"CompleteJob", func() { db.CompleteJob("ms1", j.ID, job.Succeeded, 0, "ok") }},
 		{"ExpungeJob", func() { db.ExpungeJob("ms1", db.CreateJob("api", "VmWorkStop", "VirtualMachine", v.ID, "ms1").ID) }},

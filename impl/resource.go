@@ -10,7 +10,9 @@ import (
 // DeleteHost is ResourceManagerImpl.deleteHost with forced=true, as an operator removes a host
 // (doDeleteHost): HA-disabled VMs and VMs in Stopping are force-stopped, HA-enabled Running or
 // Starting VMs get an HA restart without investigation; then the agent is disconnected and the host
-// goes Removed. Without forced, a host with VMs is refused.
+// goes Removed, and the VMs still marked on it are set Stopped with no host (doDeleteHost's last sweep,
+// apache/cloudstack 0115b87ebb85c67f8b1e8177a86004a66112de75 server/.../resource/ResourceManagerImpl.java).
+// Without forced, a host with VMs is refused.
 func (s *Server) DeleteHost(hostID string, forced bool) error {
 	t := &Thread{Name: s.nextThread("API-Job-Executor")}
 	h := s.DB.Host(hostID)
@@ -42,6 +44,12 @@ func (s *Server) DeleteHost(hostID string, forced bool) error {
 		// Connecting/Up without a Remove edge: the row goes anyway (the Java marks it removed).
 		s.DB.HostTransit(t.Name, hostID, host.ShutdownRequested, s.ID)
 		s.DB.HostTransit(t.Name, hostID, host.Remove, s.ID)
+	}
+	// doDeleteHost: "Make sure any VMs that were marked as being on this host are cleaned up" — a VM
+	// whose stop or restart left it there (a router whose start HA's restart sent to the host while the
+	// delete ran, its StartCommand cancelled with the attache) goes Stopped with no host.
+	for _, id := range s.DB.StopVMsOfRemovedHost(t.Name, hostID) {
+		s.Log(t, "DEBUG", VMObject(id), "VM %d was marked on removed host %s: set Stopped", id, hostID)
 	}
 	s.Log(t, "INFO", HostObject(hostID), "Host %s removed", hostID)
 	return nil

@@ -502,6 +502,31 @@ func (db *DB) updateVMStateLocked(actor string, old *VMVO, ev vm.Event, newState
 	return true
 }
 
+// StopVMsOfRemovedHost is doDeleteHost's last sweep, in the transaction that removes the host: every
+// VM row still marked on the host is set Stopped with no host (vm.setState(State.Stopped);
+// vm.setHostId(null); _vmDao.persist(vm), an UPDATE of the changed columns: no state machine, no
+// update_count, its NICs and power columns left as they are). It returns the rows it wrote.
+func (db *DB) StopVMsOfRemovedHost(actor, hostID string) []int64 {
+	point(db.env, PointWrite)
+	db.lock()
+	defer db.commit()
+	var out []int64
+	for _, id := range slices.Clone(db.ix.vmByHost[hostID]) {
+		v, ok := db.vmRow(id)
+		if !ok || v.Removed || v.HostID != hostID {
+			continue
+		}
+		from := v.State
+		db.moveVM(id, hostID, "")
+		v.State, v.HostID = vm.Stopped, ""
+		db.touch(tVM, id)
+		db.emit(history.Event{Actor: actor, Kind: history.State, Object: VMObject(id), From: string(from), To: string(vm.Stopped),
+			Detail: fmt.Sprintf("%s setState host=", v.Name), Direct: true})
+		out = append(out, id)
+	}
+	return out
+}
+
 // RemoveVM marks an expunged VM's row removed.
 func (db *DB) RemoveVM(actor string, id int64) {
 	point(db.env, PointWrite)
