@@ -226,10 +226,14 @@ func (r Reach) ops() []string {
 var soloFaults = []string{"crash", "guest-shutdown", "agent-restart", "agent-kill", "disconnect", "ms-restart", "slow-router-boot", "stale-report"}
 
 // hostFaults are the host states of the investigation and HA (issue 12), drawn by the current
-// generator only (the classic one's programs stay as they were). host-remove is not drawn: a removed
-// host stays gone, and the programs' later deploys onto it would fail for a reason the detectors do
-// not know yet.
+// generator only (the classic one's programs stay as they were). host-remove is not among them: a
+// removed host stays gone, and the programs' later deploys onto it would fail for a reason the
+// detectors do not know; it is drawn only after a program's last action (thenRemoved).
 var hostFaults = []string{"host-power-off", "host-unreachable", "heartbeat-fail"}
+
+// removable are the faults on a host that, as a program's last step, a forced removal of the host
+// may follow (thenRemoved).
+var removable = []string{"disconnect", "agent-kill", "agent-restart", "host-power-off", "host-unreachable", "heartbeat-fail"}
 
 func (g *gen) classicAction() {
 	switch w := rapid.IntRange(0, 99).Draw(g.t, "action"); {
@@ -464,6 +468,9 @@ func ProgramFor(t *rapid.T, r Reach) (*harness.Scenario, int) {
 		return true
 	})
 	n := len(rapid.SliceOfN(act, 1, maxActions).Draw(t, "actions"))
+	if g.thenRemoved(c) {
+		n++
+	}
 	return g.sc, n
 }
 
@@ -830,4 +837,28 @@ func (g *gen) comeBack(v string) {
 		g.step(harness.Step{Wait: time.Duration(rapid.IntRange(1, 4).Draw(g.t, "minutes")) * time.Minute,
 			Op: rapid.SampledFrom([]string{"destroyExpunge", "start", "stop"}).Draw(g.t, "op"), VM: v})
 	}
+}
+
+// drawRemovals is off only in the test that compares the programs drawn with and without thenRemoved.
+var drawRemovals = true
+
+// thenRemoved, now and then, follows a program whose last step is a fault on a host (removable) with
+// an operator's forced deleteHost of that host (host-remove; false, none, is where a shrink goes):
+// at once, while the fault holds, or after the ping timeout and the investigation, when the host is
+// Disconnected, Down or Alert if the fault still holds. These are the host rows `-Remove-> Removed`
+// (issue 33). The removal comes last, so no later step acts on the removed host; and it is drawn
+// after every other draw, so that a program that does not take it draws as it did (its last step
+// not a host fault: no draw at all).
+func (g *gen) thenRemoved(c *impl.Config) bool {
+	if !drawRemovals || g.classic || (g.reach.Faults != nil && !g.reach.Faults["host-remove"]) || len(g.sc.Steps) == 0 {
+		return false
+	}
+	last := g.sc.Steps[len(g.sc.Steps)-1]
+	if last.Host == "" || last.Until != "" || !slices.Contains(removable, last.Fault) || !rapid.Bool().Draw(g.t, "then removed") {
+		return false
+	}
+	verdict := c.PingTimeout() + 2*time.Minute // the host judged: the ping timeout, then the investigation's commands
+	after := rapid.SampledFrom([]time.Duration{verdict, 0, 30 * time.Second}).Draw(g.t, "removed after")
+	g.step(harness.Step{Wait: after, Fault: "host-remove", Host: last.Host})
+	return true
 }
