@@ -126,11 +126,14 @@ type Cluster struct {
 	// deletedNets: the networks a deleteNetwork removed (refuseDeleted)
 	deletedNets map[int64]bool
 	msDown      bool
-	msDowns     []span    // ms1's stops (ServerStop to ServerStart; to zero while down)
-	msUpSince   time.Time // when the current server incarnation started
-	routerBoot  time.Duration
-	msGen       int
-	api         ClientAPI // nil: the direct path (see client.go)
+	msDowns     []span // ms1's stops (ServerStop to ServerStart; to zero while down)
+	// removedHosts are the hosts an operator removed (RemoveHost): their agents are not started again.
+	// Kept here rather than read from the hosts table, whose reads are scheduling points.
+	removedHosts map[string]bool
+	msUpSince    time.Time // when the current server incarnation started
+	routerBoot   time.Duration
+	msGen        int
+	api          ClientAPI // nil: the direct path (see client.go)
 	// servers is how many management servers share the database; peers are ms2 … msN (peers.go).
 	servers int
 	peers   []*peerServer
@@ -730,10 +733,7 @@ func (c *Cluster) AgentStart(h string) error {
 // removed says whether an operator removed host h (host-remove): its agent is not started again
 // when a fault on the host heals (a decommissioned host; its agent connecting again would register
 // a new host, which the reference does not model).
-func (c *Cluster) removed(h string) bool {
-	hv := c.DB.Host(h)
-	return hv != nil && hv.Status == host.Removed
-}
+func (c *Cluster) removed(h string) bool { return c.removedHosts[h] }
 
 func (c *Cluster) CutLink(h string, on bool) error {
 	if _, err := c.host(h); err != nil {

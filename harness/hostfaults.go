@@ -83,6 +83,10 @@ func (c *Cluster) RemoveHost(h string) error {
 	}
 	err := c.deleteHost(h)
 	if err == nil {
+		if c.removedHosts == nil {
+			c.removedHosts = map[string]bool{}
+		}
+		c.removedHosts[h] = true
 		err = c.AgentStop(h, true)
 	}
 	for _, v := range c.onHost(h) { // domains started there during the removal
