@@ -141,6 +141,13 @@ func (a *assertedStops) generation() int {
 	return a.gen
 }
 
+// initLocked makes the maps of an empty set; the caller holds mu.
+func (a *assertedStops) initLocked() {
+	if a.open == nil {
+		a.open, a.frozen, a.vms = map[string]int{}, map[domKey]bool{}, map[string]string{}
+	}
+}
+
 // forceStopBegins marks the forced stop of VM vmID (domain name) in flight.
 func (c *Cluster) forceStopBegins(vmID, name string) {
 	if !believeForcedStops {
@@ -149,9 +156,7 @@ func (c *Cluster) forceStopBegins(vmID, name string) {
 	a := &c.Rec.asserted
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.open == nil {
-		a.open, a.frozen, a.vms = map[string]int{}, map[domKey]bool{}, map[string]string{}
-	}
+	a.initLocked()
 	a.open[name]++
 	a.vms[name] = vmID
 	a.gen++
@@ -166,9 +171,7 @@ func (c *Cluster) hostRemovalBegins(h string) {
 	a := &c.Rec.asserted
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.open == nil {
-		a.open, a.frozen, a.vms = map[string]int{}, map[domKey]bool{}, map[string]string{}
-	}
+	a.initLocked()
 	if a.removed == nil {
 		a.removed = map[string]bool{}
 	}
