@@ -135,7 +135,9 @@ func (s *sink) transitions(object string) []string {
 	defer s.mu.Unlock()
 	var out []string
 	for _, e := range s.ev {
-		if e.Kind == history.State && e.Object == object {
+		// a row that leaves the status as it was (HostDaoImpl.updateState writes one, e.g. Alert
+		// -AgentDisconnected-> Alert as the cut connection closes) is no change of status
+		if e.Kind == history.State && e.Object == object && (e.From == "" || e.From != e.To) {
 			out = append(out, e.To)
 		}
 	}
