@@ -61,9 +61,11 @@ type Preempter interface {
 // finally that would fire OperationFailed, run shutdownNetwork and release the lock never runs
 // (apache/cloudstack@1527032a
 // engine/orchestration/src/main/java/org/apache/cloudstack/engine/orchestration/NetworkOrchestrator.java,
-// implementNetwork), and the next incarnation only fails the job (apache/cloudstack@db36a006
+// implementNetwork), and the next incarnation fails the job and moves only the job's own instance, the
+// VM, out of its transitional state (apache/cloudstack@04b49bc3
 // framework/jobs/src/main/java/org/apache/cloudstack/framework/jobs/impl/AsyncJobManagerImpl.java,
-// start → cleanupLeftOverJobs: "job cancelled because of management server restart or shutdown").
+// start → cleanupLeftOverJobs → cleanupResources, PR #8394, in releases since 4.19: "job cancelled
+// because of management server restart or shutdown").
 type Reaper interface {
 	Reap()
 	// Dead says whether the calling task's process is dead, without ending it: the database asks
