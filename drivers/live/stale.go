@@ -147,10 +147,13 @@ func (p *stalePipe) Send(m impl.Message) error {
 			return nil
 		}
 	}
+	err := p.Pipe.Send(m)
+	// The held start counts as answered once its answer is on the wire, not before: the late
+	// report waiting on it must not overtake the answer.
 	if m.Kind == impl.MsgAnswer && p.s.Hold {
 		p.s.answered(m.Seq)
 	}
-	return p.Pipe.Send(m)
+	return err
 }
 
 // Recv holds a StartCommand while a report is armed and not yet collected (with Hold).
