@@ -80,6 +80,8 @@ CSCONFORM_FUZZTIME="${CSCONFORM_FUZZTIME:-5s}" ci/fuzz.sh
 
 echo "== race detector on the code that runs with real goroutines (real-time Env, TCP, server and agent)"
 go test -race -count=1 -timeout 20m ./drivers/live ./impl
+# the harness in a real-time world: faults' tasks beside the checker, the clients and the server's threads
+CSCONFORM_TIERS=realtime go test -race -count=1 -timeout 10m -run '^TestLiveFaultTasksBesideTheChecker$' ./harness
 
 echo "== CLI smoke: the seed scenarios reproduce under cloudstack-4.22 and pass under fixed"
 # Built with coverage of impl/: the smoke runs below say which of the reference's statements

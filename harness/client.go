@@ -40,7 +40,7 @@ func (c *Cluster) clientFor(client string) ClientAPI {
 		}
 		return directAPI{c.apiServer(), c.w.clientEnv()}
 	}
-	return directAPI{c.Server, c.w.clientEnv()}
+	return directAPI{c.Server(), c.w.clientEnv()}
 }
 
 // directAPI calls a management server incarnation's API-level operations: the current one, or with

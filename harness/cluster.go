@@ -100,9 +100,7 @@ type Cluster struct {
 	w       substrate
 	checkMu sync.Mutex // one check at a time (real worlds check from their own task)
 	HostIDs []string
-	Agents  map[string]*impl.Agent
 	DB      *impl.DB
-	Server  *impl.Server
 	Config  *impl.Config
 	Defects impl.Switches
 	Rec     *Recorder
@@ -125,12 +123,20 @@ type Cluster struct {
 	netIDs  map[string]int64
 	// deletedNets: the networks a deleteNetwork removed (refuseDeleted)
 	deletedNets map[int64]bool
-	msDown      bool
-	msDowns     []span // ms1's stops (ServerStop to ServerStart; to zero while down)
+	// procMu guards which processes run: the server incarnation and its stops, the agents, the
+	// removed hosts. In a real-time world a fault's task writes them while the checker, the clients'
+	// tasks, the server's threads (runningServer) and the self-fence monitor read them.
+	procMu  sync.Mutex
+	server  *impl.Server
+	agents  map[string]*impl.Agent
+	msDown  bool
+	msDowns []span // ms1's stops (ServerStop to ServerStart; to zero while down)
 	// removedHosts are the hosts an operator removed (RemoveHost): their agents are not started again.
 	// Kept here rather than read from the hosts table, whose reads are scheduling points.
 	removedHosts map[string]bool
 	msUpSince    time.Time // when the current server incarnation started
+	// agentStarted: when each host's current agent started (its KVMHAMonitor's first write)
+	agentStarted map[string]time.Time
 	routerBoot   time.Duration
 	msGen        int
 	api          ClientAPI // nil: the direct path (see client.go)
@@ -142,10 +148,8 @@ type Cluster struct {
 	// guardCfgs: the configuration the transition guards read, from when (nil: never changed)
 	guardCfgs []GuardConfigAt
 	guarded   map[string]int // the guards' decided transitions, once judged
-	// agentStarted: when each host's current agent started (its KVMHAMonitor's first write);
 	// monitoring: the hosts whose KVMHAMonitor runs a self-fence countdown (selffence.go)
-	agentStarted map[string]time.Time
-	monitoring   map[string]bool
+	monitoring map[string]bool
 }
 
 // NewSimCluster builds a cluster in the simulator and runs it until every host is Up.
@@ -163,7 +167,7 @@ func NewSimCluster(o Options) (*Cluster, error) {
 	}
 	s := sim.NewScheduler(o.Seed)
 	s.UseStrategy(o.Limits.Scheduler)
-	c := &Cluster{Agents: map[string]*impl.Agent{},
+	c := &Cluster{
 		Config: cfg, Defects: o.Defects, tracker: invariant.NewTracker(), seen: map[string]bool{}, vmIDs: map[string]int64{}, netIDs: map[string]int64{}}
 	sw := &simWorld{c: c, sched: s, fabric: sim.NewFabric(s), hosts: map[string]*sim.Host{}}
 	c.w = sw
@@ -219,14 +223,59 @@ func NewSimCluster(o Options) (*Cluster, error) {
 }
 
 func (c *Cluster) startServer() {
-	c.msGen++
-	c.Server = c.w.newServer()
+	srv := c.w.newServer()
 	if c.servers > 1 {
-		c.Server.Clustered, c.Server.Peers = true, c.runningServer
+		srv.Clustered, srv.Peers = true, c.runningServer
 	}
-	c.Server.Start()
+	c.procMu.Lock()
+	c.msGen++
+	c.server = srv
+	c.procMu.Unlock()
+	// not under procMu: the server's threads ask runningServer as soon as they run
+	srv.Start()
+	c.procMu.Lock()
 	c.msDown = false
 	c.msUpSince = c.Now()
+	c.procMu.Unlock()
+}
+
+// Server is the current management server incarnation (ms1; the last one while it is down).
+func (c *Cluster) Server() *impl.Server {
+	c.procMu.Lock()
+	defer c.procMu.Unlock()
+	return c.server
+}
+
+// serverDown says whether ms1 is down (between ServerStop and ServerStart).
+func (c *Cluster) serverDown() bool {
+	c.procMu.Lock()
+	defer c.procMu.Unlock()
+	return c.msDown
+}
+
+// serverStops is how many times ms1 was stopped.
+func (c *Cluster) serverStops() int {
+	c.procMu.Lock()
+	defer c.procMu.Unlock()
+	return len(c.msDowns)
+}
+
+// agent is host h's current agent (nil: none yet).
+func (c *Cluster) agent(h string) *impl.Agent {
+	c.procMu.Lock()
+	defer c.procMu.Unlock()
+	return c.agents[h]
+}
+
+// agentList is every host's current agent, in no order.
+func (c *Cluster) agentList() []*impl.Agent {
+	c.procMu.Lock()
+	defer c.procMu.Unlock()
+	out := make([]*impl.Agent, 0, len(c.agents))
+	for _, a := range c.agents {
+		out = append(out, a)
+	}
+	return out
 }
 
 // ghostBound is GhostBound while power sync can work: 0 (the ghost-record check paused) while the
@@ -239,7 +288,10 @@ func (c *Cluster) startServer() {
 // checkers and the VM model on one rule (their ages restart together).
 func (c *Cluster) ghostBound(now time.Time) time.Duration {
 	grace := ReportGrace(c.Config)
-	if c.msDown || now.Sub(c.msUpSince) < grace || c.Rec.hostFaultWithin(now, grace) {
+	c.procMu.Lock()
+	down, upSince := c.msDown, c.msUpSince
+	c.procMu.Unlock()
+	if down || now.Sub(upSince) < grace || c.Rec.hostFaultWithin(now, grace) {
 		return 0
 	}
 	return GhostBound(c.Config)
@@ -247,11 +299,16 @@ func (c *Cluster) ghostBound(now time.Time) time.Duration {
 
 func (c *Cluster) startAgent(h string) {
 	a := c.w.newAgent(h)
-	c.Agents[h] = a
+	c.procMu.Lock()
+	if c.agents == nil {
+		c.agents = map[string]*impl.Agent{}
+	}
+	c.agents[h] = a
 	if c.agentStarted == nil {
 		c.agentStarted = map[string]time.Time{}
 	}
 	c.agentStarted[h] = c.Now()
+	c.procMu.Unlock()
 	a.Start()
 }
 
@@ -626,14 +683,15 @@ func (c *Cluster) Allocate(client, name string, networks []string) error {
 }
 
 func (c *Cluster) fillHost(op int, vmID int64) {
-	o := c.Rec.op(op)
-	if o.HostID == "" {
-		if v := c.DB.VM(vmID); v != nil {
-			o.HostID = v.HostID
-			if o.HostID == "" {
-				o.HostID = v.LastHostID
-			}
+	if c.Rec.opHost(op) != "" {
+		return // no read of the row: in the simulator a read is a scheduling point
+	}
+	if v := c.DB.VM(vmID); v != nil {
+		h := v.HostID
+		if h == "" {
+			h = v.LastHostID
 		}
+		c.Rec.SetOpVM(op, "", h)
 	}
 }
 
@@ -694,7 +752,7 @@ func (c *Cluster) AgentStop(h string, graceful bool) error {
 	if _, err := c.host(h); err != nil {
 		return err
 	}
-	a := c.Agents[h]
+	a := c.agent(h)
 	if a.Dead() {
 		return nil // already down (overlapping faults): systemctl stop of a stopped service
 	}
@@ -707,7 +765,7 @@ func (c *Cluster) AgentStop(h string, graceful bool) error {
 	// have started the host's next agent meanwhile, whose tasks and hypervisor subscription are not
 	// this stop's to end (they were: the new agent went silent, its host to Alert; explore --profile
 	// fixed --scheduler random --seed 3).
-	if c.Agents[h] == a {
+	if c.agent(h) == a {
 		c.w.agentStopped(h)
 	}
 	return nil
@@ -717,7 +775,7 @@ func (c *Cluster) AgentStart(h string) error {
 	if _, err := c.host(h); err != nil {
 		return err
 	}
-	if !c.Agents[h].Dead() {
+	if !c.agent(h).Dead() {
 		return nil // already up (overlapping faults): systemctl start of a running service
 	}
 	if c.poweredOff(h) {
@@ -733,7 +791,11 @@ func (c *Cluster) AgentStart(h string) error {
 // removed says whether an operator removed host h (host-remove): its agent is not started again
 // when a fault on the host heals (a decommissioned host; its agent connecting again would register
 // a new host, which the reference does not model).
-func (c *Cluster) removed(h string) bool { return c.removedHosts[h] }
+func (c *Cluster) removed(h string) bool {
+	c.procMu.Lock()
+	defer c.procMu.Unlock()
+	return c.removedHosts[h]
+}
 
 func (c *Cluster) CutLink(h string, on bool) error {
 	if _, err := c.host(h); err != nil {
@@ -786,24 +848,30 @@ func (c *Cluster) DelayNextOutOfBand(h string, d time.Duration) error {
 func (c *Cluster) SetRouterBoot(d time.Duration) error { c.routerBoot = d; return nil }
 
 func (c *Cluster) ServerStop() error {
+	c.procMu.Lock()
 	if c.msDown {
+		c.procMu.Unlock()
 		return fmt.Errorf("management server is already down")
 	}
 	c.msDown = true
 	c.msDowns = append(c.msDowns, span{from: c.Now()})
+	srv := c.server
+	c.procMu.Unlock()
 	c.w.stopServer()
 	if c.servers > 1 {
-		c.Server.PeerLinksClosed()
+		srv.PeerLinksClosed()
 	}
 	return nil
 }
 
 func (c *Cluster) ServerStart() error {
-	if !c.msDown {
+	if !c.serverDown() {
 		return fmt.Errorf("management server is already up")
 	}
 	c.startServer()
+	c.procMu.Lock()
 	c.msDowns[len(c.msDowns)-1].to = c.Now()
+	c.procMu.Unlock()
 	return nil
 }
 

@@ -54,7 +54,7 @@ func (c *Cluster) HostPower(h string, on bool) error {
 		}
 		return nil
 	}
-	c.Agents[h].PowerLoss()
+	c.agent(h).PowerLoss()
 	c.w.agentStopped(h)
 	hw.hostPower(h, false)
 	return nil
@@ -66,7 +66,7 @@ func (c *Cluster) RemoveHost(h string) error {
 	if _, err := c.host(h); err != nil {
 		return err
 	}
-	if c.msDown {
+	if c.serverDown() {
 		return errServerDown
 	}
 	// The forced deleteHost stops every VM of the host forced (deleteRoutingHost; scheduleRestart(vm,
@@ -83,10 +83,12 @@ func (c *Cluster) RemoveHost(h string) error {
 	}
 	err := c.deleteHost(h)
 	if err == nil {
+		c.procMu.Lock()
 		if c.removedHosts == nil {
 			c.removedHosts = map[string]bool{}
 		}
 		c.removedHosts[h] = true
+		c.procMu.Unlock()
 		err = c.AgentStop(h, true)
 	}
 	for _, v := range c.onHost(h) { // domains started there during the removal
@@ -106,7 +108,7 @@ func (c *Cluster) RemoveHost(h string) error {
 // (the operator's HTTP request fails, the delete done as far as it got), as it does an API call of a
 // client: the caller is not left waiting on a job of a dead server.
 func (c *Cluster) deleteHost(h string) error {
-	srv, downs := c.Server, len(c.msDowns)
+	srv, downs := c.Server(), c.serverStops()
 	var mu sync.Mutex
 	done, err := false, error(nil)
 	srv.Go("deleteHost", func(*impl.Thread) {
@@ -122,7 +124,7 @@ func (c *Cluster) deleteHost(h string) error {
 		switch {
 		case d:
 			return e
-		case len(c.msDowns) != downs:
+		case c.serverStops() != downs:
 			return errServerDown
 		}
 		c.Sleep(100 * time.Millisecond)

@@ -60,7 +60,10 @@ func (c *Cluster) anotherServerUp(p *peerServer, from, to time.Time) bool {
 	upThroughout := func(downs []span) bool {
 		return !slices.ContainsFunc(downs, func(s span) bool { return s.from.Before(to) && (s.to.IsZero() || s.to.After(from)) })
 	}
-	if upThroughout(c.msDowns) {
+	c.procMu.Lock()
+	downs := slices.Clone(c.msDowns)
+	c.procMu.Unlock()
+	if upThroughout(downs) {
 		return true
 	}
 	return slices.ContainsFunc(c.peers, func(q *peerServer) bool { return q != p && upThroughout(q.downs) })

@@ -137,7 +137,7 @@ func NewLibvirtCluster(o Options, lo LibvirtOptions) (*Cluster, error) {
 	}
 	w := &libvirtWorld{lo: lo, scenarioConfig: o.Config, ctx: lo.Ctx, base: live.NewEnv(), hosts: map[string]*lvHost{},
 		rng: rand.New(rand.NewPCG(o.Seed, 0x11b7))}
-	c := &Cluster{w: w, Agents: map[string]*impl.Agent{}, Config: cfg, Defects: o.Defects,
+	c := &Cluster{w: w, Config: cfg, Defects: o.Defects,
 		tracker: invariant.NewTracker(), seen: map[string]bool{}, vmIDs: map[string]int64{}, netIDs: map[string]int64{}}
 	w.c = c
 	c.Rec = NewRecorder(time.Now)
@@ -318,7 +318,7 @@ func (w *libvirtWorld) close() {
 	}
 	w.closed = true
 	w.mu.Unlock()
-	for _, a := range w.c.Agents {
+	for _, a := range w.c.agentList() {
 		a.Kill()
 	}
 	for _, h := range w.hosts {

@@ -119,7 +119,7 @@ func NewLiveCluster(o Options, lo LiveOptions) (*Cluster, error) {
 	base := live.NewScaledEnv(lo.Speed)
 	w := &liveWorld{lo: lo, scenarioConfig: o.Config, base: base, hosts: map[string]*liveHost{},
 		rng: rand.New(rand.NewPCG(o.Seed, 0x11e))}
-	c := &Cluster{w: w, Agents: map[string]*impl.Agent{}, Config: cfg, Defects: o.Defects,
+	c := &Cluster{w: w, Config: cfg, Defects: o.Defects,
 		tracker: invariant.NewTracker(), seen: map[string]bool{}, vmIDs: map[string]int64{}, netIDs: map[string]int64{}}
 	w.c = c
 	c.Rec = NewRecorder(base.Now)
@@ -255,7 +255,7 @@ func (w *liveWorld) close() {
 	if w.up && w.lo.AtEnd != nil {
 		w.lo.AtEnd(w.c)
 	}
-	for _, a := range w.c.Agents {
+	for _, a := range w.c.agentList() {
 		a.Kill()
 	}
 	for _, h := range w.hosts {

@@ -67,11 +67,14 @@ func (c *Cluster) startPeer(p *peerServer) {
 
 // runningServer finds a server process that runs (nil: none by that msid, or it is stopped).
 func (c *Cluster) runningServer(msid string) *impl.Server {
-	if c.Server != nil && c.Server.ID == msid {
-		if c.msDown {
+	c.procMu.Lock()
+	srv, down := c.server, c.msDown
+	c.procMu.Unlock()
+	if srv != nil && srv.ID == msid {
+		if down {
 			return nil
 		}
-		return c.Server
+		return srv
 	}
 	for _, p := range c.peers {
 		if p.name == msid && !p.down {
@@ -144,13 +147,13 @@ func (c *Cluster) apiServer() *impl.Server {
 			return s
 		}
 	}
-	return c.Server
+	return c.Server()
 }
 
 // apiDown says no server takes API calls: the one server is down, or every one of several is.
 func (c *Cluster) apiDown() bool {
 	if c.servers <= 1 {
-		return c.msDown
+		return c.serverDown()
 	}
 	return !slices.ContainsFunc(serverNames(c.servers), func(n string) bool { return c.runningServer(n) != nil })
 }

@@ -182,22 +182,36 @@ func (r *Recorder) EndOp(id int, err error) {
 	r.emit(e)
 }
 
-// SetOpVM names the VM of an op once it is known (deploy).
+// SetOpVM names the VM of an op once it is known (deploy), and its host ("" for either: as it was).
 func (r *Recorder) SetOpVM(id int, vmID, hostID string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	op := r.op(id)
-	op.VMID = vmID
+	if vmID != "" {
+		op.VMID = vmID
+	}
 	if hostID != "" {
 		op.HostID = hostID
 	}
 }
 
+// opHost is the host an op names so far ("" none).
+func (r *Recorder) opHost(id int) string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.Ops[r.opIndex(id)].HostID // not op(): a read, which must not bump opsVer
+}
+
+// op is the op with that id; the caller holds mu.
 func (r *Recorder) op(id int) *invariant.ClientOp {
 	r.opsVer++ // the caller may write through the pointer
+	return &r.Ops[r.opIndex(id)]
+}
+
+func (r *Recorder) opIndex(id int) int {
 	// BeginOp appends in id order: a search, not a scan (a deploy of thousands of VMs ends thousands of ops)
 	if i, ok := slices.BinarySearchFunc(r.Ops, id, func(o invariant.ClientOp, id int) int { return cmp.Compare(o.ID, id) }); ok {
-		return &r.Ops[i]
+		return i
 	}
 	panic(fmt.Sprintf("no op %d", id))
 }

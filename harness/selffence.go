@@ -68,14 +68,15 @@ func (c *Cluster) startKVMHAMonitor(h string) {
 // agent (a restart, the host off) starts over with the next one.
 func (c *Cluster) kvmHAMonitor(h string, sw selfFenceHost) {
 	for sw.heartbeatFailing(h) {
-		a := c.Agents[h]
-		started := c.agentStarted[h]
+		c.procMu.Lock()
+		a, started := c.agents[h], c.agentStarted[h]
+		c.procMu.Unlock()
 		since := c.Now().Sub(started)
 		next := started.Add((since + kvmHeartbeatUpdateFreq - 1) / kvmHeartbeatUpdateFreq * kvmHeartbeatUpdateFreq)
 		c.Sleep(next.Sub(c.Now()))
-		alive := func() bool { return c.Agents[h] == a && !a.Dead() && !c.poweredOff(h) }
+		alive := func() bool { return c.agent(h) == a && !a.Dead() && !c.poweredOff(h) }
 		if !alive() {
-			if c.Agents[h] == a { // no new agent yet: look again at the next beat
+			if c.agent(h) == a { // no new agent yet: look again at the next beat
 				c.Sleep(kvmHeartbeatUpdateFreq)
 			}
 			continue
