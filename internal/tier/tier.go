@@ -8,8 +8,10 @@
 package tier
 
 import (
+	"flag"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -53,5 +55,22 @@ func Need(t testing.TB, tiers ...Tier) {
 			t.Skip("a long test: left out by go test -short")
 		}
 		t.Skipf("the %s tier: run with %s=%s (%s sets it)", tr, Env, tr, map[Tier]string{Libvirt: "ci/test-libvirt.sh", Containers: "ci/test-containers.sh", Realtime: "ci/test.sh"}[tr])
+	}
+}
+
+// MostlyWaiting is for a package's TestMain whose parallel tests mostly wait on a real-time world
+// (a live world at 20× the wall clock, a server process): they run n at once rather than
+// GOMAXPROCS at once (two on CI's machine, which would queue them one behind the other while the
+// CPU idles), unless go test -parallel says otherwise.
+func MostlyWaiting(n int) {
+	if !flag.Parsed() {
+		flag.Parse()
+	}
+	given := false
+	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
+	if p := flag.Lookup("test.parallel"); p != nil && !given {
+		if cur, err := strconv.Atoi(p.Value.String()); err == nil && cur < n {
+			_ = p.Value.Set(strconv.Itoa(n))
+		}
 	}
 }

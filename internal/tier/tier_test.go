@@ -1,6 +1,7 @@
 package tier
 
 import (
+	"flag"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -55,5 +56,29 @@ func TestOneGate(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// MostlyWaiting raises -test.parallel, never lowers it, and leaves a value given on the command line.
+func TestMostlyWaiting(t *testing.T) {
+	p := flag.Lookup("test.parallel")
+	if p == nil {
+		t.Fatal("no test.parallel flag")
+	}
+	given := false
+	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
+	before := p.Value.String()
+	t.Cleanup(func() { _ = p.Value.Set(before) })
+	MostlyWaiting(1)
+	if got := p.Value.String(); got != before {
+		t.Errorf("MostlyWaiting(1) set -test.parallel from %s to %s", before, got)
+	}
+	MostlyWaiting(1000)
+	want := "1000"
+	if given {
+		want = before
+	}
+	if got := p.Value.String(); got != want {
+		t.Errorf("MostlyWaiting(1000): -test.parallel %s, want %s (given on the command line: %v)", got, want, given)
 	}
 }

@@ -99,6 +99,7 @@ func loadScenario(t *testing.T, name string) *harness.Scenario {
 // VM and network it created is gone afterwards, and the key pair is in no output.
 func TestExternalSeed004(t *testing.T) {
 	tier.Need(t, tier.Long) // runs seed 004 twice against the reference server in the live world (~15 s)
+	t.Parallel()            // mostly waiting, as the other live-world tests here: side by side
 	cases := []struct {
 		profile string
 		want    []string
@@ -218,6 +219,7 @@ func TestExternalPreflight(t *testing.T) {
 // Ctrl-C in the middle of a run: the run stops, and what it created is removed all the same.
 func TestExternalInterrupted(t *testing.T) {
 	tier.Need(t, tier.Long) // runs against the reference server in the live world (a few seconds)
+	t.Parallel()
 	sc, err := harness.ParseScenario([]byte("name: long\nhosts: [h1]\nnetworks: [{name: n}]\nsteps:\n  - {op: deploy, vm: a, networks: [n], host: h1}\n  - {wait: 1h}\n"), "test")
 	if err != nil {
 		t.Fatal(err)

@@ -187,6 +187,7 @@ func TestSimulatorBridge(t *testing.T) {
 // one after runs (the count is used up), and the VM stops.
 func TestSimulatorStopFails(t *testing.T) {
 	tier.Need(t, tier.Long) // the live world, a few seconds
+	t.Parallel()
 	sc, err := harness.ParseScenario([]byte("name: s\nhosts: [h1]\nsteps:\n  - {wait: 1s}\n"), "test")
 	if err != nil {
 		t.Fatal(err)
