@@ -23,9 +23,14 @@ func startingLeftByDeadServer(t *testing.T, overrides map[string]string) (*sim.S
 // leftByDeadServer is startingLeftByDeadServer with the switches of both incarnations and the moment
 // of the kill: 10 s into the deploy (killAfter ""), or just after a log line containing killAfter.
 func leftByDeadServer(t *testing.T, overrides map[string]string, sw impl.Switches, killAfter string) (*sim.Scheduler, *impl.DB, *eventLog, int64, *impl.Server) {
+	return leftByDeadServerOn(t, func(s *sim.Scheduler, _ *impl.DB) impl.Hypervisor { return sim.NewHost(s, "h1") }, overrides, sw, killAfter)
+}
+
+// leftByDeadServerOn is leftByDeadServer with h1's hypervisor made by hv.
+func leftByDeadServerOn(t *testing.T, hv func(*sim.Scheduler, *impl.DB) impl.Hypervisor, overrides map[string]string, sw impl.Switches, killAfter string) (*sim.Scheduler, *impl.DB, *eventLog, int64, *impl.Server) {
 	w := newSimServer(t, 3, overrides, sw)
 	s, f, db, log, cfg, srv := w.s, w.f, w.db, w.log, w.cfg, w.srv
-	w.agent(t, "h1", sim.NewHost(s, "h1"))
+	w.agent(t, "h1", hv(s, db))
 	up := func() bool { return w.up("h1") }
 	// Deploy shortly before h1's next ping, so the agent notices the dead server at once and its first
 	// ping after reconnecting comes within the power-report graceful period of web1's last change:
@@ -136,6 +141,51 @@ func TestForcedStopOfStartingVMCleansUpThenFails(t *testing.T) {
 	for _, nic := range db.Nics(id) {
 		require.NotEqual(t, "Reserved", nic.State, "the cleanup releases web1's NIC")
 	}
+}
+
+// startCompletesAtStop is a host on which, as the first StopCommand for a domain arrives, that VM's
+// row moves from Starting to Running: the start's own thread completing it while a forced stop's
+// cleanup waits on its StopCommand (explore found it with an operator's host removal).
+type startCompletesAtStop struct {
+	*sim.Host
+	db   *impl.DB
+	done bool
+}
+
+func (h *startCompletesAtStop) Stop(name string) error {
+	if v := h.db.VMByName(name); v != nil && !h.done && v.State == vm.Starting {
+		h.done = true
+		h.db.UpdateVMState("start", v, vm.OperationSucceeded, vm.Running, v.HostID)
+	}
+	return h.Host.Stop(name)
+}
+
+// VirtualMachineManagerImpl.advanceStop (bhouse-nexthop/cloudstack@d4da80c56eac6a4b67d90f12045750fc5febba59,
+// engine/orchestration/src/main/java/com/cloud/vm/VirtualMachineManagerImpl.java, the 4.22 branch):
+// after a forced stop's cleanup, changeState(vm, Event.AgentReportStopped, null, work, Step.Done)
+// takes the VO advanceStop read at its start, and stateTransitTo's UPDATE is a compare-and-set on
+// that copy's state and updated count. If the start completed meanwhile (the row Running), the
+// update matches no row and the stop throws "Unable to stop": the row stays Running. The reference
+// read the row again there and moved a Running VM to Stopped, a transition CloudStack does not make.
+func TestForcedStopOfStartingVMKeepsTheCopyItRead(t *testing.T) {
+	var h *startCompletesAtStop
+	hv := func(s *sim.Scheduler, db *impl.DB) impl.Hypervisor {
+		h = &startCompletesAtStop{Host: sim.NewHost(s, "h1"), db: db}
+		return h
+	}
+	s, db, log, id, srv := leftByDeadServerOn(t, hv, map[string]string{"vm.sync.power.state.transitioning": "false"}, impl.Switches{}, "")
+	require.Equal(t, vm.Starting, db.VM(id).State)
+	j := srv.StopVirtualMachine(id, true)
+	var err error
+	done := false
+	s.Go("client", func() { err = srv.WaitJob(j); done = true })
+	require.NoError(t, s.RunUntil(s.Now().Add(time.Minute), func() bool { return done }))
+	require.True(t, done)
+	require.True(t, h.done, "the cleanup sent no StopCommand")
+	require.ErrorContains(t, err, "Unable to stop")
+	require.NotContains(t, err.Error(), "'Stopping' state", "the stop moved the row and went on to the Stopping check")
+	require.Equal(t, vm.Running, db.VM(id).State, "the forced stop's AgentReportStopped must fail on the row the start moved")
+	require.True(t, log.has("", "Unable to update"), "no failed compare-and-set logged")
 }
 
 // stopCounter is a host that counts the StopCommands it executes, by domain.

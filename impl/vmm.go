@@ -462,7 +462,9 @@ func (s *Server) orchestrateStop(t *Thread, vmID int64, force stopForce) error {
 		if !s.cleanup(t, v, step, force, true) {
 			return runtimeErr("Failed to cleanup %s , current state %s", v.Name, v.State)
 		}
-		if !s.changeState(t, s.DB.VM(vmID), vm.AgentReportStopped, vm.Stopped, "", work, ItWorkDone) {
+		// on the copy read at the start, as the Java's changeState(vm, …): a row moved meanwhile (the
+		// start completed during the cleanup) makes the compare-and-set fail ("Unable to stop")
+		if !s.changeState(t, v, vm.AgentReportStopped, vm.Stopped, "", work, ItWorkDone) {
 			return runtimeErr("Unable to stop %s", v.Name)
 		}
 		// The Java falls through to its "Stopping" check with the VM now Stopped, and throws: the VM is
