@@ -28,11 +28,15 @@ func (s *Server) domainSpec(v *VMVO) DomainSpec {
 }
 
 // planDeployment picks a host: the requested one, else the VM's last host, else the first Up host not
-// avoided.
-func (s *Server) planDeployment(v *VMVO, want string, avoid map[string]bool) (string, error) {
+// avoided. A requested host in the avoid set gives no destination, as any other plan that finds none
+// (DeploymentPlanningManagerImpl.deployInSpecifiedHostWithoutHA returns null, and orchestrateStart's
+// dest == null throws InsufficientServerCapacityException, or with a last known error the
+// CloudRuntimeException that carries it).
+func (s *Server) planDeployment(t *Thread, v *VMVO, want string, avoid map[string]bool) (string, error) {
 	if want != "" {
 		if avoid[want] {
-			return "", &ResourceUnavailableError{Resource: "Host:" + want, Reason: "Unable to create a deployment for " + v.Name}
+			s.Log(t, "DEBUG", VMObject(v.ID), "Cannot deploy VM [%s] to host [%s] because this host is in the avoid set.", v.Name, want)
+			return "", &InsufficientCapacityError{Msg: "Unable to create a deployment for " + v.Name}
 		}
 		return want, nil
 	}
@@ -178,7 +182,7 @@ func (s *Server) orchestrateStart(t *Thread, vmID int64, want string) (err error
 	}()
 	for retry := s.Config.Int("start.retry"); retry != 0; retry-- {
 		s.Log(t, "DEBUG", VMObject(vmID), "VM start attempt #%d", s.Config.Int("start.retry")-retry+1)
-		dest, perr := s.planDeployment(v, want, avoid)
+		dest, perr := s.planDeployment(t, v, want, avoid)
 		var ic *InsufficientCapacityError
 		if errors.As(perr, &ic) && lastKnownError != nil {
 			// dest == null after a failed attempt: an admin caller (the API's, HA's system account)
