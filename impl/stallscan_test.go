@@ -130,17 +130,24 @@ func TestC2FixLetsTheHostSettleAStartInFlight(t *testing.T) {
 func TestForcedStopOfStartingVMCleansUpThenFails(t *testing.T) {
 	s, db, _, id, srv := leftByDeadServer(t, map[string]string{"vm.sync.power.state.transitioning": "false"}, impl.Switches{}, "")
 	require.Equal(t, vm.Starting, db.VM(id).State)
-	j := srv.StopVirtualMachine(id, true)
-	var err error
-	done := false
-	s.Go("client", func() { err = srv.WaitJob(j); done = true })
-	require.NoError(t, s.RunUntil(s.Now().Add(time.Minute), func() bool { return done }))
-	require.True(t, done)
+	err := forcedStop(t, s, srv, id)
 	require.ErrorContains(t, err, "since it is not in 'Stopping' state, current state: Stopped")
 	require.Equal(t, vm.Stopped, db.VM(id).State)
 	for _, nic := range db.Nics(id) {
 		require.NotEqual(t, "Reserved", nic.State, "the cleanup releases web1's NIC")
 	}
+}
+
+// forcedStop is a client's stopVirtualMachine forced=true of VM id, waited for (a minute at most).
+func forcedStop(t *testing.T, s *sim.Scheduler, srv *impl.Server, id int64) error {
+	t.Helper()
+	j := srv.StopVirtualMachine(id, true)
+	var err error
+	done := false
+	s.Go("client", func() { err = srv.WaitJob(j); done = true })
+	require.NoError(t, s.RunUntil(s.Now().Add(time.Minute), func() bool { return done }))
+	require.True(t, done, "the forced stop did not end within a minute")
+	return err
 }
 
 // startCompletesAtStop is a host on which, as the first StopCommand for a domain arrives, that VM's
@@ -175,12 +182,7 @@ func TestForcedStopOfStartingVMKeepsTheCopyItRead(t *testing.T) {
 	}
 	s, db, log, id, srv := leftByDeadServerOn(t, hv, map[string]string{"vm.sync.power.state.transitioning": "false"}, impl.Switches{}, "")
 	require.Equal(t, vm.Starting, db.VM(id).State)
-	j := srv.StopVirtualMachine(id, true)
-	var err error
-	done := false
-	s.Go("client", func() { err = srv.WaitJob(j); done = true })
-	require.NoError(t, s.RunUntil(s.Now().Add(time.Minute), func() bool { return done }))
-	require.True(t, done)
+	err := forcedStop(t, s, srv, id)
 	require.True(t, h.done, "the cleanup sent no StopCommand")
 	require.ErrorContains(t, err, "Unable to stop")
 	require.NotContains(t, err.Error(), "'Stopping' state", "the stop moved the row and went on to the Stopping check")
