@@ -138,7 +138,6 @@ type Cluster struct {
 	// agentStarted: when each host's current agent started (its KVMHAMonitor's first write)
 	agentStarted map[string]time.Time
 	routerBoot   time.Duration
-	msGen        int
 	api          ClientAPI // nil: the direct path (see client.go)
 	// servers is how many management servers share the database; peers are ms2 … msN (peers.go).
 	servers int
@@ -228,7 +227,6 @@ func (c *Cluster) startServer() {
 		srv.Clustered, srv.Peers = true, c.runningServer
 	}
 	c.procMu.Lock()
-	c.msGen++
 	c.server = srv
 	c.procMu.Unlock()
 	// not under procMu: the server's threads ask runningServer as soon as they run
