@@ -1,9 +1,11 @@
 package harness
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/csconform/csconform/internal/tier"
+	"github.com/csconform/csconform/model/invariant"
 )
 
 // In a real-time world a fault's task stops and starts the server and the agents while the checker's
@@ -15,21 +17,27 @@ import (
 // outcomes are TestSeedScenariosThroughTheAPI's to compare; here a run only has to end.
 func TestLiveFaultTasksBesideTheChecker(t *testing.T) {
 	tier.Need(t, tier.Realtime) // about 30 s of wall time, mostly waiting; meant for the race step
-	want := map[string]bool{
-		"ms-restart-keeps-records": true, // ServerStop, ServerStart
-		"host-remove-with-vms":     true, // RemoveHost, then AgentStop
-		"seed-004-forced-destroy":  true, // agent faults, a forced destroy beside them
+	want := map[string]string{  // the scenario and the fault it must have applied
+		"ms-restart-keeps-records": "ms-restart",    // ServerStop, ServerStart
+		"host-remove-with-vms":     "host-remove",   // RemoveHost, then AgentStop
+		"seed-004-forced-destroy":  "agent-restart", // AgentStop, AgentStart, a forced destroy beside them
 	}
 	ran := 0
 	for _, sc := range builtinScenarios(t) {
-		if !want[sc.Name] {
+		fault, ok := want[sc.Name]
+		if !ok {
 			continue
 		}
 		ran++
 		t.Run(sc.Name, func(t *testing.T) {
 			t.Parallel()
-			if _, err := Run(Live, sc, RunOptions{Profile: "fixed", Seed: sc.Seed, Own: &LiveOptions{Speed: 20}}); err != nil {
+			res, err := Run(Live, sc, RunOptions{Profile: "fixed", Seed: sc.Seed, Own: &LiveOptions{Speed: 20}})
+			if err != nil {
 				t.Fatal(err)
+			}
+			// a run that never applied its fault would leave the race detector nothing to see
+			if !slices.ContainsFunc(res.cluster.Rec.Faults, func(f invariant.Fault) bool { return f.Kind == fault }) {
+				t.Errorf("the run applied no %s fault: %v", fault, res.cluster.Rec.Faults)
 			}
 		})
 	}
