@@ -144,7 +144,7 @@ func (a *assertedStops) generation() int {
 // initLocked makes the maps of an empty set; the caller holds mu.
 func (a *assertedStops) initLocked() {
 	if a.open == nil {
-		a.open, a.frozen, a.vms = map[string]int{}, map[domKey]bool{}, map[string]string{}
+		a.open, a.frozen, a.vms, a.removed = map[string]int{}, map[domKey]bool{}, map[string]string{}, map[string]bool{}
 	}
 }
 
@@ -172,9 +172,6 @@ func (c *Cluster) hostRemovalBegins(h string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.initLocked()
-	if a.removed == nil {
-		a.removed = map[string]bool{}
-	}
 	a.removed[h] = true
 	a.gen++
 }
