@@ -15,6 +15,10 @@ import (
 // MutationOptions say how hard to try to kill each mutant of impl's catalogue (impl.Mutants).
 type MutationOptions struct {
 	Scenarios []*harness.Scenario // the built-in scenarios, run under fixed (repro all)
+	// Profiles the scenarios run under, each against its expectations (nil: fixed alone, the
+	// catalogue's setting; a mechanical mutant may also break a defect's path, which only the
+	// cloudstack-4.22 expectations see)
+	Profiles []string
 	Budget    int                 // explore cases per seed
 	Seeds     []uint64            // explore seeds
 	Only      []impl.Mutant       // a subset of the catalogue (nil: all of it)
@@ -65,24 +69,47 @@ func MutationScore(o MutationOptions, seen func(MutantResult)) ([]MutantResult, 
 }
 
 func killMutant(o MutationOptions, fixed impl.Switches, id impl.Mutant) (string, string, error) {
-	for _, sc := range o.Scenarios {
-		res, err := harness.RunScenario(sc, impl.Fixed, fixed, sc.Seed)
+	return Judge(o, func(f *Finding) (bool, error) { return mutantsOwn(f, fixed, id, o.Scheduler) })
+}
+
+// Judge is the detectors' verdict on the reference as built: a built-in scenario that breaks an
+// invariant, is not linearizable or misses an expectation, else an exploration's finding that own
+// says the unmutated reference does not make too (a finding fixed makes without the mutant kills
+// nothing, and the seed's budget goes on from a seed drawn from it). It returns what killed
+// ("repro" or "explore", "" if nothing did) and how.
+func Judge(o MutationOptions, own func(*Finding) (bool, error)) (string, string, error) {
+	fixed, err := impl.ProfileSwitches(impl.Fixed)
+	if err != nil {
+		return "", "", err
+	}
+	profiles := o.Profiles
+	if len(profiles) == 0 {
+		profiles = []string{impl.Fixed}
+	}
+	for _, p := range profiles {
+		sw, err := impl.ProfileSwitches(p)
 		if err != nil {
-			// a mutant that breaks a scenario's run (a step that cannot complete) is caught too
-			return "repro", fmt.Sprintf("%s: the run failed: %v", sc.Name, firstLine(err.Error())), nil
+			return "", "", err
 		}
-		switch {
-		case len(res.Violations) > 0:
-			return "repro", fmt.Sprintf("%s: %s: %s", sc.Name, res.Violations[0].Invariant, res.Violations[0].Message), nil
-		case len(res.NotLinearizable) > 0:
-			return "repro", fmt.Sprintf("%s: not linearizable: %s", sc.Name, res.NotLinearizable[0].Object), nil
-		case len(res.Mismatches) > 0:
-			return "repro", fmt.Sprintf("%s: unexpected: %s", sc.Name, res.Mismatches[0]), nil
+		for _, sc := range o.Scenarios {
+			res, err := harness.RunScenario(sc, p, sw, sc.Seed)
+			if err != nil {
+				// a mutant that breaks a scenario's run (a step that cannot complete) is caught too
+				return "repro", fmt.Sprintf("%s (%s): the run failed: %v", sc.Name, p, firstLine(err.Error())), nil
+			}
+			// under a profile with defects on, violations are what the scenario expects: only a
+			// missed expectation tells
+			switch {
+			case p == impl.Fixed && len(res.Violations) > 0:
+				return "repro", fmt.Sprintf("%s: %s: %s", sc.Name, res.Violations[0].Invariant, res.Violations[0].Message), nil
+			case p == impl.Fixed && len(res.NotLinearizable) > 0:
+				return "repro", fmt.Sprintf("%s: not linearizable: %s", sc.Name, res.NotLinearizable[0].Object), nil
+			case len(res.Mismatches) > 0:
+				return "repro", fmt.Sprintf("%s (%s): unexpected: %s", sc.Name, p, res.Mismatches[0]), nil
+			}
 		}
 	}
 	for _, seed := range o.Seeds {
-		// a finding the fixed reference makes without the mutant too (its own races) kills nothing:
-		// the seed's budget goes on from a seed drawn from it
 		for done, k := 0, uint64(0); done < o.Budget; k++ {
 			s := seed
 			if k > 0 {
@@ -98,16 +125,16 @@ func killMutant(o MutationOptions, fixed impl.Switches, id impl.Mutant) (string,
 			if f == nil {
 				break
 			}
-			own, err := mutantsOwn(f, fixed, id, o.Scheduler)
+			mine, err := own(f)
 			if err != nil {
 				return "", "", err
 			}
-			if own {
+			if mine {
 				what := "not linearizable"
 				if inv := f.Shrunk.Invariants(); len(inv) > 0 {
 					what = strings.Join(inv, ",")
 				}
-				return "explore", fmt.Sprintf("seed %d after %d cases: %s", s, f.Cases, what), nil
+				return "explore", fmt.Sprintf("seed %d after %d cases: %s (case %d)", s, f.Cases, what, f.Seed), nil
 			}
 		}
 	}
