@@ -14,18 +14,20 @@ type Figures struct {
 	Witnessed, KilledWitnessed      int
 	WitnessRun                      bool
 	ByOperator                      map[Operator][2]int // killed, judged
+	KilledBy                        map[string]int      // repro, explore, crash
 	SurvivorsWitnessed, Unwitnessed int                 // survivors a unit test sees, and does not
 }
 
 // Figure computes s's rates.
 func (s *Sample) Figure() Figures {
-	f := Figures{ByOperator: map[Operator][2]int{}}
+	f := Figures{ByOperator: map[Operator][2]int{}, KilledBy: map[string]int{}}
 	for _, r := range s.Results {
 		f.Judged++
 		k := f.ByOperator[r.Op]
 		k[1]++
 		if r.Fate == Killed {
 			f.Killed++
+			f.KilledBy[r.KilledBy]++
 			k[0]++
 		}
 		f.ByOperator[r.Op] = k
@@ -65,6 +67,9 @@ func (s *Sample) Report(w io.Writer, what string) {
 	f := s.Figure()
 	fmt.Fprintf(w, "mutants sample: %d judged, drawn from %d mutation points (%d more drawn did not compile); %s\n", f.Judged, s.Points, s.Stillborn, what)
 	fmt.Fprintf(w, "detector kill rate, all mutants:       %d of %d (%s)", f.Killed, f.Judged, pct(f.Killed, f.Judged))
+	if f.Killed > 0 {
+		fmt.Fprintf(w, ": %d by repro all, %d by explore, %d by a crash of the binary", f.KilledBy["repro"], f.KilledBy["explore"], f.KilledBy["crash"])
+	}
 	if f.Hung > 0 {
 		fmt.Fprintf(w, "; %d hung (no verdict, counted as not killed)", f.Hung)
 	}

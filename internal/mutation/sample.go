@@ -129,15 +129,26 @@ func RunSample(o SampleOptions) (*Sample, error) {
 		}
 		r := Result{Mutant: m, Diff: Diff(src, m)}
 		r.File, _ = filepath.Rel(o.Root, m.File)
+		// the witness beside the oracle: the unit tests mostly wait (real-time API tests), the
+		// oracle is one simulator thread
+		wit := make(chan Result, 1)
+		if len(o.Witness) > 0 {
+			go func() {
+				var w Result
+				ok, tests := o.witness(overlay)
+				w.Witness, w.WitTests = &ok, tests
+				wit <- w
+			}()
+		} else {
+			wit <- Result{}
+		}
 		v, fate, err := o.judge(bin, base)
+		w := <-wit
 		if err != nil {
 			return s, fmt.Errorf("%s: %v", m.ID, err)
 		}
 		r.Fate, r.KilledBy, r.Detail = fate, v.KilledBy, v.Detail
-		if len(o.Witness) > 0 {
-			w, tests := o.witness(overlay)
-			r.Witness, r.WitTests = &w, tests
-		}
+		r.Witness, r.WitTests = w.Witness, w.WitTests
 		r.Seconds = time.Since(start).Seconds()
 		s.Results = append(s.Results, r)
 		if o.Progress != nil {
