@@ -18,11 +18,11 @@ type MutationOptions struct {
 	// Profiles the scenarios run under, each against its expectations (nil: fixed alone, the
 	// catalogue's setting; a mechanical mutant may also break a defect's path, which only the
 	// cloudstack-4.22 expectations see)
-	Profiles []string
-	Budget    int                 // explore cases per seed
-	Seeds     []uint64            // explore seeds
-	Only      []impl.Mutant       // a subset of the catalogue (nil: all of it)
-	Scheduler sim.Strategy        // the explorations' strategy (the zero value is random)
+	Profiles  []string
+	Budget    int           // explore cases per seed
+	Seeds     []uint64      // explore seeds
+	Only      []impl.Mutant // a subset of the catalogue (nil: all of it)
+	Scheduler sim.Strategy  // the explorations' strategy (the zero value is random)
 }
 
 // MutantResult is one mutant's fate: killed by a scenario (a violation, a history that is not
