@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"html"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -67,4 +68,76 @@ func TestVisualizationNamesAndTimeAxis(t *testing.T) {
 	} else {
 		t.Log("no node: the drawing itself not checked")
 	}
+}
+
+// A history comes from a bug report or someone's log: text from it that reaches the page's
+// innerHTML (an operation's metadata, a state's description, shown in the tooltip) must arrive
+// escaped, or opening check --out's page runs the history's markup (stored XSS). Text the page sets
+// as textContent (the operations' labels) stays as written.
+func TestVisualizationEscapesHistoryText(t *testing.T) {
+	const payload = "<img src=x onerror=alert(1)>"
+	dir := t.TempDir()
+	hist := filepath.Join(dir, "h.jsonl")
+	out := filepath.Join(dir, "out")
+	// an address held by a "VM" named by the payload, freed, then seen in use: not linearizable
+	lines := []string{
+		`{"seq":1,"time":"2026-10-29T00:00:01Z","actor":"Work-Job-Executor-1","kind":"ip","object":"ip:10.1.1.10","from":"free","to":"vm:P"}`,
+		`{"seq":2,"time":"2026-10-29T00:00:02Z","actor":"observer","kind":"observe","object":"ip:10.1.1.10","to":"vm:P","detail":"pool says P"}`,
+		`{"seq":3,"time":"2026-10-29T00:00:03Z","actor":"Work-Job-Executor-2","kind":"ip","object":"ip:10.1.1.10","from":"vm:P","to":"free"}`,
+		`{"seq":4,"time":"2026-10-29T00:00:04Z","actor":"observer","kind":"observe","object":"ip:10.1.1.10","to":"vm:P","detail":"pool says free P"}`,
+	}
+	js, _ := json.Marshal(payload)
+	text := strings.ReplaceAll(strings.Join(lines, "\n")+"\n", "P", strings.Trim(string(js), `"`))
+	require.NoError(t, os.WriteFile(hist, []byte(text), 0o644))
+	var o, e bytes.Buffer
+	require.Equal(t, exitFound, run([]string{"check", hist, "--out", out}, &o, &e), e.String())
+	page := filepath.Join(out, "partition-ip-10.1.1.10.html")
+	b, err := os.ReadFile(page)
+	require.NoError(t, err)
+
+	// the data porcupine embeds: what goes to innerHTML is escaped, labels are not
+	m := regexp.MustCompile(`(?m)^\s*const data = (.*)$`).FindSubmatch(b)
+	require.NotNil(t, m, "no data in the page")
+	var data struct {
+		Partitions []struct {
+			History []struct{ Description, Metadata string }
+			// PartialLinearizations: [][]{Index, StateDescription}
+			PartialLinearizations [][]struct{ StateDescription string }
+		}
+	}
+	require.NoError(t, json.Unmarshal(m[1], &data))
+	var markup, labels []string
+	for _, p := range data.Partitions {
+		for _, h := range p.History {
+			markup = append(markup, h.Metadata)
+			labels = append(labels, h.Description)
+		}
+		for _, lin := range p.PartialLinearizations {
+			for _, el := range lin {
+				markup = append(markup, el.StateDescription)
+			}
+		}
+	}
+	escaped := html.EscapeString(payload)
+	for _, s := range markup {
+		assert.NotContains(t, s, "<", "history text reaches innerHTML unescaped")
+	}
+	assert.Contains(t, strings.Join(markup, "\n"), escaped, "the payload never reached the tooltip's text: the test proves nothing")
+	assert.Contains(t, strings.Join(labels, "\n"), payload, "a label (textContent) is shown as written, not escaped twice")
+
+	node, nodeErr := exec.LookPath("node")
+	if nodeErr != nil {
+		t.Log("no node: the tooltips themselves not checked")
+		return
+	}
+	// the page's own script, hovered over every operation: what it put into innerHTML
+	shown, err := exec.Command(node, "testdata/js/render.js", page, "--tooltips").Output()
+	require.NoError(t, err)
+	var tips []string
+	require.NoError(t, json.Unmarshal(shown, &tips), string(shown))
+	require.NotEmpty(t, tips)
+	for _, tip := range tips {
+		assert.NotContains(t, tip, "<img", "a tooltip runs the history's markup")
+	}
+	assert.Contains(t, strings.Join(tips, "\n"), escaped)
 }

@@ -712,6 +712,26 @@ func (r Result) VisualizeWith(path string, v Visual) error {
 	if m.Step == nil {
 		m = Models[r.Model]
 	}
+	// porcupine's tooltip puts an operation's metadata and a state's description into innerHTML,
+	// and both carry history text (a history may come from a bug report): escape them for the page
+	// only (the operations' labels go to textContent, and Explain's text is for a terminal).
+	describeState := m.DescribeState
+	m.DescribeState = func(state any) string {
+		if describeState == nil {
+			return html.EscapeString(fmt.Sprintf("%v", state))
+		}
+		return html.EscapeString(describeState(state))
+	}
+	describeMeta := m.DescribeOperationMetadata
+	m.DescribeOperationMetadata = func(info any) string {
+		switch {
+		case describeMeta != nil:
+			return html.EscapeString(describeMeta(info))
+		case info == nil:
+			return ""
+		}
+		return html.EscapeString(fmt.Sprintf("%v", info))
+	}
 	info := r.info
 	var notes []porcupine.Annotation
 	for _, w := range v.Windows {
