@@ -8,6 +8,7 @@
 package inject
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -77,6 +78,9 @@ type Endpoint struct {
 	HostName, User, Port string
 	ProxyJump            string // "" when none: the jump hosts, [USER@]HOST[:PORT] separated by commas
 	ProxyCommand         string // "" when none: the command ssh connects through
+	// ControlPath ("" when none) is a socket of a shared connection ssh uses if a master listens
+	// on it: that connection may lead anywhere. ControlMaster is shown beside it.
+	ControlPath, ControlMaster string
 }
 
 func (e Endpoint) String() string {
@@ -86,6 +90,9 @@ func (e Endpoint) String() string {
 	}
 	if e.ProxyCommand != "" {
 		s += " through ProxyCommand " + strconv.Quote(e.ProxyCommand)
+	}
+	if e.ControlPath != "" {
+		s += " sharing ControlPath " + strconv.Quote(e.ControlPath) + " (ControlMaster " + cmp.Or(e.ControlMaster, "no") + ")"
 	}
 	return s
 }
@@ -147,6 +154,12 @@ func (s SSH) Resolve(ctx context.Context, host string) (Endpoint, error) {
 			if v != "none" {
 				e.ProxyCommand = v
 			}
+		case "controlpath":
+			if v != "none" {
+				e.ControlPath = v
+			}
+		case "controlmaster":
+			e.ControlMaster = v
 		}
 	}
 	return e, nil
@@ -451,6 +464,9 @@ type Policy struct {
 	// AllowProxyCommand lets ssh connect through a ProxyCommand (--allow-proxy-command): its target
 	// is in a command, which cannot be checked against the allowlist.
 	AllowProxyCommand bool
+	// AllowControlPath lets ssh use a shared connection (ControlPath, --allow-control-path): a
+	// master already listening on the socket may be connected to any host.
+	AllowControlPath bool
 }
 
 // Tag is a CloudStack resource tag.
@@ -545,6 +561,10 @@ func (pol Policy) hostWhySeen(h string, seen map[string]bool) string {
 	if e.ProxyCommand != "" && !pol.AllowProxyCommand {
 		return fmt.Sprintf("ssh connects to %s (ssh -G): a ProxyCommand's target cannot be checked against the allowlist; "+
 			"remove it (--ssh-opt, ~/.ssh/config) or allow it with --allow-proxy-command", e)
+	}
+	if e.ControlPath != "" && !pol.AllowControlPath {
+		return fmt.Sprintf("ssh connects to %s (ssh -G): a connection shared through a ControlPath may lead to any host, not checked against the allowlist; "+
+			"remove it (--ssh-opt=-oControlPath=none, ~/.ssh/config) or allow it with --allow-control-path", e)
 	}
 	if !strings.EqualFold(e.HostName, h) {
 		if why := pol.nameWhy(e.HostName); why != "" {

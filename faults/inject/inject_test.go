@@ -491,6 +491,44 @@ func TestSSHResolveRefusesAProxy(t *testing.T) {
 	}
 }
 
+// Issue 49: a shared connection sends ssh past the allowlist as a proxy does: with a ControlPath
+// (from --ssh-opt or ssh's config) ssh uses whatever master listens on the socket, connected to any
+// host. With the real ssh -G it is refused, named, unless --allow-control-path; the dry run shows it.
+func TestSSHResolveRefusesASharedConnection(t *testing.T) {
+	if _, err := exec.LookPath("ssh"); err != nil {
+		t.Skip("no ssh client (apt-get install openssh-client; ci/test.sh installs it)")
+	}
+	t.Parallel()
+	cfg := filepath.Join(t.TempDir(), "ssh_config")
+	if err := os.WriteFile(cfg, []byte("Host stage-kvm6\n  ControlMaster auto\n  ControlPath /tmp/cm-shared\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		opts []string
+		host string
+	}{
+		{[]string{"-F", cfg, "-oControlPath=/tmp/cm-shared"}, "stage-kvm1"},
+		{[]string{"-F", cfg}, "stage-kvm6"},
+	} {
+		in, _, _ := newInjector(t, SSH{User: "root", Options: c.opts, Timeout: time.Second}, false)
+		p, _ := Build(Spec{Fault: AgentRestart, Hosts: []string{c.host}, ID: "x"})
+		if err := in.Run(context.Background(), p); err == nil || !strings.HasPrefix(err.Error(), "refused") || !strings.Contains(err.Error(), `ControlPath "/tmp/cm-shared"`) {
+			t.Errorf("%s with %v: %v, want a refusal naming the ControlPath", c.host, c.opts, err)
+		}
+	}
+	// -oControlPath=none on the command line wins over the config's
+	in, _, _ := newInjector(t, SSH{User: "root", Options: []string{"-F", cfg, "-oControlPath=none"}, Timeout: time.Second}, false)
+	p, _ := Build(Spec{Fault: AgentRestart, Hosts: []string{"stage-kvm6"}, ID: "x"})
+	if err := in.Run(context.Background(), p); err != nil {
+		t.Fatalf("ControlPath=none: %v", err)
+	}
+	in, _, out := newInjector(t, SSH{User: "root", Options: []string{"-F", cfg}, Timeout: time.Second}, false)
+	in.Policy.AllowControlPath = true
+	if err := in.Run(context.Background(), p); err != nil || !strings.Contains(out.String(), `ssh to      stage-kvm6: root@stage-kvm6:22 sharing ControlPath "/tmp/cm-shared" (ControlMaster auto) (ssh -G)`) {
+		t.Fatalf("an allowed ControlPath: %v\n%s", err, out)
+	}
+}
+
 // After a heal, the host's dead man's switch (the csconform-heal-ID timer) is cancelled: left armed
 // it would start the agent (or delete rules) again later. Already gone is fine; a failed heal leaves
 // it armed, as the last resort.
