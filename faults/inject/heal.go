@@ -8,6 +8,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"reflect"
+	"regexp"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -88,6 +91,93 @@ func ReadUnhealedFile(name string) ([]Unhealed, error) {
 	return ReadUnhealed(f)
 }
 
+// healSQL is backdate's heal statement, as Build writes it: the network and the seconds are read
+// back from it.
+var healSQL = regexp.MustCompile(`^UPDATE networks SET created = created \+ INTERVAL ([0-9]{1,12}) SECOND WHERE uuid = '([0-9a-fA-F-]{8,64})' AND removed IS NULL$`)
+
+// Plan is the plan a run's heal steps come from, made again: the log is a file anyone who can
+// write it can edit, so its steps are trusted only if Build, given the fault, hosts, domain,
+// network and run id the steps name, makes exactly them. The plan's targets and hosts are then
+// checked against the allowlist like a new fault's.
+func (u Unhealed) Plan() (Plan, error) {
+	k, ok := KindByName(u.Fault)
+	if !ok {
+		return Plan{}, fmt.Errorf("run %s: unknown fault %q", u.ID, u.Fault)
+	}
+	s := Spec{Fault: k.Name, ID: u.ID, Duration: cmpOr(k.Default, time.Minute)}
+	for _, st := range u.Heal {
+		if len(s.Hosts) == 0 || s.Hosts[len(s.Hosts)-1] != st.Host {
+			s.Hosts = append(s.Hosts, st.Host)
+		}
+	}
+	if len(u.Heal) > 0 {
+		argv := u.Heal[0].Argv
+		switch k.Name {
+		case SlowRouterBoot:
+			if len(argv) > 0 {
+				s.VM = argv[len(argv)-1]
+			}
+		case Disconnect:
+			for i, a := range argv {
+				if a == "--dport" && i+1 < len(argv) {
+					s.MgmtPort, _ = strconv.Atoi(argv[i+1])
+				}
+			}
+		case Backdate:
+			if m := healSQL.FindStringSubmatch(argv[len(argv)-1]); len(argv) == 4 && m != nil {
+				secs, _ := strconv.ParseInt(m[1], 10, 64)
+				s.By, s.Network = time.Duration(secs)*time.Second, m[2]
+			}
+		}
+	}
+	p, err := Build(s)
+	if err != nil {
+		return p, fmt.Errorf("run %s: its heal steps are not a plan inject makes: %v", u.ID, err)
+	}
+	if !stepsEqual(p.Heal, u.Heal) || !stepsEqual(p.Disarm, u.Disarm) {
+		return p, fmt.Errorf("run %s: its heal steps are not the ones inject makes for %s on %s: %s",
+			u.ID, k.Name, strings.Join(p.Targets, ","), firstStrange(append(append([]Step(nil), u.Heal...), u.Disarm...), append(append([]Step(nil), p.Heal...), p.Disarm...)))
+	}
+	return p, nil
+}
+
+func stepsEqual(a, b []Step) bool {
+	return len(a) == len(b) && (len(a) == 0 || reflect.DeepEqual(a, b))
+}
+
+// firstStrange names the first step of got that want does not have (or the count that differs).
+func firstStrange(got, want []Step) string {
+	for i, s := range got {
+		if i >= len(want) || !reflect.DeepEqual(s, want[i]) {
+			return strconv.Quote(s.String())
+		}
+	}
+	return fmt.Sprintf("%d steps, want %d", len(got), len(want))
+}
+
+// CheckHeal refuses runs whose heal steps are not ones inject makes, or whose hosts and targets the
+// policy does not allow (the ssh rules included: where ssh -G says each host leads, a ProxyCommand,
+// a shared connection): one refused run refuses them all, before anything runs.
+func (in *Injector) CheckHeal(ctx context.Context, runs []Unhealed) error {
+	pol := in.Policy
+	if r, ok := in.Exec.(Resolver); ok && pol.Resolve == nil {
+		pol.Resolve = func(h string) (Endpoint, error) { return r.Resolve(ctx, h) }
+	}
+	for _, u := range runs {
+		if u.Unknown {
+			continue // nothing of it runs
+		}
+		p, err := u.Plan()
+		if err != nil {
+			return fmt.Errorf("refused: %v; nothing was run", err)
+		}
+		if err := pol.Check(p); err != nil {
+			return fmt.Errorf("refused: run %s: %s; nothing was run", u.ID, strings.TrimPrefix(err.Error(), "refused: "))
+		}
+	}
+	return nil
+}
+
 // Heal undoes runs a killed csconform left: their heal steps, then the cancelling of their heal
 // timers (a failed heal keeps the host's timer), each logged, and a done record per run. Without Yes
 // it only shows what it would run. A run without known heal steps is reported, not guessed at.
@@ -95,6 +185,10 @@ func (in *Injector) Heal(ctx context.Context, runs []Unhealed) error {
 	out := in.Out
 	if out == nil {
 		out = io.Discard
+	}
+	// the log's steps are checked as a new fault's are, all of them before any runs
+	if err := in.CheckHeal(ctx, runs); err != nil {
+		return err
 	}
 	var errs []error
 	for _, u := range runs {

