@@ -55,6 +55,9 @@ func parseShard(s string) (int, int, error) {
 	if !ok || err1 != nil || err2 != nil || n < 1 || i < 0 || i >= n {
 		return 0, 0, fmt.Errorf("--shard wants i/n with 0 <= i < n, got %q", s)
 	}
+	if n > explore.MaxShards { // explore merge refuses more: refused here, before the run
+		return 0, 0, fmt.Errorf("--shard %s: a run is split into %d shards at most", s, explore.MaxShards)
+	}
 	return i, n, nil
 }
 

@@ -97,7 +97,9 @@ command, the cases summed; --out writes summary.txt, result.json and junit.xml (
 under one testsuites element). The shards must be of one run (the same profile or defects, seed,
 scheduler, driver and peers), each i/n once and all n of them. Exit 1 when a shard found something,
 2 when a shard is missing or was interrupted before its budget (no verdict), 3 when only undecided
-cases remain, 0 when the whole run found nothing. docs/examples/explore-shards.yml is a GitHub Actions workflow
+cases remain, 0 when the whole run found nothing. A shard's files are read up to 64 MiB each and n
+is at most 10000 (explore --shard refuses more); control characters in what merge prints of them
+are escaped (\x1b). docs/examples/explore-shards.yml is a GitHub Actions workflow
 that runs it.`,
 		Example: `  csconform explore merge shard-0 shard-1 shard-2 shard-3 --out merged
   csconform explore merge results/* --json`,
@@ -154,7 +156,8 @@ func exploreMerge(o *mergeOpts, dirs []string, stdout, stderr io.Writer) int {
 		}
 	}
 	if !m.Found && len(m.Interrupted) > 0 {
-		fmt.Fprintf(stderr, "csconform explore merge: shard(s) %s were interrupted before their budget: no verdict\n", strings.Join(m.Interrupted, ", "))
+		// the shards' names come from their files: escaped, as Text escapes them
+		fmt.Fprintf(stderr, "csconform explore merge: shard(s) %s were interrupted before their budget: no verdict\n", explore.Printable(strings.Join(m.Interrupted, ", ")))
 		return exitBadInput
 	}
 	return verdictExit(m.Found, m.Undecided > 0)

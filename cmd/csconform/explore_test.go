@@ -21,6 +21,7 @@ func TestExploreAndCheck(t *testing.T) {
 	os.WriteFile(garbage, []byte(`{"seq":1,"kind":"call","op":1}`+"\nnot json\n"), 0o644)
 	cases := []cliCase{
 		{[]string{"explore", "--shard", "3/2"}, 2, "--shard wants i/n"},
+		{[]string{"explore", "--shard", "0/20000", "--seed", "1"}, 2, "a run is split into 10000 shards at most"}, // explore merge would refuse it
 		{[]string{"explore", "--detectors", "eyes"}, 2, "--detectors wants"},
 		{[]string{"explore", "--budget", "0"}, 2, "at least 1"},
 		{[]string{"explore", "--profile", "nope"}, 2, "unknown profile"},

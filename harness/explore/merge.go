@@ -4,11 +4,13 @@ import (
 	"encoding/json"
 	"encoding/xml"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"unicode"
 
 	"github.com/csconform/csconform/internal/schema"
 )
@@ -58,12 +60,60 @@ type MergedPart struct {
 	Cases int    `json:"cases"`
 }
 
+// A shard's files come from a CI artifact, someone else's job or a bug report: what merge reads
+// of them is bounded, and what it prints of them escaped.
+const (
+	// MaxShardFile is the most merge reads of a shard's result.json or junit.xml (a shard writes a
+	// few KiB to a few MiB): a bigger file, or /dev/zero behind a link, is refused, not read whole.
+	MaxShardFile = 64 << 20
+	// MaxShards is the most shards a run may be split into (explore --shard i/n, n at most this):
+	// a CI matrix is tens of jobs; a result.json's "0/2000000000" is refused before merge counts.
+	MaxShards = 10000
+)
+
+// readCapped reads a shard's file, refusing one over MaxShardFile.
+func readCapped(name string) ([]byte, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, MaxShardFile+1))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	if len(b) > MaxShardFile {
+		return nil, fmt.Errorf("%s: larger than the %d MiB a shard's file may be: not a report explore --out wrote", Printable(name), MaxShardFile>>20)
+	}
+	return b, nil
+}
+
+// Printable is s with its control characters (a terminal's escape sequences, newlines) written as
+// \xNN: text from a shard's files is printed, and must not drive the reader's terminal.
+func Printable(s string) string {
+	if !strings.ContainsFunc(s, unicode.IsControl) {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		if unicode.IsControl(r) {
+			fmt.Fprintf(&b, "\\x%02x", r)
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
 // ReadShard reads the result.json and junit.xml explore --out wrote into dir. A result.json of
 // schema version 0 (before the header) is read too.
 func ReadShard(dir string) (*Shard, error) {
-	b, err := os.ReadFile(filepath.Join(dir, "result.json"))
+	b, err := readCapped(filepath.Join(dir, "result.json"))
 	if err != nil {
-		return nil, fmt.Errorf("%s: not an explore --out directory: %w", dir, err)
+		if strings.Contains(err.Error(), "larger than") {
+			return nil, err
+		}
+		return nil, fmt.Errorf("%s: not an explore --out directory: %w", Printable(dir), err)
 	}
 	s := &Shard{Dir: dir}
 	if err := json.Unmarshal(b, &s.Result); err != nil {
@@ -74,7 +124,7 @@ func ReadShard(dir string) (*Shard, error) {
 		return nil, fmt.Errorf("%s: schema version %d is newer than this csconform's (%d)", filepath.Join(dir, "result.json"), r.SchemaVersion, schema.Version)
 	}
 	if r.Command != "" && r.Command != "explore" {
-		return nil, fmt.Errorf("%s: written by %s, not by explore --out", filepath.Join(dir, "result.json"), r.Command)
+		return nil, fmt.Errorf("%s: written by %s, not by explore --out", filepath.Join(dir, "result.json"), Printable(r.Command))
 	}
 	s.I, s.N = 0, 1
 	if r.Shard != "" {
@@ -84,9 +134,12 @@ func ReadShard(dir string) (*Shard, error) {
 		if err1 != nil || err2 != nil || n < 1 || i < 0 || i >= n {
 			return nil, fmt.Errorf("%s: shard %q is not i/n", filepath.Join(dir, "result.json"), r.Shard)
 		}
+		if n > MaxShards {
+			return nil, fmt.Errorf("%s: shard %s: a run is split into %d shards at most", filepath.Join(dir, "result.json"), r.Shard, MaxShards)
+		}
 		s.I, s.N = i, n
 	}
-	x, err := os.ReadFile(filepath.Join(dir, "junit.xml"))
+	x, err := readCapped(filepath.Join(dir, "junit.xml"))
 	if err != nil {
 		return nil, err
 	}
@@ -112,13 +165,13 @@ func Merge(shards []*Shard) (*Merged, error) {
 			r.Scheduler == first.Scheduler && r.Driver == first.Driver && r.Peers == first.Peers
 		if !same {
 			return nil, fmt.Errorf("%s is not a shard of the same run as %s: profile, defects, seed, scheduler, driver and peers must match (%s seed %d vs %s seed %d)",
-				s.Dir, shards[0].Dir, r.Profile, r.Seed, first.Profile, first.Seed)
+				Printable(s.Dir), Printable(shards[0].Dir), Printable(r.Profile), r.Seed, Printable(first.Profile), first.Seed)
 		}
 		if s.N != m.Shards {
-			return nil, fmt.Errorf("%s is shard %s, %s shard %s: one run's shards share their n", s.Dir, r.Shard, shards[0].Dir, first.Shard)
+			return nil, fmt.Errorf("%s is shard %s, %s shard %s: one run's shards share their n", Printable(s.Dir), Printable(r.Shard), Printable(shards[0].Dir), Printable(first.Shard))
 		}
 		if k > 0 && shards[k-1].I == s.I {
-			return nil, fmt.Errorf("%s and %s are both shard %s", shards[k-1].Dir, s.Dir, r.Shard)
+			return nil, fmt.Errorf("%s and %s are both shard %s", Printable(shards[k-1].Dir), Printable(s.Dir), Printable(r.Shard))
 		}
 		m.Budget += r.Budget
 		m.Cases += r.Cases
@@ -151,8 +204,12 @@ func Merge(shards []*Shard) (*Merged, error) {
 	}
 	if len(shards) != m.Shards {
 		var missing []string
-		for i := range m.Shards {
+		for i := range m.Shards { // at most MaxShards (ReadShard)
 			if !slices.ContainsFunc(shards, func(s *Shard) bool { return s.I == i }) {
+				if len(missing) == 10 {
+					missing = append(missing, fmt.Sprintf("and %d more", m.Shards-len(shards)-10))
+					break
+				}
 				missing = append(missing, fmt.Sprintf("%d/%d", i, m.Shards))
 			}
 		}
@@ -164,9 +221,10 @@ func Merge(shards []*Shard) (*Merged, error) {
 // Text is the merged run's summary: a line a shard, then the verdict.
 func (m *Merged) Text() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "merged %d shard(s) of seed %d under %s (defects on: %s)", m.Shards, m.Seed, m.Profile, strings.Join(orNone(m.Defects), ","))
+	// every string here but the counts comes from a shard's result.json: printable
+	fmt.Fprintf(&b, "merged %d shard(s) of seed %d under %s (defects on: %s)", m.Shards, m.Seed, Printable(m.Profile), Printable(strings.Join(orNone(m.Defects), ",")))
 	if m.Scheduler != "" {
-		fmt.Fprintf(&b, ", scheduler %s", m.Scheduler)
+		fmt.Fprintf(&b, ", scheduler %s", Printable(m.Scheduler))
 	}
 	fmt.Fprintf(&b, ": %d of %d cases, %.1f s in all\n", m.Cases, m.Budget, m.WallSecs)
 	for _, p := range m.Parts {
@@ -176,20 +234,20 @@ func (m *Merged) Text() string {
 		}
 		for _, f := range m.Findings {
 			if f.Shard == p.Shard {
-				what = "FOUND " + strings.Join(f.Invariants, ", ")
+				what = "FOUND " + Printable(strings.Join(f.Invariants, ", "))
 				if f.Line != "" {
-					what += ": " + f.Line
+					what += ": " + Printable(f.Line)
 				}
-				what += "\n    replay: " + f.Replay
+				what += "\n    replay: " + Printable(f.Replay)
 			}
 		}
-		fmt.Fprintf(&b, "  shard %-6s %6d cases  %s  (%s)\n", p.Shard, p.Cases, what, p.Dir)
+		fmt.Fprintf(&b, "  shard %-6s %6d cases  %s  (%s)\n", Printable(p.Shard), p.Cases, what, Printable(p.Dir))
 	}
 	switch {
 	case m.Found:
 		fmt.Fprintf(&b, "FOUND in %d of %d shard(s)\n", len(m.Findings), m.Shards)
 	case len(m.Interrupted) > 0:
-		fmt.Fprintf(&b, "no verdict: shard(s) %s stopped before their budget, nothing found so far\n", strings.Join(m.Interrupted, ", "))
+		fmt.Fprintf(&b, "no verdict: shard(s) %s stopped before their budget, nothing found so far\n", Printable(strings.Join(m.Interrupted, ", ")))
 	case m.Undecided > 0:
 		fmt.Fprintf(&b, "found nothing; %d case(s) UNDECIDED: the linearizability checker timed out on some object\n", m.Undecided)
 	default:
