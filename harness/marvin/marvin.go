@@ -17,6 +17,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/csconform/csconform/harness"
 	"github.com/csconform/csconform/harness/world/external"
@@ -31,8 +32,53 @@ type Finding struct {
 	Expect *harness.Expect
 }
 
-// py is a Python string literal (Go's quoting is Python's for these: \", \\, \n, \xNN, \uNNNN).
-func py(s string) string { return strconv.Quote(s) }
+// py is s as a Python string literal, repr-style: a scenario is a file a user is handed, and
+// nothing in it may end the literal or the line (a quote, a backslash, a newline, a line separator,
+// a null byte) and turn the rest into code. Printable characters stay; the rest are escaped.
+func py(s string) string {
+	var b strings.Builder
+	b.WriteByte('"')
+	for _, r := range strings.ToValidUTF8(s, "\uFFFD") {
+		switch r {
+		case '"', '\\':
+			b.WriteByte('\\')
+			b.WriteRune(r)
+		case '\n':
+			b.WriteString(`\n`)
+		case '\r':
+			b.WriteString(`\r`)
+		case '\t':
+			b.WriteString(`\t`)
+		default:
+			b.WriteString(escapeRune(r))
+		}
+	}
+	b.WriteByte('"')
+	return b.String()
+}
+
+// escapeRune is r, or its Python escape (\xNN, \uNNNN, \UNNNNNNNN) if it is not printable.
+func escapeRune(r rune) string {
+	switch {
+	case r == ' ' || unicode.IsPrint(r):
+		return string(r)
+	case r < 0x100:
+		return fmt.Sprintf(`\x%02x`, r)
+	case r < 0x10000:
+		return fmt.Sprintf(`\u%04x`, r)
+	}
+	return fmt.Sprintf(`\U%08x`, r)
+}
+
+// comment is s for a "# ..." comment: one line (whitespace runs are one space) with anything not
+// printable escaped, so that nothing can end the comment's line early.
+func comment(s string) string {
+	var b strings.Builder
+	for _, r := range oneLine(strings.ToValidUTF8(s, "\uFFFD")) {
+		b.WriteString(escapeRune(r))
+	}
+	return b.String()
+}
 
 func secs(d time.Duration) string { return strconv.FormatFloat(d.Seconds(), 'f', -1, 64) }
 
@@ -59,12 +105,12 @@ func Test(sc *harness.Scenario, f Finding) string {
 	w("# against a zone with the Simulator hypervisor (faults go through configureSimulator). Checked to")
 	w("# compile; not run by csconform, which has no Marvin.")
 	w("#")
-	w("# %s", oneLine(f.Title))
+	w("# %s", comment(f.Title))
 	if f.Origin != "" {
-		w("# Found by: %s", oneLine(f.Origin))
+		w("# Found by: %s", comment(f.Origin))
 	}
-	w("# Scenario: %s (%s)", sc.Name, oneLine(sc.Title))
-	w(`"""csconform finding %s as a Marvin test."""`, strings.ReplaceAll(sc.Name, `"`, ""))
+	w("# Scenario: %s (%s)", comment(sc.Name), comment(sc.Title))
+	w("%s", py("csconform finding "+sc.Name+" as a Marvin test."))
 	w("")
 	w("import threading")
 	w("import time")
@@ -139,7 +185,7 @@ func Test(sc *harness.Scenario, f Finding) string {
 	w("    def test_finding(self):")
 	w("        %s", py(oneLine(f.Title)))
 	for i, st := range sc.Steps {
-		w("        # %d. %s", i+1, oneLine(stepWords(st)))
+		w("        # %d. %s", i+1, comment(stepWords(st)))
 		writeStep(w, i+1, st)
 	}
 	w("        for t in self.threads:")
@@ -149,9 +195,9 @@ func Test(sc *harness.Scenario, f Finding) string {
 		for _, c := range slices.Sorted(maps.Keys(e.Cases)) {
 			switch want := e.Cases[c]; want {
 			case "passed", "failed":
-				w("        self.assertEqual(self.cases.get(%s), %s, \"case %s\")", py(c), py(want), c)
+				w("        self.assertEqual(self.cases.get(%s), %s, %s)", py(c), py(want), py("case "+c))
 			case "retried":
-				w("        self.assertEqual(self.cases.get(%s), \"passed\", \"case %s (passed after a failed first attempt)\")", py(c), c)
+				w("        self.assertEqual(self.cases.get(%s), \"passed\", %s)", py(c), py("case "+c+" (passed after a failed first attempt)"))
 			}
 		}
 		for _, v := range slices.Sorted(maps.Keys(e.States)) {
@@ -163,12 +209,12 @@ func Test(sc *harness.Scenario, f Finding) string {
 		a, ok := assertions[inv]
 		switch {
 		case !ok:
-			w("        # %s: not observable through the API", inv)
+			w("        # %s: not observable through the API", comment(inv))
 		case a.helper == "":
-			w("        # %s: not asserted: %s", inv, a.why)
+			w("        # %s: not asserted: %s", comment(inv), a.why)
 		default:
 			if a.why != "" {
-				w("        # %s: %s", inv, a.why)
+				w("        # %s: %s", comment(inv), a.why)
 			}
 			if !done[a.helper] {
 				w("        self.%s()", a.helper)
@@ -248,7 +294,7 @@ func writeFault(w func(string, ...any), n int, st harness.Step) {
 		w("        self.skipTest(%s)", py(fmt.Sprintf("step %d: fault %s cannot go through the simulator: %s", n, st.Fault, how)))
 		return
 	}
-	w("        # through the simulator: %s", oneLine(how))
+	w("        # through the simulator: %s", comment(how))
 	switch st.Fault {
 	case "slow-router-boot":
 		if st.Duration <= 0 {
