@@ -41,7 +41,9 @@ func ReadUnhealed(r io.Reader) ([]Unhealed, error) {
 	var order []string
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64*1024), maxLogLine)
-	for n := 1; sc.Scan(); n++ {
+	n := 0 // the line read last
+	for sc.Scan() {
+		n++
 		line := strings.TrimSpace(sc.Text())
 		if line == "" {
 			continue
@@ -69,7 +71,10 @@ func ReadUnhealed(r io.Reader) ([]Unhealed, error) {
 			ru.done = true
 		}
 	}
-	if err := sc.Err(); err != nil {
+	if err := sc.Err(); errors.Is(err, bufio.ErrTooLong) {
+		// /dev/zero, or any file that is not a log: bufio's "token too long" says nothing of which
+		return nil, fmt.Errorf("audit log line %d: longer than the %d MiB a record may be: not an inject audit log", n+1, maxLogLine>>20)
+	} else if err != nil {
 		return nil, fmt.Errorf("audit log: %v", err)
 	}
 	var out []Unhealed
@@ -88,7 +93,11 @@ func ReadUnhealedFile(name string) ([]Unhealed, error) {
 		return nil, fmt.Errorf("audit log: %w", err)
 	}
 	defer f.Close()
-	return ReadUnhealed(f)
+	runs, err := ReadUnhealed(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return runs, nil
 }
 
 // healSQL is backdate's heal statement, as Build writes it: the network and the seconds are read

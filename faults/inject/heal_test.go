@@ -87,13 +87,20 @@ func TestReadUnhealedRefusesGarbage(t *testing.T) {
 	for _, c := range []struct{ in, want string }{
 		{"{\"id\":\"a\",\"action\":\"plan\"}\nnot json\n", "line 2: not a record"},
 		{"{\"action\":\"plan\"}\n", "line 1: a record without a run id"},
-		{strings.Repeat("x", maxLogLine+10), "token too long"},
+		// issue 49: said as what it is, not bufio's "token too long"
+		{strings.Repeat("x", maxLogLine+10), "audit log line 1: longer than the 1 MiB a record may be: not an inject audit log"},
+		{"{\"id\":\"a\",\"action\":\"plan\"}\n" + strings.Repeat("x", maxLogLine+10), "audit log line 2: longer than the 1 MiB"},
 	} {
 		_, err := ReadUnhealed(strings.NewReader(c.in))
 		assert.ErrorContains(t, err, c.want)
 	}
 	_, err := ReadUnhealedFile("/nonexistent/inject.log")
 	assert.ErrorIs(t, err, os.ErrNotExist)
+	// the file is named: --audit-log /dev/zero
+	if _, err := os.Stat("/dev/zero"); err == nil {
+		_, err = ReadUnhealedFile("/dev/zero")
+		assert.EqualError(t, err, "/dev/zero: audit log line 1: longer than the 1 MiB a record may be: not an inject audit log")
+	}
 }
 
 // Issue 49: the audit log is a file anyone who can write it can edit (./csconform-inject.log by
