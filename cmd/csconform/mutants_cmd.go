@@ -92,7 +92,7 @@ the go command; each mutant costs a build, the oracle and the witness (about 40 
 	fs.BoolVar(&o.witness, "witness", true, "also run go test ./impl/... on each mutant")
 	fs.StringVar(&o.jsonOut, "json", "", "write the figures and every mutant's fate, with its diff, to `FILE`")
 	fs.StringVar(&o.src, "src", "", "csconform's source tree (default: the module holding the working directory)")
-	fs.DurationVar(&o.bound, "bound", 5*time.Minute, "a mutant's oracle or unit tests still running after `D` are reported hung (a bound that tells a hang from a verdict, never one verdict from another)")
+	fs.DurationVar(&o.bound, "bound", 2*time.Minute, "a mutant's oracle or unit tests still running after `D` are reported hung (a bound that tells a hang from a verdict, never one verdict from another)")
 	fs.BoolVar(&o.listOnly, "count", false, "print how many mutation points each operator offers, and judge none")
 	return c
 }
