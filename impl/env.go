@@ -6,6 +6,8 @@ package impl
 
 import (
 	"errors"
+	"fmt"
+	"sync"
 	"time"
 )
 
@@ -77,6 +79,27 @@ type Reaper interface {
 func point(env Env, k PointKind) {
 	if p, ok := env.(Preempter); ok {
 		p.Point(k)
+	}
+}
+
+// coopMutex is a mutex never held across a scheduling point. In a cooperative world (the simulator,
+// a Preempter: one task runs at a time and yields only at its points) finding it held means another
+// task kept it while parked, or never released it, and nothing will ever release it: waiting would
+// hang the run for ever, so Lock panics with the deadlock instead — a finding, not a hang. In a real
+// world it is a plain mutex.
+type coopMutex struct {
+	sync.Mutex
+	env  Env
+	name string
+}
+
+func (m *coopMutex) Lock() {
+	if _, coop := m.env.(Preempter); !coop {
+		m.Mutex.Lock()
+		return
+	}
+	if !m.TryLock() {
+		panic(fmt.Sprintf("deadlock: %s is held by a task that is parked (a critical section that yields or never unlocks); the simulator runs one task at a time, so no task can ever release it", m.name))
 	}
 }
 

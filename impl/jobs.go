@@ -7,7 +7,6 @@ import (
 	"maps"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/csconform/csconform/model/job"
@@ -20,7 +19,7 @@ import (
 // orphaned-network cleanup of PR #12409.
 type AsyncJobManager struct {
 	s      *Server
-	mu     sync.Mutex            // guards queues, errs and each item's running; never held across an Env call
+	mu     coopMutex             // guards queues, errs and each item's running; never held across an Env call
 	queues map[int64][]*workItem // VmWorkJobQueue, keyed by VM id
 	errs   map[int64]error       // a failed job's exception, as CloudStack serialises it into the result
 }
@@ -39,7 +38,7 @@ const (
 )
 
 func newAsyncJobManager(s *Server) *AsyncJobManager {
-	return &AsyncJobManager{s: s, queues: map[int64][]*workItem{}, errs: map[int64]error{}}
+	return &AsyncJobManager{s: s, mu: coopMutex{env: s.Env, name: "the job queues' lock"}, queues: map[int64][]*workItem{}, errs: map[int64]error{}}
 }
 
 func (m *AsyncJobManager) start() {

@@ -9,7 +9,6 @@ import (
 	"slices"
 	"sort"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -26,7 +25,7 @@ import (
 // defects depend on them: VM state writes are compare-and-set on update_count, network state writes are
 // last-writer-wins on an in-memory copy.
 type DB struct {
-	mu     sync.Mutex
+	mu     coopMutex
 	env    Env
 	reaper Reaper // env, when it is one (the real worlds)
 	sink   history.Sink
@@ -162,7 +161,7 @@ type LockVO struct {
 
 // NewDB returns an empty database.
 func NewDB(env Env, sink history.Sink) *DB {
-	db := &DB{env: env, sink: sink,
+	db := &DB{mu: coopMutex{env: env, name: "the database's lock"}, env: env, sink: sink,
 		vms: map[int64]*VMVO{}, networks: map[int64]*NetworkVO{}, nics: map[int64]*NicVO{},
 		ips: map[int64][]*IPVO{}, volumes: map[int64]*VolumeVO{}, hosts: map[string]*HostVO{},
 		jobs: map[int64]*JobVO{}, locks: map[string]*LockVO{}, itWork: map[int64]*ItWorkVO{},

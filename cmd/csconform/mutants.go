@@ -166,6 +166,8 @@ type sampleOpts struct {
 	src      string
 	bound    time.Duration
 	listOnly bool
+	ids      string
+	show     bool
 }
 
 // mutantsSample draws mechanical mutants of impl's race paths and judges each by the oracle, with the
@@ -183,14 +185,19 @@ func mutantsSample(n int, f *sampleOpts, stdout, stderr io.Writer) int {
 		return fail(err)
 	}
 	files := make([]string, len(raceFiles))
+	abs := make([]string, len(raceFiles))
 	for i, r := range raceFiles {
 		files[i] = filepath.Join("impl", r)
+		abs[i] = filepath.Join(root, files[i])
 	}
-	if f.listOnly {
-		abs := make([]string, len(files))
-		for i, r := range files {
-			abs[i] = filepath.Join(root, r)
+	var ids []string
+	if f.ids != "" {
+		for _, id := range strings.Split(f.ids, ",") {
+			ids = append(ids, strings.TrimSpace(id))
 		}
+	}
+	switch {
+	case f.listOnly:
 		all, err := mutation.Enumerate(abs, mutantEnum)
 		if err != nil {
 			return fail(err)
@@ -205,6 +212,23 @@ func mutantsSample(n int, f *sampleOpts, stdout, stderr io.Writer) int {
 		}
 		fmt.Fprintln(stdout)
 		return 0
+	case f.show:
+		if len(ids) == 0 {
+			return fail(fmt.Errorf("--show needs --ids"))
+		}
+		ms, err := mutation.Find(abs, mutantEnum, ids)
+		if err != nil {
+			return fail(err)
+		}
+		for _, m := range ms {
+			src, err := os.ReadFile(m.File)
+			if err != nil {
+				return fail(err)
+			}
+			m.File, _ = filepath.Rel(root, m.File)
+			fmt.Fprint(stdout, mutation.Diff(src, m))
+		}
+		return 0
 	}
 	work, err := os.MkdirTemp("", "csconform-mutants-")
 	if err != nil {
@@ -214,7 +238,7 @@ func mutantsSample(n int, f *sampleOpts, stdout, stderr io.Writer) int {
 	ctx, stop := reproContext()
 	defer stop()
 	oracle := []string{"mutants", "oracle", "--budget", strconv.Itoa(f.budget), "--seeds", f.seeds, "--scheduler", f.sched.String()}
-	o := mutation.SampleOptions{Root: root, Files: files, Enum: mutantEnum, N: n, Seed: f.seed, Main: "./cmd/csconform",
+	o := mutation.SampleOptions{Root: root, Files: files, Enum: mutantEnum, N: n, Seed: f.seed, IDs: ids, Main: "./cmd/csconform",
 		Oracle: oracle, Bound: f.bound, Work: work, Ctx: ctx,
 		Progress: func(i int, r mutation.Result) { fmt.Fprint(stdout, mutation.Line(i, r)) }}
 	what := fmt.Sprintf("oracle: repro all under fixed and cloudstack-4.22 + explore --profile fixed --budget %d, seeds %s, scheduler %s", f.budget, f.seeds, f.sched)

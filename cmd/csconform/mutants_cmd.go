@@ -74,8 +74,12 @@ behaviour someone pinned. It prints the kill rates (among all, among witnessed),
 operator and the survivors by file and function with their diffs. It needs the source tree and
 the go command; each mutant costs a build, the oracle and the witness (about 40 s on 2 cores).`,
 		Example: "  csconform mutants sample 20 --seed 7\n  csconform mutants sample 200 --seed 1 --json sample.json",
-		Args:    cobra.ExactArgs(1),
+		Args:    cobra.RangeArgs(0, 1),
 		Run: func(_ *cobra.Command, args []string) {
+			if len(args) == 0 {
+				// --count, --show and --ids need no N
+				args = []string{"1"}
+			}
 			n, err := strconv.Atoi(args[0])
 			if err != nil {
 				fmt.Fprintf(e.stderr, "csconform mutants sample: N must be a number of mutants, got %q\n", args[0])
@@ -94,6 +98,8 @@ the go command; each mutant costs a build, the oracle and the witness (about 40 
 	fs.StringVar(&o.src, "src", "", "csconform's source tree (default: the module holding the working directory)")
 	fs.DurationVar(&o.bound, "bound", 2*time.Minute, "a mutant's oracle or unit tests still running after `D` are reported hung (a bound that tells a hang from a verdict, never one verdict from another)")
 	fs.BoolVar(&o.listOnly, "count", false, "print how many mutation points each operator offers, and judge none")
+	fs.StringVar(&o.ids, "ids", "", "judge exactly these mutants (comma-separated ids from an earlier sample of the same tree) instead of drawing N")
+	fs.BoolVar(&o.show, "show", false, "print the diffs of the --ids mutants, and judge none")
 	return c
 }
 

@@ -49,9 +49,10 @@ type SampleOptions struct {
 	Root    string   // the module's root (go.mod)
 	Files   []string // the files to mutate, relative to Root
 	Enum    Options
-	N       int    // mutants to judge (ones that do not compile are drawn past, not counted)
-	Seed    uint64 // the draw
-	Main    string // the package of the binary that judges itself, relative to Root (./cmd/csconform)
+	N       int      // mutants to judge (ones that do not compile are drawn past, not counted)
+	Seed    uint64   // the draw
+	IDs     []string // judge exactly these mutants, in this order, instead of drawing (a survivor again after a fix)
+	Main    string   // the package of the binary that judges itself, relative to Root (./cmd/csconform)
 	Oracle  []string
 	Witness []string // packages for go test (nil: no witness)
 	Bound   time.Duration
@@ -87,6 +88,13 @@ func RunSample(o SampleOptions) (*Sample, error) {
 		return nil, err
 	}
 	s := &Sample{Points: len(all)}
+	order := rand.New(rand.NewPCG(o.Seed, 0x6d757461)).Perm(len(all))
+	if len(o.IDs) > 0 {
+		if order, err = byID(all, o.IDs); err != nil {
+			return nil, err
+		}
+		o.N = len(order)
+	}
 	base := filepath.Join(o.Work, "baseline")
 	if err := o.build(base, ""); err != nil {
 		return nil, fmt.Errorf("the unmutated tree does not build: %v", err)
@@ -97,7 +105,6 @@ func RunSample(o SampleOptions) (*Sample, error) {
 	} else if fate != Survived {
 		return nil, fmt.Errorf("the unmutated reference fails the oracle (%s: %s): fix that before measuring mutants", fate, v.Detail)
 	}
-	order := rand.New(rand.NewPCG(o.Seed, 0x6d757461)).Perm(len(all))
 	bin := filepath.Join(o.Work, "mutant")
 	for _, k := range order {
 		if len(s.Results) == o.N {
@@ -156,6 +163,40 @@ func RunSample(o SampleOptions) (*Sample, error) {
 		}
 	}
 	return s, nil
+}
+
+// byID is the positions in all of ids, each of which must be there.
+func byID(all []Mutant, ids []string) ([]int, error) {
+	at := make(map[string]int, len(all))
+	for i, m := range all {
+		at[m.ID] = i
+	}
+	var out []int
+	for _, id := range ids {
+		i, ok := at[id]
+		if !ok {
+			return nil, fmt.Errorf("no mutant %q in this tree (an id is file:line:operator#k of the tree it was drawn from; a line that moved since changes it)", id)
+		}
+		out = append(out, i)
+	}
+	return out, nil
+}
+
+// Find returns the mutants of files with these ids, in the order given.
+func Find(files []string, o Options, ids []string) ([]Mutant, error) {
+	all, err := Enumerate(files, o)
+	if err != nil {
+		return nil, err
+	}
+	pos, err := byID(all, ids)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Mutant, len(pos))
+	for i, p := range pos {
+		out[i] = all[p]
+	}
+	return out, nil
 }
 
 func (o SampleOptions) overlay(file string, src []byte) (string, error) {
