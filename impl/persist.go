@@ -343,6 +343,33 @@ type disk struct {
 
 var crcTable = crc32.MakeTable(crc32.Castagnoli)
 
+// fsFault, when set (by tests), fails the state files' writes as a full or failing disk does: it
+// is asked before each write ("write") and fsync ("sync") of path, and a write it fails writes
+// half its bytes first (ENOSPC mid-record), so the failure paths run without a full disk.
+var fsFault func(op, path string) error
+
+// writeFile writes b to f (path) through fsFault.
+func writeFile(f *os.File, path string, b []byte) error {
+	if fsFault != nil {
+		if err := fsFault("write", path); err != nil {
+			f.Write(b[:len(b)/2])
+			return &fs.PathError{Op: "write", Path: path, Err: err}
+		}
+	}
+	_, err := f.Write(b)
+	return err
+}
+
+// syncFile fsyncs f (path) through fsFault.
+func syncFile(f *os.File, path string) error {
+	if fsFault != nil {
+		if err := fsFault("sync", path); err != nil {
+			return &fs.PathError{Op: "sync", Path: path, Err: err}
+		}
+	}
+	return f.Sync()
+}
+
 // touch marks a row written by the current write (the caller holds mu); commit sends it to the log.
 func (db *DB) touch(table byte, id int64) {
 	if db.ix.watching {
@@ -749,10 +776,10 @@ func (db *DB) appendRecord() error {
 		// the log would be one the next start refuses: a new snapshot holds the record instead
 		return db.snapshot()
 	}
-	if _, err := d.log.Write(b); err != nil {
+	if err := writeFile(d.log, d.path+".log", b); err != nil {
 		return err
 	}
-	if err := d.log.Sync(); err != nil {
+	if err := syncFile(d.log, d.path+".log"); err != nil {
 		return err
 	}
 	d.logSize += int64(len(b))
@@ -788,9 +815,9 @@ func writeDurably(path string, b []byte) error {
 	if err != nil {
 		return err
 	}
-	_, err = f.Write(b)
+	err = writeFile(f, path, b)
 	if err == nil {
-		err = f.Sync()
+		err = syncFile(f, path)
 	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
