@@ -18,6 +18,13 @@ package impl
 // of an append leaves a torn last record: it is dropped (its write never returned, so nobody was told
 // it happened) and said in a WARN line; a damaged record followed by more records is refused.
 //
+// A write the disk does not take (ENOSPC, EIO, a file over its cap) is never kept in memory as if
+// written: the database says so (Durable) and the server refuses every request (530) until a whole
+// snapshot is written, tried at most once a second. A snapshot that cannot be written at compaction
+// loses nothing, since the log has every commit: the log goes on, and compaction is tried again once
+// the log has grown as much again. A database past the snapshot's cap starts on its snapshot and log
+// as they are, and refuses writes once the log is full.
+//
 // A hand-rolled log rather than an embedded store (bbolt, SQLite): the snapshot keeps the state file
 // format (readable JSON, the same tables), rows are whole JSON values so a record is a few hundred
 // bytes, and nothing new has to be fetched or cross-compiled for the containers.
@@ -36,6 +43,8 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync/atomic"
+	"time"
 
 	"github.com/csconform/csconform/model/history"
 	"github.com/csconform/csconform/model/host"
@@ -53,6 +62,9 @@ const (
 	MaxStateFile = 256 << 20
 	MaxStateLog  = 3 * MaxStateFile
 )
+
+// snapCap and logCap are the caps in force: MaxStateFile and MaxStateLog (tests make them small).
+var snapCap, logCap int64 = MaxStateFile, MaxStateLog
 
 // MaxCounter bounds the state file's counters: NextID (the id of the last row made), a generation,
 // and the ids of the work tables. It is 2^53-1, the largest integer a JSON reader that uses doubles
@@ -328,30 +340,36 @@ type rowRef struct {
 
 // disk is the persistence of a DB opened on a state file.
 type disk struct {
-	path       string
-	gen        int64
-	log        *os.File
-	logSize    int64
-	snapSize   int64
-	dirty      map[rowRef]struct{} // rows written since the last commit
-	nextID     int64               // NextID as the disk has it
-	broken     bool                // a write failed: the next commit writes a snapshot instead
-	rewrite    bool                // the old commit (the whole file at every commit), kept for the benchmark
-	written    []byte              // rewrite: what the file holds
-	minCompact int64               // the least log size compacted (0: 1 MiB; tests make it small)
+	path     string
+	gen      int64
+	log      *os.File
+	logSize  int64
+	snapSize int64
+	dirty    map[rowRef]struct{} // rows written since the last commit
+	nextID   int64               // NextID as the disk has it
+	// failed is the write that did not reach the disk (nil: the disk holds every commit): from then
+	// on the database is ahead of its files, so every request is refused (Durable) until a whole
+	// snapshot is written, tried at most every retryEvery (retryAt), not at every commit.
+	failed      error
+	retryAt     time.Time
+	unwritable  atomic.Pointer[UnwritableError] // failed, for Durable without the lock
+	compactFrom int64                           // a compaction failed: the log size at which it is tried again
+	rewrite     bool                            // the old commit (the whole file at every commit), kept for the benchmark
+	written     []byte                          // rewrite: what the file holds
+	minCompact  int64                           // the least log size compacted (0: 1 MiB; tests make it small)
 }
 
 var crcTable = crc32.MakeTable(crc32.Castagnoli)
 
-// fsFault, when set (by tests), fails the state files' writes as a full or failing disk does: it
+// StateWriteFault, when set (by tests, here and of the server process), fails the state files' writes as a full or failing disk does: it
 // is asked before each write ("write") and fsync ("sync") of path, and a write it fails writes
 // half its bytes first (ENOSPC mid-record), so the failure paths run without a full disk.
-var fsFault func(op, path string) error
+var StateWriteFault func(op, path string) error
 
-// writeFile writes b to f (path) through fsFault.
+// writeFile writes b to f (path) through StateWriteFault.
 func writeFile(f *os.File, path string, b []byte) error {
-	if fsFault != nil {
-		if err := fsFault("write", path); err != nil {
+	if StateWriteFault != nil {
+		if err := StateWriteFault("write", path); err != nil {
 			f.Write(b[:len(b)/2])
 			return &fs.PathError{Op: "write", Path: path, Err: err}
 		}
@@ -360,10 +378,10 @@ func writeFile(f *os.File, path string, b []byte) error {
 	return err
 }
 
-// syncFile fsyncs f (path) through fsFault.
+// syncFile fsyncs f (path) through StateWriteFault.
 func syncFile(f *os.File, path string) error {
-	if fsFault != nil {
-		if err := fsFault("sync", path); err != nil {
+	if StateWriteFault != nil {
+		if err := StateWriteFault("sync", path); err != nil {
 			return &fs.PathError{Op: "sync", Path: path, Err: err}
 		}
 	}
@@ -625,11 +643,11 @@ func readIfExists(path string, max int64, what string) ([]byte, error) {
 // readDB loads the database kept in the state file path (and its log) without writing anything.
 func readDB(env Env, sink history.Sink, path string) (*DB, loadResult, error) {
 	db := NewDB(env, sink)
-	snap, err := readIfExists(path, MaxStateFile, "snapshot")
+	snap, err := readIfExists(path, snapCap, "snapshot")
 	if err != nil {
 		return nil, loadResult{}, fmt.Errorf("database %s: %w", path, err)
 	}
-	log, err := readIfExists(path+".log", MaxStateLog, "log")
+	log, err := readIfExists(path+".log", logCap, "log")
 	if err != nil {
 		return nil, loadResult{}, fmt.Errorf("database %s: %w", path+".log", err)
 	}
@@ -660,22 +678,147 @@ func OpenDB(env Env, sink history.Sink, path string) (*DB, error) {
 		return nil, fmt.Errorf("database %s: %w", path, err)
 	}
 	db.disk = &disk{path: path, gen: res.gen, dirty: map[rowRef]struct{}{}}
-	if err := db.snapshot(); err != nil {
+	err = db.snapshot()
+	if errors.Is(err, errOverCap) {
+		// the log grew on while no snapshot could be written: start on the files as they are, rather
+		// than refuse the state this server wrote
+		if err = db.continueLog(res); err == nil {
+			db.emit(history.Event{Actor: "db", Kind: history.Log, Level: "WARN", Detail: fmt.Sprintf(
+				"%s: the database is over the cap of %d MiB a snapshot may have: kept the snapshot and its log, which takes the commits until its own cap (%d MiB), then writes are refused", path, snapCap>>20, logCap>>20)})
+		}
+	}
+	if err != nil {
 		return nil, fmt.Errorf("database %s: %w", path, err)
 	}
 	return db, nil
 }
 
-// Detach stops writing the state file: what a stopping server does first, so that nothing it does
-// while it stops reaches the disk — a SIGTERM leaves the file as a kill at that moment would. It does
+// continueLog makes the opened database append to the log its files have (its torn last record cut
+// off), or to a new empty log of the snapshot's generation if there is none that follows it.
+func (db *DB) continueLog(res loadResult) error {
+	d := db.disk
+	st, err := os.Stat(d.path)
+	if err != nil {
+		return err
+	}
+	end := int64(-1) // where the log's valid records end (-1: no log to keep)
+	if lst, err := os.Stat(d.path + ".log"); err == nil && !res.staleLog {
+		end = lst.Size()
+		if res.torn > 0 {
+			end = res.tornAt
+		}
+		if end < int64(logHeaderLen) {
+			end = -1
+		}
+	}
+	if end < 0 {
+		if err := writeDurably(d.path+".log", logHeader(d.gen)); err != nil {
+			return err
+		}
+		end = int64(logHeaderLen)
+	}
+	f, err := os.OpenFile(d.path+".log", os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		return err
+	}
+	if err := f.Truncate(end); err != nil {
+		f.Close()
+		return err
+	}
+	if err := syncFile(f, d.path+".log"); err != nil {
+		f.Close()
+		return err
+	}
+	d.log, d.logSize, d.snapSize, d.nextID = f, end, st.Size(), db.nextID
+	d.compactFrom = d.logSize + d.compactAt()
+	return nil
+}
+
+// Detach stops writing the state file: what a stopping server does last, once it no longer answers
+// anyone (process.Server.Shutdown), so that what its tasks do while they stop does not reach the disk
+// (a SIGTERM leaves the file as a kill would) while every write it acknowledged did. From then on
+// Durable refuses, so a request still running cannot be answered as if its write were kept. It does
 // not wait for the lock (behind a queue of writers), so a commit already writing may still land, as it
 // would before a kill.
 func (db *DB) Detach() {
 	db.detached.Store(true)
 }
 
+// ErrStopping is Durable's answer once the server is stopping (Detach).
+var ErrStopping = errors.New("the database cannot be written: the management server is stopping")
+
+// UnwritableError is Durable's answer when a write to the state file failed (ENOSPC, EIO, the cap).
+type UnwritableError struct {
+	Path string
+	Err  error
+}
+
+func (e *UnwritableError) Error() string {
+	return fmt.Sprintf("the database cannot be written (state file %s): %v", e.Path, e.Err)
+}
+
+func (e *UnwritableError) Unwrap() error { return e.Err }
+
+// retryEvery is how often a database whose write failed tries to write itself whole again.
+var retryEvery = time.Second
+
+// Durable says whether what the database holds is on disk: nil with no state file, or when every
+// commit reached it; else why not. A server answers a request with success only if Durable is nil
+// before and after it (cloudapi, control): a write is acknowledged only once durable, and a server
+// whose disk is full refuses rather than goes on in memory. While refusing, it tries again (at most
+// every retryEvery) to write the whole database, so it takes writes again once the disk has room.
+func (db *DB) Durable() error {
+	d := db.disk
+	if d == nil {
+		return nil
+	}
+	if db.detached.Load() {
+		return ErrStopping
+	}
+	if d.unwritable.Load() == nil {
+		return nil
+	}
+	db.mu.Lock()
+	if d.failed != nil && !time.Now().Before(d.retryAt) && !db.detached.Load() {
+		db.retry()
+	}
+	db.mu.Unlock()
+	if e := d.unwritable.Load(); e != nil {
+		return e
+	}
+	return nil
+}
+
+// fail records a write that did not reach the disk; the caller holds mu.
+func (db *DB) fail(err error) {
+	d := db.disk
+	if d.failed == nil {
+		db.emit(history.Event{Actor: "db", Kind: history.Log, Level: "ERROR", Detail: fmt.Sprintf(
+			"cannot write the database to %s: %v: requests are refused (530) until it can be written whole", d.path, err)})
+	}
+	d.failed, d.retryAt = err, time.Now().Add(retryEvery)
+	d.unwritable.Store(&UnwritableError{Path: d.path, Err: err})
+}
+
+// retry writes the whole database of a failed disk; the caller holds mu.
+func (db *DB) retry() {
+	d := db.disk
+	if err := db.snapshot(); err != nil {
+		d.failed, d.retryAt = err, time.Now().Add(retryEvery)
+		d.unwritable.Store(&UnwritableError{Path: d.path, Err: err})
+		return
+	}
+	d.failed = nil
+	d.unwritable.Store(nil)
+	db.emit(history.Event{Actor: "db", Kind: history.Log, Level: "INFO", Detail: fmt.Sprintf(
+		"the database is written to %s again: requests are taken", d.path)})
+}
+
 // snapshot writes the whole database as a new generation and starts its empty log; the caller holds
-// mu (or owns db). Until it succeeds the old snapshot and log stay valid on disk.
+// mu (or owns db). Both are written beside their files and fsynced, then renamed: the snapshot's
+// rename is the switch (a kill just after leaves the old log beside the new snapshot, and its
+// generation says it is stale). An error before it leaves the old snapshot and log valid, the log
+// still appended to; an error after it is a switchError: the old log no longer counts.
 func (db *DB) snapshot() error {
 	d := db.disk
 	if err := db.countersWritable(); err != nil {
@@ -684,46 +827,72 @@ func (db *DB) snapshot() error {
 	if d.gen >= MaxCounter {
 		return fmt.Errorf("generation %d is at the limit of %d: no new snapshot", d.gen, int64(MaxCounter))
 	}
-	d.gen++
-	b, err := db.encodeFile(d.gen)
-	if err == nil && len(b) > MaxStateFile {
-		// the next start would refuse it: the old snapshot and log stay, and this is an ERROR line
-		err = fmt.Errorf("a snapshot of %d bytes, over the cap of %d MiB a state file may have: not written", len(b), MaxStateFile>>20)
+	gen := d.gen + 1
+	b, err := db.encodeFile(gen)
+	if err != nil {
+		return err
 	}
-	if err == nil {
-		err = writeDurably(d.path, b)
+	if int64(len(b)) > snapCap {
+		// the next start would refuse it: the old snapshot and log stay
+		return fmt.Errorf("a snapshot of %d bytes, over the cap of %d MiB a state file may have: not written (%w)", len(b), snapCap>>20, errOverCap)
 	}
+	if err := writeTemp(d.path+".tmp", b); err != nil {
+		return err
+	}
+	if err := writeTemp(d.path+".log.tmp", logHeader(gen)); err != nil {
+		os.Remove(d.path + ".tmp")
+		return err
+	}
+	if err := os.Rename(d.path+".tmp", d.path); err != nil {
+		os.Remove(d.path + ".tmp")
+		os.Remove(d.path + ".log.tmp")
+		return err
+	}
+	err = os.Rename(d.path+".log.tmp", d.path+".log")
 	if err == nil {
-		// a kill here leaves the old log beside the new snapshot: its generation says it is stale
-		err = writeDurably(d.path+".log", logHeader(d.gen))
+		err = syncDir(d.path)
 	}
 	var f *os.File
 	if err == nil {
 		f, err = os.OpenFile(d.path+".log", os.O_WRONLY|os.O_APPEND, 0)
 	}
-	if err != nil {
-		return err
-	}
 	if d.log != nil {
 		d.log.Close()
+		d.log = nil
 	}
-	d.log, d.logSize, d.snapSize, d.nextID, d.broken = f, int64(logHeaderLen), int64(len(b)), db.nextID, false
+	d.gen = gen
+	if err != nil {
+		return switchError{err}
+	}
+	d.log, d.logSize, d.snapSize, d.nextID, d.compactFrom = f, int64(logHeaderLen), int64(len(b)), db.nextID, 0
 	clear(d.dirty)
 	return nil
 }
 
+// errOverCap is in the error of a snapshot over snapCap.
+var errOverCap = errors.New("the database is over the cap")
+
+// switchError is a snapshot that failed after replacing the old one: the old log is stale, so no
+// commit may be appended to it.
+type switchError struct{ error }
+
+func (e switchError) Unwrap() error { return e.error }
+
 // compactAt is the log size past which a commit writes a new snapshot: twice the snapshot, at least
 // 1 MiB, so a snapshot costs at most half of what the commits since the last one appended.
 func (d *disk) compactAt() int64 {
-	if d.minCompact == 0 {
-		return max(1<<20, 2*d.snapSize)
+	least := d.minCompact
+	if least == 0 {
+		least = 1 << 20
 	}
-	return max(d.minCompact, 2*d.snapSize)
+	return max(least, 2*d.snapSize, d.compactFrom)
 }
 
 // commit ends a write: with a state file, what the write changed is appended to the log and fsynced
-// before the lock is released (nothing when it changed nothing). A failed write is logged; the rows
-// stay in memory and the next commit writes them all in a new snapshot.
+// before the lock is released (nothing when it changed nothing), then the log is compacted if due. A
+// failed append fails the database (fail): requests are refused until a whole snapshot is written. A
+// failed compaction loses nothing (the log holds every commit): it is an ERROR line, and is tried
+// again once the log has grown as much again.
 func (db *DB) commit() {
 	defer db.mu.Unlock()
 	d := db.disk
@@ -734,20 +903,37 @@ func (db *DB) commit() {
 		clear(d.dirty)
 		return
 	}
+	if d.failed != nil {
+		// the disk lacks what the database holds: only a whole snapshot brings them together
+		if !time.Now().Before(d.retryAt) {
+			db.retry()
+		}
+		return
+	}
 	var err error
 	switch {
 	case d.rewrite:
 		err = db.rewriteWhole()
-	case d.broken || d.logSize > d.compactAt():
-		err = db.snapshot()
 	case len(d.dirty) == 0 && db.nextID == d.nextID:
 		return
 	default:
 		err = db.appendRecord()
 	}
 	if err != nil {
-		d.broken = true
-		db.emit(history.Event{Actor: "db", Kind: history.Log, Level: "ERROR", Detail: fmt.Sprintf("cannot write the database to %s: %v", d.path, err)})
+		db.fail(err)
+		return
+	}
+	if !d.rewrite && d.logSize > d.compactAt() {
+		if err := db.snapshot(); err != nil {
+			var se switchError
+			if errors.As(err, &se) {
+				db.fail(err)
+				return
+			}
+			d.compactFrom = d.logSize + d.compactAt()
+			db.emit(history.Event{Actor: "db", Kind: history.Log, Level: "ERROR", Detail: fmt.Sprintf(
+				"cannot compact the database's log %s.log into a new snapshot: %v: the log goes on taking the commits, compaction is tried again at %d bytes", d.path, err, d.compactFrom)})
+		}
 	}
 }
 
@@ -772,8 +958,9 @@ func (db *DB) appendRecord() error {
 		return err
 	}
 	b := frame(payload)
-	if d.logSize+int64(len(b)) > MaxStateLog {
-		// the log would be one the next start refuses: a new snapshot holds the record instead
+	if d.logSize+int64(len(b)) > logCap {
+		// the log would be one the next start refuses: a new snapshot holds the record instead (if
+		// that fails too, over the cap, the write is refused)
 		return db.snapshot()
 	}
 	if err := writeFile(d.log, d.path+".log", b); err != nil {
@@ -810,25 +997,37 @@ func (db *DB) rewriteWhole() error {
 // writeDurably replaces path with b: a temporary file beside it, fsynced, renamed over it, and the
 // directory fsynced, so the file is the old or the new content whatever moment the process dies.
 func writeDurably(path string, b []byte) error {
-	tmp := path + ".tmp"
+	if err := writeTemp(path+".tmp", b); err != nil {
+		return err
+	}
+	if err := os.Rename(path+".tmp", path); err != nil {
+		os.Remove(path + ".tmp")
+		return err
+	}
+	return syncDir(path)
+}
+
+// writeTemp writes b to tmp, fsynced; on error it leaves no file.
+func writeTemp(tmp string, b []byte) error {
 	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
 	if err != nil {
 		return err
 	}
-	err = writeFile(f, path, b)
+	err = writeFile(f, tmp, b)
 	if err == nil {
-		err = syncFile(f, path)
+		err = syncFile(f, tmp)
 	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
 	if err != nil {
 		os.Remove(tmp)
-		return err
 	}
+	return err
+}
+
+// syncDir fsyncs the directory of path, so that a rename in it is durable.
+func syncDir(path string) error {
 	d, err := os.Open(filepath.Dir(path))
 	if err != nil {
 		return err

@@ -238,8 +238,8 @@ func TestDamagedLogRefused(t *testing.T) {
 }
 
 // A kill between writing a new snapshot and its log leaves the old log beside it: ignored (the
-// snapshot holds it). Compaction keeps the state; a write that failed is logged and the next commit
-// writes everything.
+// snapshot holds it). Compaction keeps the state; a write that failed is logged, the database is
+// refused (Durable), and a commit once retryEvery has passed writes everything.
 func TestSnapshotsAndFailedWrites(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "state.json")
 	var ev logEvents
@@ -268,6 +268,9 @@ func TestSnapshotsAndFailedWrites(t *testing.T) {
 	db.CreateVM("api", "lost-for-now", "User", nil)
 	require.True(t, slices.ContainsFunc(ev, func(e history.Event) bool { return e.Level == "ERROR" }))
 	require.NotEqual(t, string(encoded(t, db)), string(onDisk(t, path)))
+	require.Error(t, db.Durable())
+	db.disk.retryAt = time.Time{} // retryEvery later
 	db.SetLastPinged("h1", time.Unix(1, 0))
 	require.Equal(t, string(encoded(t, db)), string(onDisk(t, path)), "the commit after a failed one writes everything")
+	require.NoError(t, db.Durable())
 }
