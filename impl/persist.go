@@ -768,10 +768,10 @@ var retryEvery = time.Second
 // whose disk is full refuses rather than goes on in memory. While refusing, it tries again (at most
 // every retryEvery) to write the whole database, so it takes writes again once the disk has room.
 func (db *DB) Durable() error {
-	d := db.disk
-	if d == nil {
+	if db == nil || db.disk == nil {
 		return nil
 	}
+	d := db.disk
 	if db.detached.Load() {
 		return ErrStopping
 	}

@@ -46,7 +46,16 @@ func Handler(srv *impl.Server, db *impl.DB, cfg *impl.Config, token string) http
 	mux := http.NewServeMux()
 	for name, cmd := range cmds {
 		mux.HandleFunc("/"+name, func(w http.ResponseWriter, r *http.Request) {
+			// as the API (cloudapi): run only on a database the disk holds, succeed only if it still does
+			if err := db.Durable(); err != nil {
+				WriteJSON(w, DBErrorStatus, map[string]string{"error": "DB Exception on: " + err.Error()})
+				return
+			}
 			out, err := cmd.fn(r)
+			if derr := db.Durable(); derr != nil {
+				WriteJSON(w, DBErrorStatus, map[string]string{"error": "DB Exception on: " + derr.Error()})
+				return
+			}
 			if err != nil {
 				WriteJSON(w, http.StatusBadRequest, map[string]string{"error": err.Error()})
 				return
@@ -63,6 +72,10 @@ func Handler(srv *impl.Server, db *impl.DB, cfg *impl.Config, token string) http
 	})
 	return RequireToken(token, mux)
 }
+
+// DBErrorStatus is the status of an answer refused because the database cannot be written: 530, as
+// CloudStack's API answers an internal error.
+const DBErrorStatus = 530
 
 // CheckAddr refuses a control endpoint bound (at a) other than on loopback, unless any: the
 // endpoint drives everything the server does, so it is for this machine only. flag is the --control

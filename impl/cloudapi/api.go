@@ -177,15 +177,34 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, hr *http.Request) {
 	if aerr == nil && cmd.list {
 		aerr = req.pageParams()
 	}
+	// A request runs only on a database that holds on disk what it holds in memory, and succeeds only
+	// if it still does after: what a server answers with success is durable (impl.DB.Durable). A read
+	// is refused too, as every command of a CloudStack whose database is down fails: it could show what
+	// the disk lacks (a job's result).
+	if aerr == nil {
+		aerr = h.durable()
+	}
 	var out any
 	if aerr == nil {
 		out, aerr = cmd.fn(req)
+		if derr := h.durable(); derr != nil {
+			aerr = derr
+		}
 	}
 	if aerr != nil {
 		h.writeError(w, req.cmd+"response", aerr)
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{req.cmd + "response": out})
+}
+
+// durable is the error a request gets when the database cannot be written (a full disk, a stopping
+// server): CloudStack's answer to a failed transaction (530, CloudRuntimeException, "DB Exception on:").
+func (h *Handler) durable() *apiError {
+	if err := h.db.Durable(); err != nil {
+		return &apiError{ErrInternal, csErrorCodes["CloudRuntimeException"], "DB Exception on: " + err.Error()}
+	}
+	return nil
 }
 
 // refusal is a request that may not run: the error to answer with, the response's name, and for
