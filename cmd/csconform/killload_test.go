@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -294,4 +295,133 @@ func TestServerRestartAfterKillUnderLoad(t *testing.T) {
 		return true
 	})
 	t.Logf("the %d half-started VMs Stopped and handed to HA %.1f s after the restart", len(half), time.Since(began).Seconds())
+}
+
+// SIGTERM of the server with --state under concurrent clients (issue 49): every write the server
+// answered with success is in the state it leaves. The server stops serving the control endpoint and
+// the API first, lets the requests in flight finish, and detaches its state file last. Before, it
+// detached the file first and went on answering: 12–19 acknowledged VMs and 46–49 jobs were lost a
+// run. The load is as TestServerRestartAfterKillUnderLoad's (CSCONFORM_KILL_CLIENTS, _LOAD).
+func TestServerKeepsAcknowledgedWritesOnSIGTERM(t *testing.T) {
+	tier.Need(t, tier.Long) // builds csconform and runs it in real time: about 10 s
+	t.Parallel()
+	clients := envInt("CSCONFORM_KILL_CLIENTS", 30)
+	load := envDuration("CSCONFORM_KILL_LOAD", 3*time.Second)
+	dir := t.TempDir()
+	bin := buildCSConform(t)
+	state := filepath.Join(dir, "ms", "db.json")
+	agentAddr, controlAddr := freeAddr(t), freeAddr(t)
+	srv, _ := startProc(t, bin, "server", "--listen", agentAddr, "--control", controlAddr, "--state", state, "--profile", "fixed",
+		"--config", "ping.interval=1", "--config", "vm.job.check.interval=200")
+	base := "http://" + controlAddr
+	poll(t, 15*time.Second, "the server to answer", func() bool {
+		var vms []json.RawMessage
+		return try(2*time.Second, base, "listVirtualMachines", nil, &vms) == nil
+	})
+	for _, h := range []string{"h1", "h2"} {
+		startProc(t, bin, "agent", "--host", h, "--server", agentAddr)
+	}
+	poll(t, 15*time.Second, "h1 and h2 Up", func() bool {
+		var hosts []struct{ ID, Status string }
+		call(t, base, "listHosts", nil, &hosts)
+		return len(hosts) == 2 && hosts[0].Status == "Up" && hosts[1].Status == "Up"
+	})
+	var nets []int64
+	for i := range (clients + 9) / 10 {
+		var n struct{ ID int64 }
+		call(t, base, "createNetwork", url.Values{"name": {fmt.Sprintf("guest%d", i)}, "poolsize": {"240"}}, &n)
+		nets = append(nets, n.ID)
+		// its router running before the load, so that jobs finish (and are waited on) as SIGTERM comes
+		var dep struct {
+			JobID int64 `json:"jobid"`
+		}
+		call(t, base, "deployVirtualMachine", url.Values{"networkids": {fmt.Sprint(n.ID)}}, &dep)
+		var res struct{ Succeeded bool }
+		call(t, base, "queryAsyncJobResult", url.Values{"jobid": {fmt.Sprint(dep.JobID)}, "wait": {"60s"}}, &res)
+		if !res.Succeeded {
+			t.Fatalf("deploy into network %d failed", n.ID)
+		}
+	}
+
+	a := &acked{vms: map[int64]string{}, jobs: map[int64]string{}}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range clients {
+		wg.Add(1)
+		go func() { defer wg.Done(); loadClient(base, nets[i%len(nets)], stop, a) }()
+	}
+	// and clients whose writes are answered at once (createNetwork), so that some are in flight
+	// whenever SIGTERM comes, not only when a job happens to finish then
+	var netMu sync.Mutex
+	var created []int64
+	for i := range 10 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := 0; ; j++ {
+				var n struct{ ID int64 }
+				if try(time.Minute, base, "createNetwork", url.Values{"name": {fmt.Sprintf("w%d-%d", i, j)}, "poolsize": {"4"}}, &n) != nil {
+					return
+				}
+				netMu.Lock()
+				created = append(created, n.ID)
+				netMu.Unlock()
+			}
+		}()
+	}
+	time.Sleep(load)
+	srv.cmd.Process.Signal(syscall.SIGTERM)
+	if code := srv.waitExit(t); code != 0 {
+		t.Fatalf("the server exited %d at SIGTERM", code)
+	}
+	close(stop)
+	wg.Wait()
+
+	env := live.NewEnv()
+	defer env.Close()
+	db, err := impl.OpenDB(env, nil, state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vms := map[int64]*impl.VMVO{}
+	for _, v := range db.VMs(nil) {
+		vms[v.ID] = v
+	}
+	lost := 0
+	for id, what := range a.vms {
+		v := vms[id]
+		switch {
+		case v == nil:
+			t.Errorf("VM %d (deploy acknowledged, %q) is not in the state the server left", id, what)
+		case what == "Running" && (v.Removed || v.State != vm.Running):
+			t.Errorf("VM %d was Running, not destroyed: in the state left it is %s (removed %v)", id, v.State, v.Removed)
+		case what == "Destroyed" && !v.Removed && v.State != vm.Destroyed && v.State != vm.Expunging:
+			t.Errorf("VM %d was destroyed (expunge): in the state left it is %s", id, v.State)
+		default:
+			continue
+		}
+		lost++
+	}
+	nws := map[int64]bool{}
+	for _, n := range db.Networks(nil) {
+		nws[n.ID] = !n.Removed
+	}
+	for _, id := range created {
+		if !nws[id] {
+			t.Errorf("network %d (createNetwork answered) is not in the state the server left", id)
+			lost++
+		}
+	}
+	for id, status := range a.jobs {
+		if j := db.Job(id); j == nil || string(j.Status) != status {
+			t.Errorf("job %d was seen %s; in the state left it is %+v", id, status, j)
+			lost++
+		}
+	}
+	statuses := map[string]int{}
+	for _, s := range a.jobs {
+		statuses[s]++
+	}
+	t.Logf("%d clients for %s, then SIGTERM: %d deploys, %d destroys and %d networks acknowledged, %d jobs seen done %v; acknowledged writes lost: %d",
+		clients, load, a.deploys, a.destroys, len(created), len(a.jobs), statuses, lost)
 }

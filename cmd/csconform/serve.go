@@ -180,8 +180,9 @@ func serverCmd(o *serverOpts, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "api listening on http://%s/client/api\n", al.Addr())
 	}
 	<-ctx.Done()
-	ms.Detach() // like a kill: nothing more reaches the state file
 	fmt.Fprintf(stderr, "csconform server: %s stopping\n", o.id)
+	// the API and control endpoint stop first and the state file is detached last: every write
+	// answered with success is on disk, and what the stopping tasks do after is not, as at a kill
 	ms.Shutdown()
 	return 0
 }

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/csconform/csconform/drivers/control"
@@ -83,17 +84,27 @@ func (s *Server) Start(o Options) {
 
 // Detach stops the database's writes to its state file, like a kill: what the threads still do
 // while the process stops never reaches the file (it would not reach MySQL from a dead server
-// either).
+// either). Shutdown does it last.
 func (s *Server) Detach() { s.db.Detach() }
 
-// Shutdown stops serving the endpoints, giving their requests up to 2 s.
+// Shutdown stops the server the orderly way: first it stops serving the control endpoint and the API
+// (both listeners closed at once, their requests in flight given up to 2 s to finish), and only then
+// detaches the database, so that every write answered with success is in the state file. A request
+// still running after that is answered 530 (impl.DB.Durable), never a success its write lacks. The
+// agents' connections and the server's tasks end at Close, what they write then not reaching the file,
+// as at a kill; no agent is answered a write it relies on (a reconnecting agent starts over).
 func (s *Server) Shutdown() {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	s.control.Shutdown(ctx)
-	if s.api != nil {
-		s.api.Shutdown(ctx)
+	var wg sync.WaitGroup
+	for _, h := range []*http.Server{s.control, s.api} {
+		if h != nil {
+			wg.Add(1)
+			go func() { defer wg.Done(); h.Shutdown(ctx) }()
+		}
 	}
+	wg.Wait()
+	s.db.Detach()
 }
 
 // Close ends the server's world: its tasks stop.
