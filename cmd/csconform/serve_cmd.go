@@ -33,7 +33,7 @@ func serverFlags(fs *pflag.FlagSet, o *serverOpts) {
 	fs.StringVar(&o.profile, "profile", impl.CloudStack422, "the profile `P`: cloudstack-4.22 or fixed")
 	fs.StringVar(&o.defects, "defects", "", "switch on exactly the defects in `LIST` instead (D1,D2a,...; none)")
 	fs.Var(o.overrides, "config", "a configuration override, repeatable (csconform config lists the keys)")
-	fs.StringVar(&o.stateFile, "state", "", "keep the database in `FILE`, as CloudStack keeps it in MySQL: loaded at start when FILE exists, and every committed write is on disk (FILE.tmp, fsync, rename) before the write returns, so a server killed at any moment and started again with the same FILE and --id finds every record (its in-flight jobs are then cleaned up at startup, as CloudStack does). FILE is capped at 256 MiB (well over 100,000 VMs with their NICs, volumes and jobs) and FILE.log at 768 MiB: a longer one is refused at start, and the server writes none. Default: in memory, lost at exit")
+	fs.StringVar(&o.stateFile, "state", "", "keep the database in `FILE`, as CloudStack keeps it in MySQL: loaded at start when FILE exists, and every committed write is on disk (FILE.tmp, fsync, rename) before the write returns, so a server killed at any moment and started again with the same FILE and --id finds every record (its in-flight jobs are then cleaned up at startup, as CloudStack does); a write FILE does not take is answered 530, never acknowledged from memory. FILE is capped at 256 MiB (well over 100,000 VMs with their NICs, volumes and jobs) and FILE.log at 768 MiB: a longer one is refused at start, and the server writes none (past FILE's cap the log goes on until its own, then writes are refused). Default: in memory, lost at exit")
 	fs.StringVar(&o.historyFile, "history", "", "append every event as JSON lines to `FILE` (created 0600)")
 	fs.BoolVar(&o.verbose, "verbose", false, "log DEBUG lines too (default: INFO and up, and every state change)")
 	fs.StringVar(&o.apiAddr, "api", "", "also serve CloudStack's API (signed requests, as cloudstack-go sends them) at http://`ADDR`/client/api; off by default")
@@ -53,8 +53,12 @@ It prints "agents listening on ADDR" (after "agent key in FILE" when it generate
 "control listening on http://ADDR" (after "control token in FILE" when it generated the token) and,
 with --api, "api listening on http://ADDR/client/api" once ready. Agents present the agent key in
 their StartupCommand (csconform agent: $CSCONFORM_AGENT_KEY or --agent-key-file); a connection
-without it is refused and logged (WARN). SIGINT/SIGTERM: the server stops, writing nothing more to its --state FILE (the file is as a
-kill at that moment would leave it). Exit 2 on bad flags or an unreadable or unwritable --state FILE.`,
+without it is refused and logged (WARN). SIGINT/SIGTERM: the server stops serving the API and the
+control endpoint (requests in flight get 2 s), then writes nothing more to its --state FILE: every
+write answered with success is in it, and what the stopping tasks do is not (as after a kill). A
+write to FILE that fails (a full disk, an I/O error, a cap) makes every request answer 530 "DB
+Exception on: the database cannot be written ..." until the whole database is written again (tried
+once a second). Exit 2 on bad flags or an unreadable or unwritable --state FILE.`,
 		Example: "  csconform server --state ms.db --history ms.jsonl --config vm.destroy.forcestop=true",
 		Args:    noArgs,
 		Run: func(_ *cobra.Command, _ []string) {
