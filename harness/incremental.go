@@ -70,7 +70,7 @@ func (c *Cluster) invVM(v *impl.VMVO) invariant.VM {
 		HAGrace: grace, HAReleased: released}
 }
 
-// haHolds is what the checker saw of HA restart items holding VMs' power reports (DB.HaRestartHolds):
+// haHolds is what the checker saw of HA restart items holding VMs' power reports (haRestartHolds):
 // which held at the last look, and when each VM's last hold was seen gone (invariant.VM.HAReleased).
 type haHolds struct {
 	held     map[int64]bool
@@ -82,7 +82,7 @@ type haHolds struct {
 // the full and the incremental check see it end at the same look; that look's time stands for the end.
 func (c *Cluster) haView(v *impl.VMVO) (time.Duration, time.Time) {
 	h := &c.haHold
-	holds := c.DB.HaRestartHolds(v)
+	holds := haRestartHolds(c.DB.HaWorkRows(v.ID), v)
 	switch {
 	case holds:
 		if h.held == nil {
@@ -101,7 +101,7 @@ func (c *Cluster) haView(v *impl.VMVO) (time.Duration, time.Time) {
 
 // haGrace is the extra time as a ghost (invariant.VM.HAGrace) of a VM that is HA's: HA's retry
 // interval, for an HA-enabled VM (a power-off report hands it to HA) and for any VM with an HA
-// restart item that holds its power reports (holds: DB.HaRestartHolds, the item a restarted server's
+// restart item that holds its power reports (holds: haRestartHolds, the item a restarted server's
 // cancelWorkItems or a host found down schedules for every VM, HA offering or not; when fencing fails
 // it waits restart.retry.interval, and hasPendingHaWork postpones every report until then).
 func haGrace(v *impl.VMVO, holds bool, cfg *impl.Config) time.Duration {
@@ -109,6 +109,26 @@ func haGrace(v *impl.VMVO, holds bool, cfg *impl.Config) time.Duration {
 		return 0
 	}
 	return cfg.Seconds("restart.retry.interval")
+}
+
+// haRestartHolds says whether an HA restart item holds the VM's power reports, as CloudStack's
+// hasPendingHaWork does with C8 fixed: an item of type HA that is neither Done nor Cancelled, and that
+// a worker has taken or that saw the VM as it is now (its update count): restart() discards an item
+// whose VM changed since. Such an item is CloudStack's own hand-over, not a defect:
+// HighAvailabilityManagerImpl.scheduleRestart persists it for any VM (cancelWorkItems, a host found
+// down), restart() reschedules it restart.retry.interval ahead when fencing fails, and until then
+// handlePowerStateReport only postpones the VM's reports. It is written here from the Java, apart
+// from impl's own predicates (HaWorkVO.pending, running), on the rows alone: a detector that asked
+// the reference would move its bound with any regression of them.
+func haRestartHolds(rows []impl.HaWorkVO, v *impl.VMVO) bool {
+	for _, w := range rows {
+		step := string(w.Step)
+		open := step != "Done" && step != "Cancelled"
+		if string(w.Type) == "HA" && open && (!w.DateTaken.IsZero() || w.PrevUpdate == v.UpdateCount) {
+			return true
+		}
+	}
+	return false
 }
 
 func invNetwork(n *impl.NetworkVO) invariant.Network {

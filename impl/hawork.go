@@ -75,23 +75,20 @@ func (db *DB) UpdateHaWork(w *HaWorkVO) bool {
 	return true
 }
 
-// HaRestartHolds says whether an HA restart item holds the VM's power reports as hasPendingHaWork
-// does with C8 fixed: a restart item not finished that a worker runs, or that saw the VM as it is now
-// (restart() will act on it rather than discard it as changed). Such an item is CloudStack's own
-// hand-over, not a defect: HighAvailabilityManagerImpl.scheduleRestart persists it for any VM
-// (cancelWorkItems, a host found down: investigate=true, HA offering or not), restart() reschedules
-// it restart.retry.interval ahead when fencing fails, and until then handlePowerStateReport only
-// postpones the VM's reports. The checker reads it (no scheduling point) to give such a VM HA's
-// retry interval as a ghost (invariant.VM.HAGrace).
-func (db *DB) HaRestartHolds(v *VMVO) bool {
+// HaWorkRows returns copies of a VM's op_ha_work rows in id order, for the checker: it takes the
+// lock without asking the time (no scheduling point, and the checker is no task of a process). The
+// checker applies its own reading of hasPendingHaWork to them (harness: haRestartHolds), so that a
+// regression of the reference's predicates does not move the detector's bound with it.
+func (db *DB) HaWorkRows(vmID int64) []HaWorkVO {
 	db.mu.Lock()
 	defer db.mu.Unlock()
-	for _, id := range db.ix.haWorkByVM[v.ID] {
-		if w := db.haWork[id]; w != nil && w.pending(haRestart) && (w.running() || w.PrevUpdate == v.UpdateCount) {
-			return true
+	out := make([]HaWorkVO, 0, len(db.ix.haWorkByVM[vmID]))
+	for _, id := range db.ix.haWorkByVM[vmID] {
+		if w := db.haWork[id]; w != nil {
+			out = append(out, *w)
 		}
 	}
-	return false
+	return out
 }
 
 // HaWorkOf returns copies of a VM's rows in id order.

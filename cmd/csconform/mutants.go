@@ -246,7 +246,11 @@ func mutantsSample(n int, f *sampleOpts, stdout, stderr io.Writer) int {
 		o.Witness = []string{"./impl/..."}
 		what += "; witness: go test ./impl/..."
 	}
-	fmt.Fprintf(stdout, "drawing %d mutants of impl/'s race paths with seed %d (%s)\n", n, f.seed, root)
+	if len(ids) > 0 {
+		fmt.Fprintf(stdout, "judging %d given mutants of impl/'s race paths (%s)\n", len(ids), root)
+	} else {
+		fmt.Fprintf(stdout, "drawing %d mutants of impl/'s race paths with seed %d (%s)\n", n, f.seed, root)
+	}
 	s, err := mutation.RunSample(o)
 	if err != nil {
 		return fail(err)
