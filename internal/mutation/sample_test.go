@@ -6,14 +6,14 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/csconform/csconform/internal/tier"
 )
 
 // RunSample on a tiny module whose binary is its own oracle: every mutant is built with the overlay,
 // judged, witnessed by its unit test, and a mutant that never ends is reported hung, not killed.
 func TestRunSampleJudgesEachMutant(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds a module once per mutant")
-	}
+	tier.Need(t, tier.Long) // builds a module once per mutant
 	root, err := filepath.Abs("testdata/mod")
 	require.NoError(t, err)
 	all, err := Enumerate([]string{filepath.Join(root, "race.go")}, Options{})
