@@ -443,6 +443,11 @@ func (e *enum) dropOperands(n *ast.BinaryExpr) {
 		return
 	}
 	ops := flatten(n, n.Op)
+	if _, known := e.constant(n); known {
+		// the chain's value is fixed by a frozen operand (mutated(X) && …): dropping any other
+		// operand changes nothing in an ordinary build
+		ops = nil
+	}
 	for x := n; ; {
 		l, ok := x.X.(*ast.BinaryExpr)
 		if !ok || l.Op != n.Op {

@@ -64,6 +64,7 @@ func TestEveryOperatorAppliesAndParses(t *testing.T) {
 		assert.NotContains(t, m.Orig+m.Repl, `s.Log(`, "a log line is neither deleted nor swapped: %s", m.ID)
 		assert.NotContains(t, m.Orig, `"dead code"`, "the body of if mutated(...) is dead code: %s", m.ID)
 		assert.False(t, m.Orig == `!mutated("m2")`, "dropping a constant operand changes nothing: %s", m.ID)
+		assert.NotEqual(t, `mutated("m3") && force`, m.Orig, "inside a chain a frozen call makes constant, dropping changes nothing: %s", m.ID)
 	}
 	// the error literal with a Msg has no sibling without one
 	assert.NotContains(t, byOp[ErrorSibling], `ConcurrentOperationError => AgentUnavailableError`)
@@ -101,7 +102,7 @@ func TestDiffShowsTheEdit(t *testing.T) {
 	for _, m := range ms {
 		if m.Op == Boundary {
 			d := Diff(src, m)
-			assert.Contains(t, d, "-\tif v.count < 3 && !mutated(\"m2\") {\n+\tif v.count <= 3 && !mutated(\"m2\") {\n")
+			assert.Contains(t, d, "-\tif v.count < 3 && !mutated(\"m2\") && !(mutated(\"m3\") && force) {\n+\tif v.count <= 3 && !mutated(\"m2\") && !(mutated(\"m3\") && force) {\n")
 			assert.Contains(t, d, "@@ -40,1 +40,1 @@ S.cleanup")
 			return
 		}
