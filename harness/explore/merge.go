@@ -10,8 +10,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"unicode"
 
+	"github.com/csconform/csconform/internal/printable"
 	"github.com/csconform/csconform/internal/schema"
 )
 
@@ -88,22 +88,9 @@ func readCapped(name string) ([]byte, error) {
 	return b, nil
 }
 
-// Printable is s with its control characters (a terminal's escape sequences, newlines) written as
-// \xNN: text from a shard's files is printed, and must not drive the reader's terminal.
-func Printable(s string) string {
-	if !strings.ContainsFunc(s, unicode.IsControl) {
-		return s
-	}
-	var b strings.Builder
-	for _, r := range s {
-		if unicode.IsControl(r) {
-			fmt.Fprintf(&b, "\\x%02x", r)
-			continue
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
-}
+// Printable is s with its control characters written as \xNN: text from a shard's files is printed,
+// and must not drive the reader's terminal.
+func Printable(s string) string { return printable.String(s) }
 
 // ReadShard reads the result.json and junit.xml explore --out wrote into dir. A result.json of
 // schema version 0 (before the header) is read too.

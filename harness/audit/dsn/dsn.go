@@ -7,9 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"unicode"
 
 	"github.com/go-sql-driver/mysql"
+
+	"github.com/csconform/csconform/internal/printable"
 )
 
 // Redact is the DSN with its password replaced by "***" and its parameters by "?…" (or the text
@@ -37,20 +38,7 @@ func Redact(dsn string) string {
 
 // escapeControls writes control characters as \xNN: the driver decodes %0A in a database name into a
 // newline, which would break an error (or a log line) quoting the DSN in two.
-func escapeControls(s string) string {
-	if !strings.ContainsFunc(s, unicode.IsControl) {
-		return s
-	}
-	var b strings.Builder
-	for _, r := range s {
-		if unicode.IsControl(r) {
-			fmt.Fprintf(&b, "\\x%02x", r)
-			continue
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
-}
+func escapeControls(s string) string { return printable.String(s) }
 
 // knownNet: the networks a DSN may name.
 func knownNet(n string) bool { return n == "tcp" || n == "tcp4" || n == "tcp6" || n == "unix" }
