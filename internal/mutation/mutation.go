@@ -419,7 +419,8 @@ func (e *enum) expr(x ast.Expr) {
 			}
 		case *ast.SelectorExpr:
 			// a field of a copy filled by a call, read anew from the call
-			if id, ok := n.X.(*ast.Ident); ok {
+			// (not a row's ID: a record's identity never changes, so its re-read is the copy)
+			if id, ok := n.X.(*ast.Ident); ok && n.Sel.Name != "ID" {
 				if r, ok := e.reads[id.Name]; ok && r.since >= 1 {
 					e.replace(Reread, id, "("+r.call+")")
 				}

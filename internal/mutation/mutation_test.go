@@ -68,10 +68,16 @@ func TestEveryOperatorAppliesAndParses(t *testing.T) {
 	}
 	// the error literal with a Msg has no sibling without one
 	assert.NotContains(t, byOp[ErrorSibling], `ConcurrentOperationError => AgentUnavailableError`)
+	// a row's identity never changes: its re-read is the copy
+	for _, m := range ms {
+		if m.Op == Reread {
+			assert.NotContains(t, string(src[m.End:m.End+3]), ".ID", "re-read of an ID: %s", m.ID)
+		}
+	}
 	// a use of v right after its read sees what a re-read would: not offered
 	for _, m := range ms {
 		if m.Op == Reread {
-			assert.NotEqual(t, 31, m.Line, "the condition right after v's first read")
+			assert.NotEqual(t, 32, m.Line, "the condition right after v's first read")
 		}
 	}
 }
@@ -103,7 +109,7 @@ func TestDiffShowsTheEdit(t *testing.T) {
 		if m.Op == Boundary {
 			d := Diff(src, m)
 			assert.Contains(t, d, "-\tif v.count < 3 && !mutated(\"m2\") && !(mutated(\"m3\") && force) {\n+\tif v.count <= 3 && !mutated(\"m2\") && !(mutated(\"m3\") && force) {\n")
-			assert.Contains(t, d, "@@ -40,1 +40,1 @@ S.cleanup")
+			assert.Contains(t, d, "@@ -41,1 +41,1 @@ S.cleanup")
 			return
 		}
 	}
