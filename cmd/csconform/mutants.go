@@ -131,12 +131,14 @@ func mutantsOracle(f *mutantsOpts, baseline string, stdout, stderr io.Writer) in
 	if err != nil {
 		return fail(err)
 	}
-	o := explore.MutationOptions{Scenarios: scs, Profiles: []string{impl.Fixed, impl.CloudStack422}, Budget: f.budget, Seeds: seeds, Scheduler: f.sched.st}
+	// explore as a user runs it: with its default --peers, which the baseline's replay names too (a
+	// case's program depends on it)
+	o := explore.MutationOptions{Scenarios: scs, Profiles: []string{impl.Fixed, impl.CloudStack422}, Budget: f.budget, Seeds: seeds, Scheduler: f.sched.st, Peers: true}
 	own := func(fd *explore.Finding) (bool, error) {
 		if baseline == "" {
 			return true, nil
 		}
-		cmd := exec.Command(baseline, "explore", "--profile", impl.Fixed, "--scheduler", f.sched.String(),
+		cmd := exec.Command(baseline, "explore", "--profile", impl.Fixed, "--scheduler", f.sched.String(), "--peers=true",
 			"--seed", strconv.FormatUint(fd.Seed, 10), "--budget", "1", "--quiet")
 		err := cmd.Run()
 		var ee *exec.ExitError
@@ -241,7 +243,7 @@ func mutantsSample(n int, f *sampleOpts, stdout, stderr io.Writer) int {
 	o := mutation.SampleOptions{Root: root, Files: files, Enum: mutantEnum, N: n, Seed: f.seed, IDs: ids, Main: "./cmd/csconform",
 		Oracle: oracle, Bound: f.bound, Work: work, Ctx: ctx,
 		Progress: func(i int, r mutation.Result) { fmt.Fprint(stdout, mutation.Line(i, r)) }}
-	what := fmt.Sprintf("oracle: repro all under fixed and cloudstack-4.22 + explore --profile fixed --budget %d, seeds %s, scheduler %s", f.budget, f.seeds, f.sched)
+	what := fmt.Sprintf("oracle: repro all under fixed and cloudstack-4.22 + explore --profile fixed --budget %d, seeds %s, scheduler %s, peers on", f.budget, f.seeds, f.sched)
 	if f.witness {
 		o.Witness = []string{"./impl/..."}
 		what += "; witness: go test ./impl/..."

@@ -23,6 +23,9 @@ type MutationOptions struct {
 	Seeds     []uint64      // explore seeds
 	Only      []impl.Mutant // a subset of the catalogue (nil: all of it)
 	Scheduler sim.Strategy  // the explorations' strategy (the zero value is random)
+	// Peers draws programs with two management servers now and then, as explore does by default
+	// (the catalogue's score leaves it off, as it was measured)
+	Peers bool
 }
 
 // MutantResult is one mutant's fate: killed by a scenario (a violation, a history that is not
@@ -115,7 +118,7 @@ func Judge(o MutationOptions, own func(*Finding) (bool, error)) (string, string,
 			if k > 0 {
 				s = rand.New(rand.NewPCG(seed, k)).Uint64() | 1
 			}
-			f, ran, err := Explore(Options{Profile: impl.Fixed, Defects: fixed, Scheduler: o.Scheduler}, o.Budget-done, s, -1) // the score needs no shrinking
+			f, ran, err := Explore(Options{Profile: impl.Fixed, Defects: fixed, Scheduler: o.Scheduler, Peers: o.Peers}, o.Budget-done, s, -1) // the score needs no shrinking
 			if err != nil {
 				// rapid reports a case that failed to run (a panic, a step that cannot complete) as an
 				// error: the mutant broke the reference, and that is a kill
