@@ -10,12 +10,16 @@ import (
 // Figures are a sample's rates: the detectors' kills among all mutants and among those a unit test
 // sees (witnessed: the mutant changes behaviour someone pinned).
 type Figures struct {
-	Judged, Killed, Hung            int
-	Witnessed, KilledWitnessed      int
-	WitnessRun                      bool
-	ByOperator                      map[Operator][2]int // killed, judged
-	KilledBy                        map[string]int      // repro, explore, crash
-	SurvivorsWitnessed, Unwitnessed int                 // survivors a unit test sees, and does not
+	Judged             int                 `json:"judged"`
+	Killed             int                 `json:"killed"`
+	Hung               int                 `json:"hung"`
+	Witnessed          int                 `json:"witnessed"`       // the unit tests fail on it
+	KilledWitnessed    int                 `json:"killedWitnessed"` // of those, killed by the oracle
+	WitnessRun         bool                `json:"witnessRun"`
+	ByOperator         map[Operator][2]int `json:"byOperator"` // killed, judged
+	KilledBy           map[string]int      `json:"killedBy"`   // repro, explore, crash
+	SurvivorsWitnessed int                 `json:"survivorsWitnessed"`
+	Unwitnessed        int                 `json:"survivorsUnwitnessed"`
 }
 
 // Figure computes s's rates.
