@@ -3,7 +3,6 @@ package impl
 import (
 	"fmt"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/csconform/csconform/model/history"
@@ -26,7 +25,7 @@ type Agent struct {
 	Defects Switches
 
 	// mu guards the fields below; it is never held across a call into Env, a Pipe or the Hypervisor.
-	mu           sync.Mutex
+	mu           coopMutex
 	pipe         Pipe
 	seq          int64
 	pingInterval time.Duration
@@ -42,7 +41,7 @@ const agentReconnectDelay = 5 * time.Second
 
 // NewAgent returns an agent; Start runs it. Its tasks are named "agent/<host>/…".
 func NewAgent(hostID string, env Env, net Transport, hv Hypervisor, sink history.Sink) *Agent {
-	return &Agent{HostID: hostID, Env: env, Net: net, HV: hv, Sink: sink}
+	return &Agent{HostID: hostID, Env: env, Net: net, HV: hv, Sink: sink, mu: coopMutex{env: env, name: "agent " + hostID + "'s lock"}}
 }
 
 func (a *Agent) log(level, format string, args ...any) {

@@ -3,7 +3,6 @@ package impl
 import (
 	"maps"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/csconform/csconform/model/host"
@@ -15,7 +14,7 @@ type AgentManager struct {
 	s *Server
 	// mu guards attaches, seq, conns and every attache's pending and closed. It is never held across
 	// a call into Env, a Pipe or a Hypervisor (see Server.mu).
-	mu       sync.Mutex
+	mu       coopMutex
 	attaches map[string]*attache
 	seq      int64
 	conns    int
@@ -43,7 +42,7 @@ type pendingReq struct {
 }
 
 func newAgentManager(s *Server) *AgentManager {
-	return &AgentManager{s: s, attaches: map[string]*attache{}}
+	return &AgentManager{s: s, mu: coopMutex{env: s.Env, name: "the agent manager's lock"}, attaches: map[string]*attache{}}
 }
 
 func (am *AgentManager) start(t *Thread) {

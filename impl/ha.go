@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/csconform/csconform/model/host"
@@ -56,13 +55,13 @@ const haMaxRetries = 5
 type HighAvailabilityManager struct {
 	s *Server
 	// mu guards the fields below; never held across a call into Env.
-	mu      sync.Mutex
+	mu      coopMutex
 	wake    []Signal // each sleeping worker's
 	running bool
 }
 
 func newHighAvailabilityManager(s *Server) *HighAvailabilityManager {
-	return &HighAvailabilityManager{s: s}
+	return &HighAvailabilityManager{s: s, mu: coopMutex{env: s.Env, name: "the HA manager's lock"}}
 }
 
 // hasPendingHaWork: a restart item for the VM is not Done or Cancelled (it postpones power reports);

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/csconform/csconform/model/history"
@@ -38,7 +37,7 @@ type Server struct {
 	// mu guards threadNo, unknownOnHost and reportMemos when the server's threads are real goroutines.
 	// Like every Go mutex in impl it is never held across a call into Env, a Pipe or a Hypervisor: in the
 	// simulator a task parks inside those, and a parked task holding a mutex would stop the world.
-	mu       sync.Mutex
+	mu       coopMutex
 	threadNo int
 	// unknownOnHost remembers the unknown domains last reported per host (PR #14207).
 	unknownOnHost map[string]string
@@ -68,7 +67,7 @@ type Thread struct {
 
 // NewServer wires a management server; Start brings it up.
 func NewServer(id string, env Env, db *DB, cfg *Config, defects Switches, net Transport) *Server {
-	s := &Server{ID: id, Env: env, DB: db, Config: cfg, Defects: defects, Net: net}
+	s := &Server{ID: id, Env: env, DB: db, Config: cfg, Defects: defects, Net: net, mu: coopMutex{env: env, name: "the server's lock"}}
 	s.agents = newAgentManager(s)
 	s.jobs = newAsyncJobManager(s)
 	s.ha = newHighAvailabilityManager(s)
