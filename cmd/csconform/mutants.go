@@ -34,14 +34,11 @@ func mutantsRun(f *mutantsOpts, stdout, stderr io.Writer) int {
 	if !impl.MutantsBuilt() {
 		return fail(fmt.Errorf("this binary has no mutation points: go run -tags mutants ./cmd/csconform mutants run"))
 	}
-	o := explore.MutationOptions{Budget: f.budget, Scheduler: f.sched.st}
-	for _, f := range strings.Split(f.seeds, ",") {
-		s, err := strconv.ParseUint(strings.TrimSpace(f), 10, 64)
-		if err != nil || s == 0 {
-			return fail(fmt.Errorf("--seeds wants positive integers, got %q", f))
-		}
-		o.Seeds = append(o.Seeds, s)
+	seeds, err := parseSeeds(f.seeds)
+	if err != nil {
+		return fail(err)
 	}
+	o := explore.MutationOptions{Budget: f.budget, Scheduler: f.sched.st, Seeds: seeds}
 	if f.only != "" {
 		for _, id := range strings.Split(f.only, ",") {
 			m := impl.Mutant(strings.TrimSpace(id))
@@ -52,16 +49,8 @@ func mutantsRun(f *mutantsOpts, stdout, stderr io.Writer) int {
 		}
 		_ = impl.SetMutant("")
 	}
-	all, err := conformance.Builtin()
-	if err != nil {
+	if o.Scenarios, err = oracleScenarios(); err != nil {
 		return fail(err)
-	}
-	for _, sc := range all {
-		// a load scenario (hundreds of concurrent deploys) is a test of the reference's scale, and
-		// at 5 s a run it would cost more than the exploration of each mutant
-		if !strings.HasPrefix(sc.Name, "load-") {
-			o.Scenarios = append(o.Scenarios, sc)
-		}
 	}
 	// a line per mutant as it is judged (a long run shows its progress), then the score
 	rs, err := explore.MutationScore(o, func(r explore.MutantResult) { fmt.Fprint(stdout, explore.MutantLine(r)) })
@@ -89,8 +78,9 @@ var raceFiles = []string{"agent.go", "agent_ha.go", "agentmgr.go", "api.go", "cl
 // build.
 var mutantEnum = mutation.Options{Quiet: []string{"Log", "log", "logText", "emit", "Emit", "point", "touch"}, Frozen: "mutated"}
 
-// oracleScenarios are the built-ins the oracle runs: all but the load scenarios, which test the
-// reference's scale and would cost more than each mutant's exploration.
+// oracleScenarios are the built-ins a mutant is judged by: all but the load scenarios (hundreds of
+// concurrent deploys), which test the reference's scale and at 5 s a run would cost more than each
+// mutant's exploration.
 func oracleScenarios() ([]*harness.Scenario, error) {
 	all, err := conformance.Builtin()
 	if err != nil {
