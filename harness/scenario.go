@@ -106,8 +106,27 @@ type Expect struct {
 	MayViolate []string `yaml:"mayViolate,omitempty"`
 	// Cases: a case's result: passed, failed, retried (passed after a failed first attempt), any.
 	Cases map[string]string `yaml:"cases,omitempty"`
-	// States: a VM's record at the end (Running, Stopped, Error, Expunged, …).
+	// States: a VM's record at the end (Running, Stopped, Error, Expunged, …), or alternatives
+	// joined by "|" where the interleaving decides among them ("Running|Stopped").
 	States map[string]string `yaml:"states,omitempty"`
+}
+
+// expectableStates are the VM states expect.states may name: VirtualMachine.State and Expunged (the
+// row is gone).
+func expectableStates() []string {
+	var out []string
+	for _, st := range vm.States() {
+		out = append(out, string(st))
+	}
+	return append(out, "Expunged")
+}
+
+// StateAlternatives are the states an expect.states entry allows: one, or several joined by "|".
+func StateAlternatives(want string) []string { return strings.Split(want, "|") }
+
+// Open reports whether the expectation leaves VM name's end to the interleaving: alternatives.
+func (e Expect) Open(name string) bool {
+	return len(StateAlternatives(e.States[name])) > 1
 }
 
 // CaseResults are the results expect.cases may name: passed, failed, retried (passed after a failed
@@ -275,6 +294,14 @@ func (s *Scenario) Validate() error {
 		for c, r := range e.Cases {
 			if !slices.Contains(CaseResults, r) {
 				return fmt.Errorf("scenario %s: expect %s: case %s: result must be passed, failed, retried or any", s.Name, p, c)
+			}
+		}
+		for v, want := range e.States {
+			for _, alt := range StateAlternatives(want) {
+				if !slices.Contains(expectableStates(), alt) {
+					return fmt.Errorf("scenario %s: expect %s: states: %s: unknown state %q (known: %s; alternatives joined by |)",
+						s.Name, p, v, alt, strings.Join(expectableStates(), ", "))
+				}
 			}
 		}
 	}
@@ -636,7 +663,7 @@ func (e Expect) compareWith(r *Result, vmState func(string) (vm.State, bool)) []
 		st, ok := vmState(k)
 		if !ok {
 			out = append(out, "no VM "+k)
-		} else if string(st) != e.States[k] {
+		} else if !slices.Contains(StateAlternatives(e.States[k]), string(st)) {
 			out = append(out, fmt.Sprintf("VM %s: expected %s, got %s", k, e.States[k], st))
 		}
 	}

@@ -6,7 +6,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
+
 	"github.com/csconform/csconform/impl"
+	"github.com/csconform/csconform/model/vm"
 )
 
 func TestParseScenarioRejectsBadInput(t *testing.T) {
@@ -28,6 +31,8 @@ func TestParseScenarioRejectsBadInput(t *testing.T) {
 		{"unknown profile", "name: x\nhosts: [h1]\nexpect: {cloudstack-5: {violations: []}}\n", "unknown profile"},
 		{"unknown invariant", "name: x\nhosts: [h1]\nexpect: {fixed: {violations: [meh]}}\n", "unknown invariant"},
 		{"bad case result", "name: x\nhosts: [h1]\nexpect: {fixed: {violations: [], cases: {a: ok}}}\n", "result must be"},
+		{"bad state", "name: x\nhosts: [h1]\nexpect: {fixed: {states: {v1: Runing}}}\n", `states: v1: unknown state "Runing"`},
+		{"bad alternative", "name: x\nhosts: [h1]\nexpect: {fixed: {states: {v1: Running|}}}\n", `unknown state ""`},
 		{"bad duration", "name: x\nhosts: [h1]\nsteps:\n  - wait: soon\n", `the string "soon" where a duration`},
 		{"empty step", "name: x\nhosts: [h1]\nsteps:\n  - case: a\n", "nothing to do"},
 		{"prime after a tested step", "name: x\nhosts: [h1]\nsteps:\n  - {wait: 1s}\n  - {wait: 1s, prime: true}\n", "step 2: prime: only leading steps"},
@@ -155,4 +160,27 @@ func TestLinearBoundsFollowPingInterval(t *testing.T) {
 			t.Errorf("ping.interval %s: %+v, want ghost %s, grace %s", c.ping, b, c.ghost, c.grace)
 		}
 	}
+}
+
+// An expected state of alternatives ("Running|Stopped", the interleaving's pick) is met by each of
+// them and by nothing else; a single state by itself alone.
+func TestExpectedStateAlternatives(t *testing.T) {
+	e := Expect{States: map[string]string{"web1": "Running|Stopped", "db1": "Stopped"}}
+	for _, c := range []struct {
+		web1, db1 vm.State
+		want      []string
+	}{
+		{vm.Running, vm.Stopped, nil},
+		{vm.Stopped, vm.Stopped, nil},
+		{vm.Error, vm.Stopped, []string{"VM web1: expected Running|Stopped, got Error"}},
+		{vm.Running, vm.Running, []string{"VM db1: expected Stopped, got Running"}},
+	} {
+		got := e.compareWith(&Result{}, func(n string) (vm.State, bool) {
+			return map[string]vm.State{"web1": c.web1, "db1": c.db1}[n], true
+		})
+		assert.Equal(t, c.want, got, "web1 %s, db1 %s", c.web1, c.db1)
+	}
+	assert.True(t, e.Open("web1"))
+	assert.False(t, e.Open("db1"))
+	assert.False(t, e.Open("app1"))
 }
