@@ -177,7 +177,9 @@ func (cm *clusterManager) onManagementNodeLeft(t *Thread, m *MSHostVO) {
 		s.Log(t, "INFO", HostObject(h), "Host %s of the management node %s that left is Disconnected and has no owner", h, m.MSID)
 	}
 	// HighAvailabilityManagerImpl.onManagementNodeLeft: releaseWorkItems(node.getMsid())
-	s.DB.ReleaseHaWorkItems(m.MSID)
+	if !mutated(MutHaLeftServerItemsKept) {
+		s.DB.ReleaseHaWorkItems(m.MSID)
+	}
 	s.ha.wakeupIfWork()
 }
 

@@ -38,7 +38,9 @@ func (w *HaWorkVO) String() string {
 }
 
 // finished: Done or Cancelled (the steps every DAO search leaves out).
-func (w *HaWorkVO) finished() bool { return w.Step == haDone || w.Step == haCancelled }
+func (w *HaWorkVO) finished() bool {
+	return w.Step == haDone || (w.Step == haCancelled && !mutated(MutHaCancelledNotFinished))
+}
 
 // running says a worker holds it (listRunningHaWorkForVm: taken and not finished).
 func (w *HaWorkVO) running() bool { return !w.DateTaken.IsZero() && !w.finished() }

@@ -61,6 +61,14 @@ const (
 	MutRouterPowerOnNotPostponed Mutant = "powersync-router-power-on-not-postponed"
 	MutRouterStartNoPlaceholder  Mutant = "router-start-without-placeholder-job"
 	MutShutdownIgnoresRouterStop Mutant = "shutdown-network-ignores-router-stop-failure"
+
+	// Round three, written before the HA detectors (issue 45: the "HA's promise" survivors of the
+	// mechanical samples, in the class's own terms, not copies of the survivors' edits): HA restarts
+	// an HA-enabled VM it was asked to, or says why not.
+	MutHaNoRecaptureAfterFailure Mutant = "ha-restart-failure-keeps-old-capture"
+	MutHaGiveUpEarly             Mutant = "ha-gives-up-after-two-tries"
+	MutHaLeftServerItemsKept     Mutant = "ha-left-server-items-not-released"
+	MutHaCancelledNotFinished    Mutant = "ha-cancelled-item-keeps-holding"
 )
 
 // MutantInfo says what a mutant does, in CloudStack's terms.
@@ -107,6 +115,10 @@ var Mutants = []MutantInfo{
 	{MutRouterPowerOnNotPostponed, "handlePowerStateReport", "a router's power-on report is not postponed by its pending work job: a router being stopped is synced back to Running"},
 	{MutRouterStartNoPlaceholder, "startRouter", "the inline router start runs without its placeholder work job, so power sync and the stall scan act on the router while it starts"},
 	{MutShutdownIgnoresRouterStop, "shutdownNetwork", "shutdownNetwork goes on to Allocated when its router's stop failed, leaving the router running on a network that is no longer implemented"},
+	{MutHaNoRecaptureAfterFailure, "HighAvailabilityManagerImpl.restart", "a restart whose start failed is rescheduled with the VM's state and update count of before the try, so the next try finds the VM changed by HA's own failed start and drops it: the HA-enabled VM stays Stopped"},
+	{MutHaGiveUpEarly, "HighAvailabilityManagerImpl.processWork", "a work item is given up after two tries instead of max.retries (5)"},
+	{MutHaLeftServerItemsKept, "HighAvailabilityManagerImpl.onManagementNodeLeft", "the HA items a server that left had taken are not released (releaseWorkItems), so no other server works them until it comes back"},
+	{MutHaCancelledNotFinished, "HighAvailabilityManagerImpl.checkAndCancelWorkIfNeeded", "an item cancelled because its host is Up again is left taken and counts as pending work for ever: the VM's power reports are postponed from then on"},
 	{MutAgentOrderInTask, "Agent.processRequest", "the order is taken by each command's task on the pool instead of by the reader, so a stop that runs before the start it arrived behind does not wait for it"},
 }
 
