@@ -54,7 +54,7 @@ func TestBuiltinScenariosMeetTheirExpectations(t *testing.T) {
 				crossObject := func(inv string) bool {
 					return inv == invariant.NetworkOutage || inv == invariant.UnexplainedStartFailure ||
 						inv == invariant.LeftServerJob || inv == invariant.UnexplainedStop || inv == invariant.StuckInTransition ||
-						inv == invariant.TransitionGuard
+						inv == invariant.TransitionGuard || inv == invariant.HaPromise
 				}
 				// (and a running domain behind a record that is not dead, Stopped or Error: the VM model
 				// lets a failed start leave its domain running behind a live record — an agent that

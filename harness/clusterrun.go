@@ -4,13 +4,17 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
+	"github.com/csconform/csconform/detect"
 	"github.com/csconform/csconform/drivers/sim"
 	"github.com/csconform/csconform/faults"
 	"github.com/csconform/csconform/impl"
 	"github.com/csconform/csconform/model/host"
+	"github.com/csconform/csconform/model/invariant"
 	"github.com/csconform/csconform/model/linear"
 	"github.com/csconform/csconform/model/network"
 	"github.com/csconform/csconform/model/vm"
@@ -116,6 +120,7 @@ func (s *clusterRun) Judge() error {
 	c.checkStorageLeaks()
 	c.checkDestroyedAssertedDomains()
 	c.checkGuards()
+	c.reportAll(detect.HaPromise(c.Rec.History().All(), c.haEnabled))
 	if m := c.CheckMismatch(); m != "" {
 		return fmt.Errorf("scenario %s: %s", s.sc.Name, m)
 	}
@@ -280,3 +285,23 @@ func (r clusterRecords) HostStatus(name string) (host.Status, bool) {
 	return "", false
 }
 func (clusterRecords) StartSent(string) bool { return false }
+
+// reportAll reports the violations a detector of package detect found at the end of a run.
+func (c *Cluster) reportAll(vs []invariant.Violation) {
+	for _, v := range vs {
+		c.report(v)
+	}
+	if len(vs) > 0 {
+		SortViolations(c.Violations)
+	}
+}
+
+// haEnabled reads a VM's ha_enabled from the records (vm:<id>).
+func (c *Cluster) haEnabled(obj string) bool {
+	id, err := strconv.ParseInt(strings.TrimPrefix(obj, "vm:"), 10, 64)
+	if err != nil {
+		return false
+	}
+	v := c.DB.VM(id)
+	return v != nil && v.HAEnabled
+}

@@ -204,17 +204,21 @@ const (
 	// TransitionGuard is judged at the end of a run from the recorded history (model/guard): a state
 	// change CloudStack does not allow at that point — by that thread, for that reason, then.
 	TransitionGuard = "transition-guard"
+	// HaPromise is judged at the end of a run from the recorded history (detect): HA dropped an
+	// HA-enabled VM it was asked to restart though nothing but its own tries had moved it, gave an
+	// item up before max.retries tries, or held a VM's power reports with no pending work.
+	HaPromise = "ha-promise"
 )
 
 // Lasting says whether an invariant judges a state that may heal (a running domain without a live
 // record, an address used twice, …) rather than an event that happened (a write under another's lock,
 // a start that failed): only a state has a duration and can still be present at the end of a run.
 func Lasting(name string) bool {
-	return name != NetworkLock && name != UnexplainedStartFailure && name != LeftServerJob && name != UnexplainedStop && name != TransitionGuard
+	return name != NetworkLock && name != UnexplainedStartFailure && name != LeftServerJob && name != UnexplainedStop && name != TransitionGuard && name != HaPromise
 }
 
 // Names lists every invariant, in the order Check runs them (the timed ones last).
-var Names = []string{OrphanDomain, IPConflict, VolumeInUse, NetworkLock, UnexplainedStartFailure, NetworkOutage, GhostRecord, StuckInTransition, LeftServerJob, UnexplainedStop, TransitionGuard, StorageLeak}
+var Names = []string{OrphanDomain, IPConflict, VolumeInUse, NetworkLock, UnexplainedStartFailure, NetworkOutage, GhostRecord, StuckInTransition, LeftServerJob, UnexplainedStop, TransitionGuard, StorageLeak, HaPromise}
 
 // StartKinds are the op kinds that start a VM.
 var StartKinds = []string{"deploy", "start", "startNoRetry"}
