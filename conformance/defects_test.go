@@ -43,6 +43,7 @@ func TestEveryDefectTripsADetector(t *testing.T) {
 		// (its restart on h2 starts the router on h2 too, whose domain still runs on h1: VirtualRouterElement.prepare)
 		{"H1,H2", "ha-heartbeat-two-domains", []string{invariant.OrphanDomain, invariant.IPConflict}},
 		{"H2", "heartbeat-fail-starting-vm", []string{invariant.OrphanDomain}},
+		{"H3", "ha-restart-throws-drops-vm", []string{invariant.HaPromise}},
 		{"M1", "peer-leaves-mid-start", []string{invariant.LeftServerJob}},
 	}
 	untripped := map[string]string{

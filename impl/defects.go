@@ -42,6 +42,9 @@ const (
 	H1
 	// Found by csconform explore under fixed once it drew the host faults (seed 5, case 1604).
 	H2
+	// Found by csconform explore under fixed (seeds 1-4, about 1,700 cases each) once the ha-promise
+	// detector judged HA's work items.
+	H3
 	// Found reading AsyncJobManagerImpl.onManagementNodeLeft for several management servers.
 	M1
 
@@ -86,6 +89,7 @@ var defectInfo = [numDefects]struct {
 	C10:                         {"C10", "the stall scan takes the VMs with a pending work job from a cache filled up to 10 s earlier (vmIdsInProgressCache): a VM whose start or stop began since is handled as stalled under its running job — a Starting VM stopped on its host (PowerOff) or its NICs and volumes released (PowerReportMissing), and moved to Stopped while its start goes on (VirtualMachineManagerImpl.scanStalledVMInTransitionStateOnUpHost, listStalledVMInTransitionStateOnUpHost)", "the stall scan's 10 s cache of pending work jobs misses a start that began since", nil},
 	H1:                          {"H1", "KVM fencing only checks the host's storage heartbeat: a live host whose heartbeat failed is \"fenced\" while its domain runs, and HA starts the VM a second time elsewhere", "KVM fencing asks only about the storage heartbeat", nil},
 	H2:                          {"H2", "KVMInvestigator judges a host Down from its storage heartbeat alone: a live host whose heartbeat failed is Down once its agent is cut off, and a start's cleanup or a forced stop then releases the NICs of a domain that still runs (KVMInvestigator.isAgentAlive)", "KVMInvestigator judges a host Down from its storage heartbeat alone", nil},
+	H3:                          {"H3", "HA's processWork catch takes the VM's state and update count for the next try from the VM as read before restart() ran, not anew: a try that moved the VM (HA's forced stop, its failed start) and then threw a CloudRuntimeException leaves the item with the old capture, the next try finds the VM \"has been changed\" and ends the item, and the HA-enabled VM stays Stopped (HighAvailabilityManagerImpl.processWork)", "HA drops an HA-enabled VM after a try that threw", nil},
 	M1:                          {"M1", "a peer's onManagementNodeLeft cleans up the left server's jobs by its mshost row id, which no job's msid column holds: its IN_PROGRESS jobs, and the VMs and networks they left in transition, stay until the GC cancels or expires them or the server comes back (AsyncJobManagerImpl.onManagementNodeLeft)", "a peer cleans up a left server's jobs by its mshost row id", nil},
 	PlantedStopTimeoutIsSuccess: {"planted-stop-timeout-is-success", "planted: a stop whose StopCommand timed out counts as stopped", "planted: a stop whose StopCommand timed out counts as stopped", nil},
 	PlantedIPFromStaleRead:      {"planted-ip-from-stale-read", "planted: a NIC's address is claimed from an earlier read of the pool", "planted: a NIC's address is claimed from an earlier read of the pool", nil},

@@ -309,7 +309,7 @@ func (m *HighAvailabilityManager) processWork(t *Thread, w *HaWorkVO) {
 		w.TimeToTry = next
 		w.TimesTried++
 		w.ServerID, w.DateTaken = "", time.Time{}
-		if w.TimesTried >= haMaxRetries {
+		if w.TimesTried >= haMaxRetries || (mutated(MutHaGiveUpEarly) && w.TimesTried >= 2) {
 			w.Step = haDone
 		}
 	}
@@ -403,10 +403,25 @@ func (m *HighAvailabilityManager) restart(t *Thread, w *HaWorkVO) time.Time {
 }
 
 // unhandled is processWork's catch of an exception restart threw: the item goes back for
-// restart.retry.interval (getRescheduleTime(HA)), with the state and update count of the VM as read at
-// the start of processWork, which are the item's own (restart got this far only when they matched).
+// restart.retry.interval (getRescheduleTime(HA)). Under H3 it keeps the state and update count of the
+// VM as processWork read it before restart ran — the item's own, since restart got this far only when
+// they matched — so a try that moved the VM is "changed" at the next one (apache main since the
+// vm.ha.enabled gate). The fix is the catch of the releases before it, whose comment says why: "if
+// restart failed in the middle due to exception, VM state may has been changed; recapture into the HA
+// worker so that it can really continue in it next turn" (_instanceDao.findById in the catch), for a
+// VM the try left Stopped: re-read always, with C8's fix an item that holds the VM's reports while it
+// is unchanged kept a VM whose migration completed in the hypervisor on its source for
+// restart.retry.interval (harness TestTimedOutMigrationCompletesInTheHypervisor).
 func (m *HighAvailabilityManager) unhandled(t *Thread, w *HaWorkVO, err error) time.Time {
 	m.s.Log(t, "WARN", VMObject(w.VMID), "Encountered unhandled exception during HA process, reschedule work: %v", err)
+	if !m.s.Defects[H3] {
+		// H3's fix: a VM the try left Stopped is HA's to restart at the next one; a VM that is up again
+		// (a forced stop that failed) keeps the old capture and is left to power sync, which the
+		// item's hold (C8's fix) would keep from following it to another host for the whole interval
+		if cur := m.s.DB.VM(w.VMID); cur != nil && cur.State == vm.Stopped {
+			m.recapture(w)
+		}
+	}
 	return m.s.Env.Now().Add(m.s.Config.Seconds("restart.retry.interval"))
 }
 
@@ -443,6 +458,9 @@ func (m *HighAvailabilityManager) afterForcedStop(t *Thread, w *HaWorkVO, v *VMV
 		return m.unhandled(t, w, err)
 	default:
 		s.Log(t, "WARN", VMObject(v.ID), "Unable to restart %s due to %v", v.Name, err)
+	}
+	if mutated(MutHaNoRecaptureAfterFailure) {
+		return s.Env.Now().Add(s.Config.Seconds("restart.retry.interval"))
 	}
 	m.recapture(w)
 	return s.Env.Now().Add(s.Config.Seconds("restart.retry.interval"))

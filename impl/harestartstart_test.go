@@ -33,7 +33,11 @@ import (
 //     ("Encountered unhandled exception during HA process, reschedule work"): the item goes back for
 //     restart.retry.interval with the state and update count of the VM as processWork read it before
 //     restart — the item's own — so the next round finds the VM changed by the failed start and ends
-//     the item ("has been changed"): HA does not try that VM again;
+//     the item ("has been changed"): HA does not try that VM again (H3). The releases before the
+//     vm.ha.enabled gate moved that read up re-read the VM in the catch ("if restart failed in the
+//     middle due to exception, VM state may has been changed; recapture into the HA worker so that it
+//     can really continue in it next turn": shapeblue/cloudstack@134a5c0e4c9e1dc3438e931700793013edcb1f86,
+//     the same path, processWork), which is H3's fix: the item is tried max.retries times;
 //   - orchestrateStart's planner finding no host throws InsufficientServerCapacityException when no
 //     attempt failed before (lastKnownError null).
 
@@ -57,7 +61,12 @@ func (h *failingHost) Start(d impl.DomainSpec) error {
 // haStoppedWorld deploys HA-enabled web1 on h1 (hv) and stops it; the caller then schedules its restart.
 func haStoppedWorld(t *testing.T, overrides map[string]string, hv func(w *simServer) impl.Hypervisor) (*simServer, *impl.VMVO) {
 	t.Helper()
-	w := newSimServer(t, 3, overrides, impl.Switches{})
+	return haStoppedWorldWith(t, impl.Switches{}, overrides, hv)
+}
+
+func haStoppedWorldWith(t *testing.T, sw impl.Switches, overrides map[string]string, hv func(w *simServer) impl.Hypervisor) (*simServer, *impl.VMVO) {
+	t.Helper()
+	w := newSimServer(t, 3, overrides, sw)
 	w.agent(t, "h1", hv(w))
 	n := w.srv.CreateNetwork("n1", true, 4)
 	v, j := w.srv.DeployVirtualMachine("web1", []int64{n.ID}, "h1")
@@ -80,26 +89,41 @@ func startJobs(w *simServer, id int64) int {
 
 // TestHARestartStartFailureIsUnhandled: web1's only start attempt (start.retry 1) gets a failed
 // StartAnswer, so orchestrateStart throws "Unable to start Instance", a CloudRuntimeException restart
-// does not catch: processWork reschedules the item with its own state and update count, and the next
-// round finds web1 changed and ends the item. One start in all. (Until this test the reference caught
-// every error of the start, took the VM's state anew and tried max.retries times.)
+// does not catch. Under H3 processWork reschedules the item with its own state and update count, and
+// the next round finds web1 changed and ends the item: one start in all, web1 left Stopped. Fixed (the
+// catch takes the VM anew) tries max.retries (5) times and gives up. (Until issue 34 the reference
+// caught every error of the start.)
 func TestHARestartStartFailureIsUnhandled(t *testing.T) {
-	var hv *failingHost
-	w, v := haStoppedWorld(t, map[string]string{"start.retry": "1"}, func(w *simServer) impl.Hypervisor {
-		hv = &failingHost{Host: sim.NewHost(w.s, "h1"), name: "web1"}
-		return hv
-	})
-	hv.fail = true
-	w.srv.ScheduleHaStartForTest(v.ID)
-	done := func() bool { return slices.Contains(w.db.HaWorkForTest(v.ID), "HA Done 1") }
-	require.NoError(t, w.s.RunUntil(w.s.Now().Add(3*time.Hour), done))
-	require.Equal(t, []string{"HA Done 1"}, w.db.HaWorkForTest(v.ID), "rescheduled once, then ended")
-	require.Equal(t, 1, hv.starts, "HA tried one start")
-	require.True(t, w.log.has("HA-Worker", "Encountered unhandled exception during HA process, reschedule work: CloudRuntimeException: Unable to start Instance"))
-	require.True(t, w.log.has("HA-Worker", "VM web1 has been changed."))
-	require.False(t, w.log.has("HA-Worker", "Unable to restart web1"), "not one of restart's catch blocks")
-	require.False(t, w.log.has("HA-Worker", "Rescheduling VM web1"), "the start threw")
-	require.Equal(t, vm.Stopped, w.db.VM(v.ID).State)
+	for _, c := range []struct {
+		name    string
+		sw      impl.Switches
+		end     string
+		starts  int
+		changed bool
+	}{
+		{"H3", impl.Switches{impl.H3: true}, "HA Done 1", 1, true},
+		{"fixed", impl.Switches{}, "HA Done 5", 5, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var hv *failingHost
+			w, v := haStoppedWorldWith(t, c.sw, map[string]string{"start.retry": "1"}, func(w *simServer) impl.Hypervisor {
+				hv = &failingHost{Host: sim.NewHost(w.s, "h1"), name: "web1"}
+				return hv
+			})
+			hv.fail = true
+			w.srv.ScheduleHaStartForTest(v.ID)
+			done := func() bool { return slices.Contains(w.db.HaWorkForTest(v.ID), c.end) }
+			require.NoError(t, w.s.RunUntil(w.s.Now().Add(3*time.Hour), done))
+			require.Equal(t, []string{c.end}, w.db.HaWorkForTest(v.ID))
+			require.Equal(t, c.starts, hv.starts, "HA's starts")
+			require.True(t, w.log.has("HA-Worker", "Encountered unhandled exception during HA process, reschedule work: CloudRuntimeException: Unable to start Instance"))
+			require.Equal(t, c.changed, w.log.has("HA-Worker", "VM web1 has been changed."))
+			require.Equal(t, !c.changed, w.log.has("HA-Worker", "Giving up, retried max times"))
+			require.False(t, w.log.has("HA-Worker", "Unable to restart web1"), "not one of restart's catch blocks")
+			require.False(t, w.log.has("HA-Worker", "Rescheduling VM web1"), "the start threw")
+			require.Equal(t, vm.Stopped, w.db.VM(v.ID).State)
+		})
+	}
 }
 
 // TestHARestartRetriesWithTheHAPlannerOnInsufficientCapacity: with h1 (the only host) not Up, the
