@@ -45,15 +45,22 @@ func newAgentManager(s *Server) *AgentManager {
 	return &AgentManager{s: s, mu: coopMutex{env: s.Env, name: "the agent manager's lock"}, attaches: map[string]*attache{}}
 }
 
+// configure is AgentManagerImpl.configure's part that touches the database: every host the server
+// owns, whatever its status, becomes Disconnected with no owner and a last ping one ping timeout ago
+// (HostDaoImpl.markHostsAsDisconnected(_nodeId, lastPing): two direct UPDATEs keyed on the owner
+// alone, not the host state machine). It runs in the configure phase, before any manager's start
+// (CloudStackExtendedLifeCycle configures every bean before it starts one), so the host rows are
+// reset before the left-over jobs, the HA work and the work items are looked at. A host another
+// server owns, or none, is not touched: a host that went Alert or Down through the state machine
+// already lost its owner there (HostTransit).
+func (am *AgentManager) configure(t *Thread) {
+	s := am.s
+	s.Log(t, "INFO", "", "Ping Timeout is %s.", s.Config.PingTimeout())
+	s.DB.MarkHostsAsDisconnected(t.Name, s.ID, s.Env.Now().Add(-s.Config.PingTimeout()))
+}
+
 func (am *AgentManager) start(t *Thread) {
 	s := am.s
-	// Hosts this server owned are Disconnected until their agents come back (markHostsAsDisconnected).
-	for _, h := range s.DB.Hosts() {
-		if h.MSID == s.ID && h.Status == host.Up {
-			s.DB.HostTransit(t.Name, h.ID, host.ManagementServerDown, "")
-		}
-	}
-	s.Log(t, "INFO", "", "Ping Timeout is %s.", s.Config.PingTimeout())
 	s.Go("AgentAcceptor", am.acceptLoop)
 	s.Go("AgentMonitor", am.monitorTask)
 }

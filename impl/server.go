@@ -82,6 +82,7 @@ func (s *Server) Start() {
 	t := &Thread{Name: s.ThreadPrefix + "main"}
 	s.DB.CleanupLocksForServer(s.ID)
 	s.DB.ReleaseHaWorkItems(s.ID) // HighAvailabilityManagerImpl.configure: what a previous incarnation had taken
+	s.agents.configure(t)         // AgentManagerImpl.configure: markHostsAsDisconnected
 	// HighAvailabilityManagerImpl.start: every pending item is investigated again (a Scheduled restart
 	// goes back through the investigators and the fencers), before the VMMI's cancelWorkItems (the
 	// order of the two managers' start() is Spring's, not checked)

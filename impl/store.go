@@ -1015,7 +1015,10 @@ func (db *DB) Hosts() []*HostVO {
 	return rows(db.hosts, nil)
 }
 
-// HostTransit applies a host status event; false when the state machine refuses it.
+// HostTransit applies a host status event (HostDaoImpl.updateState); false when the state machine
+// refuses it. A status that lost the connection clears the owner; otherwise msID, when given, becomes
+// the owner (the VO's mgmt_server_id the caller set, as agentStatusTransitTo does). The update's
+// check of the owner and the last ping (checkManagementServer) is not modelled.
 func (db *DB) HostTransit(actor, id string, ev host.Event, msID string) (host.Status, bool) {
 	point(db.env, PointWrite)
 	db.lock()
@@ -1038,7 +1041,12 @@ func (db *DB) HostTransit(actor, id string, ev host.Event, msID string) (host.St
 	// A row that leaves the status as it was (Up -Ping-> Up) is still written and its listeners
 	// fired: HostDaoImpl.updateState updates the row whatever the status, so the history has it too.
 	db.emit(history.Event{Actor: actor, Kind: history.State, Object: HostObject(id), From: string(from), To: string(to), Detail: string(ev)})
-	if msID != "" {
+	switch {
+	case to.UpdateManagementServer() && to.LostConnection():
+		// HostDaoImpl.updateState: a status that lost the connection (Disconnected, Alert, Down,
+		// Removed, Error, Rebalancing) sets mgmt_server_id to null
+		h.MSID = ""
+	case msID != "":
 		h.MSID = msID
 	}
 	return to, true
