@@ -1,6 +1,9 @@
 package impl
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
 
 // The exceptions the orchestration paths branch on, named as in CloudStack.
 
@@ -22,13 +25,20 @@ func (e *OperationTimedoutError) Error() string {
 	return fmt.Sprintf("OperationTimedoutException: Commands %s to Host %s timed out", e.Cmd, e.Host)
 }
 
-// ResourceUnavailableError is ResourceUnavailableException.
+// ResourceUnavailableError is ResourceUnavailableException. Resource is "Scope:id", the exception's
+// scope class (Host, Pod, DataCenter, Cluster, StoragePool, Network, ...) and its resource id.
 type ResourceUnavailableError struct {
 	Resource, Reason string
 }
 
 func (e *ResourceUnavailableError) Error() string {
 	return fmt.Sprintf("ResourceUnavailableException: Resource [%s] is unreachable: %s", e.Resource, e.Reason)
+}
+
+// Scope is getScope's simple name and getResourceId.
+func (e *ResourceUnavailableError) Scope() (scope, id string) {
+	scope, id, _ = strings.Cut(e.Resource, ":")
+	return scope, id
 }
 
 // InsufficientCapacityError is InsufficientCapacityException; the planner's (orchestrateStart finding

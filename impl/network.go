@@ -235,8 +235,8 @@ func (s *Server) prepareNic(t *Thread, v *VMVO, nic *NicVO, n *NetworkVO, dest s
 }
 
 // errNoRunningRouter is VirtualRouterElement.prepare's ResourceUnavailableException when startRouters
-// returned no router; its scope is the zone (DataCenter), which orchestrateStart cannot avoid
-// usefully: the start fails.
+// returned no router; its scope is the zone (DataCenter), which orchestrateStart adds to its avoid
+// set: the next plan finds no host, and the start fails with the last known error.
 func errNoRunningRouter() error {
 	return &ResourceUnavailableError{Resource: "DataCenter:1", Reason: "Can't find at least one running router!"}
 }

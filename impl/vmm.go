@@ -27,18 +27,67 @@ func (s *Server) domainSpec(v *VMVO) DomainSpec {
 	return spec
 }
 
+// excludeList is DeploymentPlanner.ExcludeList (bhouse-nexthop@b34b9d91) as the reference's world
+// needs it: the hosts to avoid, and the scopes above a host that were added (DataCenter, Pod,
+// Cluster, StoragePool). The reference has one zone, pod, cluster and primary pool, so any of these
+// avoids every host: shouldAvoid(Host) checks the host's zone, pod and cluster, and with the pool
+// avoided the storage allocator finds none.
+type excludeList struct {
+	hosts  map[string]bool
+	scopes map[string]bool
+}
+
+func newExcludeList() *excludeList {
+	return &excludeList{hosts: map[string]bool{}, scopes: map[string]bool{}}
+}
+
+func (e *excludeList) addHost(id string) { e.hosts[id] = true }
+
+// shouldAvoid is shouldAvoid(Host).
+func (e *excludeList) shouldAvoid(id string) bool { return e.hosts[id] || len(e.scopes) > 0 }
+
+// add is ExcludeList.add(ResourceUnavailableException): a Host, Pod, DataCenter, Cluster or
+// StoragePool scope is added (its resource id: a host's own, or every host here) and true returned;
+// any other scope (Network, Volume, Nic, ...) is not, and false returned. An AgentUnavailableException
+// is a ResourceUnavailableException of scope Host.
+func (e *excludeList) add(err error) bool {
+	var ue *AgentUnavailableError
+	if errors.As(err, &ue) {
+		e.addHost(ue.Host)
+		return true
+	}
+	var re *ResourceUnavailableError
+	if !errors.As(err, &re) {
+		return false
+	}
+	switch scope, id := re.Scope(); scope {
+	case "Host":
+		e.addHost(id)
+	case "Pod", "DataCenter", "Cluster", "StoragePool":
+		e.scopes[scope] = true
+	default:
+		return false
+	}
+	return true
+}
+
 // planDeployment picks a host: the requested one, else the VM's last host, else the first Up host not
 // avoided. A requested host in the avoid set gives no destination, as any other plan that finds none
 // (DeploymentPlanningManagerImpl.deployInSpecifiedHostWithoutHA returns null, and orchestrateStart's
 // dest == null throws InsufficientServerCapacityException, or with a last known error the
-// CloudRuntimeException that carries it).
-func (s *Server) planDeployment(t *Thread, v *VMVO, want string, avoid map[string]bool) (string, error) {
+// CloudRuntimeException that carries it); so does a zone in the avoid set (planDeployment: "DataCenter
+// id ... provided is in avoid set, DeploymentPlanner cannot allocate the VM, returning.").
+func (s *Server) planDeployment(t *Thread, v *VMVO, want string, avoid *excludeList) (string, error) {
 	if want != "" {
-		if avoid[want] {
+		if avoid.shouldAvoid(want) {
 			s.Log(t, "DEBUG", VMObject(v.ID), "Cannot deploy VM [%s] to host [%s] because this host is in the avoid set.", v.Name, want)
 			return "", &InsufficientCapacityError{Msg: "Unable to create a deployment for " + v.Name}
 		}
 		return want, nil
+	}
+	if avoid.scopes["DataCenter"] {
+		s.Log(t, "DEBUG", VMObject(v.ID), "DataCenter id = '1' provided is in avoid set, DeploymentPlanner cannot allocate the VM, returning.")
+		return "", &InsufficientCapacityError{Msg: "Unable to create a deployment for " + v.Name}
 	}
 	var cands []string
 	if v.LastHostID != "" {
@@ -48,7 +97,7 @@ func (s *Server) planDeployment(t *Thread, v *VMVO, want string, avoid map[strin
 		cands = append(cands, h.ID)
 	}
 	for _, id := range cands {
-		if h := s.DB.Host(id); h != nil && h.Status == host.Up && !avoid[id] {
+		if h := s.DB.Host(id); h != nil && h.Status == host.Up && !avoid.shouldAvoid(id) {
 			return id, nil
 		}
 	}
@@ -158,7 +207,7 @@ func (s *Server) orchestrateStart(t *Thread, vmID int64, want string) (err error
 		return err // nil, nil: already running
 	}
 	started, canRetry := false, true
-	avoid := map[string]bool{}
+	avoid := newExcludeList()
 	var lastKnownError error // a failed StartAnswer's, or a ResourceUnavailableException the loop avoided
 	defer func() {
 		if !started && canRetry {
@@ -194,7 +243,7 @@ func (s *Server) orchestrateStart(t *Thread, vmID int64, want string) (err error
 		if perr != nil {
 			return perr
 		}
-		avoid[dest] = true
+		avoid.addHost(dest)
 		if !s.changeState(t, v, vm.OperationRetry, vm.Starting, dest, work, ItWorkPrepare) {
 			return &ConcurrentOperationError{Msg: "Unable to update the state of the Virtual Machine " + v.Name}
 		}
@@ -266,19 +315,24 @@ func (s *Server) orchestrateStart(t *Thread, vmID int64, want string) (err error
 			// item records the start's own copy (its state and updated), as scheduleStop(vm, ...) does.
 			s.ha.scheduleStop(t, v, dest)
 			return &AgentUnavailableError{Host: dest, Reason: "Unable to start " + v.Name}
-		case errors.As(aerr, &ue):
-			// ExcludeList.add(ResourceUnavailableException): an AgentUnavailableException's scope is
-			// Host, so its host (the attempt's, or that of the router the attempt's prepare started)
-			// joins the avoid set and the loop tries another host with the same copy of the VM
-			s.Log(t, "WARN", VMObject(vmID), "Unable to contact resource. %v", aerr)
-			avoid[ue.Host] = true
-			lastKnownError = aerr
-			continue
 		case errors.As(aerr, &ce):
 			return aerr // caught by none of the attempt's catch blocks: no log line of its own
-		case errors.As(aerr, &re):
+		case errors.As(aerr, &ue), errors.As(aerr, &re):
+			// catch (ResourceUnavailableException e): lastKnownError = e, then ExcludeList.add(e).
+			// A scope it can add (an AgentUnavailableException's Host — the attempt's, or that of the
+			// router the attempt's prepare started —, any other Host-scoped exception, or the
+			// zone of "Can't find at least one running router!") joins the avoid set and the loop
+			// goes on with the same copy of the VM: to another host, or, the zone avoided, to a plan
+			// that finds none. Any other scope (a Network's) is rethrown.
 			s.Log(t, "WARN", VMObject(vmID), "Unable to contact resource. %v", aerr)
-			return aerr // network scope cannot be avoided
+			lastKnownError = aerr
+			if avoid.add(aerr) {
+				continue
+			}
+			if scope, _ := re.Scope(); scope != "Volume" && scope != "Nic" {
+				s.Log(t, "WARN", VMObject(vmID), "unexpected ResourceUnavailableException : %s", javaScopeClass(scope))
+			}
+			return aerr
 		default:
 			s.Log(t, "ERROR", VMObject(vmID), "Failed to start instance %s: %v", v.Name, aerr)
 			return aerr // CloudRuntimeException escapes the loop
@@ -798,4 +852,13 @@ func (s *Server) transitionTask(t *Thread) {
 			s.ha.scheduleRestart(t, v, true, "")
 		}
 	}
+}
+
+// javaScopeClass is the class name getScope().getName() prints for a scope the reference uses.
+func javaScopeClass(scope string) string {
+	switch scope {
+	case "Network":
+		return "com.cloud.network.Network"
+	}
+	return scope
 }
