@@ -788,6 +788,13 @@ func explainedByOp(op ClientOp, ops []ClientOp) bool {
 			slices.ContainsFunc(o.NetworkIDs, func(n string) bool { return slices.Contains(op.NetworkIDs, n) }) {
 			return true
 		}
+		// The network's lock timed out (implementNetwork's acquireInLockTable waits network.lock.timeout,
+		// then ConcurrentOperationException "Unable to acquire network configuration") while another
+		// operation on the network ran, which may have held it that long: a bound CloudStack sets.
+		if o.ID != op.ID && strings.Contains(op.Err, "Unable to acquire network configuration") && overlaps(op.Call, op.Return, o.Call, o.Return) &&
+			slices.ContainsFunc(o.NetworkIDs, func(n string) bool { return slices.Contains(op.NetworkIDs, n) }) {
+			return true
+		}
 		if o.ID == op.ID || !slices.Contains(DisruptiveKinds, o.Kind) || !overlaps(op.Call, op.Return, o.Call, o.Return) {
 			continue
 		}

@@ -313,6 +313,8 @@ func TestCheckStartFailures(t *testing.T) {
 		return ClientOp{ID: id, Client: "c2", Kind: kind, VMID: vmID, NetworkIDs: nets, Call: call, Return: ret, OK: true}
 	}
 	unexplained := []want{{"vm:v1", `failed with "Unable to start: network n1 is in state Shutdown"`}}
+	lockTimeout := failedStart
+	lockTimeout.Err = "ConcurrentOperationException: Unable to acquire network configuration: n1"
 	var noFaults []Fault
 	run(t, CheckStartFailures, UnexplainedStartFailure, []testCase{
 		{name: "clean: starts succeeded", want: nil},
@@ -355,6 +357,14 @@ func TestCheckStartFailures(t *testing.T) {
 				with([]ClientOp{failedStart}, []Fault{fault("host:h1", at(1), at(5), true)})(s)
 				s.ReportGrace = 2 * time.Second
 			}, want: unexplained},
+		{name: "the network's lock timed out behind a concurrent deploy on the network",
+			mutate: with([]ClientOp{lockTimeout, op(14, "deploy", "v2", []string{"n1"}, at(5), at(25))}, noFaults)},
+		{name: "the network's lock timed out with nothing else on the network",
+			mutate: with([]ClientOp{lockTimeout, op(14, "deploy", "v2", []string{"n2"}, at(5), at(25))}, noFaults),
+			want:   []want{{"vm:v1", "Unable to acquire network configuration"}}},
+		{name: "the network's lock timed out after the other deploy ended",
+			mutate: with([]ClientOp{lockTimeout, op(14, "deploy", "v2", []string{"n1"}, at(1), at(5))}, noFaults),
+			want:   []want{{"vm:v1", "Unable to acquire network configuration"}}},
 		{name: "explained by a concurrent destroy",
 			mutate: with([]ClientOp{failedStart, op(13, "destroy", "v1", nil, at(12), at(14))}, noFaults)},
 		{name: "explained by a concurrent forced stop that failed",
