@@ -42,6 +42,7 @@ type HaItem struct {
 type HaTry struct {
 	Actor      string // the worker thread, its server's prefix included ("ms2:HA-Worker-1")
 	Begin, End int64  // seqs; End 0: the try never ended (its server stopped)
+	At         time.Time
 	Lines      []string
 }
 
@@ -89,7 +90,7 @@ func HaItems(events iter.Seq[history.Event]) []*HaItem {
 		}
 		switch d := e.Detail; {
 		case strings.HasPrefix(d, "Processing work "):
-			it.Tries = append(it.Tries, HaTry{Actor: e.Actor, Begin: e.Seq})
+			it.Tries = append(it.Tries, HaTry{Actor: e.Actor, Begin: e.Seq, At: e.Time})
 			open[e.Actor] = it
 		case strings.HasPrefix(d, "Rescheduling work "):
 			closeTry("")

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/csconform/csconform/detect"
 	"github.com/csconform/csconform/impl"
 	"github.com/csconform/csconform/model/history"
 	"github.com/csconform/csconform/model/invariant"
@@ -20,8 +21,10 @@ const LeftServerJobBound = impl.ClusterHeartbeatThreshold + time.Minute
 
 // checkLeftServerJobs judges, at the end of a run with several servers, every stop of a peer that
 // lasted past LeftServerJobBound while another server ran throughout: each job of the stopped
-// server that was in progress when it stopped must have ended by then. One left in progress is a
-// left-server-job violation (M1: the peer cleans up by the mshost row id and finds nothing).
+// server that was in progress when it stopped must have ended by then, and each HA work item it was
+// working (a try its log began and never ended) must have been taken up again by another server
+// (detect.LeftServerHaItems). One left is a left-server-job violation (M1: the peer cleans up by the
+// mshost row id and finds nothing; a peer that does not release the items leaves them taken).
 func (c *Cluster) checkLeftServerJobs() {
 	if len(c.peers) == 0 {
 		return
@@ -36,13 +39,20 @@ func (c *Cluster) checkLeftServerJobs() {
 		}
 	}
 	end := c.Now()
-	defer func() { SortViolations(c.Violations) }()
+	var stops []detect.ServerStop
+	defer func() {
+		for _, v := range detect.LeftServerHaItems(detect.HaItems(c.Rec.History().All()), stops) {
+			c.report(v)
+		}
+		SortViolations(c.Violations)
+	}()
 	for _, p := range c.peers {
 		for _, d := range p.downs {
 			due := d.from.Add(LeftServerJobBound)
 			if due.After(end) || (!d.to.IsZero() && !d.to.After(due)) || !c.anotherServerUp(p, d.from, due) {
 				continue
 			}
+			stops = append(stops, detect.ServerStop{Prefix: p.srv.ThreadPrefix, Name: p.name, From: d.from, Due: due})
 			for _, j := range c.DB.Jobs(func(j *impl.JobVO) bool { return j.MSID == p.srv.ID && j.Created.Before(d.from) }) {
 				if at, ok := ended[impl.JobObject(j.ID)]; ok && !at.After(due) {
 					continue

@@ -38,7 +38,7 @@ func mutantsRun(f *mutantsOpts, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(err)
 	}
-	o := explore.MutationOptions{Budget: f.budget, Scheduler: f.sched.st, Seeds: seeds}
+	o := explore.MutationOptions{Budget: f.budget, Scheduler: f.sched.st, Seeds: seeds, Peers: f.peers}
 	if f.only != "" {
 		for _, id := range strings.Split(f.only, ",") {
 			m := impl.Mutant(strings.TrimSpace(id))

@@ -16,6 +16,7 @@ type mutantsOpts struct {
 	budget      int
 	seeds, only string
 	sched       *strategyFlag
+	peers       bool
 }
 
 func mutantsFlags(fs *pflag.FlagSet, o *mutantsOpts) {
@@ -53,6 +54,7 @@ the score: a figure, not a verdict. It needs a binary built with the mutation po
 		},
 	}
 	mutantsFlags(r.Flags(), o)
+	r.Flags().BoolVar(&o.peers, "peers", false, "draw the explorations' programs with two management servers now and then, as explore does by default (the score CI prints is measured without)")
 	c.AddCommand(r, newMutantsSampleCmd(e), newMutantsOracleCmd(e))
 	return c
 }
