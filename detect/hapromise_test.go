@@ -37,7 +37,8 @@ func jobState(actor, job, from, to, detail string) history.Event {
 
 // a restart item whose first try force-stops web1 and fails its start (a CloudRuntimeException: the
 // catch reschedules), as HA's own work: the worker submits the jobs, an executor runs them
-var firstTry = h{}.with(
+// forcedStop: web1 running on its host gets an HA item, whose worker force-stops it through a work job
+var forcedStop = h{}.with(
 	vmState("api", "", "Stopped"),
 	vmState("Work-Job-Executor-1", "Stopped", "Starting"),
 	vmState("Work-Job-Executor-1", "Starting", "Running"),
@@ -47,6 +48,9 @@ var firstTry = h{}.with(
 	vmState("Work-Job-Executor-4", "Running", "Stopping"),
 	vmState("Work-Job-Executor-4", "Stopping", "Stopped"),
 	jobState("Work-Job-Executor-4", "job:7", "IN_PROGRESS", "SUCCEEDED", ""),
+)
+
+var firstTry = forcedStop.with(
 	jobState("HA-Worker-0", "job:8", "", "IN_PROGRESS", "VmWorkStart VirtualMachine:2"),
 	vmState("Work-Job-Executor-5", "Stopped", "Starting"),
 	vmState("Work-Job-Executor-5", "Starting", "Stopped"),
@@ -173,14 +177,7 @@ func TestHaItemsReadsTheTries(t *testing.T) {
 // A try cut by its server's stop (no line ends it) is the server-restart path, left unjudged until
 // it has its switch (docs/profiles.md, H3).
 func TestHaPromiseLeavesTheServerRestartPathAlone(t *testing.T) {
-	cut := h{}.with(
-		vmState("api", "", "Running"),
-		logLine("AgentTaskPool-3", "vm:2", "Schedule vm for HA: web1 (HAWork[1-HA-2-Running-Investigating])"),
-		logLine("HA-Worker-0", "vm:2", "Processing work HAWork[1-HA-2-Running-Investigating]"),
-		jobState("HA-Worker-0", "job:7", "", "IN_PROGRESS", "VmWorkStop VirtualMachine:2"),
-		vmState("Work-Job-Executor-4", "Running", "Stopping"),
-		vmState("Work-Job-Executor-4", "Stopping", "Stopped"),
-		jobState("Work-Job-Executor-4", "job:7", "IN_PROGRESS", "SUCCEEDED", ""),
+	cut := forcedStop.with(
 		// the server restarts; its next incarnation takes the released item
 		logLine("HA-Worker-2", "vm:2", "Processing work HAWork[1-HA-2-Running-Investigating]"),
 		logLine("HA-Worker-2", "vm:2", "VM web1 has been changed.  Current State = Stopped Previous State = Running last updated = 3 previous updated = 1"),
