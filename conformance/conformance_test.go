@@ -48,16 +48,13 @@ func TestBuiltinScenariosMeetTheirExpectations(t *testing.T) {
 				// failed with no fault near it is a legal history of the VM, whose model lets any start fail;
 				// a job left in progress by a stopped server, or a stop nobody asked for, is judged from
 				// the servers' stops and the operations, which no object's model has; a thing stuck in
-				// transition past its bound is about time, and each step of it may be legal, as is a record
-				// that outlives its domain past power sync's bound (ghost-record: C8 alone is timed in
-				// TestEachDefectAloneIsFoundAcrossSeeds, and stale-ha-item-hides-power-off shows it under
-				// cloudstack-4.22 since the deploy no longer retries on a named host); a transition
+				// transition past its bound is about time, and each step of it may be legal; a transition
 				// guard judges a step by its thread, the jobs in progress and the time since other steps,
-				// and ha-promise HA's work items from its log lines, which no object's model has)
+				// which no object's model has)
 				crossObject := func(inv string) bool {
 					return inv == invariant.NetworkOutage || inv == invariant.UnexplainedStartFailure ||
 						inv == invariant.LeftServerJob || inv == invariant.UnexplainedStop || inv == invariant.StuckInTransition ||
-						inv == invariant.GhostRecord || inv == invariant.TransitionGuard || inv == invariant.HaPromise
+						inv == invariant.TransitionGuard || inv == invariant.HaPromise
 				}
 				// (and a running domain behind a record that is not dead, Stopped or Error: the VM model
 				// lets a failed start leave its domain running behind a live record — an agent that
@@ -103,6 +100,7 @@ func TestEachDefectAloneIsFoundAcrossSeeds(t *testing.T) {
 		{"H1,H2", "ha-heartbeat-two-domains", "orphan-domain", false},
 		{"H1,H2", "ha-heartbeat-two-domains", "ip-conflict", false},
 		{"H2", "heartbeat-fail-starting-vm", "ip-conflict", false},
+		{"H2", "heartbeat-fail-starting-vm", "orphan-domain", false},
 		{"C7", "retry-waits-on-timed-out-start", "stuck-in-transition", true},
 		{"C8", "stale-ha-item-hides-power-off", "ghost-record", true},
 	}

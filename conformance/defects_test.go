@@ -42,9 +42,7 @@ func TestEveryDefectTripsADetector(t *testing.T) {
 		// H1 fences on a failed heartbeat only once H2 has judged the live host Down
 		// (its restart on h2 starts the router on h2 too, whose domain still runs on h1: VirtualRouterElement.prepare)
 		{"H1,H2", "ha-heartbeat-two-domains", []string{invariant.OrphanDomain, invariant.IPConflict}},
-		// with a named host the deploy does not retry the timed-out start (issue 46 item 5): vm2's
-		// record follows its domain to Running with the address free under it
-		{"H2", "heartbeat-fail-starting-vm", []string{invariant.IPConflict}},
+		{"H2", "heartbeat-fail-starting-vm", []string{invariant.OrphanDomain}},
 		{"H3", "ha-restart-throws-drops-vm", []string{invariant.HaPromise}},
 		{"M1", "peer-leaves-mid-start", []string{invariant.LeftServerJob}},
 	}

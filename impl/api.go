@@ -29,8 +29,7 @@ func (s *Server) NewNetwork(name string, persistent bool, poolSize int) (*Networ
 }
 
 // DeployVirtualMachine allocates the VM (record, NICs, ROOT volume) and starts it in a job, through
-// VMEntityManagerImpl.deployVirtualMachine, which retries the start once on any exception unless a
-// host was named (startWithRetry).
+// VMEntityManagerImpl.deployVirtualMachine, which retries the start once on any exception.
 //
 // After the start, UserVmManagerImpl's private startVirtualMachine(vmId, podId, clusterId, hostId,
 // diskOfferingMap, additionalParams, planner) (apache/cloudstack@00114e8b, server/src/main/java/com/
@@ -70,29 +69,18 @@ func (s *Server) AllocateVirtualMachine(name string, networks []int64) *VMVO {
 	return v
 }
 
-// startWithRetry is vmEntity.deploy, VMEntityManagerImpl.deployVirtualMachine: the start on the
-// reserved plan, and on any exception:
-//   - with a named host (UserVmManagerImpl.startVirtualMachine sets deployOnGivenHost when a host id
-//     is given and allow.deploy.vm.if.deploy.on.given.host.fails is false, its default), no retry:
-//     the exception goes to the caller;
-//   - otherwise one more start with a zone-wide plan (DataCenterDeployment(0, …)) and the reserved
-//     plan's avoid set, which is empty here as in the Java: the first start ran through the VM's
-//     work queue on VmWorkStart's own copy of the plan, whose avoid set never comes back.
-//
-// The reservation itself (reserveVirtualMachine: the planner in the API thread, then a first start
-// pinned to the host it found) is not modelled: without a named host the first start plans inside
-// orchestrateStart, as the retry does.
+// startWithRetry is VMEntityManagerImpl's start with a planner reservation: any exception → one more
+// start.
 func (s *Server) startWithRetry(t *Thread, vmID int64, hostID string) error {
 	err := s.advanceStart(t, vmID, hostID)
-	if err == nil || hostID != "" {
-		return err
+	if err == nil {
+		return nil
 	}
 	s.Log(t, "WARN", VMObject(vmID), "Start of VM %d failed, retrying once: %v", vmID, err)
-	return s.advanceStart(t, vmID, "")
+	return s.advanceStart(t, vmID, hostID)
 }
 
-// StartVirtualMachine is the startVirtualMachine API: the start is retried once unless a host was
-// named (startWithRetry). The VM's state is
+// StartVirtualMachine is the startVirtualMachine API: the start is retried once. The VM's state is
 // not read after it: startVirtualMachine(StartVMCmd) returns startVirtualMachine(id, podId, clusterId,
 // hostId, params, planner).first(), whose last overload returns the VM it read before
 // vmEntity.deploy (apache/cloudstack@00114e8b, UserVmManagerImpl.java); only the DeployVMCmd path

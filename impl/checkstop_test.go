@@ -43,15 +43,13 @@ func TestTimedOutStartSchedulesCheckStop(t *testing.T) {
 	require.False(t, log.has("HA-Worker", "Stop for "+v.Name+" was successful"))
 }
 
-// deployedUntilStartSent deploys web1 (wait 120 s) and runs until its StartCommand is sent to h1, the
-// only host. No host is named, so a failed start is retried once (VMEntityManagerImpl.deployVirtualMachine;
-// with a named host it is not).
+// deployedUntilStartSent deploys web1 on h1 (wait 120 s) and runs until its StartCommand is sent.
 func deployedUntilStartSent(t *testing.T, sw impl.Switches) (*simServer, *impl.VMVO) {
 	t.Helper()
 	w := newSimServer(t, 3, map[string]string{"wait": "120"}, sw)
 	w.agent(t, "h1", sim.NewHost(w.s, "h1"))
 	n := w.srv.CreateNetwork("n1", true, 4)
-	v, _ := w.srv.DeployVirtualMachine("web1", []int64{n.ID}, "")
+	v, _ := w.srv.DeployVirtualMachine("web1", []int64{n.ID}, "h1")
 	sent := fmt.Sprintf("Sending StartCommand for %s to host h1", v.Name)
 	require.NoError(t, w.s.RunUntil(w.s.Now().Add(3*time.Minute), func() bool { return w.log.has("", sent) }))
 	require.True(t, w.log.has("", sent), "web1's StartCommand was not sent")

@@ -21,7 +21,7 @@ import (
 // row has been inactive longer than vm.op.cancel.interval (3600 s), then fails with "There are
 // concurrent operations". orchestrateStart leaves the row of a start whose StartCommand timed out at
 // step Starting (canRetry = false skips the finally's Release/Done). Here web1's StartCommand waits on
-// a cut link past 2 × `wait` (AgentAttache.send's two rounds); the deploy, naming no host, retries the start at once (VMEntityManagerImpl), and that second
+// a cut link past 2 × `wait` (AgentAttache.send's two rounds); the deploy retries the start at once (VMEntityManagerImpl), and that second
 // start finds the first one's row. Under 4.22 (C7) it waits on it for an hour: web1's queue is held,
 // so its domain, booted once the link heals, is not followed to Running (the reports are postponed
 // while a work job is pending) until the wait gives up. C7's fix fails it at once, no other work job

@@ -23,8 +23,7 @@ import (
 //   - 4.22 (C5 on): implementNetwork's stateTransitTo(ImplementNetwork) throws NoTransitionException
 //     from Shutdown, the start fails, and that start's own finally → shutdownNetwork, which now stops
 //     the Stopped router at once, moves n1 to Allocated for the start after it (here the API's
-//     retry, web2's deploy naming no host): the deploy needs two attempts, and a VM on two such
-//     networks fails both;
+//     retry): the deploy needs two attempts, and a VM on two such networks fails both;
 //   - fixed (C5 off): implementNetwork completes the shutdown it finds left over, then implements:
 //     one attempt.
 func TestNetworkLeftShutdown(t *testing.T) {
@@ -51,7 +50,7 @@ func TestNetworkLeftShutdown(t *testing.T) {
 			require.Equal(t, network.Shutdown, net().State, "nothing moves the network on by itself")
 
 			before := len(w.evs.events)
-			v, j := w.srv.DeployVirtualMachine("web2", []int64{w.net}, "") // no host named: the API retries
+			v, j := w.srv.DeployVirtualMachine("web2", []int64{w.net}, "h1")
 			w.runUntil(10*time.Minute, done(j))
 			require.Equal(t, vm.Running, w.db.VM(v.ID).State)
 			require.Equal(t, network.Implemented, net().State)

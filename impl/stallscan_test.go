@@ -212,8 +212,7 @@ func TestFailedStartSendsStopCommandFromRelease(t *testing.T) {
 	w.agent(t, "h1", h)
 	n := srv.CreateNetwork("n1", false, 1)
 	deploy := func(name string) (int64, error) {
-		// no host named: the deploy retries the start once (VMEntityManagerImpl.deployVirtualMachine)
-		v, j := srv.DeployVirtualMachine(name, []int64{n.ID}, "")
+		v, j := srv.DeployVirtualMachine(name, []int64{n.ID}, "h1")
 		var err error
 		done := false
 		s.Go("client-"+name, func() { err = srv.WaitJob(j); done = true })
