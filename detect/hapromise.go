@@ -119,9 +119,9 @@ func (it *HaItem) within(seq int64) bool {
 	return slices.ContainsFunc(it.Tries, func(tr HaTry) bool { return tr.Begin <= seq && (tr.End == 0 || seq <= tr.End) })
 }
 
-// dropReasons are the lines with which restart() ends an item without restarting its VM because the
-// VM is not as the item captured it: legitimate when something else moved the VM meanwhile.
-var dropReasons = []string{" has been changed."}
+// dropReason is restart()'s line when it ends an item without restarting its VM because the VM is
+// not as the item captured it: legitimate when something else moved the VM meanwhile.
+const dropReason = " has been changed."
 
 // updatesRe reads restart()'s "has been changed" line: the VM's update count now and the item's.
 var updatesRe = regexp.MustCompile(`last updated = (\d+) previous updated = (\d+)`)
@@ -155,11 +155,11 @@ func HaPromise(events iter.Seq[history.Event], haEnabled func(vm string) bool) [
 		vm, submitter, executor string
 		begin, end              int64
 	}
-	jobs := map[string]*workJob{}
+	jobs := map[string]*workJob{}     // by job:<id>
+	vmJobs := map[string][]*workJob{} // by vm:<id>
+	jobsOpen := map[string]int{}      // vm → work jobs in progress now
+	postponed := map[string]bool{}    // VMs already reported: the same hold postpones each report after
 	changes := map[string][]change{}
-	jobOf := map[string]string{}        // job:<id> → vm:<id>, for VM work jobs
-	jobsOpen := map[string]int{}        // vm → work jobs in progress now
-	var postponed []invariant.Violation // in seq order
 	openAt := func(vm string, seq int64) bool {
 		for _, it := range items {
 			if it.VM == vm && it.Type == "HA" && it.Created <= seq && (it.End == "" || seq < it.EndSeq) {
@@ -181,32 +181,24 @@ func HaPromise(events iter.Seq[history.Event], haEnabled func(vm string) bool) [
 			case strings.HasPrefix(e.Object, "job:"):
 				if e.From == "" && strings.HasPrefix(e.Detail, "VmWork") {
 					if _, inst, ok := strings.Cut(e.Detail, " VirtualMachine:"); ok {
-						vm := "vm:" + inst
-						jobOf[e.Object] = vm
-						jobsOpen[vm]++
-						jobs[e.Object] = &workJob{vm: vm, submitter: e.Actor, begin: e.Seq}
+						j := &workJob{vm: "vm:" + inst, submitter: e.Actor, begin: e.Seq}
+						jobs[e.Object] = j
+						vmJobs[j.vm] = append(vmJobs[j.vm], j)
+						jobsOpen[j.vm]++
 					}
-				} else if vm, ok := jobOf[e.Object]; ok && e.From == "IN_PROGRESS" && e.To != "IN_PROGRESS" {
-					jobsOpen[vm]--
-					delete(jobOf, e.Object)
-					j := jobs[e.Object]
+				} else if j := jobs[e.Object]; j != nil && j.end == 0 && e.From == "IN_PROGRESS" && e.To != "IN_PROGRESS" {
+					jobsOpen[j.vm]--
 					j.executor, j.end = e.Actor, e.Seq
 				}
 			}
 		case history.Log:
 			if strings.HasPrefix(e.Detail, "There is pending job or HA tasks working on the VM.") && strings.HasPrefix(e.Object, "vm:") {
-				if jobsOpen[e.Object] == 0 && !openAt(e.Object, e.Seq) {
-					postponed = append(postponed, invariant.Violation{Invariant: invariant.HaPromise, Object: e.Object, Time: e.Time,
+				if jobsOpen[e.Object] == 0 && !postponed[e.Object] && !openAt(e.Object, e.Seq) {
+					postponed[e.Object] = true
+					out = append(out, invariant.Violation{Invariant: invariant.HaPromise, Object: e.Object, Time: e.Time,
 						Message: fmt.Sprintf("a power report of %s was postponed for pending work while it had none: no VM work job of it in progress and no HA restart item of it open", e.Object)})
 				}
 			}
-		}
-	}
-	seen := map[string]bool{}
-	for _, v := range postponed {
-		if !seen[v.Object] { // once a VM: the same hold postpones each report after
-			seen[v.Object] = true
-			out = append(out, v)
 		}
 	}
 	last := map[string]*HaItem{}
@@ -231,7 +223,7 @@ func HaPromise(events iter.Seq[history.Event], haEnabled func(vm string) bool) [
 		}
 		final := it.Tries[len(it.Tries)-1]
 		i := slices.IndexFunc(final.Lines, func(l string) bool {
-			return slices.ContainsFunc(dropReasons, func(r string) bool { return strings.Contains(l, r) })
+			return strings.Contains(l, dropReason)
 		})
 		if i < 0 {
 			continue
@@ -264,8 +256,8 @@ func HaPromise(events iter.Seq[history.Event], haEnabled func(vm string) bool) [
 			if workers[c.actor] && it.within(c.seq) {
 				return true
 			}
-			for _, j := range jobs {
-				if j.vm == vm && j.executor == c.actor && j.begin <= c.seq && c.seq <= j.end && workers[j.submitter] && it.within(j.begin) {
+			for _, j := range vmJobs[vm] {
+				if j.executor == c.actor && j.begin <= c.seq && c.seq <= j.end && workers[j.submitter] && it.within(j.begin) {
 					return true
 				}
 			}

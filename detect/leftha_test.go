@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
+
+	"github.com/csconform/csconform/model/history"
 )
 
 // A try ms2's worker began and never ended (ms2 stopped) must be taken up again by a peer by the
@@ -25,16 +27,12 @@ func TestLeftServerHaItems(t *testing.T) {
 	}{
 		{"never taken up", base, 1},
 		{"taken up by ms1 in time", base.with(logLine("HA-Worker-0", "vm:2", "Processing work HAWork[1-HA-2-Running-Investigating]")), 0},
-		{"taken up too late", append(base, logLine("HA-Worker-0", "vm:2", "Processing work HAWork[1-HA-2-Running-Investigating]")), 1},
+		{"taken up too late", append(slices.Clone(base), history.Event{Seq: 4, Time: at(20), Kind: history.Log, Actor: "HA-Worker-0", Object: "vm:2",
+			Detail: "Processing work HAWork[1-HA-2-Running-Investigating]"}), 1},
 		{"its try ended before the stop", base.with(logLine("ms2:HA-Worker-1", "vm:2", "Completed work HAWork[1-HA-2-Running-Done]")), 0},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			events := slices.Clone(c.events)
-			if c.name == "taken up too late" {
-				last := &events[len(events)-1]
-				last.Seq, last.Time = int64(len(events)), at(20)
-			}
-			vs := LeftServerHaItems(HaItems(slices.Values(events)), []ServerStop{stop})
+			vs := LeftServerHaItems(HaItems(slices.Values(c.events)), []ServerStop{stop})
 			assert.Len(t, vs, c.want)
 			for _, v := range vs {
 				assert.Equal(t, "left-server-job", v.Invariant)

@@ -286,7 +286,7 @@ func (r clusterRecords) HostStatus(name string) (host.Status, bool) {
 }
 func (clusterRecords) StartSent(string) bool { return false }
 
-// reportAll reports the violations a detector of package detect found at the end of a run.
+// reportAll reports the violations a detector found at the end of a run, in order.
 func (c *Cluster) reportAll(vs []invariant.Violation) {
 	for _, v := range vs {
 		c.report(v)

@@ -41,10 +41,8 @@ func (c *Cluster) checkLeftServerJobs() {
 	end := c.Now()
 	var stops []detect.ServerStop
 	defer func() {
-		for _, v := range detect.LeftServerHaItems(detect.HaItems(c.Rec.History().All()), stops) {
-			c.report(v)
-		}
-		SortViolations(c.Violations)
+		c.reportAll(detect.LeftServerHaItems(detect.HaItems(c.Rec.History().All()), stops))
+		SortViolations(c.Violations) // the jobs' violations below
 	}()
 	for _, p := range c.peers {
 		for _, d := range p.downs {

@@ -98,11 +98,5 @@ func UnexplainedStops(events iter.Seq[history.Event], faults []invariant.Fault) 
 
 // checkUnexplainedStops reports UnexplainedStops at the end of a run.
 func (c *Cluster) checkUnexplainedStops() {
-	vs := UnexplainedStops(c.Rec.History().All(), c.Rec.faults())
-	for _, v := range vs {
-		c.report(v)
-	}
-	if len(vs) > 0 {
-		SortViolations(c.Violations)
-	}
+	c.reportAll(UnexplainedStops(c.Rec.History().All(), c.Rec.faults()))
 }
