@@ -12,13 +12,15 @@
 #   ci/setup-mariadb.sh         set up and start (eval "$(ci/setup-mariadb.sh)" exports the variables)
 #   ci/setup-mariadb.sh stop    stop the server (the datadir stays)
 # Environment: CSCONFORM_MARIADB_DIR (default /var/tmp/csconform-mariadb), CSCONFORM_MARIADB_PORT
-# (default 33306). Run as root. Progress goes to stderr, the variables to stdout.
+# (default: a free loopback port, tried again on another one if some other process binds it first:
+# a fixed port failed CI once when something else on the machine held it). Run as root. Progress goes
+# to stderr, the variables to stdout.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dir="${CSCONFORM_MARIADB_DIR:-/var/tmp/csconform-mariadb}"
-port="${CSCONFORM_MARIADB_PORT:-33306}"
 sock="$dir/mysqld.sock"
 pidf="$dir/mysqld.pid"
+portf="$dir/port"
 log() { echo "ci/setup-mariadb.sh: $*" >&2; }
 
 running() { [ -s "$pidf" ] && kill -0 "$(cat "$pidf")" 2>/dev/null; }
@@ -52,22 +54,58 @@ if [ ! -d "$dir/data/mysql" ]; then
     --skip-test-db >"$dir/install.log" 2>&1 || { cat "$dir/install.log" >&2; exit 1; }
 fi
 
-if ! running; then
+# free_port prints a loopback TCP port nothing listens on now (a connect that fails); the bind may
+# still lose a race with another process, which start() answers by trying another port.
+free_port() {
+  local p
+  for _ in $(seq 1 50); do
+    p=$(( 20000 + RANDOM % 40000 ))
+    if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then echo "$p"; return 0; fi
+  done
+  log "no free loopback port found"; return 1
+}
+
+answers() { mariadb-admin --no-defaults --socket="$sock" -uroot ping >/dev/null 2>&1; }
+
+# start PORT: 0 when mariadbd answers, 2 when it could not bind PORT, 1 otherwise.
+start() {
+  local port="$1" pid
   log "starting mariadbd on $sock and 127.0.0.1:$port"
+  : >"$dir/error.log"
+  chown mysql:mysql "$dir/error.log"
   # setsid: the server outlives this script, in its own session (stop it with: ci/setup-mariadb.sh stop)
   setsid "$mariadbd" --no-defaults --user=mysql --datadir="$dir/data" --socket="$sock" --port="$port" \
     --bind-address=127.0.0.1 --pid-file="$pidf" --log-error="$dir/error.log" \
     --skip-name-resolve --innodb-buffer-pool-size=32M --performance-schema=OFF </dev/null >/dev/null 2>&1 &
-fi
-for _ in $(seq 1 300); do
-  mariadb-admin --no-defaults --socket="$sock" -uroot ping >/dev/null 2>&1 && break
-  sleep 0.1
-done
-if ! mariadb-admin --no-defaults --socket="$sock" -uroot ping >/dev/null 2>&1; then
+  pid=$!
+  for _ in $(seq 1 300); do
+    if answers; then echo "$port" >"$portf"; return 0; fi
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  answers && { echo "$port" >"$portf"; return 0; }
+  if grep -q 'Address already in use' "$dir/error.log"; then return 2; fi
   log "mariadbd does not answer on $sock; its log:"
   tail -n 20 "$dir/error.log" >&2 || true
-  exit 1
+  return 1
+}
+
+if ! running || ! answers || [ ! -s "$portf" ]; then
+  if running; then kill "$(cat "$pidf")" 2>/dev/null || true; sleep 1; fi
+  ok=
+  for _ in 1 2 3 4 5; do
+    port="${CSCONFORM_MARIADB_PORT:-$(free_port)}"
+    rc=0; start "$port" || rc=$?
+    if [ "$rc" = 0 ]; then ok=1; break; fi
+    if [ "$rc" = 1 ] || [ -n "${CSCONFORM_MARIADB_PORT:-}" ]; then
+      [ "$rc" = 2 ] && { log "port $port is taken by another process; unset CSCONFORM_MARIADB_PORT to use a free one"; tail -n 5 "$dir/error.log" >&2; }
+      exit 1
+    fi
+    log "port $port was taken meanwhile; another one"
+  done
+  [ -n "$ok" ] || { log "mariadbd could not bind a free port in 5 tries"; exit 1; }
 fi
+port="$(cat "$portf")"
 
 # Fixed passwords: a throwaway server on loopback, for tests only.
 sql() { mariadb --no-defaults --socket="$sock" -uroot "$@"; }

@@ -65,11 +65,17 @@ CSCONFORM_TIERS=realtime gotest_json -count=1 -timeout 25m -parallel 8 -run '^(T
 
 echo "== audit on MariaDB (a real server: passwords, privileges, READ ONLY; ci/setup-mariadb.sh)"
 t0=$(date +%s)
-eval "$(ci/setup-mariadb.sh)"
-trap 'ci/setup-mariadb.sh stop' EXIT
+# A datadir of this run's own (another run on the machine keeps its own server) and a free port.
+CSCONFORM_MARIADB_DIR="$(mktemp -d /var/tmp/csconform-mariadb.XXXXXX)"
+export CSCONFORM_MARIADB_DIR
+trap 'ci/setup-mariadb.sh stop; rm -rf "$CSCONFORM_MARIADB_DIR"' EXIT
+# not eval "$(...)": that hides the script's failure, and the tests then only skip
+mariadb_env="$(ci/setup-mariadb.sh)"
+eval "$mariadb_env"
 out="$(go test -count=1 -timeout 10m -v -run 'TestMariaDB' ./harness/audit 2>&1)" || { echo "$out"; exit 1; }
 echo "$out" | grep -E '^(--- |ok)'
 ci/setup-mariadb.sh stop
+rm -rf "$CSCONFORM_MARIADB_DIR"
 trap - EXIT
 if echo "$out" | grep -q -- '--- SKIP'; then echo "the MariaDB tests were skipped" >&2; exit 1; fi
 unset CSCONFORM_MARIADB_DSN CSCONFORM_MARIADB_NOSELECT_DSN CSCONFORM_MARIADB_ADMIN_DSN
