@@ -34,6 +34,9 @@ type World interface {
 	RemoveHost(host string) error
 	// Heartbeat stops (off) or resumes (on) a live host's storage heartbeat writes.
 	Heartbeat(host string, on bool) error
+	// FailStarts makes a host's hypervisor fail (on) or create again (off) every domain it is asked
+	// to start; its agent and running domains go on.
+	FailStarts(host string, on bool) error
 	ServerStop() error
 	ServerStart() error
 	// PeerStop and PeerStart stop and start a peer management server (ms2 …) on the same database.
@@ -122,6 +125,12 @@ var Kinds = []Kind{
 			d := dur(s.Duration, 10*time.Minute)
 			return timeBoxed(w, "heartbeat-fail", "storage heartbeat failing for "+d.String(), d,
 				func() error { return w.Heartbeat(s.Host, false) }, func() error { return w.Heartbeat(s.Host, true) }, "heartbeat written again", "host:"+s.Host)
+		}},
+	{"start-fails", "the host's hypervisor fails to create any domain for duration (default 5m), as libvirt does when QEMU cannot start one (no memory left, an image it cannot open): every StartCommand answers Result=false; the agent and the running domains go on",
+		true, []string{"host"}, func(w World, s Spec) error {
+			d := dur(s.Duration, 5*time.Minute)
+			return timeBoxed(w, "start-fails", "domain starts fail for "+d.String(), d,
+				func() error { return w.FailStarts(s.Host, true) }, func() error { return w.FailStarts(s.Host, false) }, "domain starts succeed again", "host:"+s.Host)
 		}},
 	{"ms-restart", "the management server process dies and comes back after duration (default 30s)",
 		true, nil, func(w World, s Spec) error {

@@ -44,6 +44,9 @@ func (w *world) RemoveHost(h string) error { return w.do("remove " + h) }
 func (w *world) Heartbeat(h string, on bool) error {
 	return w.do(fmt.Sprintf("heartbeat %s %v", h, on))
 }
+func (w *world) FailStarts(h string, on bool) error {
+	return w.do(fmt.Sprintf("fail-starts %s %v", h, on))
+}
 func (w *world) ServerStop() error        { return w.do("ms-stop") }
 func (w *world) ServerStart() error       { return w.do("ms-start") }
 func (w *world) PeerStop(s string) error  { return w.do("peer-stop " + s) }

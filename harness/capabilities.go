@@ -148,6 +148,7 @@ var (
 	// LibvirtCapabilities: real QEMU domains on the machine csconform runs on.
 	LibvirtCapabilities = Capabilities{World: "on libvirt", Lacks: map[Capability]string{
 		MigrateOp:                  WhyNoMigration,
+		FaultCap("start-fails"):    "the libvirt driver has no way yet to make QEMU fail a domain's start on demand",
 		VirtualTime:                WhyRealTime,
 		FaultCap("host-power-off"): noHostPower,
 		FaultCap("heartbeat-fail"): noHostPower,

@@ -165,6 +165,27 @@ func (c *Cluster) Heartbeat(h string, on bool) error {
 	return nil
 }
 
+// startFailer is a world whose hypervisors can fail the domains they are asked to create.
+type startFailer interface {
+	failStarts(h string, on bool)
+}
+
+// FailStarts makes a host's hypervisor fail (on) or create again every domain it is asked to start.
+func (c *Cluster) FailStarts(h string, on bool) error {
+	if _, err := c.host(h); err != nil {
+		return err
+	}
+	sf, ok := c.w.(startFailer)
+	if !ok {
+		if err := c.w.capabilities().Refusal(FaultCap("start-fails")); err != nil {
+			return err
+		}
+		return fmt.Errorf("start-fails: this world declares it and does not implement it")
+	}
+	sf.failStarts(h, on)
+	return nil
+}
+
 // poweredOff says whether a host of the world is powered off (false where power is not simulated).
 func (c *Cluster) poweredOff(h string) bool {
 	hw, ok := c.w.(hostWorld)

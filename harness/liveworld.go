@@ -393,6 +393,7 @@ func (w *liveWorld) delayNextOutOfBand(h string, d time.Duration) {
 	w.hosts[h].stale.Arm(w.base.Wall(d))
 }
 
+func (w *liveWorld) failStarts(h string, on bool)      { w.hosts[h].hv.FailStarts(on) }
 func (w *liveWorld) running(h string) []string         { return w.hosts[h].hv.Running() }
 func (w *liveWorld) crash(h, dom, detail string) error { return w.hosts[h].hv.Crash(dom, detail) }
 func (w *liveWorld) guestShutdown(h, dom string) error { return w.hosts[h].hv.Crash(dom, "SHUTDOWN") }

@@ -150,6 +150,7 @@ func (w *simWorld) agentStopped(h string) {
 
 func (w *simWorld) cutLink(h string, on bool)                    { w.fabric.Cut(h, on) }
 func (w *simWorld) delayNextOutOfBand(h string, d time.Duration) { w.fabric.DelayNextOutOfBand(h, d) }
+func (w *simWorld) failStarts(h string, on bool)                 { w.hosts[h].FailStarts(on) }
 func (w *simWorld) running(h string) []string                    { return w.hosts[h].Running() }
 func (w *simWorld) crash(h, dom, detail string) error            { return w.hosts[h].Crash(dom, detail) }
 func (w *simWorld) guestShutdown(h, dom string) error            { return w.hosts[h].GuestShutdown(dom) }

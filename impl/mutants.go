@@ -69,6 +69,14 @@ const (
 	MutHaGiveUpEarly             Mutant = "ha-gives-up-after-two-tries"
 	MutHaLeftServerItemsKept     Mutant = "ha-left-server-items-not-released"
 	MutHaCancelledNotFinished    Mutant = "ha-cancelled-item-keeps-holding"
+
+	// Round four, written before the hypervisor's refusal was a fault programs draw (issue 45: the
+	// start-failure survivors of the mechanical samples, in the class's terms): a start the host's
+	// hypervisor refuses, its agent alive, ends Stopped with its resources released, or on another host.
+	MutAgentStartErrorIgnored     Mutant = "agent-start-error-answers-success"
+	MutFailedAnswerNoCleanup      Mutant = "start-failed-answer-skips-cleanup"
+	MutFailedAnswerLeavesStarting Mutant = "start-failed-answers-leave-starting"
+	MutRouterFailedStartStarting  Mutant = "router-failed-start-stays-starting"
 )
 
 // MutantInfo says what a mutant does, in CloudStack's terms.
@@ -119,6 +127,10 @@ var Mutants = []MutantInfo{
 	{MutHaGiveUpEarly, "HighAvailabilityManagerImpl.processWork", "a work item is given up after two tries instead of max.retries (5)"},
 	{MutHaLeftServerItemsKept, "HighAvailabilityManagerImpl.onManagementNodeLeft", "the HA items a server that left had taken are not released (releaseWorkItems), so no other server works them until it comes back"},
 	{MutHaCancelledNotFinished, "HighAvailabilityManagerImpl.checkAndCancelWorkIfNeeded", "an item cancelled because its host is Up again is left taken and counts as pending work for ever: the VM's power reports are postponed from then on"},
+	{MutAgentStartErrorIgnored, "LibvirtStartCommandWrapper.execute", "a StartCommand whose domain the hypervisor could not create answers success: the VM is recorded Running with no domain"},
+	{MutFailedAnswerNoCleanup, "orchestrateStart", "a failed StartAnswer goes on to the next attempt without the attempt's cleanup: no StopCommand to the host that refused, its NICs and volumes left as prepared there"},
+	{MutFailedAnswerLeavesStarting, "orchestrateStart", "a start whose every attempt the hypervisor refused returns its error without the outer finally's OperationFailed: the VM stays Starting"},
+	{MutRouterFailedStartStarting, "startRouter", "a router whose StartAnswer says failed keeps its Starting record, as only a timed-out start should"},
 	{MutAgentOrderInTask, "Agent.processRequest", "the order is taken by each command's task on the pool instead of by the reader, so a stop that runs before the start it arrived behind does not wait for it"},
 }
 

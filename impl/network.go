@@ -180,7 +180,7 @@ func (s *Server) startRouter(t *Thread, r *VMVO, n *NetworkVO, dest string) erro
 		// which NetworkHelperImpl.start, VirtualRouterElement.implement and implementNetwork let through.
 		var te *OperationTimedoutError
 		timedOut := errors.As(err, &te)
-		if !timedOut || mutated(MutRouterTimeoutStopsRecord) {
+		if (!timedOut && !mutated(MutRouterFailedStartStarting)) || mutated(MutRouterTimeoutStopsRecord) {
 			s.DB.UpdateVMState(t.Name, r, vm.OperationFailed, vm.Stopped, "")
 		}
 		if timedOut {

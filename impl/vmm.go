@@ -210,7 +210,7 @@ func (s *Server) orchestrateStart(t *Thread, vmID int64, want string) (err error
 	avoid := newExcludeList()
 	var lastKnownError error // a failed StartAnswer's, or a ResourceUnavailableException the loop avoided
 	defer func() {
-		if !started && canRetry {
+		if !started && canRetry && !(mutated(MutFailedAnswerLeavesStarting) && lastKnownError != nil) {
 			// the outer finally: changeState(vm, OperationFailed, null, work, Done) on the start's own
 			// copy, not on the row read again. A copy whose success transition failed already says
 			// Running (updateState sets the VO before its UPDATE): Running has no OperationFailed, so
@@ -292,6 +292,8 @@ func (s *Server) orchestrateStart(t *Thread, vmID int64, want string) (err error
 		timedOut := errors.As(aerr, &te)
 		if timedOut && !mutated(MutStartTimeoutIsFailure) {
 			canRetry = false // the VM stays Starting on the host; no cleanup
+		} else if aerr == nil && mutated(MutFailedAnswerNoCleanup) {
+			// the mutant: no cleanup after a failed StartAnswer
 		} else {
 			// per-attempt finally: the work step goes to Release before cleanup, so a StopCommand goes to
 			// the host whatever step failed, forced unless a successful StartAnswer came back; cleanup

@@ -31,6 +31,7 @@ type FakeHost struct {
 	CreateDelay, DestroyDelay time.Duration
 
 	routerBoot time.Duration // SetRouterBoot's; 0: BootDelay
+	failStarts bool          // FailStarts's: every create fails
 
 	// Peers finds another host of the world by id, the destination of a live migration (nil: this
 	// host migrates nothing). MigrateDelay is the memory copy (default 300 ms).
@@ -74,6 +75,10 @@ func (h *FakeHost) Start(spec impl.DomainSpec) error {
 	h.env.Sleep(h.CreateDelay)
 	d := &fakeDomain{spec: spec, running: true}
 	h.mu.Lock()
+	if h.failStarts {
+		h.mu.Unlock()
+		return fmt.Errorf("internal error: qemu unexpectedly closed the monitor: domain %s: cannot set up guest memory 'pc.ram': Cannot allocate memory", spec.Name)
+	}
 	h.domains[spec.Name] = d
 	for _, p := range spec.Disks {
 		h.created[p] = true
@@ -350,3 +355,11 @@ func (h *FakeHost) Domains() []Domain {
 }
 
 var _ impl.Hypervisor = (*FakeHost)(nil)
+
+// FailStarts makes the hypervisor fail (on) every domain it is asked to create, as QEMU does when it
+// cannot start one (the start-fails fault), as drivers/sim.Host does; running domains go on.
+func (h *FakeHost) FailStarts(on bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.failStarts = on
+}

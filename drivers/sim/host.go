@@ -31,6 +31,8 @@ type Host struct {
 	off         bool
 	beatStopped time.Time
 	beatFailing bool
+	// failStarts: the hypervisor fails every domain it is asked to create (FailStarts)
+	failStarts bool
 	// Peers finds another host of the cluster by id, the destination of a live migration (nil: this
 	// host migrates nothing).
 	Peers func(id string) *Host
@@ -88,6 +90,9 @@ func (h *Host) Start(spec impl.DomainSpec) error {
 	h.s.Sleep(300*time.Millisecond + time.Duration(h.s.rng.Int64N(int64(700*time.Millisecond))))
 	if h.off {
 		return fmt.Errorf("host %s lost power", h.ID)
+	}
+	if h.failStarts {
+		return startFailure(spec.Name)
 	}
 	d := &domain{spec: spec, running: true}
 	h.domains[spec.Name] = d
@@ -293,3 +298,12 @@ func (h *Host) MigrateTo(name, dest string) error {
 
 var _ impl.Hypervisor = (*Host)(nil)
 var _ impl.Migrator = (*Host)(nil)
+
+// FailStarts makes the hypervisor fail (on) every domain it is asked to create, as QEMU does when it
+// cannot start one (the start-fails fault); its running domains go on.
+func (h *Host) FailStarts(on bool) { h.failStarts = on }
+
+// startFailure is libvirt's error for a domain QEMU could not start: the guest never existed.
+func startFailure(name string) error {
+	return fmt.Errorf("internal error: qemu unexpectedly closed the monitor: domain %s: cannot set up guest memory 'pc.ram': Cannot allocate memory", name)
+}

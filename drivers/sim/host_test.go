@@ -143,3 +143,31 @@ func TestMigrateTo(t *testing.T) {
 		})
 	}
 }
+
+// TestFailStarts: while the start-fails fault is on, a start answers libvirt's error and leaves no
+// domain; the domains already running go on; once it is off, starts create domains again.
+func TestFailStarts(t *testing.T) {
+	s := NewScheduler(1)
+	defer s.Close()
+	h := NewHost(s, "h1")
+	var errs []error
+	s.Go("t", func() {
+		errs = append(errs, h.Start(impl.DomainSpec{Name: "i-2-1-VM"}))
+		h.FailStarts(true)
+		errs = append(errs, h.Start(impl.DomainSpec{Name: "i-2-2-VM"}))
+		h.FailStarts(false)
+		errs = append(errs, h.Start(impl.DomainSpec{Name: "i-2-3-VM"}))
+	})
+	if err := s.RunFor(time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if errs[0] != nil || errs[2] != nil {
+		t.Fatalf("starts outside the fault failed: %v", errs)
+	}
+	if errs[1] == nil || !strings.Contains(errs[1].Error(), "qemu unexpectedly closed the monitor") {
+		t.Fatalf("start during the fault: %v, want libvirt's error", errs[1])
+	}
+	if got := strings.Join(h.Running(), ","); got != "i-2-1-VM,i-2-3-VM" {
+		t.Fatalf("running %s, want i-2-1-VM,i-2-3-VM (no domain of the failed start)", got)
+	}
+}

@@ -225,11 +225,11 @@ func (r Reach) ops() []string {
 
 var soloFaults = []string{"crash", "guest-shutdown", "agent-restart", "agent-kill", "disconnect", "ms-restart", "slow-router-boot", "stale-report"}
 
-// hostFaults are the host states of the investigation and HA (issue 12), drawn by the current
-// generator only (the classic one's programs stay as they were). host-remove is not among them: a
+// hostFaults are the host states of the investigation and HA (issue 12) and a hypervisor that fails
+// its starts (issue 45: the start's failure paths), drawn by the current generator only (the classic one's programs stay as they were). host-remove is not among them: a
 // removed host stays gone, and the programs' later deploys onto it would fail for a reason the
 // detectors do not know; it is drawn only after a program's last action (thenRemoved).
-var hostFaults = []string{"host-power-off", "host-unreachable", "heartbeat-fail"}
+var hostFaults = []string{"host-power-off", "host-unreachable", "heartbeat-fail", "start-fails"}
 
 // removable are the faults on a host that, as a program's last step, a forced removal of the host
 // may follow (thenRemoved).
@@ -281,14 +281,16 @@ func (g *gen) fault(kind string) {
 		// before anyone noticed
 		s.Server = "ms2"
 		s.Duration = rapid.SampledFrom([]time.Duration{10 * time.Minute, time.Minute, 30 * time.Minute}).Draw(g.t, "for")
-	case "host-power-off", "host-unreachable", "heartbeat-fail":
+	case "host-power-off", "host-unreachable", "heartbeat-fail", "start-fails":
 		// long enough for the ping timeout and the investigation (each fault's default first), or
-		// shorter than them
+		// shorter than them; a hypervisor failing its starts for the default, for one start's
+		// attempts, or for a VM start and its retries and HA's
 		s.Host = g.host()
 		s.Duration = rapid.SampledFrom(map[string][]time.Duration{
 			"host-power-off":   {30 * time.Minute, 2 * time.Minute, 10 * time.Minute},
 			"host-unreachable": {5 * time.Minute, 90 * time.Second, 10 * time.Minute},
 			"heartbeat-fail":   {10 * time.Minute, 3 * time.Minute, 30 * time.Minute},
+			"start-fails":      {5 * time.Minute, 30 * time.Second, 20 * time.Minute},
 		}[kind]).Draw(g.t, "for")
 	default:
 		s.Host = g.host()

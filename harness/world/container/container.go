@@ -60,6 +60,7 @@ var Capabilities = harness.Capabilities{World: "in containers", Lacks: map[harne
 	harness.FaultCap("host-remove"):    "the control endpoint has no deleteHost",
 	harness.FaultCap("heartbeat-fail"): "there is no shared NFS primary storage whose heartbeat file the hosts write",
 	harness.FaultCap("peer-stop"):      harness.WhyPeersSimOnly,
+	harness.FaultCap("start-fails"):    "the host containers' hypervisor has no control to fail a domain's start on demand",
 	harness.PeerServers:                harness.WhyPeersSimOnly,
 	harness.ServerLog:                  harness.WhyNoServerLog,
 	harness.PrimedNetworks:             "priming waits for the network GC to shut the network down, 20 min of real time with CloudStack's values",
@@ -922,6 +923,9 @@ func (w *containerWorld) PeerStop(string) error {
 }
 func (w *containerWorld) PeerStart(string) error {
 	return Capabilities.Refusal(harness.FaultCap("peer-stop"))
+}
+func (w *containerWorld) FailStarts(string, bool) error {
+	return Capabilities.Refusal(harness.FaultCap("start-fails"))
 }
 func (w *containerWorld) Heartbeat(string, bool) error {
 	return Capabilities.Refusal(harness.FaultCap("heartbeat-fail"))

@@ -150,6 +150,7 @@ var externalFaults = map[string]externalFault{
 	"host-remove":      {why: "removing a host is an operator's deleteHost (forced=true): do it by hand"},
 	"host-unreachable": {why: "use disconnect with a duration past the ping timeout (ping.interval × ping.timeout)"},
 	"heartbeat-fail":   {why: "failing a host's heartbeat writes needs the host's NFS mount of the primary storage: csconform inject cannot"},
+	"start-fails":      {why: "making a real host's QEMU fail its starts needs the host's hypervisor: csconform inject cannot"},
 }
 
 // Preflight says what stands in the way of running sc externally with these options, step by step:

@@ -97,6 +97,9 @@ var simFaults = map[string]simFault{
 			{hostScope, "StopCommand", lostCommand},
 			{hostScope, "DeleteCommand", lostCommand}},
 		how: "PingCommand and CheckHealthCommand value result:fail at the host's scope for the duration (default 5m): no ping reaches the server, the ping timeout investigates and the health check fails; StartCommand, StopCommand and DeleteCommand value wait:<duration ms>|result:fail there: a VM's command sent to the host is held for the duration and then fails without running, as a cut link loses it (the server's send times out first if its timeout, 2 × wait, is shorter; the simulator cannot refuse a connection, and other commands still run). A StartCommand mock of an earlier slow-router-boot is older and so wins (findByNameBottomUP takes the oldest row). Versions whose AgentRoutingResource.getCurrentStatus no longer reads the PingCommand mock (apache/cloudstack@1502b605) keep pinging"},
+	"start-fails": {
+		mocks: []simMock{{hostScope, "StartCommand", func(harness.Step) string { return "result:fail" }}},
+		how:   "StartCommand value result:fail at the host's scope for the duration (default 5m): every start on the host answers a failed StartAnswer without running, as a hypervisor that cannot create the domain does; a StartCommand mock of an earlier slow-router-boot is older and so wins (findByNameBottomUP takes the oldest row)"},
 	"agent-restart":  {why: "the simulator's agents are direct agents inside the management server: there is no agent process to stop and no API call that shuts one down (seed-004-forced-destroy-simulator carries seed 004 with host-unreachable instead)"},
 	"agent-kill":     {why: "the simulator's agents are direct agents inside the management server: there is no agent process to kill"},
 	"disconnect":     {why: "a mock answers, fails or delays one command; it cannot hold a link's messages both ways and deliver them later"},
