@@ -77,6 +77,7 @@ func TestEveryWriteReachesTheLog(t *testing.T) {
 		{"CreateVM", func() { v = db.CreateVM("api", "", "User", []int64{n.ID}) }},
 		{"SetNetworkRouter", func() { db.SetNetworkRouter(n.ID, v.ID) }},
 		{"SetHAEnabled", func() { db.SetHAEnabled(v.ID, true) }},
+		{"SetVMNames", func() { db.SetVMNames(v.ID, "web-1", "the web server") }},
 		{"CreateNic", func() { nic = db.CreateNic(v.ID, n.ID) }},
 		{"SetNicState", func() { db.SetNicState(nic.ID, "Reserved") }},
 		{"ReserveIP", func() { require.NotEmpty(t, db.ReserveIP("ms1", nic.ID)) }},

@@ -73,6 +73,10 @@ type VMVO struct {
 	Removed     bool
 	// HAEnabled is the offering's offer_ha (vm_instance.ha_enabled): HA restarts the VM.
 	HAEnabled bool `json:",omitempty"`
+	// HostName and DisplayName are vm_instance's host_name and display_name as deployVirtualMachine was
+	// given them (the API face's; empty: none given). Rows, so they survive a restart as the rest does.
+	HostName    string `json:",omitempty"`
+	DisplayName string `json:",omitempty"`
 
 	PowerState            vm.PowerState
 	PowerStateUpdateTime  time.Time
@@ -398,6 +402,16 @@ func (db *DB) SetHAEnabled(id int64, on bool) {
 	defer db.commit()
 	if v, ok := db.vmRow(id); ok {
 		v.HAEnabled = on
+		db.touch(tVM, id)
+	}
+}
+
+// SetVMNames sets a VM's host_name and display_name (deployVirtualMachine's name and displayname).
+func (db *DB) SetVMNames(id int64, hostName, displayName string) {
+	db.lock()
+	defer db.commit()
+	if v, ok := db.vmRow(id); ok {
+		v.HostName, v.DisplayName = hostName, displayName
 		db.touch(tVM, id)
 	}
 }

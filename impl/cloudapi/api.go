@@ -100,7 +100,7 @@ func New(srv *impl.Server, opt Options, creds ...Credentials) *Handler {
 	if opt.Now == nil {
 		opt.Now = time.Now
 	}
-	h := &Handler{srv: srv, db: srv.DB, cfg: srv.Config, keys: map[string]string{}, opt: opt}
+	h := &Handler{srv: srv, db: srv.DB, cfg: srv.Config, keys: map[string]string{}, opt: opt, names: vmNames{srv.DB}}
 	for _, c := range creds {
 		h.keys[c.APIKey] = c.SecretKey
 	}

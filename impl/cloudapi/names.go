@@ -3,43 +3,35 @@ package cloudapi
 import (
 	"regexp"
 	"strings"
-	"sync"
 
 	"github.com/csconform/csconform/impl"
 	"github.com/csconform/csconform/model/vm"
 )
 
-// vmNames keeps what deployVirtualMachine was given as name and displayname, by VM id. CloudStack
-// keeps them in vm_instance (name: the guest's host name; display_name) beside instance_name
-// (i-2-<id>-VM); the reference server knows the instance name alone, and the face keeps the rest
-// itself, so that the server's behaviour and histories stay as they are.
-type vmNames struct {
-	mu sync.Mutex
-	m  map[int64]givenName
-}
+// vmNames are what deployVirtualMachine was given as name and displayname. CloudStack keeps them in
+// vm_instance (host_name: the guest's host name; display_name) beside instance_name (i-2-<id>-VM); so
+// does the reference's VM row (VMVO.HostName, DisplayName), written by the face alone, so that they
+// survive a restart on the same state file as every other column (they were once the face's memory,
+// and a restart lost every name).
+type vmNames struct{ db *impl.DB }
 
 type givenName struct{ host, display string }
 
-func (n *vmNames) set(id int64, g givenName) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.m == nil {
-		n.m = map[int64]givenName{}
+// set writes the names given (nothing when none was: the row's empty columns mean the defaults).
+func (n vmNames) set(id int64, g givenName) {
+	if g != (givenName{}) {
+		n.db.SetVMNames(id, g.host, g.display)
 	}
-	n.m[id] = g
 }
 
 // of is the VM's host name and display name as the API shows them: what the deploy was given, the
 // instance name where it was given none (CloudStack defaults the display name to the host name).
-func (n *vmNames) of(v *impl.VMVO) (host, display string) {
-	n.mu.Lock()
-	g := n.m[v.ID]
-	n.mu.Unlock()
-	host = g.host
+func (n vmNames) of(v *impl.VMVO) (host, display string) {
+	host = v.HostName
 	if host == "" {
 		host = v.Name
 	}
-	display = g.display
+	display = v.DisplayName
 	if display == "" {
 		display = host
 	}

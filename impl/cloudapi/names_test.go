@@ -1,8 +1,13 @@
 package cloudapi
 
 import (
+	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	cs "github.com/apache/cloudstack-go/v2/cloudstack"
+	"github.com/csconform/csconform/impl"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -76,4 +81,43 @@ func TestDeployKeepsTheGivenName(t *testing.T) {
 		assert.Contains(t, err.Error(), c.mention, c.name)
 		assert.Contains(t, err.Error(), "431", c.name)
 	}
+}
+
+// The names a deploy was given survive a restart on the same state file, as every column of
+// vm_instance does (they were once the face's memory, and a restart showed every VM by its instance
+// name: issue 47).
+func TestNamesSurviveARestart(t *testing.T) {
+	cfg, err := impl.NewConfig(map[string]string{"vm.job.check.interval": "100"})
+	require.NoError(t, err)
+	state := filepath.Join(t.TempDir(), "db.json")
+	env := testEnv{}
+	serve := func() (*fixture, func()) {
+		log := &logBuf{}
+		db, err := impl.OpenDB(env, log, state)
+		require.NoError(t, err)
+		srv := impl.NewServer("ms1", env, db, cfg, impl.Switches{}, noAgents{never: make(chan struct{})})
+		srv.Start()
+		ts := httptest.NewServer(New(srv, Options{Logf: log.Logf}, testCreds))
+		u := ts.URL + "/client/api"
+		return &fixture{srv: srv, url: u, log: log, cs: cs.NewClient(u, testCreds.APIKey, testCreds.SecretKey, false)},
+			func() { ts.Close(); db.Detach() }
+	}
+	f, stop := serve()
+	n := f.network(t, "net1")
+	p := f.deployParams(t, n.Id)
+	p.SetStartvm(false)
+	p.SetName("web-1")
+	p.SetDisplayname("the web server")
+	d, err := f.cs.VirtualMachine.DeployVirtualMachine(p)
+	require.NoError(t, err)
+	f.wait(t, d.JobID)
+	stop()
+
+	f, stop = serve()
+	defer stop()
+	v, count, err := f.cs.VirtualMachine.GetVirtualMachineByName("web-1")
+	require.NoError(t, err)
+	assert.Equal(t, 1, count)
+	assert.Equal(t, d.Id, v.Id)
+	assert.Equal(t, "the web server", v.Displayname)
 }
