@@ -252,7 +252,13 @@ func (h *Handler) admit(form url.Values) (*request, command, *refusal) {
 		if known {
 			respName = cmdName + "response"
 		}
-		return nil, command{}, &refusal{err: &apiError{ErrUnauthorized, 0, "unable to verify user credentials and/or request signature"},
+		text := "unable to verify user credentials and/or request signature"
+		if !known && params["command"] != "" {
+			// CloudStack's own text, then what a user needs: that the command, not the keys, is what
+			// failed (a client that calls listAccounts first otherwise reports bad credentials)
+			text += fmt.Sprintf(" (csconform's API face does not serve the command %s: listApis lists what it does; CloudStack 4.22 answers an unknown command with this same 401)", quoteName(params["command"]))
+		}
+		return nil, command{}, &refusal{err: &apiError{ErrUnauthorized, 0, text},
 			respName: respName, command: orNone(params["command"]), why: why}
 	}
 	return &request{cmd: cmdName, params: params, h: h}, cmd, nil
