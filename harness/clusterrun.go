@@ -115,7 +115,7 @@ func (s *clusterRun) Judge() error {
 			return stopped(err, s.lim)
 		}
 		c.checkLeftServerJobs()
-		c.checkUnexplainedStops()
+		c.reportAll(detect.UnexplainedStops(c.Rec.History().All(), c.Rec.faults()))
 	}
 	c.checkStorageLeaks()
 	c.checkDestroyedAssertedDomains()
