@@ -117,7 +117,11 @@ func (s *clusterRun) Judge() error {
 		c.checkLeftServerJobs()
 		c.reportAll(detect.UnexplainedStops(c.Rec.History().All(), c.Rec.faults()))
 	}
-	c.checkStorageLeaks()
+	if st, ok := c.storage(); ok {
+		for _, v := range detect.StorageLeaks(c.Rec.History().All(), st, c.Now()) {
+			c.report(v)
+		}
+	}
 	c.checkDestroyedAssertedDomains()
 	c.checkGuards()
 	c.reportAll(detect.HaPromise(c.Rec.History().All(), c.haEnabled))
