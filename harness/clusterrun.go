@@ -122,7 +122,10 @@ func (s *clusterRun) Judge() error {
 			c.report(v)
 		}
 	}
-	c.checkDestroyedAssertedDomains()
+	// judged on the snapshot, the observation the invariants share (model/invariant/destroyed.go)
+	for _, v := range invariant.CheckDestroyedAssertedDomains(c.Snapshot()) {
+		c.report(v)
+	}
 	c.checkGuards()
 	c.reportAll(detect.HaPromise(c.Rec.History().All(), c.haEnabled))
 	if m := c.CheckMismatch(); m != "" {
