@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/csconform/csconform/detect"
 	"github.com/csconform/csconform/drivers/sim"
 	"github.com/csconform/csconform/faults"
 	"github.com/csconform/csconform/impl"
@@ -145,7 +146,7 @@ type Cluster struct {
 	apiTurn int               // the balancer's next server (apiServer)
 	via     map[string]string // a client's server, when its step names one
 	// guardCfgs: the configuration the transition guards read, from when (nil: never changed)
-	guardCfgs []GuardConfigAt
+	guardCfgs []detect.GuardConfigAt
 	guarded   map[string]int // the guards' decided transitions, once judged
 	// monitoring: the hosts whose KVMHAMonitor runs a self-fence countdown (selffence.go)
 	monitoring map[string]bool
