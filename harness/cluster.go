@@ -482,7 +482,7 @@ func (c *Cluster) Snapshot() invariant.Snapshot {
 			s.IPs = append(s.IPs, invariant.IP{Address: ip.Address, NetworkID: id(n.ID), Free: ip.VMID == 0, VMID: idOrEmpty(ip.VMID)})
 		}
 	}
-	s.Domains = c.Rec.asserted.filter(nil, c.w.domains())
+	s.Domains = c.Rec.asserted.Filter(nil, c.w.domains())
 	for _, l := range c.DB.Locks() {
 		s.Locks = append(s.Locks, invariant.Lock{Key: l.Key, Owner: l.Thread})
 	}

@@ -152,7 +152,7 @@ func (c *Cluster) invDomains(h string) []invariant.Domain {
 	for _, d := range c.sim().hosts[h].Domains() {
 		out = append(out, invariant.Domain{HostID: h, Name: d.Name, Running: d.Running, IPs: d.IPs, Disks: d.Disks})
 	}
-	return c.Rec.asserted.filter(map[string]bool{h: true}, out)
+	return c.Rec.asserted.Filter(map[string]bool{h: true}, out)
 }
 
 // update hands the checker what changed since the last check: the rows the store's writes touched,
@@ -200,7 +200,7 @@ func (c *Cluster) updateIncremental(full bool) {
 		}
 	}
 	refilter := false
-	if g := c.Rec.asserted.generation(); g != ic.assertedGen { // rare: a caller's forced stop moved
+	if g := c.Rec.asserted.Generation(); g != ic.assertedGen { // rare: a caller's forced stop moved
 		ic.assertedGen, refilter = g, true
 	}
 	// the hosts share a scheduler whose version moves with any of theirs: most steps change no
@@ -284,7 +284,7 @@ func (r *Recorder) observationsIncremental(in *invariant.Incremental) []observat
 	for v := range in.ChangedVMs {
 		addVM(v)
 	}
-	for _, v := range r.asserted.takeEnded() {
+	for _, v := range r.asserted.TakeEnded() {
 		addVM(v)
 	}
 	for name := range in.ChangedNames {
@@ -304,7 +304,7 @@ func (r *Recorder) observationsIncremental(in *invariant.Incremental) []observat
 	}
 	o := &observer{r: r}
 	for _, n := range slices.Sorted(mapsKeys(vms)) {
-		if v, ok := in.VM(id(n)); ok && v.Type == "User" && !r.asserted.exempt(v.Name) {
+		if v, ok := in.VM(id(n)); ok && v.Type == "User" && !r.asserted.Exempt(v.Name) {
 			o.vm(v, in.RunsAnywhere(v.Name))
 		}
 	}
