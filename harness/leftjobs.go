@@ -41,7 +41,6 @@ func (c *Cluster) checkLeftServerJobs() {
 	}
 	h := c.Rec.History()
 	c.reportAll(append(detect.LeftServerJobs(h.All(), jobs, stops), detect.LeftServerHaItems(detect.HaItems(h.All()), stops)...))
-	SortViolations(c.Violations) // even with nothing new, as it always has here
 }
 
 // anotherServerUp says whether a server other than p ran throughout [from, to].
