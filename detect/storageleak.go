@@ -17,7 +17,7 @@ import (
 // history's volume transitions do not name. A world that cannot list its storage leaves the check off.
 type Storage struct {
 	Files map[string]bool
-	VMOf  func(volume string) string // volume:<id> → the VM's id
+	VMOf  func(volume string) string // volume:<id> → the VM's id; nil: not known
 }
 
 // StorageLeaks judges the volumes against what primary storage holds at the end of a run (at): a
@@ -45,8 +45,12 @@ func StorageLeaks(events iter.Seq[history.Event], st Storage, at time.Time) []in
 		if v.state != "Expunged" || !st.Files[v.path] {
 			continue
 		}
+		vm := ""
+		if st.VMOf != nil {
+			vm = st.VMOf(obj)
+		}
 		out = append(out, invariant.Violation{Invariant: invariant.StorageLeak, Object: obj, Time: at,
-			Message: fmt.Sprintf("volume %s (%s) of VM %s is Expunged but its file is still on primary storage", strings.TrimPrefix(obj, "volume:"), v.path, st.VMOf(obj))})
+			Message: fmt.Sprintf("volume %s (%s) of VM %s is Expunged but its file is still on primary storage", strings.TrimPrefix(obj, "volume:"), v.path, vm)})
 	}
 	slices.SortFunc(out, func(a, b invariant.Violation) int {
 		return cmp.Or(cmp.Compare(a.Object, b.Object), cmp.Compare(a.Message, b.Message))
