@@ -10,8 +10,9 @@ import (
 )
 
 // ServerStop is a management server's stop that a peer should have cleaned up after: its threads'
-// prefix in the history ("ms2:"), its name, when it stopped, and by when its peers should have
-// released what it held (the world knows the cluster heartbeat threshold and that another server ran).
+// prefix in the history ("ms2:"), its name (the msid its jobs carry), when it stopped, and by when its
+// peers should have released what it held (the world knows the cluster heartbeat threshold and that
+// another server ran).
 type ServerStop struct {
 	Prefix, Name string
 	From, Due    time.Time

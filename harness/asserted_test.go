@@ -65,26 +65,6 @@ func TestForcedStopTwinDomainStaysTheOperators(t *testing.T) {
 	assert.True(t, ran, "the run still has power sync follow h1's domain after h2's")
 }
 
-// The twin is frozen while the asserted domain runs, whichever host the checker looks at first, and
-// the exemption ends (the VM is observed anew) only when both have stopped.
-func TestTwinOfAnAssertedDomainIsFrozenUntilItStops(t *testing.T) {
-	a := &assertedStops{open: map[string]int{}, frozen: map[domKey]bool{{"h1", "i-2-3-VM"}: true}, vms: map[string]string{"i-2-3-VM": "3"}}
-	dom := func(h string, running bool) []invariant.Domain {
-		return []invariant.Domain{{HostID: h, Name: "i-2-3-VM", Running: running, IPs: []string{"10.1.1.11"}}}
-	}
-	got := a.filter(map[string]bool{"h2": true}, dom("h2", true))
-	assert.True(t, got[0].Asserted, "the twin on h2 runs beside the asserted domain on h1")
-	assert.Nil(t, got[0].IPs)
-	a.filter(map[string]bool{"h1": true}, dom("h1", false)) // h1's domain stops
-	assert.Empty(t, a.takeEnded(), "the twin still runs: the VM stays the operator's")
-	got = a.filter(map[string]bool{"h2": true}, dom("h2", true))
-	assert.True(t, got[0].Asserted)
-	a.filter(map[string]bool{"h2": true}, dom("h2", false))
-	assert.Equal(t, []string{"3"}, a.takeEnded(), "both stopped: the VM is the server's again")
-	got = a.filter(nil, dom("h2", true)) // started again afterwards: checked as any domain
-	assert.False(t, got[0].Asserted)
-}
-
 // A guest a forced stop left running, adopted again by power sync with its address free, is then
 // migrated (explore --profile fixed --seed 3, pct:8, shrunk): VirtualMachineManagerImpl.migrate hands
 // the very guest to h2. The assertion follows it; without that the checkers, which sample the domains

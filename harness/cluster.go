@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/csconform/csconform/detect"
 	"github.com/csconform/csconform/drivers/sim"
 	"github.com/csconform/csconform/faults"
 	"github.com/csconform/csconform/impl"
@@ -145,7 +146,7 @@ type Cluster struct {
 	apiTurn int               // the balancer's next server (apiServer)
 	via     map[string]string // a client's server, when its step names one
 	// guardCfgs: the configuration the transition guards read, from when (nil: never changed)
-	guardCfgs []GuardConfigAt
+	guardCfgs []detect.GuardConfigAt
 	guarded   map[string]int // the guards' decided transitions, once judged
 	// monitoring: the hosts whose KVMHAMonitor runs a self-fence countdown (selffence.go)
 	monitoring map[string]bool
@@ -481,7 +482,7 @@ func (c *Cluster) Snapshot() invariant.Snapshot {
 			s.IPs = append(s.IPs, invariant.IP{Address: ip.Address, NetworkID: id(n.ID), Free: ip.VMID == 0, VMID: idOrEmpty(ip.VMID)})
 		}
 	}
-	s.Domains = c.Rec.asserted.filter(nil, c.w.domains())
+	s.Domains = c.Rec.asserted.Filter(nil, c.w.domains())
 	for _, l := range c.DB.Locks() {
 		s.Locks = append(s.Locks, invariant.Lock{Key: l.Key, Owner: l.Thread})
 	}

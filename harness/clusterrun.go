@@ -115,10 +115,17 @@ func (s *clusterRun) Judge() error {
 			return stopped(err, s.lim)
 		}
 		c.checkLeftServerJobs()
-		c.checkUnexplainedStops()
+		c.reportAll(detect.UnexplainedStops(c.Rec.History().All(), c.Rec.faults()))
 	}
-	c.checkStorageLeaks()
-	c.checkDestroyedAssertedDomains()
+	if st, ok := c.storage(); ok {
+		for _, v := range detect.StorageLeaks(c.Rec.History().All(), st, c.Now()) {
+			c.report(v)
+		}
+	}
+	// judged on the snapshot, the observation the invariants share (model/invariant/destroyed.go)
+	for _, v := range invariant.CheckDestroyedAssertedDomains(c.Snapshot()) {
+		c.report(v)
+	}
 	c.checkGuards()
 	c.reportAll(detect.HaPromise(c.Rec.History().All(), c.haEnabled))
 	if m := c.CheckMismatch(); m != "" {

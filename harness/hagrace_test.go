@@ -3,11 +3,9 @@ package harness
 import (
 	"slices"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/csconform/csconform/impl"
 	"github.com/csconform/csconform/model/invariant"
 )
 
@@ -67,31 +65,4 @@ func TestDeployMigratedAsItsStartCompletes(t *testing.T) {
 		require.True(t, serverSaid(r, "VM i-2-10-VM unexpectedly went to Migrating state"), "the deploy no longer finds its VM Migrating")
 		require.True(t, serverSaid(r, "ConcurrentOperationException: Failed to deploy VM i-2-10-VM"), "the deploy no longer fails")
 	})
-}
-
-// The checker's own reading of hasPendingHaWork (C8 fixed), on the rows alone: the planted bugs are
-// the reference's predicates broken one way or another (a Cancelled or Done item that still holds, a
-// CheckStop counted, a stale item that holds), each of which the checker must not follow
-// (apache/cloudstack@04913a45 server/src/main/java/com/cloud/ha/HighAvailabilityManagerImpl.java
-// hasPendingHaWork; HighAvailabilityDaoImpl.listPendingHaWorkForVm: type HA, step not Done/Error/Cancelled).
-func TestHaRestartHoldsIsTheCheckersOwn(t *testing.T) {
-	v := &impl.VMVO{ID: 7, UpdateCount: 5}
-	taken := time.Unix(100, 0)
-	cases := []struct {
-		name string
-		row  impl.HaWorkVO
-		want bool
-	}{
-		{"scheduled, saw the VM as it is", impl.HaWorkVO{Type: "HA", Step: "Scheduled", PrevUpdate: 5}, true},
-		{"investigating, taken by a worker, VM changed since", impl.HaWorkVO{Type: "HA", Step: "Investigating", PrevUpdate: 3, DateTaken: taken}, true},
-		{"scheduled, untaken, VM changed since (stale: C8 holds it)", impl.HaWorkVO{Type: "HA", Step: "Scheduled", PrevUpdate: 3}, false},
-		{"cancelled", impl.HaWorkVO{Type: "HA", Step: "Cancelled", PrevUpdate: 5, DateTaken: taken}, false},
-		{"done", impl.HaWorkVO{Type: "HA", Step: "Done", PrevUpdate: 5}, false},
-		{"a CheckStop item", impl.HaWorkVO{Type: "CheckStop", Step: "Scheduled", PrevUpdate: 5}, false},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			require.Equal(t, c.want, haRestartHolds([]impl.HaWorkVO{c.row}, v))
-		})
-	}
 }

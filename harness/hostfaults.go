@@ -72,10 +72,11 @@ func (c *Cluster) RemoveHost(h string) error {
 	// The forced deleteHost stops every VM of the host forced (deleteRoutingHost; scheduleRestart(vm,
 	// false) stops an HA-enabled one forced before HA restarts it), which releases a VM whose
 	// StopCommand cannot reach the host, and doDeleteHost sets those still marked there Stopped: the
-	// operator's assertion that the host's VMs are stopped, as a caller's forced stop is (asserted.go).
-	// The VMs recorded on the host and those whose domains run there are the operator's while the
-	// removal runs, and afterwards while a domain of theirs runs; so is any domain that runs on the
-	// host from the removal's start (a start the delete's HA restart sent there meanwhile).
+	// operator's assertion that the host's VMs are stopped, as a caller's forced stop is
+	// (detect/asserted.go). The VMs recorded on the host and those whose domains run there are the
+	// operator's while the removal runs, and afterwards while a domain of theirs runs; so is any domain
+	// that runs on the host from the removal's start (a start the delete's HA restart sent there
+	// meanwhile).
 	c.hostRemovalBegins(h)
 	before := c.onHost(h)
 	for _, v := range before {

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/csconform/csconform/detect"
 	"github.com/csconform/csconform/drivers/sim"
 	"github.com/csconform/csconform/impl"
 	"github.com/csconform/csconform/model/invariant"
@@ -111,24 +112,13 @@ func haGrace(v *impl.VMVO, holds bool, cfg *impl.Config) time.Duration {
 	return cfg.Seconds("restart.retry.interval")
 }
 
-// haRestartHolds says whether an HA restart item holds the VM's power reports, as CloudStack's
-// hasPendingHaWork does with C8 fixed: an item of type HA that is neither Done nor Cancelled, and that
-// a worker has taken or that saw the VM as it is now (its update count): restart() discards an item
-// whose VM changed since. Such an item is CloudStack's own hand-over, not a defect:
-// HighAvailabilityManagerImpl.scheduleRestart persists it for any VM (cancelWorkItems, a host found
-// down), restart() reschedules it restart.retry.interval ahead when fencing fails, and until then
-// handlePowerStateReport only postpones the VM's reports. It is written here from the Java, apart
-// from impl's own predicates (HaWorkVO.pending, running), on the rows alone: a detector that asked
-// the reference would move its bound with any regression of them.
+// haRestartHolds reads the VM's op_ha_work rows for detect.HaRestartHolds.
 func haRestartHolds(rows []impl.HaWorkVO, v *impl.VMVO) bool {
-	for _, w := range rows {
-		step := string(w.Step)
-		open := step != "Done" && step != "Cancelled"
-		if string(w.Type) == "HA" && open && (!w.DateTaken.IsZero() || w.PrevUpdate == v.UpdateCount) {
-			return true
-		}
+	hr := make([]detect.HaWorkRow, len(rows))
+	for i, w := range rows {
+		hr[i] = detect.HaWorkRow{Type: string(w.Type), Step: string(w.Step), Taken: !w.DateTaken.IsZero(), PrevUpdate: w.PrevUpdate}
 	}
-	return false
+	return detect.HaRestartHolds(hr, v.UpdateCount)
 }
 
 func invNetwork(n *impl.NetworkVO) invariant.Network {
@@ -152,7 +142,7 @@ func (c *Cluster) invDomains(h string) []invariant.Domain {
 	for _, d := range c.sim().hosts[h].Domains() {
 		out = append(out, invariant.Domain{HostID: h, Name: d.Name, Running: d.Running, IPs: d.IPs, Disks: d.Disks})
 	}
-	return c.Rec.asserted.filter(map[string]bool{h: true}, out)
+	return c.Rec.asserted.Filter(map[string]bool{h: true}, out)
 }
 
 // update hands the checker what changed since the last check: the rows the store's writes touched,
@@ -200,7 +190,7 @@ func (c *Cluster) updateIncremental(full bool) {
 		}
 	}
 	refilter := false
-	if g := c.Rec.asserted.generation(); g != ic.assertedGen { // rare: a caller's forced stop moved
+	if g := c.Rec.asserted.Generation(); g != ic.assertedGen { // rare: a caller's forced stop moved
 		ic.assertedGen, refilter = g, true
 	}
 	// the hosts share a scheduler whose version moves with any of theirs: most steps change no
@@ -284,7 +274,7 @@ func (r *Recorder) observationsIncremental(in *invariant.Incremental) []observat
 	for v := range in.ChangedVMs {
 		addVM(v)
 	}
-	for _, v := range r.asserted.takeEnded() {
+	for _, v := range r.asserted.TakeEnded() {
 		addVM(v)
 	}
 	for name := range in.ChangedNames {
@@ -304,7 +294,7 @@ func (r *Recorder) observationsIncremental(in *invariant.Incremental) []observat
 	}
 	o := &observer{r: r}
 	for _, n := range slices.Sorted(mapsKeys(vms)) {
-		if v, ok := in.VM(id(n)); ok && v.Type == "User" && !r.asserted.exempt(v.Name) {
+		if v, ok := in.VM(id(n)); ok && v.Type == "User" && !r.asserted.Exempt(v.Name) {
 			o.vm(v, in.RunsAnywhere(v.Name))
 		}
 	}

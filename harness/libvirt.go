@@ -16,6 +16,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/csconform/csconform/detect"
 	"github.com/csconform/csconform/drivers/libvirt"
 	"github.com/csconform/csconform/drivers/live"
 	"github.com/csconform/csconform/impl"
@@ -92,7 +93,7 @@ type libvirtWorld struct {
 	mu      sync.Mutex
 	rng     *rand.Rand
 	priming atomic.Bool
-	looks   twoLooks // the truth is confirmed by two checks in a row
+	looks   detect.TwoLooks // the truth is confirmed by two checks in a row
 	closed  bool
 	// scenarioConfig is the scenario's own config (it wins over LibvirtScaling).
 	scenarioConfig map[string]string
@@ -461,7 +462,7 @@ func (w *libvirtWorld) domains() []invariant.Domain {
 }
 
 func (w *libvirtWorld) confirm(vs []invariant.Violation) []invariant.Violation {
-	return w.looks.confirm(vs)
+	return w.looks.Confirm(vs)
 }
 
 // ---- agent side

@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/csconform/csconform/detect"
 	"github.com/csconform/csconform/impl"
-	"github.com/csconform/csconform/model/invariant"
 	"github.com/csconform/csconform/model/network"
 	"github.com/csconform/csconform/model/vm"
 )
@@ -28,25 +28,13 @@ func networkLivenessBound(cfg *impl.Config) time.Duration {
 	return time.Duration(cfg.Int("job.expire.minutes"))*time.Minute + impl.GCInterval + LivenessBound(cfg)
 }
 
-// transition is something in a transitional state: since when, and for how long it may stay.
-type transition struct {
-	object, what string
-	since        time.Time
-	bound        time.Duration
-}
-
-// overdue says whether t has been in its state for its bound or longer (an unknown since: never).
-func (t transition) overdue(now time.Time) bool {
-	return !t.since.IsZero() && now.Sub(t.since) >= t.bound
-}
-
 // inTransition lists what is in a transitional state now: VMs Starting, Stopping or Migrating,
 // networks Implementing, jobs in progress — each with when it got there, as far as the records say.
-func (c *Cluster) inTransition() []transition {
-	var out []transition
+func (c *Cluster) inTransition() []detect.Transition {
+	var out []detect.Transition
 	c.walkTransitions(func(since time.Time, bound time.Duration, describe func() (object, what string)) {
 		object, what := describe()
-		out = append(out, transition{object, what, since, bound})
+		out = append(out, detect.Transition{Object: object, What: what, Since: since, Bound: bound})
 	})
 	return out
 }
@@ -57,7 +45,7 @@ func (c *Cluster) inTransition() []transition {
 func (c *Cluster) transitionStatus(now time.Time) (some, overdue bool) {
 	c.walkTransitions(func(since time.Time, bound time.Duration, _ func() (string, string)) {
 		some = true
-		overdue = overdue || (transition{since: since, bound: bound}).overdue(now)
+		overdue = overdue || (detect.Transition{Since: since, Bound: bound}).Overdue(now)
 	})
 	return some, overdue
 }
@@ -106,7 +94,7 @@ func (c *Cluster) checkLiveness() error {
 	// run until nothing is in transition, or until the last of them is past its bound
 	var until time.Time
 	for _, t := range ts {
-		if end := t.since.Add(t.bound); end.After(until) {
+		if end := t.Since.Add(t.Bound); end.After(until) {
 			until = end
 		}
 	}
@@ -123,21 +111,16 @@ func (c *Cluster) checkLiveness() error {
 	return nil
 }
 
-// reportOverdue reports what is in a transitional state past its bound now, its time counted from
-// quiet if later (the end of the last fault); once an object: report keys a violation by its invariant
-// and object.
+// reportOverdue reports what is in a transitional state past its bound now
+// (detect.StuckInTransition), its time counted from quiet if later (the end of the last fault); once
+// an object: report keys a violation by its invariant and object.
 func (c *Cluster) reportOverdue(quiet time.Time) {
 	now := c.Now()
 	if _, overdue := c.transitionStatus(now); !overdue {
 		return // nothing past its bound: the list below would report nothing (a look a simulated minute)
 	}
 	added := false
-	for _, t := range c.inTransition() {
-		if !t.overdue(now) || now.Sub(quiet) < t.bound {
-			continue // it got there recently: still within its time
-		}
-		v := invariant.Violation{Invariant: invariant.StuckInTransition, Object: t.object, Time: now,
-			Message: fmt.Sprintf("%s since %s ago, past the %s it may take in a cloud left alone", t.what, now.Sub(t.since).Round(time.Second), t.bound)}
+	for _, v := range detect.StuckInTransition(c.inTransition(), now, quiet) {
 		added = c.report(v) || added
 	}
 	if added {

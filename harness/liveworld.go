@@ -23,6 +23,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/csconform/csconform/detect"
 	"github.com/csconform/csconform/drivers/live"
 	"github.com/csconform/csconform/harness/cloudclient"
 	"github.com/csconform/csconform/impl"
@@ -62,7 +63,7 @@ type liveWorld struct {
 	mu      sync.Mutex
 	rng     *rand.Rand
 	priming atomic.Bool
-	looks   twoLooks // the truth is confirmed by two checks in a row
+	looks   detect.TwoLooks // the truth is confirmed by two checks in a row
 	closed  bool
 	up      bool // NewLiveCluster finished
 	// scenarioConfig is the scenario's own config (it wins over LibvirtScaling).
@@ -409,7 +410,7 @@ func (w *liveWorld) domains() []invariant.Domain {
 }
 
 func (w *liveWorld) confirm(vs []invariant.Violation) []invariant.Violation {
-	return w.looks.confirm(vs)
+	return w.looks.Confirm(vs)
 }
 
 // liveAgentHV is the fake host as one agent incarnation sees it: only the current agent hears its

@@ -119,7 +119,7 @@ func (r *Recorder) observations(s invariant.Snapshot) []observation {
 	}
 	o := &observer{r: r}
 	for _, v := range s.VMs {
-		if v.Type == "User" && !r.asserted.exempt(v.Name) {
+		if v.Type == "User" && !r.asserted.Exempt(v.Name) {
 			o.vm(v, running[v.Name])
 		}
 	}

@@ -6,42 +6,18 @@ import (
 	"sync"
 	"time"
 
+	"github.com/csconform/csconform/detect"
 	"github.com/csconform/csconform/model/history"
 	"github.com/csconform/csconform/model/invariant"
 	"github.com/csconform/csconform/model/vm"
 )
 
-// twoLooks is the checking of a world whose records and domains are read one after the other, not
-// atomically (the real-time worlds): a violation of the domains' truth counts once two checks in a
-// row see it. Violations judged on the history alone stand at once.
-type twoLooks struct {
-	prev map[string]bool // truth violations seen by the previous check
-}
-
-func (t *twoLooks) confirm(vs []invariant.Violation) []invariant.Violation {
-	cur := map[string]bool{}
-	var out []invariant.Violation
-	for _, v := range vs {
-		switch v.Invariant {
-		case invariant.OrphanDomain, invariant.IPConflict, invariant.VolumeInUse:
-			k := v.Invariant + "|" + v.Object
-			cur[k] = true
-			if !t.prev[k] {
-				continue
-			}
-		}
-		out = append(out, v)
-	}
-	t.prev = cur
-	return out
-}
-
 // OutsideChecks is the checking of a world that sees the server from outside (containers, an external
-// CloudStack): two looks (twoLooks) for the domains' truth; network-lock needs each write's lock
+// CloudStack): two looks (detect.TwoLooks) for the domains' truth; network-lock needs each write's lock
 // holder, which stays in the server, and is not checked; each violation is reported once, into the
 // history and with the steps that led to it.
 type OutsideChecks struct {
-	looks twoLooks
+	looks detect.TwoLooks
 	seen  map[string]bool
 }
 
@@ -71,7 +47,7 @@ func (oc *OutsideChecks) addChecked(rec *Recorder, vs []invariant.Violation, obj
 		oc.seen = map[string]bool{}
 	}
 	var out []Violation
-	for _, v := range oc.looks.confirm(vs) {
+	for _, v := range oc.looks.Confirm(vs) {
 		if v.Invariant == invariant.NetworkLock {
 			continue
 		}

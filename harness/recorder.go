@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/csconform/csconform/detect"
 	"github.com/csconform/csconform/impl"
 	"github.com/csconform/csconform/model/history"
 	"github.com/csconform/csconform/model/invariant"
@@ -25,8 +26,8 @@ import (
 
 // Recorder is the run's history and what the checkers need from it.
 type Recorder struct {
-	// asserted: the domains a caller's forced stop asserted stopped (asserted.go)
-	asserted assertedStops
+	// asserted: the domains a caller's forced stop asserted stopped (detect/asserted.go)
+	asserted detect.AssertedStops
 
 	// mu guards every field below when the world's tasks are real goroutines (drivers/live): events
 	// come from the server's threads, the agents and the checker at once. It is never held across a

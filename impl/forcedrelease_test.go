@@ -24,7 +24,7 @@ func (clockEnv) NewSignal() Signal   { panic("clockEnv has no signals") }
 // 004 seen in the fork (bhouse-nexthop@017c41e8, shouldForceStopOnDestroy, spec 4.3) only takes away the
 // force of vm.destroy.forcestop on destroy and expunge when the host may reconnect: D3's switch covers
 // that path (and, in the reference, a host Up with its link down too). A caller's forced stop keeps its
-// documented meaning under both profiles (apache/cloudstack#6798; harness/asserted.go). The server's
+// documented meaning under both profiles (apache/cloudstack#6798; detect/asserted.go). The server's
 // own forced cleanups (a failed start's, a power-off report's) are C1's, not D3's.
 func TestForcedReleaseAllowedByOriginAndHost(t *testing.T) {
 	gone := []host.Status{host.Down, host.Removed}

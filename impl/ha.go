@@ -73,7 +73,7 @@ func newHighAvailabilityManager(s *Server) *HighAvailabilityManager {
 func (m *HighAvailabilityManager) hasPendingHaWork(v *VMVO) bool {
 	return slices.ContainsFunc(m.s.DB.HaWorkOf(v.ID), func(w *HaWorkVO) bool {
 		return w.pending(haRestart) && (m.s.Defects[C8] || w.running() || w.PrevUpdate == v.UpdateCount)
-	}) // the checker's haRestartHolds (harness) is the same test with C8 off, written apart
+	}) // the checker's detect.HaRestartHolds is the same test with C8 off, written apart
 }
 
 // recapture takes the VM's state and update count anew after a failed try, so the next one

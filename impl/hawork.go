@@ -79,7 +79,7 @@ func (db *DB) UpdateHaWork(w *HaWorkVO) bool {
 
 // HaWorkRows returns copies of a VM's op_ha_work rows in id order, for the checker: it takes the
 // lock without asking the time (no scheduling point, and the checker is no task of a process). The
-// checker applies its own reading of hasPendingHaWork to them (harness: haRestartHolds), so that a
+// checker applies its own reading of hasPendingHaWork to them (detect.HaRestartHolds), so that a
 // regression of the reference's predicates does not move the detector's bound with it.
 func (db *DB) HaWorkRows(vmID int64) []HaWorkVO {
 	db.mu.Lock()

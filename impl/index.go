@@ -270,7 +270,7 @@ func (db *DB) TakeChanges() Changes {
 			c.Jobs = append(c.Jobs, r.id)
 		case tLock:
 			c.Locks = append(c.Locks, r.key)
-		case tHaWork: // an HA item can change how long its VM may be a ghost (the checker's haRestartHolds)
+		case tHaWork: // an HA item can change how long its VM may be a ghost (the checker's detect.HaRestartHolds)
 			if w := db.haWork[r.id]; w != nil {
 				c.VMs = append(c.VMs, w.VMID)
 			}

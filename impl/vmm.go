@@ -399,7 +399,7 @@ const (
 	// documents it as marking the VM Stopped even when the StopCommand cannot reach the host
 	// (apache/cloudstack#6798, closed as documentation); the fork's D3 fix leaves it alone, and so
 	// does D3's here: the release is the operator's assertion, which the harness believes
-	// (harness/asserted.go).
+	// (detect/asserted.go).
 	forcedByCaller
 	// forcedBySetting is vm.destroy.forcestop on destroy and expunge: a global setting applied to
 	// every destroy, not knowledge that the host is gone (report 004). D3 lives here.

@@ -121,7 +121,7 @@ type objState struct {
 	// asserted: a caller's forced stop (stopVirtualMachine forced=true) released the VM although its
 	// host could not be reached — CloudStack's documented meaning (apache/cloudstack#6798), the
 	// operator's assertion that the domain is gone. Until a power report shows the domain off, its
-	// releases are not evidence against the server (as the in-process checkers, harness/asserted.go).
+	// releases are not evidence against the server (as the in-process checkers, detect/asserted.go).
 	asserted *Entry
 	missing  *Entry // VM: reported missing while Running, not reconciled since
 	expunged *Entry // VM: record gone

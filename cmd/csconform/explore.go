@@ -20,6 +20,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/csconform/csconform/detect"
 	"github.com/csconform/csconform/drivers/sim"
 	"github.com/csconform/csconform/harness"
 	"github.com/csconform/csconform/harness/explore"
@@ -328,7 +329,7 @@ func checkCmd(o *checkOpts, args []string, stdout, stderr io.Writer) int {
 		gc.Add(e)
 	}
 	for _, v := range gc.Violations {
-		if gv := harness.GuardViolation(v); !recorded[gv.Object+"|"+gv.Message] {
+		if gv := detect.GuardViolation(v); !recorded[gv.Object+"|"+gv.Message] {
 			violations = append(violations, history.Event{Kind: history.Violation, Object: gv.Object, Time: gv.Time, To: gv.Invariant, Detail: gv.Message})
 		}
 	}

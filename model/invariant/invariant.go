@@ -197,13 +197,16 @@ const (
 	// server stopped: a job of a stopped server still in progress once its peers should have judged
 	// it gone and cleaned up after it (onManagementNodeLeft), while another server ran.
 	LeftServerJob = "left-server-job"
-	// UnexplainedStop is judged at the end of a run by the harness, from the recorded history: a user
+	// UnexplainedStop is judged at the end of a run from the recorded history (detect): a user
 	// VM's domain that stopped while its record said Running, with no client operation, fault or
 	// host failure to explain it.
 	UnexplainedStop = "unexplained-stop"
 	// TransitionGuard is judged at the end of a run from the recorded history (model/guard): a state
 	// change CloudStack does not allow at that point — by that thread, for that reason, then.
 	TransitionGuard = "transition-guard"
+	// StorageLeak is judged at the end of a run (detect), in a world that can list what primary
+	// storage holds: a volume the records call Expunged whose file is still there.
+	StorageLeak = "storage-leak"
 	// HaPromise is judged at the end of a run from the recorded history (detect): HA dropped an
 	// HA-enabled VM it was asked to restart though nothing but its own tries had moved it, gave an
 	// item up before max.retries tries, or held a VM's power reports with no pending work.

@@ -36,6 +36,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/csconform/csconform/detect"
 	ctr "github.com/csconform/csconform/drivers/container"
 	"github.com/csconform/csconform/drivers/control"
 	"github.com/csconform/csconform/faults"
@@ -140,7 +141,7 @@ func open(sc *harness.Scenario, defects impl.Switches, ro harness.RunOptions) (h
 	}
 	w := &containerWorld{cl: cl, ctx: co.Ctx, log: co.Log, vmIDs: map[string]int64{}, netIDs: map[string]int64{},
 		hostState: map[string]string{},
-		grace:     harness.ReportGrace(cfg), cfg: cfg, guardCfgs: []harness.GuardConfigAt{{Cfg: harness.GuardConfig(cfg)}}}
+		grace:     harness.ReportGrace(cfg), cfg: cfg, guardCfgs: []detect.GuardConfigAt{{Cfg: harness.GuardConfig(cfg)}}}
 	w.rec = harness.NewRecorder(time.Now)
 	w.start = time.Now()
 	r := &containerRun{w: w, sc: sc, run: co.Run, RealTime: harness.NewRealTime(co.Ctx)}
@@ -180,7 +181,7 @@ type containerWorld struct {
 	viols     []harness.Violation
 	checkMu   sync.Mutex
 	// guardCfgs: the configuration the server ran under, from when (a setConfig step changes it)
-	guardCfgs []harness.GuardConfigAt
+	guardCfgs []detect.GuardConfigAt
 	cfg       *impl.Config
 	guarded   map[string]int // transitions each guard judged in the server's history
 }
@@ -599,7 +600,7 @@ func (w *containerWorld) judgeGuards() {
 	w.mu.Lock()
 	cfgs := slices.Clone(w.guardCfgs)
 	w.mu.Unlock()
-	ch := harness.JudgeGuards(slices.Values(withRestarts(evs, w.rec.History().All())), cfgs)
+	ch := detect.JudgeGuards(slices.Values(withRestarts(evs, w.rec.History().All())), cfgs)
 	seen := map[string]bool{}
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -608,7 +609,7 @@ func (w *containerWorld) judgeGuards() {
 			continue // one report per object, as the simulator's checker gives
 		}
 		seen[v.Event.Object] = true
-		w.viols = append(w.viols, harness.Violation{Violation: harness.GuardViolation(v)})
+		w.viols = append(w.viols, harness.Violation{Violation: detect.GuardViolation(v)})
 	}
 	w.guarded = ch.Judged
 }
@@ -657,7 +658,7 @@ func (s *containerRun) SetConfig(key, value string) error {
 	if err := w.cfg.Set(key, value); err != nil {
 		return err
 	}
-	w.guardCfgs = append(w.guardCfgs, harness.GuardConfigAt{From: time.Now(), Cfg: harness.GuardConfig(w.cfg)})
+	w.guardCfgs = append(w.guardCfgs, detect.GuardConfigAt{From: time.Now(), Cfg: harness.GuardConfig(w.cfg)})
 	return nil
 }
 

@@ -1,8 +1,6 @@
 package harness
 
-import (
-	"github.com/csconform/csconform/model/invariant"
-)
+import "github.com/csconform/csconform/detect"
 
 // storageLister is a world that can say which volume files primary storage holds (the storage-leak
 // check's truth); a world that cannot leaves the check off.
@@ -10,21 +8,19 @@ type storageLister interface {
 	volumeFiles() map[string]bool
 }
 
-// checkStorageLeaks judges, at the end of a run, the volume rows against primary storage: a row
-// Expunged over a file still there is a storage-leak (invariant.CheckStorageLeaks).
-func (c *Cluster) checkStorageLeaks() {
+// storage is what the world's primary storage holds, for detect.StorageLeaks, and the volumes' VMs
+// from the records; false when the world cannot list it.
+func (c *Cluster) storage() (detect.Storage, bool) {
 	w, ok := c.w.(storageLister)
 	if !ok {
-		return
+		return detect.Storage{}, false
 	}
-	files := w.volumeFiles()
-	var vols []invariant.Volume
+	vmOf := map[string]string{}
 	for _, v := range c.DB.Volumes(0) {
-		vols = append(vols, invVolume(v))
+		iv := invVolume(v)
+		vmOf["volume:"+iv.ID] = iv.VMID
 	}
-	for _, v := range invariant.CheckStorageLeaks(vols, files, c.Now()) {
-		c.report(v)
-	}
+	return detect.Storage{Files: w.volumeFiles(), VMOf: func(vol string) string { return vmOf[vol] }}, true
 }
 
 // volumeFiles: the simulator's primary storage is shared by its hosts, so a file is there when some

@@ -1,4 +1,4 @@
-package harness
+package detect
 
 import (
 	"fmt"
@@ -18,10 +18,12 @@ const unexplainedStopGrace = 15 * time.Minute
 
 // UnexplainedStops judges a recorded history: a user VM's domain stopped running (the observer saw
 // it on, then off) while its record said Running, with no client operation on the VM, no fault on the
-// VM or on a host and no peer server's stop in flight or ended within unexplainedStopGrace before. Nothing in the fixed reference stops the domain of a VM it believes Running unasked (power
-// sync's stop of a missing VM is checkBeforeCleanup: the agent refuses while the domain runs); a
-// regression that does (an unchecked stop, a stop sent to the wrong host) loses a user's running VM
-// without breaking any other invariant: its record follows the domain.
+// VM or on a host and no peer server's stop in flight or ended within unexplainedStopGrace before.
+// Nothing in the fixed reference stops the domain of a VM it believes Running unasked (power sync's
+// stop of a missing VM is checkBeforeCleanup: the agent refuses while the domain runs); a regression
+// that does (an unchecked stop, a stop sent to the wrong host) loses a user's running VM without
+// breaking any other invariant: its record follows the domain. faults are the run's injected faults,
+// as the world recorded them.
 func UnexplainedStops(events iter.Seq[history.Event], faults []invariant.Fault) []invariant.Violation {
 	type op struct {
 		call, done time.Time
@@ -94,9 +96,4 @@ func UnexplainedStops(events iter.Seq[history.Event], faults []invariant.Fault) 
 			Message: fmt.Sprintf("the domain of %s stopped while its record said Running, with no client operation on it and no fault on it, a host or a management server to explain it", e.Object)})
 	}
 	return out
-}
-
-// checkUnexplainedStops reports UnexplainedStops at the end of a run.
-func (c *Cluster) checkUnexplainedStops() {
-	c.reportAll(UnexplainedStops(c.Rec.History().All(), c.Rec.faults()))
 }
