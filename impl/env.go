@@ -101,6 +101,15 @@ func (m *coopMutex) Lock() {
 	if !m.TryLock() {
 		panic(fmt.Sprintf("deadlock: %s is held by a task that is parked (a critical section that yields or never unlocks); the simulator runs one task at a time, so no task can ever release it", m.name))
 	}
+	if s, ok := m.env.(Spinner); ok {
+		s.Spin()
+	}
+}
+
+// Spinner is a cooperative Env that counts the locks a task takes without parking: a loop that waits
+// with no sleep (only a lock taken at each turn) would otherwise hold the one running slot for ever.
+type Spinner interface {
+	Spin()
 }
 
 // Signal is a one-shot event.

@@ -166,6 +166,7 @@ func (s *Scheduler) Points() uint64 {
 // this is a change point, and parks the task if the other would be picked before it: the other runs
 // first, and this one resumes at the same virtual instant when its priority is again the highest.
 func (s *Scheduler) Point(impl.PointKind) {
+	s.spin()
 	p := s.pct
 	if p == nil {
 		return

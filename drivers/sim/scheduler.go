@@ -38,7 +38,9 @@ type Scheduler struct {
 	tasks    map[*task]struct{}
 	ids      uint64
 	steps    uint64
-	fail     error
+	// still counts the steps run since virtual time last moved; maxStill is the most it reached
+	still, maxStill uint64
+	fail            error
 	// closing: no timer runs and every new task is born killed.
 	closing bool
 	// AfterStep, when set, runs on the scheduler's goroutine after every task step.
@@ -55,6 +57,57 @@ type Scheduler struct {
 // interruptEvery is how many steps run between two looks at Interrupted (a context's Err takes a
 // lock; a step is microseconds).
 const interruptEvery = 64
+
+// LivelockSteps bounds the steps a simulation runs without virtual time moving: a task that polls in a
+// loop with no sleep (a deleted Sleep in a wait loop) keeps the others runnable and the clock still
+// for ever, which no scenario's bound of virtual time ends. A count of steps, not a wall clock, so
+// the same seed fails at the same step on every machine. The busiest legitimate instant of the
+// built-in scenarios and explorations runs about 600 steps (load-deploy-destroy); the bound is far above any load a scenario can ask for, and a simulator runs it in seconds.
+var LivelockSteps uint64 = 10_000_000 // a variable so that tests can make it small
+
+// LivelockError is a simulation in which LivelockSteps steps ran without virtual time moving.
+type LivelockError struct {
+	Steps uint64
+	At    time.Time
+	Task  string // the task that ran last
+	// Spins: the task passed Steps scheduling points and lock takings without parking (else the
+	// simulation ran Steps steps without virtual time moving)
+	Spins bool
+}
+
+func (e *LivelockError) Error() string {
+	what := "scheduler steps without virtual time moving"
+	if e.Spins {
+		what = "scheduling points and lock takings without parking"
+	}
+	return fmt.Sprintf("livelock: %d %s at %s (task %s): a loop that waits without sleeping", e.Steps, what, e.At.Format("15:04:05.000"), e.Task)
+}
+
+// LivelockSpins bounds the scheduling points and lock takings one task passes without parking: a
+// loop that waits with no sleep at all, under Random (whose points never park) or alone at its
+// instant, never hands control back, so no step is counted and the run hangs for ever. The busiest
+// legitimate run of a task passes a few thousand.
+var LivelockSpins uint64 = 10_000_000
+
+// spin counts one scheduling point or lock taking of the running task and ends the task, failing the
+// run, once it has passed LivelockSpins without parking.
+func (s *Scheduler) spin() {
+	t := s.cur
+	if t == nil {
+		return
+	}
+	t.spins++
+	if t.spins == LivelockSpins {
+		panic(&LivelockError{Steps: t.spins, At: s.now, Task: t.name, Spins: true})
+	}
+}
+
+// Spin is impl.Spinner: a lock taken by the running task (impl's coopMutex), counted as a point is.
+func (s *Scheduler) Spin() { s.spin() }
+
+// MaxStill is the most steps the simulation has run without virtual time moving (the figure
+// LivelockSteps is set against).
+func (s *Scheduler) MaxStill() uint64 { return s.maxStill }
 
 // LimitError is a simulation stopped at its bound of steps.
 type LimitError struct{ Steps uint64 }
@@ -76,6 +129,8 @@ type task struct {
 	done   bool
 	fn     func()
 	prio   uint64 // PCT's priority (unused under Random)
+	// spins counts the scheduling points and lock takings the task passed since it last resumed
+	spins uint64
 }
 
 type wakeup struct {
@@ -324,17 +379,26 @@ func (s *Scheduler) step(limit time.Time) bool {
 		}
 		if w.at.After(s.now) {
 			s.now = w.at
+			s.still = 0
 		}
 		s.steps++
+		s.still++
+		s.maxStill = max(s.maxStill, s.still)
+		name := ""
 		if w.fn != nil {
 			w.fn()
 		} else {
 			w.t.gen++ // any other pending wake-up for this park is now stale
 			s.cur = w.t
+			name = w.t.name
+			w.t.spins = 0
 			w.t.resume()
 			s.cur = nil
 		}
 		s.spent(w)
+		if s.still >= LivelockSteps && s.fail == nil {
+			s.fail = &LivelockError{Steps: s.still, At: s.now, Task: name}
+		}
 		if s.AfterStep != nil && s.fail == nil {
 			s.AfterStep()
 		}
@@ -361,6 +425,7 @@ func (s *Scheduler) RunUntil(t time.Time, stop func() bool) error {
 		if !s.step(t) {
 			if t.After(s.now) {
 				s.now = t
+				s.still = 0
 			}
 			return s.fail
 		}
