@@ -1,7 +1,6 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -24,7 +23,6 @@ import (
 	"github.com/csconform/csconform/drivers/sim"
 	"github.com/csconform/csconform/harness"
 	"github.com/csconform/csconform/harness/explore"
-	"github.com/csconform/csconform/impl"
 	"github.com/csconform/csconform/internal/schema"
 	"github.com/csconform/csconform/model/guard"
 	"github.com/csconform/csconform/model/history"
@@ -381,12 +379,6 @@ func checkCmd(o *checkOpts, args []string, stdout, stderr io.Writer) int {
 
 // benchCmd prints how fast each defect is found (each switched on alone), how fast the simulator runs
 // and how long porcupine takes on a 10,000-operation history. Figures, never assertions.
-// benchDefects are the defects bench times, each alone (D2 is the family D2a-D2e, as ParseDefects
-// reads it): the one list --defects accepts, its help and its error say.
-func benchDefects() []string {
-	return []string{impl.D1.Name(), "D2", impl.D3.Name(), impl.C1.Name(), impl.C2.Name(), impl.PlantedStopTimeoutIsSuccess.Name(), impl.PlantedIPFromStaleRead.Name()}
-}
-
 func benchCmd(o *benchOpts, stdout, stderr io.Writer) int {
 	tty := isTerminal(stderr)
 	if o.scaleRun > 0 {
@@ -414,8 +406,7 @@ func benchCmd(o *benchOpts, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stdout, "cases and wall time to the first finding (detectors: %s, %s generator, scheduler: %s), each defect alone, %d seeds, budget %d:\n", o.detectors, gen, o.sched.st, o.seeds, o.budget)
 	fmt.Fprintf(stdout, "%-32s %6s %13s %12s %13s %12s %9s %9s\n", "defect", "found", "median cases", "worst cases", "median time", "worst time", "not fixed", "shrunk")
-	fixed, _ := impl.ProfileSwitches(impl.Fixed)
-	all := benchDefects()
+	all := explore.BenchDefects()
 	defects := all
 	if o.only != "" {
 		defects = strings.Split(o.only, ",")
@@ -427,47 +418,25 @@ func benchCmd(o *benchOpts, stdout, stderr io.Writer) int {
 		}
 	}
 	for _, d := range defects {
-		sw, err := impl.ParseDefects(d)
-		if p, ok := impl.Planted(d); err != nil && ok { // the planted bug is no defect ParseDefects knows
-			sw = impl.Switches{p: true}
-		}
-		var cases, shrunk []int
-		var secs []float64
-		found, own := 0, 0
-		for s := 1; s <= o.seeds; s++ {
-			t0 := time.Now()
-			f, ran, err := explore.Explore(explore.Options{Profile: d, Defects: sw, Detectors: det, Classic: o.classic, Scheduler: o.sched.st}, o.budget, uint64(s)*7919, cmp.Or(o.shrink, -1))
-			if err != nil {
-				fmt.Fprintln(stderr, "csconform bench:", err)
-				return 2
-			}
-			if f != nil {
-				found++
-				ran = f.Cases
-				shrunk = append(shrunk, f.Shrunk.Actions)
-				// the defect's own finding: its shrunk program passes once the defects are fixed (the
-				// fixed reference has races of its own that a program can stumble on first)
-				if again, err := explore.Run(f.Shrunk.Program, explore.Options{Profile: impl.Fixed, Defects: fixed}); err == nil && !again.Failed(det) {
-					own++
-				}
-			}
-			cases = append(cases, ran)
-			secs = append(secs, time.Since(t0).Seconds())
+		progress := func(s int) {
 			if tty { // progress redrawn in place only on a terminal: a CI log gets clean lines
 				fmt.Fprintf(stderr, "\r%s seed %d/%d", d, s, o.seeds)
 			}
 		}
+		ft, err := explore.TimeToFind(d, explore.Options{Detectors: det, Classic: o.classic, Scheduler: o.sched.st}, o.seeds, o.budget, o.shrink, progress)
+		if err != nil {
+			fmt.Fprintln(stderr, "csconform bench:", err)
+			return 2
+		}
 		if tty {
 			fmt.Fprint(stderr, "\r"+strings.Repeat(" ", 60)+"\r")
 		}
-		slices.Sort(cases)
-		slices.Sort(secs)
-		slices.Sort(shrunk)
+		cases, secs, shrunk := ft.Cases, ft.Secs, ft.Shrunk
 		sh := "-"
 		if len(shrunk) > 0 {
 			sh = fmt.Sprintf("%d/%d", shrunk[len(shrunk)/2], shrunk[len(shrunk)-1])
 		}
-		fmt.Fprintf(stdout, "%-32s %3d/%-2d %13d %12d %12.2fs %11.2fs %6d/%-2d %9s\n", d, found, o.seeds, cases[len(cases)/2], cases[len(cases)-1], secs[len(secs)/2], secs[len(secs)-1], own, found, sh)
+		fmt.Fprintf(stdout, "%-32s %3d/%-2d %13d %12d %12.2fs %11.2fs %6d/%-2d %9s\n", d, ft.Found, o.seeds, cases[len(cases)/2], cases[len(cases)-1], secs[len(secs)/2], secs[len(secs)-1], ft.Own, ft.Found, sh)
 	}
 	fmt.Fprintf(stdout, "(not fixed: of the findings, those whose shrunk program passes under fixed; shrunk: median/worst actions, shrinking with up to %d runs)\n", o.shrink)
 	if o.throughput > 0 {
