@@ -32,18 +32,6 @@ import (
 
 var detectorNames = map[string]explore.Detectors{"both": explore.Both, "invariants": {Invariants: true}, "linear": {Linear: true}}
 
-// chunk is how many cases one rapid run covers; a shard takes every n-th chunk.
-const chunk = 100
-
-// chunkSeed is the rapid seed of chunk k: k = 0 is the seed itself, so --seed N --budget 1 replays
-// the case rapid reported as N.
-func chunkSeed(seed uint64, k int) uint64 {
-	if k == 0 {
-		return seed
-	}
-	return rand.New(rand.NewPCG(seed, uint64(k))).Uint64()
-}
-
 func parseShard(s string) (int, int, error) {
 	if s == "" {
 		return 0, 1, nil
@@ -151,8 +139,9 @@ func exploreCmd(o *exploreOpts, args []string, stdout, stderr io.Writer) int {
 	start := time.Now()
 	done, shown := 0, -1
 	tty := isTerminal(stderr)
-	progress := func() {
+	progress := func(n int) {
 		// a bar redrawn in place on a terminal; in a CI log, a line every 10%
+		done = n
 		pct := 100 * done / o.budget
 		if o.quiet || pct == shown || (!tty && pct%10 != 0) {
 			return
@@ -166,67 +155,32 @@ func exploreCmd(o *exploreOpts, args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintln(stderr, line)
 		}
 	}
-	guide := explore.NewGuide() // one for the whole run: coverage and feedback span the chunks
-	coverage := func() {
-		if o.driver != "container" {
-			sum.Coverage = guide.Coverage.Summary()
+	// one guide for the whole run: coverage and feedback span the chunks
+	xo := explore.Options{Profile: o.profile, Defects: sw, Detectors: det, Driver: o.driver, Domains: o.domains, Scheduler: o.sched.st, Peers: o.peers, Ctx: ctx, Guide: explore.NewGuide()}
+	err = explore.RunBudget(xo, o.budget, o.seed, si, sn, sum, progress)
+	if errors.Is(err, explore.ErrInterrupted) {
+		// what ran until Ctrl-C, then stop
+		if !o.quiet && tty {
+			fmt.Fprintln(stderr)
 		}
-	}
-	xo := explore.Options{Profile: o.profile, Defects: sw, Detectors: det, Driver: o.driver, Domains: o.domains, Scheduler: o.sched.st, Peers: o.peers, Ctx: ctx, Guide: guide, Seen: func(out *explore.Outcome) {
-		done++
-		sum.Last = out
-		if det.Linear && len(out.Undecided) > 0 {
-			sum.Undecided++ // never counted as linearizable
-		}
-		progress()
-	}}
-	shrink := 0 // explore.DefaultShrinkRuns
-	if xo.RealTime() {
-		shrink = 3 // a case takes a minute or two of real time
-	}
-	for k := 0; done < o.budget && !sum.Found; k++ {
-		if k%sn != si {
-			continue
-		}
-		n := min(chunk, o.budget-done)
-		f, _, err := explore.Explore(xo, n, chunkSeed(o.seed, k), shrink)
-		if errors.Is(err, explore.ErrInterrupted) {
-			// what ran until Ctrl-C, then stop
-			if !o.quiet && tty {
-				fmt.Fprintln(stderr)
+		fmt.Fprint(stdout, sum.Text())
+		// the reports of what ran, marked interrupted: a CI timeout leaves its result.json and junit.xml
+		if o.out != "" {
+			if err := sum.WriteReports(o.out); err != nil {
+				fmt.Fprintln(stderr, "csconform explore:", err)
+			} else {
+				fmt.Fprintf(stdout, "reports in %s\n", o.out)
 			}
-			sum.Cases, sum.Interrupted = done, true
-			sum.WallSecs = time.Since(start).Seconds()
-			coverage()
-			fmt.Fprint(stdout, sum.Text())
-			// the reports of what ran, marked interrupted: a CI timeout leaves its result.json and junit.xml
-			if o.out != "" {
-				if err := sum.WriteReports(o.out); err != nil {
-					fmt.Fprintln(stderr, "csconform explore:", err)
-				} else {
-					fmt.Fprintf(stdout, "reports in %s\n", o.out)
-				}
-			}
-			fmt.Fprintf(stderr, "csconform explore: interrupted after %d of %d cases\n", done, o.budget)
-			return exitInterrupted
 		}
-		if err != nil {
-			return fail(err)
-		}
-		if f != nil {
-			done++         // Seen counts the cases before the failing one
-			f.Cases = done // Explore counts within its chunk; the run, from its start
-			// which defect it is: the shrunk program again under fixed and with each switch off
-			f.Attribution = explore.Attribute(f, xo)
-			sum.Found, sum.Finding, sum.ReplaySeed = true, f, f.Seed
-		}
+		fmt.Fprintf(stderr, "csconform explore: interrupted after %d of %d cases\n", sum.Cases, o.budget)
+		return exitInterrupted
+	}
+	if err != nil {
+		return fail(err)
 	}
 	if !o.quiet && tty {
 		fmt.Fprintln(stderr)
 	}
-	sum.Cases = done
-	sum.WallSecs = time.Since(start).Seconds()
-	coverage()
 	fmt.Fprint(stdout, sum.Text())
 	if o.out != "" {
 		if err := sum.WriteReports(o.out); err != nil {
