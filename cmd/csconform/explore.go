@@ -19,12 +19,11 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/csconform/csconform/detect"
 	"github.com/csconform/csconform/drivers/sim"
 	"github.com/csconform/csconform/harness"
 	"github.com/csconform/csconform/harness/explore"
+	"github.com/csconform/csconform/harness/verdict"
 	"github.com/csconform/csconform/internal/schema"
-	"github.com/csconform/csconform/model/guard"
 	"github.com/csconform/csconform/model/history"
 	"github.com/csconform/csconform/model/invariant"
 	"github.com/csconform/csconform/model/linear"
@@ -265,28 +264,8 @@ func checkCmd(o *checkOpts, args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(err)
 	}
-	var violations []history.Event
-	recorded := map[string]bool{} // transition-guard verdicts the run recorded
-	for _, e := range events {
-		if e.Kind == history.Violation {
-			violations = append(violations, e)
-			if e.To == invariant.TransitionGuard {
-				recorded[e.Object+"|"+e.Detail] = true
-			}
-		}
-	}
-	// the guards judge the history again; a verdict the run recorded already is printed once
-	gc := guard.NewChecker(gcfg)
-	for _, e := range events {
-		gc.Add(e)
-	}
-	for _, v := range gc.Violations {
-		if gv := detect.GuardViolation(v); !recorded[gv.Object+"|"+gv.Message] {
-			violations = append(violations, history.Event{Kind: history.Violation, Object: gv.Object, Time: gv.Time, To: gv.Invariant, Detail: gv.Message})
-		}
-	}
-	results := linear.Check(linear.Partitions(events), o.timeout)
-	bad, undecided := linear.Illegal(results), linear.Undecided(results)
+	rc := verdict.Recheck(events, gcfg, o.timeout)
+	violations, results, bad, undecided, gc := rc.Violations, rc.Results, rc.Bad, rc.Undecided, rc.Guards
 	if o.asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")

@@ -1,6 +1,7 @@
-// Package verdict judges the results of scenario runs (harness.Result): each scenario's verdict for a
-// summary line, the tally of several, the worst outcome (the exit status csconform repro gives), and
-// the summary of findings a report ends with.
+// Package verdict judges what runs leave: the results of scenario runs (harness.Result) — each
+// scenario's verdict for a summary line, the tally of several, the worst outcome (the exit status
+// csconform repro gives) and the summary of findings a report ends with — and a saved history judged
+// again (Recheck, csconform check).
 package verdict
 
 import (
