@@ -18,6 +18,7 @@ import (
 	"github.com/csconform/csconform/drivers/sim"
 	"github.com/csconform/csconform/harness"
 	"github.com/csconform/csconform/harness/verdict"
+	"github.com/csconform/csconform/harness/world"
 	"github.com/csconform/csconform/impl"
 	"github.com/csconform/csconform/internal/schema"
 	"github.com/csconform/csconform/model/history"
@@ -162,7 +163,7 @@ func repro(o *reproOpts, args []string, set map[string]bool, stdout, stderr io.W
 		if !o.asJSON && !o.summary && len(scs) > 1 {
 			fmt.Fprintf(stderr, "[%d/%d] %s\n", i+1, len(scs), sc.Name)
 		}
-		r, err := runOn(ctx, o.driver, o.uri, o.domains, sc, o.profile, sw, s, o.lim.limits(ctx), stderr)
+		r, err := world.Run(o.driver, sc, harness.RunOptions{Profile: o.profile, Defects: sw, Seed: s, Ctx: ctx, Log: stderr, Limits: o.lim.limits(ctx), URI: o.uri, Domains: o.domains})
 		var stopped *harness.StoppedError
 		if errors.As(err, &stopped) {
 			// what the run had until it stopped, then why it stopped

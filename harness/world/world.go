@@ -35,6 +35,15 @@ func Named(name string) (harness.WorldDef, error) {
 	return harness.WorldDef{}, fmt.Errorf("unknown world %q (one of %s)", name, strings.Join(Names, ", "))
 }
 
+// Run runs sc in the world named name (harness.Run).
+func Run(name string, sc *harness.Scenario, o harness.RunOptions) (*harness.Result, error) {
+	w, err := Named(name)
+	if err != nil {
+		return nil, err
+	}
+	return harness.Run(w, sc, o)
+}
+
 // CapabilitiesOf is a world's declaration by name.
 func CapabilitiesOf(name string) (harness.Capabilities, error) {
 	w, err := Named(name)

@@ -174,3 +174,14 @@ func TestDetectorTableIsDocumented(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, string(doc), DetectorTable(), "docs/detectors.md: paste DetectorTable's output")
 }
+
+// Run opens the world by its name; an unknown name is Named's error.
+func TestRunByName(t *testing.T) {
+	sc, err := conformance.Find("seed-004-forced-destroy")
+	require.NoError(t, err)
+	res, err := Run("sim", sc, harness.RunOptions{Profile: "fixed", Seed: sc.Seed})
+	require.NoError(t, err)
+	assert.Equal(t, sc.Name, res.Scenario)
+	_, err = Run("vmware", sc, harness.RunOptions{})
+	assert.ErrorContains(t, err, `unknown world "vmware"`)
+}
