@@ -2,10 +2,13 @@ package harness
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/csconform/csconform/drivers/sim"
 	"github.com/csconform/csconform/faults"
+	"github.com/csconform/csconform/model/invariant"
 )
 
 // Capability is one thing a scenario may ask of a world: a fault of the catalogue, an operation or a
@@ -40,6 +43,38 @@ const (
 
 // FaultCap is a fault's capability.
 func FaultCap(name string) Capability { return Capability("fault " + name) }
+
+// DetectorCap is a detector's capability: a world that lacks it does not run the detector, and its
+// Lacks says why (what the detector reads that the world cannot fill). name is one of Detectors.
+func DetectorCap(name string) Capability { return Capability("detector " + name) }
+
+// Linearizability is the porcupine check of every object's history (model/linear), the detector
+// beside the invariants.
+const Linearizability = "linearizability"
+
+// Detectors are every detector's name: the invariants the report prints, in its order, then
+// Linearizability.
+func Detectors() []string { return append(slices.Clone(invariant.Names), Linearizability) }
+
+// Runs says whether the world runs the detector name.
+func (c Capabilities) Runs(name string) bool { return c.Can(DetectorCap(name)) }
+
+// OutsideLacks are the detectors no world that sees the server from outside can feed (containers, an
+// external CloudStack): OutsideChecks drops what they would find, and each such world declares them.
+var OutsideLacks = map[Capability]string{
+	DetectorCap(invariant.NetworkLock): "it needs each network write with its lock holder, which only the server knows (its database and threads)",
+	DetectorCap(invariant.GhostRecord): "its bound is power sync's, paused while the server or a host is away and lengthened by a VM's HA holds (op_ha_work): from outside the snapshots leave it zero",
+}
+
+// WithLacks is c lacking also what lacks says (a copy: c's map is not changed).
+func (c Capabilities) WithLacks(lacks map[Capability]string) Capabilities {
+	m := maps.Clone(c.Lacks)
+	if m == nil {
+		m = map[Capability]string{}
+	}
+	maps.Copy(m, lacks)
+	return Capabilities{World: c.World, Lacks: m}
+}
 
 // Capabilities is what a world can do, declared once beside it (as etcd's robustness failpoints each
 // answer Available()): Lacks maps what it cannot do to why. The declaration is read before a run
@@ -143,19 +178,30 @@ var (
 		FaultCap("heartbeat-fail"): noHostPower,
 		FaultCap("peer-stop"):      WhyPeersSimOnly,
 		PeerServers:                WhyPeersSimOnly,
-	}}
+	}}.WithLacks(RealTimeLacks)
 
 	// LibvirtCapabilities: real QEMU domains on the machine csconform runs on.
 	LibvirtCapabilities = Capabilities{World: "on libvirt", Lacks: map[Capability]string{
-		MigrateOp:                  WhyNoMigration,
-		FaultCap("start-fails"):    "the libvirt driver has no way yet to make QEMU fail a domain's start on demand",
-		VirtualTime:                WhyRealTime,
-		FaultCap("host-power-off"): noHostPower,
-		FaultCap("heartbeat-fail"): noHostPower,
-		FaultCap("peer-stop"):      WhyPeersSimOnly,
-		PeerServers:                WhyPeersSimOnly,
-	}}
+		MigrateOp:                          WhyNoMigration,
+		FaultCap("start-fails"):            "the libvirt driver has no way yet to make QEMU fail a domain's start on demand",
+		VirtualTime:                        WhyRealTime,
+		FaultCap("host-power-off"):         noHostPower,
+		FaultCap("heartbeat-fail"):         noHostPower,
+		FaultCap("peer-stop"):              WhyPeersSimOnly,
+		PeerServers:                        WhyPeersSimOnly,
+		DetectorCap(invariant.StorageLeak): "its volumes are libvirt's files, which the driver does not list yet",
+	}}.WithLacks(RealTimeLacks)
 )
+
+// RealTimeLacks are the detectors that let the cloud run on alone after the scenario (in the
+// simulator's virtual time): every world in real time declares them.
+var RealTimeLacks = map[Capability]string{
+	DetectorCap(invariant.StuckInTransition): whyNoRunOn,
+	DetectorCap(invariant.LeftServerJob):     whyNoRunOn,
+	DetectorCap(invariant.UnexplainedStop):   whyNoRunOn,
+}
+
+const whyNoRunOn = "it runs in real time: the check lets the cloud run on alone after the scenario for as long as it needs, which only the simulator's virtual time affords"
 
 // Why a world lacks a capability, in the words several worlds share (WhyRealTime, WhyPeersSimOnly).
 const (

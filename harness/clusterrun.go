@@ -106,18 +106,23 @@ func (s *clusterRun) Settle() error {
 	return nil
 }
 
-// Judge: the simulator lets the cloud run on alone for as long as liveness needs (a real world would
-// wait half an hour of real time); every world compares its incremental and full checks.
+// Judge runs the end-of-run detectors the world declares (Capabilities.Runs): the simulator lets the
+// cloud run on alone for as long as liveness needs (a real world would wait half an hour of real
+// time); every world compares its incremental and full checks.
 func (s *clusterRun) Judge() error {
 	c := s.c
-	if s.caps.Can(VirtualTime) {
+	if s.caps.Runs(invariant.StuckInTransition) {
 		if err := c.checkLiveness(); err != nil {
 			return stopped(err, s.lim)
 		}
+	}
+	if s.caps.Runs(invariant.LeftServerJob) {
 		c.checkLeftServerJobs()
+	}
+	if s.caps.Runs(invariant.UnexplainedStop) {
 		c.reportAll(detect.UnexplainedStops(c.Rec.History().All(), c.Rec.faults()))
 	}
-	if st, ok := c.storage(); ok {
+	if st, ok := c.storage(); ok && s.caps.Runs(invariant.StorageLeak) {
 		for _, v := range detect.StorageLeaks(c.Rec.History().All(), st, c.Now()) {
 			c.report(v)
 		}

@@ -13,9 +13,9 @@ import (
 )
 
 // OutsideChecks is the checking of a world that sees the server from outside (containers, an external
-// CloudStack): two looks (detect.TwoLooks) for the domains' truth; network-lock needs each write's lock
-// holder, which stays in the server, and is not checked; each violation is reported once, into the
-// history and with the steps that led to it.
+// CloudStack): two looks (detect.TwoLooks) for the domains' truth; what OutsideLacks names (network-lock
+// needs each write's lock holder, which stays in the server) is not checked; each violation is
+// reported once, into the history and with the steps that led to it.
 type OutsideChecks struct {
 	looks detect.TwoLooks
 	seen  map[string]bool
@@ -48,7 +48,7 @@ func (oc *OutsideChecks) addChecked(rec *Recorder, vs []invariant.Violation, obj
 	}
 	var out []Violation
 	for _, v := range oc.looks.Confirm(vs) {
-		if v.Invariant == invariant.NetworkLock {
+		if _, lacks := OutsideLacks[DetectorCap(v.Invariant)]; lacks {
 			continue
 		}
 		key := v.Invariant + "|" + v.Object + "|" + findingKind(v)

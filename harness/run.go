@@ -152,7 +152,7 @@ func Run(def WorldDef, sc *Scenario, o RunOptions) (*Result, error) {
 		return w.Close(res, err)
 	}
 	w.Finish(res)
-	if b, ok := w.LinearBounds(); ok {
+	if b, ok := w.LinearBounds(); ok && def.Caps.Runs(Linearizability) {
 		res.checkLinear(res.Rec.History().All(), b)
 		res.LinearChecked = true
 	}

@@ -137,7 +137,7 @@ var CaseResults = []string{"passed", "failed", "retried", "any"}
 var Ops = []string{"createNetwork", "deleteNetwork", "deploy", "allocate", "start", "startNoRetry", "stop", "forceStop", "destroy", "destroyExpunge", "expunge", "migrate", "recover", "setConfig"}
 
 // The bounds of a scenario's size (Validate refuses a larger one as bad input): well above the
-// built-in scenarios and what ScaleScenario generates for bench --scale (800 hosts of 10 VMs in
+// built-in scenarios and what scalebench.Scenario generates for bench --scale (800 hosts of 10 VMs in
 // docs/architecture.md), far below where a run outgrows a machine (a file of 100,000 hosts grew to
 // 2.9 GB before it ran a step).
 const (

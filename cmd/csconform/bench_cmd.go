@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/csconform/csconform/harness/explore"
 	"github.com/csconform/csconform/impl"
 )
 
@@ -42,7 +43,7 @@ func benchFlags(fs *pflag.FlagSet, o *benchOpts) {
 	o.sf = addScaleFlags(fs)
 	fs.IntVar(&o.shrink, "shrink", 0, "how many runs `N` each finding may shrink with (0: none; 2000 for counterexamples as short as they get; a bound by runs, so a seed shrinks alike on any machine)")
 	fs.IntVar(&o.throughput, "throughput", 1000, "explore `N` cases under fixed with the classic generator and with the current one, and print both speeds and coverages side by side (0: skip)")
-	fs.StringVar(&o.only, "defects", "", "only these of "+strings.Join(benchDefects(), ",")+" (`LIST`; default all)")
+	fs.StringVar(&o.only, "defects", "", "only these of "+strings.Join(explore.BenchDefects(), ",")+" (`LIST`; default all)")
 	fs.BoolVar(&o.classic, "classic", false, "find them with the classic generator (before swarm, config and the guide)")
 	o.sched = &strategyFlag{}
 	fs.Var(o.sched, "scheduler", "the simulator's strategy `S`: random (default) or pct[:depth]")

@@ -5,17 +5,14 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"os/signal"
 	"strings"
 	"syscall"
 
 	"github.com/csconform/csconform/drivers/container"
-	"github.com/csconform/csconform/harness"
 	"github.com/csconform/csconform/harness/world"
 	"github.com/csconform/csconform/harness/world/external"
-	"github.com/csconform/csconform/impl"
 )
 
 // drivers are repro's --driver choices: the worlds a scenario file runs in (the external one is
@@ -49,15 +46,6 @@ func driverHelp(names []string) string {
 // reproContext is cancelled by Ctrl-C or SIGTERM, so a run on real domains stops and cleans up.
 func reproContext() (context.Context, context.CancelFunc) {
 	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-}
-
-// runOn runs one scenario in a world.
-func runOn(ctx context.Context, driver, uri, domains string, sc *harness.Scenario, profile string, sw impl.Switches, seed uint64, lim harness.Limits, stderr io.Writer) (*harness.Result, error) {
-	w, err := world.Named(driver)
-	if err != nil {
-		return nil, err
-	}
-	return harness.Run(w, sc, harness.RunOptions{Profile: profile, Defects: sw, Seed: seed, Ctx: ctx, Log: stderr, Limits: lim, URI: uri, Domains: domains})
 }
 
 // checkDomains checks a --domains value.

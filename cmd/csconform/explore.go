@@ -1,7 +1,6 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -20,31 +19,17 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/csconform/csconform/detect"
 	"github.com/csconform/csconform/drivers/sim"
 	"github.com/csconform/csconform/harness"
 	"github.com/csconform/csconform/harness/explore"
-	"github.com/csconform/csconform/impl"
+	"github.com/csconform/csconform/harness/verdict"
 	"github.com/csconform/csconform/internal/schema"
-	"github.com/csconform/csconform/model/guard"
 	"github.com/csconform/csconform/model/history"
 	"github.com/csconform/csconform/model/invariant"
 	"github.com/csconform/csconform/model/linear"
 )
 
 var detectorNames = map[string]explore.Detectors{"both": explore.Both, "invariants": {Invariants: true}, "linear": {Linear: true}}
-
-// chunk is how many cases one rapid run covers; a shard takes every n-th chunk.
-const chunk = 100
-
-// chunkSeed is the rapid seed of chunk k: k = 0 is the seed itself, so --seed N --budget 1 replays
-// the case rapid reported as N.
-func chunkSeed(seed uint64, k int) uint64 {
-	if k == 0 {
-		return seed
-	}
-	return rand.New(rand.NewPCG(seed, uint64(k))).Uint64()
-}
 
 func parseShard(s string) (int, int, error) {
 	if s == "" {
@@ -153,8 +138,9 @@ func exploreCmd(o *exploreOpts, args []string, stdout, stderr io.Writer) int {
 	start := time.Now()
 	done, shown := 0, -1
 	tty := isTerminal(stderr)
-	progress := func() {
+	progress := func(n int) {
 		// a bar redrawn in place on a terminal; in a CI log, a line every 10%
+		done = n
 		pct := 100 * done / o.budget
 		if o.quiet || pct == shown || (!tty && pct%10 != 0) {
 			return
@@ -168,67 +154,32 @@ func exploreCmd(o *exploreOpts, args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintln(stderr, line)
 		}
 	}
-	guide := explore.NewGuide() // one for the whole run: coverage and feedback span the chunks
-	coverage := func() {
-		if o.driver != "container" {
-			sum.Coverage = guide.Coverage.Summary()
+	// one guide for the whole run: coverage and feedback span the chunks
+	xo := explore.Options{Profile: o.profile, Defects: sw, Detectors: det, Driver: o.driver, Domains: o.domains, Scheduler: o.sched.st, Peers: o.peers, Ctx: ctx, Guide: explore.NewGuide()}
+	err = explore.RunBudget(xo, o.budget, o.seed, si, sn, sum, progress)
+	if errors.Is(err, explore.ErrInterrupted) {
+		// what ran until Ctrl-C, then stop
+		if !o.quiet && tty {
+			fmt.Fprintln(stderr)
 		}
-	}
-	xo := explore.Options{Profile: o.profile, Defects: sw, Detectors: det, Driver: o.driver, Domains: o.domains, Scheduler: o.sched.st, Peers: o.peers, Ctx: ctx, Guide: guide, Seen: func(out *explore.Outcome) {
-		done++
-		sum.Last = out
-		if det.Linear && len(out.Undecided) > 0 {
-			sum.Undecided++ // never counted as linearizable
-		}
-		progress()
-	}}
-	shrink := 0 // explore.DefaultShrinkRuns
-	if xo.RealTime() {
-		shrink = 3 // a case takes a minute or two of real time
-	}
-	for k := 0; done < o.budget && !sum.Found; k++ {
-		if k%sn != si {
-			continue
-		}
-		n := min(chunk, o.budget-done)
-		f, _, err := explore.Explore(xo, n, chunkSeed(o.seed, k), shrink)
-		if errors.Is(err, explore.ErrInterrupted) {
-			// what ran until Ctrl-C, then stop
-			if !o.quiet && tty {
-				fmt.Fprintln(stderr)
+		fmt.Fprint(stdout, sum.Text())
+		// the reports of what ran, marked interrupted: a CI timeout leaves its result.json and junit.xml
+		if o.out != "" {
+			if err := sum.WriteReports(o.out); err != nil {
+				fmt.Fprintln(stderr, "csconform explore:", err)
+			} else {
+				fmt.Fprintf(stdout, "reports in %s\n", o.out)
 			}
-			sum.Cases, sum.Interrupted = done, true
-			sum.WallSecs = time.Since(start).Seconds()
-			coverage()
-			fmt.Fprint(stdout, sum.Text())
-			// the reports of what ran, marked interrupted: a CI timeout leaves its result.json and junit.xml
-			if o.out != "" {
-				if err := sum.WriteReports(o.out); err != nil {
-					fmt.Fprintln(stderr, "csconform explore:", err)
-				} else {
-					fmt.Fprintf(stdout, "reports in %s\n", o.out)
-				}
-			}
-			fmt.Fprintf(stderr, "csconform explore: interrupted after %d of %d cases\n", done, o.budget)
-			return exitInterrupted
 		}
-		if err != nil {
-			return fail(err)
-		}
-		if f != nil {
-			done++         // Seen counts the cases before the failing one
-			f.Cases = done // Explore counts within its chunk; the run, from its start
-			// which defect it is: the shrunk program again under fixed and with each switch off
-			f.Attribution = explore.Attribute(f, xo)
-			sum.Found, sum.Finding, sum.ReplaySeed = true, f, f.Seed
-		}
+		fmt.Fprintf(stderr, "csconform explore: interrupted after %d of %d cases\n", sum.Cases, o.budget)
+		return exitInterrupted
+	}
+	if err != nil {
+		return fail(err)
 	}
 	if !o.quiet && tty {
 		fmt.Fprintln(stderr)
 	}
-	sum.Cases = done
-	sum.WallSecs = time.Since(start).Seconds()
-	coverage()
 	fmt.Fprint(stdout, sum.Text())
 	if o.out != "" {
 		if err := sum.WriteReports(o.out); err != nil {
@@ -313,28 +264,8 @@ func checkCmd(o *checkOpts, args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(err)
 	}
-	var violations []history.Event
-	recorded := map[string]bool{} // transition-guard verdicts the run recorded
-	for _, e := range events {
-		if e.Kind == history.Violation {
-			violations = append(violations, e)
-			if e.To == invariant.TransitionGuard {
-				recorded[e.Object+"|"+e.Detail] = true
-			}
-		}
-	}
-	// the guards judge the history again; a verdict the run recorded already is printed once
-	gc := guard.NewChecker(gcfg)
-	for _, e := range events {
-		gc.Add(e)
-	}
-	for _, v := range gc.Violations {
-		if gv := detect.GuardViolation(v); !recorded[gv.Object+"|"+gv.Message] {
-			violations = append(violations, history.Event{Kind: history.Violation, Object: gv.Object, Time: gv.Time, To: gv.Invariant, Detail: gv.Message})
-		}
-	}
-	results := linear.Check(linear.Partitions(events), o.timeout)
-	bad, undecided := linear.Illegal(results), linear.Undecided(results)
+	rc := verdict.Recheck(events, gcfg, o.timeout)
+	violations, results, bad, undecided, gc := rc.Violations, rc.Results, rc.Bad, rc.Undecided, rc.Guards
 	if o.asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
@@ -381,12 +312,6 @@ func checkCmd(o *checkOpts, args []string, stdout, stderr io.Writer) int {
 
 // benchCmd prints how fast each defect is found (each switched on alone), how fast the simulator runs
 // and how long porcupine takes on a 10,000-operation history. Figures, never assertions.
-// benchDefects are the defects bench times, each alone (D2 is the family D2a-D2e, as ParseDefects
-// reads it): the one list --defects accepts, its help and its error say.
-func benchDefects() []string {
-	return []string{impl.D1.Name(), "D2", impl.D3.Name(), impl.C1.Name(), impl.C2.Name(), impl.PlantedStopTimeoutIsSuccess.Name(), impl.PlantedIPFromStaleRead.Name()}
-}
-
 func benchCmd(o *benchOpts, stdout, stderr io.Writer) int {
 	tty := isTerminal(stderr)
 	if o.scaleRun > 0 {
@@ -414,8 +339,7 @@ func benchCmd(o *benchOpts, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stdout, "cases and wall time to the first finding (detectors: %s, %s generator, scheduler: %s), each defect alone, %d seeds, budget %d:\n", o.detectors, gen, o.sched.st, o.seeds, o.budget)
 	fmt.Fprintf(stdout, "%-32s %6s %13s %12s %13s %12s %9s %9s\n", "defect", "found", "median cases", "worst cases", "median time", "worst time", "not fixed", "shrunk")
-	fixed, _ := impl.ProfileSwitches(impl.Fixed)
-	all := benchDefects()
+	all := explore.BenchDefects()
 	defects := all
 	if o.only != "" {
 		defects = strings.Split(o.only, ",")
@@ -427,47 +351,25 @@ func benchCmd(o *benchOpts, stdout, stderr io.Writer) int {
 		}
 	}
 	for _, d := range defects {
-		sw, err := impl.ParseDefects(d)
-		if p, ok := impl.Planted(d); err != nil && ok { // the planted bug is no defect ParseDefects knows
-			sw = impl.Switches{p: true}
-		}
-		var cases, shrunk []int
-		var secs []float64
-		found, own := 0, 0
-		for s := 1; s <= o.seeds; s++ {
-			t0 := time.Now()
-			f, ran, err := explore.Explore(explore.Options{Profile: d, Defects: sw, Detectors: det, Classic: o.classic, Scheduler: o.sched.st}, o.budget, uint64(s)*7919, cmp.Or(o.shrink, -1))
-			if err != nil {
-				fmt.Fprintln(stderr, "csconform bench:", err)
-				return 2
-			}
-			if f != nil {
-				found++
-				ran = f.Cases
-				shrunk = append(shrunk, f.Shrunk.Actions)
-				// the defect's own finding: its shrunk program passes once the defects are fixed (the
-				// fixed reference has races of its own that a program can stumble on first)
-				if again, err := explore.Run(f.Shrunk.Program, explore.Options{Profile: impl.Fixed, Defects: fixed}); err == nil && !again.Failed(det) {
-					own++
-				}
-			}
-			cases = append(cases, ran)
-			secs = append(secs, time.Since(t0).Seconds())
+		progress := func(s int) {
 			if tty { // progress redrawn in place only on a terminal: a CI log gets clean lines
 				fmt.Fprintf(stderr, "\r%s seed %d/%d", d, s, o.seeds)
 			}
 		}
+		ft, err := explore.TimeToFind(d, explore.Options{Detectors: det, Classic: o.classic, Scheduler: o.sched.st}, o.seeds, o.budget, o.shrink, progress)
+		if err != nil {
+			fmt.Fprintln(stderr, "csconform bench:", err)
+			return 2
+		}
 		if tty {
 			fmt.Fprint(stderr, "\r"+strings.Repeat(" ", 60)+"\r")
 		}
-		slices.Sort(cases)
-		slices.Sort(secs)
-		slices.Sort(shrunk)
+		cases, secs, shrunk := ft.Cases, ft.Secs, ft.Shrunk
 		sh := "-"
 		if len(shrunk) > 0 {
 			sh = fmt.Sprintf("%d/%d", shrunk[len(shrunk)/2], shrunk[len(shrunk)-1])
 		}
-		fmt.Fprintf(stdout, "%-32s %3d/%-2d %13d %12d %12.2fs %11.2fs %6d/%-2d %9s\n", d, found, o.seeds, cases[len(cases)/2], cases[len(cases)-1], secs[len(secs)/2], secs[len(secs)-1], own, found, sh)
+		fmt.Fprintf(stdout, "%-32s %3d/%-2d %13d %12d %12.2fs %11.2fs %6d/%-2d %9s\n", d, ft.Found, o.seeds, cases[len(cases)/2], cases[len(cases)-1], secs[len(secs)/2], secs[len(secs)-1], ft.Own, ft.Found, sh)
 	}
 	fmt.Fprintf(stdout, "(not fixed: of the findings, those whose shrunk program passes under fixed; shrunk: median/worst actions, shrinking with up to %d runs)\n", o.shrink)
 	if o.throughput > 0 {

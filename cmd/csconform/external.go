@@ -17,6 +17,7 @@ import (
 	"github.com/csconform/csconform/faults/inject"
 	"github.com/csconform/csconform/harness"
 	"github.com/csconform/csconform/harness/cloudclient"
+	"github.com/csconform/csconform/harness/verdict"
 	"github.com/csconform/csconform/harness/world/external"
 	"github.com/spf13/pflag"
 )
@@ -208,7 +209,7 @@ func reproExternalCmd(f *extFlags, set map[string]bool, name string, asJSON bool
 		}
 	} else {
 		r.WriteText(stdout, r.Started)
-		fmt.Fprintln(stdout, summary([]*harness.Result{r}))
+		fmt.Fprintln(stdout, verdict.Summary([]*harness.Result{r}))
 	}
 	if len(r.Leftovers) > 0 {
 		fmt.Fprintf(stderr, "csconform repro: the cleanup left %d thing(s) of run %s behind (listed above): remove them by hand\n", len(r.Leftovers), r.Run)

@@ -17,6 +17,8 @@ import (
 	"github.com/csconform/csconform/conformance"
 	"github.com/csconform/csconform/drivers/sim"
 	"github.com/csconform/csconform/harness"
+	"github.com/csconform/csconform/harness/verdict"
+	"github.com/csconform/csconform/harness/world"
 	"github.com/csconform/csconform/impl"
 	"github.com/csconform/csconform/internal/schema"
 	"github.com/csconform/csconform/model/history"
@@ -161,7 +163,7 @@ func repro(o *reproOpts, args []string, set map[string]bool, stdout, stderr io.W
 		if !o.asJSON && !o.summary && len(scs) > 1 {
 			fmt.Fprintf(stderr, "[%d/%d] %s\n", i+1, len(scs), sc.Name)
 		}
-		r, err := runOn(ctx, o.driver, o.uri, o.domains, sc, o.profile, sw, s, o.lim.limits(ctx), stderr)
+		r, err := world.Run(o.driver, sc, harness.RunOptions{Profile: o.profile, Defects: sw, Seed: s, Ctx: ctx, Log: stderr, Limits: o.lim.limits(ctx), URI: o.uri, Domains: o.domains})
 		var stopped *harness.StoppedError
 		if errors.As(err, &stopped) {
 			// what the run had until it stopped, then why it stopped
@@ -192,9 +194,9 @@ func repro(o *reproOpts, args []string, set map[string]bool, stdout, stderr io.W
 				epoch = r.Started // real time: count from the scenario's start
 			}
 			if o.summary {
-				line := judge(r, o.expectations)
-				fmt.Fprintf(stdout, "%-9s %-*s  %s\n", line.status, width, r.Scenario, line.detail)
-				if line.code != exitOK { // the details of what fails the run, and only those
+				line := verdict.Of(r, o.expectations)
+				fmt.Fprintf(stdout, "%-9s %-*s  %s\n", line.Status, width, r.Scenario, line.Detail)
+				if line.Outcome != verdict.OK { // the details of what fails the run, and only those
 					r.WriteText(stdout, epoch)
 				}
 			} else {
@@ -210,9 +212,9 @@ func repro(o *reproOpts, args []string, set map[string]bool, stdout, stderr io.W
 			return 2
 		}
 	} else if o.summary {
-		fmt.Fprintln(stdout, tally(results, o.expectations))
+		fmt.Fprintln(stdout, verdict.Tally(results, o.expectations))
 	} else {
-		fmt.Fprintln(stdout, summary(results))
+		fmt.Fprintln(stdout, verdict.Summary(results))
 	}
 	return reproStatus(results, o.expectations)
 }
@@ -227,143 +229,11 @@ func reproDocument(rs []*harness.Result) reproJSON {
 	return reproJSON{Header: schema.New("repro"), Results: rs}
 }
 
-// verdict is one scenario's judgement: its status word and detail for the summary line, and the
-// exit status it alone would give.
-type verdict struct {
-	status, detail string
-	code           int
-}
+// exitOf is repro's exit status for a run's worst outcome.
+var exitOf = map[verdict.Outcome]int{verdict.OK: exitOK, verdict.Undecided: exitUndecided, verdict.Found: exitFound, verdict.Unmet: exitExpectation}
 
-// judge is a scenario's verdict. A scenario whose expectations were checked is judged by them when
-// gate is set (--expectations): the violations and non-linearizable objects its profile is known
-// for are its expected outcome then, not a failure. Otherwise an unmet expectation (4) wins over a
-// finding (1), which wins over an undecided object (3).
-func judge(r *harness.Result, gate bool) verdict {
-	var found []string
-	seen := map[string]bool{}
-	for _, v := range r.Violations {
-		if !seen[v.Invariant] {
-			seen[v.Invariant] = true
-			found = append(found, v.Invariant)
-		}
-	}
-	for _, l := range r.NotLinearizable {
-		found = append(found, "not linearizable: "+l.Object)
-	}
-	var und []string
-	for _, l := range r.Undecided {
-		und = append(und, "undecided: "+l.Object)
-	}
-	what := strings.Join(append(found, und...), ", ")
-	switch {
-	case r.Expected && len(r.Mismatches) > 0:
-		return verdict{"UNMET", strings.Join(r.Mismatches, "; "), exitExpectation}
-	case r.Expected && gate:
-		if what == "" {
-			return verdict{"met", "as expected: nothing found", exitOK}
-		}
-		return verdict{"met", "as expected: " + what, exitOK}
-	case len(found) > 0:
-		return verdict{"FOUND", what, exitFound}
-	case len(und) > 0:
-		return verdict{"UNDECIDED", what, exitUndecided}
-	case r.Expected:
-		return verdict{"met", "as expected: nothing found", exitOK}
-	}
-	return verdict{"clean", "nothing found", exitOK}
-}
-
-// tally is --summary's last line: how many scenarios got each verdict, and the exit status's why.
-func tally(rs []*harness.Result, gate bool) string {
-	order := []string{"met", "clean", "UNMET", "FOUND", "UNDECIDED"}
-	n := map[string]int{}
-	for _, r := range rs {
-		n[judge(r, gate).status]++
-	}
-	var parts []string
-	for _, st := range order {
-		if n[st] > 0 {
-			parts = append(parts, fmt.Sprintf("%d %s", n[st], st))
-		}
-	}
-	return fmt.Sprintf("%d scenario(s): %s", len(rs), strings.Join(parts, ", "))
-}
-
-// reproStatus is repro's exit status, the worst of the scenarios' verdicts: an expectation not met
-// (4) wins over a violation (1), so a profile whose expected violations stop showing fails the run
-// instead of passing as "found"; a violation wins over an undecided object (3). With gate
-// (--expectations), a scenario that met its expectations counts as 0 whatever it found.
-func reproStatus(rs []*harness.Result, gate bool) int {
-	rank := map[int]int{exitOK: 0, exitUndecided: 1, exitFound: 2, exitExpectation: 3}
-	code := exitOK
-	for _, r := range rs {
-		if c := judge(r, gate).code; rank[c] > rank[code] {
-			code = c
-		}
-	}
-	return code
-}
-
-func summary(rs []*harness.Result) string {
-	var unmet []string
-	for _, r := range rs {
-		if r.Expected && len(r.Mismatches) > 0 {
-			unmet = append(unmet, fmt.Sprintf("%s under %s: %s", r.Scenario, r.Profile, strings.Join(r.Mismatches, "; ")))
-		}
-	}
-	s := findings(rs)
-	if len(unmet) > 0 {
-		s += fmt.Sprintf("\nUNEXPECTED: %d scenario(s) did not meet their expectations:\n  %s", len(unmet), strings.Join(unmet, "\n  "))
-	}
-	return s
-}
-
-// findings is the summary's line about violations and linearizability.
-func findings(rs []*harness.Result) string {
-	n, bad := 0, 0
-	var names []string
-	for _, r := range rs {
-		n += len(r.Violations) + len(r.NotLinearizable)
-		if len(r.Violations) == 0 && len(r.NotLinearizable) == 0 {
-			continue
-		}
-		bad++
-		seen := map[string]bool{}
-		for _, v := range r.Violations {
-			if !seen[v.Invariant] {
-				seen[v.Invariant] = true
-				names = append(names, r.Scenario+": "+v.Invariant)
-			}
-		}
-		for _, l := range r.NotLinearizable {
-			names = append(names, r.Scenario+": not linearizable: "+l.Object)
-		}
-	}
-	// an object the checker could not decide is named as such, never counted as linearizable
-	var undecided []string
-	for _, r := range rs {
-		for _, l := range r.Undecided {
-			undecided = append(undecided, r.Scenario+": "+l.Object)
-		}
-	}
-	und := ""
-	if len(undecided) > 0 {
-		und = fmt.Sprintf("\n%d object(s) undecided (the linearizability checker timed out): not known to be linearizable:\n  %s", len(undecided), strings.Join(undecided, "\n  "))
-	}
-	if n == 0 {
-		lin := ", every object's history linearizable"
-		if len(undecided) > 0 {
-			lin = ", every object's history decided linearizable"
-		}
-		for _, r := range rs {
-			if !r.LinearChecked {
-				lin = " (linearizability not checked: the world records no server history)"
-			}
-		}
-		return fmt.Sprintf("%d scenario(s), no invariant violated%s%s", len(rs), lin, und)
-	}
-	return fmt.Sprintf("%d scenario(s), %d with findings (%d in all):\n  %s%s", len(rs), bad, n, strings.Join(names, "\n  "), und)
-}
+// reproStatus is repro's exit status, the worst of the scenarios' verdicts (verdict.Worst).
+func reproStatus(rs []*harness.Result, gate bool) int { return exitOf[verdict.Worst(rs, gate)] }
 
 // historyPath is where --history FILE puts a scenario's history: FILE itself for one scenario, and
 // FILE with the scenario's name before its extension for several (repro all), one file each.

@@ -14,6 +14,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/csconform/csconform/harness/explore"
 )
 
 // explore merge joins the shards of one run, as a CI matrix leaves them, into one summary and JUnit
@@ -105,7 +107,7 @@ func TestShardWorkflowExample(t *testing.T) {
 	assert.Len(t, wf.Jobs["shard"].Strategy.Matrix.Shard, shards, "a matrix job per shard")
 	budget, err := strconv.Atoi(wf.Env["BUDGET"])
 	require.NoError(t, err)
-	assert.Zero(t, budget%chunk, "a shard's budget is whole chunks, so the shards add up to the unsharded run")
+	assert.Zero(t, budget%explore.ChunkCases, "a shard's budget is whole chunks, so the shards add up to the unsharded run")
 	vars := strings.NewReplacer(`"`, "", "${{ matrix.shard }}", "1", "$SHARDS", wf.Env["SHARDS"], "$SEED", "1", "$BUDGET", wf.Env["BUDGET"])
 	var commands []string
 	for _, job := range []string{"shard", "merge"} {

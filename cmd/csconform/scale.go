@@ -1,8 +1,8 @@
 package main
 
 // The scale bench (csconform bench --scale) and the scale scenario generator (csconform scenarios
-// scale): figures, never assertions. Their flags, sizes and table; the runs are harness/scalebench's,
-// the generated cloud harness's (ScaleScenario).
+// scale): figures, never assertions. Their flags, sizes and table; the runs and the generated cloud
+// are harness/scalebench's (One, Child, Scenario).
 
 import (
 	"encoding/json"
@@ -21,7 +21,6 @@ import (
 	"github.com/spf13/pflag"
 	"go.yaml.in/yaml/v3"
 
-	"github.com/csconform/csconform/harness"
 	"github.com/csconform/csconform/harness/scalebench"
 )
 
@@ -39,13 +38,13 @@ func addScaleFlags(fs *pflag.FlagSet) scaleFlags {
 	}
 }
 
-func (f scaleFlags) options(hosts int) harness.ScaleOptions {
-	return harness.ScaleOptions{Hosts: hosts, VMsPerHost: *f.vmsPerHost, VMsPerNetwork: *f.vmsPerNetwork, Duration: *f.duration}
+func (f scaleFlags) options(hosts int) scalebench.Options {
+	return scalebench.Options{Hosts: hosts, VMsPerHost: *f.vmsPerHost, VMsPerNetwork: *f.vmsPerNetwork, Duration: *f.duration}
 }
 
 // scaleScenarioCmd prints a generated scale scenario's file: a start for a user's own cloud.
 func scaleScenarioCmd(hosts int, sf scaleFlags, stdout, stderr io.Writer) int {
-	sc, err := harness.ScaleScenario(sf.options(hosts))
+	sc, err := scalebench.Scenario(sf.options(hosts))
 	if err != nil {
 		fmt.Fprintln(stderr, "csconform scenarios:", err)
 		return exitBadInput
@@ -83,7 +82,7 @@ func runScaleOne(hosts int, sf scaleFlags, profile string, prof scaleProfiles, s
 	if os.Getenv("GOMAXPROCS") == "" {
 		runtime.GOMAXPROCS(1)
 	}
-	sc, err := harness.ScaleScenario(sf.options(hosts))
+	sc, err := scalebench.Scenario(sf.options(hosts))
 	if err != nil {
 		fmt.Fprintln(stderr, "csconform bench:", err)
 		return exitBadInput
@@ -146,7 +145,7 @@ func benchScale(sizes string, runs int, sf scaleFlags, profile string, prof scal
 		hosts = append(hosts, n)
 	}
 	for _, n := range hosts { // bad sizes fail before anything runs
-		if _, err := harness.ScaleScenario(sf.options(n)); err != nil {
+		if _, err := scalebench.Scenario(sf.options(n)); err != nil {
 			fmt.Fprintln(stderr, "csconform bench:", err)
 			return exitBadInput
 		}

@@ -1,7 +1,9 @@
 package explore
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/csconform/csconform/harness"
@@ -122,4 +124,58 @@ func CompareThroughput(budget int, seed uint64) (classic, current Throughput, er
 	}
 	classic.Coverage, current.Coverage = guides[0].Coverage.Summary(), guides[1].Coverage.Summary()
 	return classic, current, nil
+}
+
+// BenchDefects are the defects csconform bench times, each alone (D2 is the family D2a-D2e, as
+// impl.ParseDefects reads it): the one list its --defects accepts, its help and its error say.
+func BenchDefects() []string {
+	return []string{impl.D1.Name(), "D2", impl.D3.Name(), impl.C1.Name(), impl.C2.Name(), impl.PlantedStopTimeoutIsSuccess.Name(), impl.PlantedIPFromStaleRead.Name()}
+}
+
+// FindTimes are how fast exploration found one defect over its seeds, each list sorted.
+type FindTimes struct {
+	Found int // the seeds that found it
+	// Own are the findings that are the defect's own: the shrunk program passes once the defects are
+	// fixed (the fixed reference has races of its own that a program can stumble on first).
+	Own    int
+	Cases  []int     // each seed's cases to its finding, or its budget
+	Secs   []float64 // each seed's wall time
+	Shrunk []int     // each finding's shrunk actions
+}
+
+// TimeToFind explores with defect d switched on alone (a planted bug's switch where d is one),
+// budget cases from each of seeds seeds, shrinking each finding with up to shrink runs (0: none);
+// o gives the detectors, the generator and the scheduler. progress, if set, is called after each seed.
+func TimeToFind(d string, o Options, seeds, budget, shrink int, progress func(seed int)) (FindTimes, error) {
+	sw, err := impl.ParseDefects(d)
+	if p, ok := impl.Planted(d); err != nil && ok { // the planted bug is no defect ParseDefects knows
+		sw = impl.Switches{p: true}
+	}
+	fixed, _ := impl.ProfileSwitches(impl.Fixed)
+	o.Profile, o.Defects = d, sw
+	var ft FindTimes
+	for s := 1; s <= seeds; s++ {
+		t0 := time.Now()
+		f, ran, err := Explore(o, budget, uint64(s)*7919, cmp.Or(shrink, -1))
+		if err != nil {
+			return ft, err
+		}
+		if f != nil {
+			ft.Found++
+			ran = f.Cases
+			ft.Shrunk = append(ft.Shrunk, f.Shrunk.Actions)
+			if again, err := Run(f.Shrunk.Program, Options{Profile: impl.Fixed, Defects: fixed}); err == nil && !again.Failed(o.Detectors) {
+				ft.Own++
+			}
+		}
+		ft.Cases = append(ft.Cases, ran)
+		ft.Secs = append(ft.Secs, time.Since(t0).Seconds())
+		if progress != nil {
+			progress(s)
+		}
+	}
+	slices.Sort(ft.Cases)
+	slices.Sort(ft.Secs)
+	slices.Sort(ft.Shrunk)
+	return ft, nil
 }

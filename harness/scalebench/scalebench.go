@@ -1,5 +1,5 @@
-// Package scalebench is the scale bench's mechanism (csconform bench --scale): one size's run of a
-// generated scale cloud (One), each size in a child process of its own so that its peak RSS is its
+// Package scalebench is the scale bench's mechanism (csconform bench --scale): the generated scale
+// cloud (Scenario, also csconform scenarios scale), one size's run of it (One), each size in a child process of its own so that its peak RSS is its
 // own (Child), and the medians the table prints (Median, MedianRatio). Figures, never assertions;
 // the command keeps the flags, the sizes and the table.
 package scalebench
@@ -32,7 +32,7 @@ type Run struct {
 }
 
 // One runs sc, the scale cloud generated from o, on the simulator under profile, in this process.
-func One(sc *harness.Scenario, o harness.ScaleOptions, profile string) (Run, error) {
+func One(sc *harness.Scenario, o Options, profile string) (Run, error) {
 	t0 := time.Now()
 	// The deploys' own minutes come on top of the settle that fills the duration: a run of 48 h, the
 	// default bound and the longest the generator takes, would stop at it. The bound guards runaway

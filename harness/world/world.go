@@ -35,8 +35,56 @@ func Named(name string) (harness.WorldDef, error) {
 	return harness.WorldDef{}, fmt.Errorf("unknown world %q (one of %s)", name, strings.Join(Names, ", "))
 }
 
+// Run runs sc in the world named name (harness.Run).
+func Run(name string, sc *harness.Scenario, o harness.RunOptions) (*harness.Result, error) {
+	w, err := Named(name)
+	if err != nil {
+		return nil, err
+	}
+	return harness.Run(w, sc, o)
+}
+
 // CapabilitiesOf is a world's declaration by name.
 func CapabilitiesOf(name string) (harness.Capabilities, error) {
 	w, err := Named(name)
 	return w.Caps, err
+}
+
+// DetectorTable is the detectors' table of docs/detectors.md, from the worlds' declarations: one row
+// a detector, which worlds run it (✓) and which cannot (—), and why not, the worlds that share a
+// reason named together.
+func DetectorTable() string {
+	var b strings.Builder
+	b.WriteString("| detector |")
+	for _, w := range All {
+		b.WriteString(" " + w.Name + " |")
+	}
+	b.WriteString(" why not |\n|---|")
+	for range All {
+		b.WriteString("---|")
+	}
+	b.WriteString("---|\n")
+	for _, d := range harness.Detectors() {
+		b.WriteString("| `" + d + "` |")
+		var whys []string
+		who := map[string][]string{}
+		for _, w := range All {
+			if w.Caps.Runs(d) {
+				b.WriteString(" ✓ |")
+				continue
+			}
+			b.WriteString(" — |")
+			why := w.Caps.Lacks[harness.DetectorCap(d)]
+			if who[why] == nil {
+				whys = append(whys, why)
+			}
+			who[why] = append(who[why], w.Name)
+		}
+		var cells []string
+		for _, why := range whys {
+			cells = append(cells, strings.Join(who[why], ", ")+": "+why)
+		}
+		b.WriteString(" " + strings.Join(cells, "; ") + " |\n")
+	}
+	return b.String()
 }

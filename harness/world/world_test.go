@@ -1,6 +1,9 @@
 package world
 
 import (
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -10,6 +13,9 @@ import (
 	"github.com/csconform/csconform/conformance"
 	"github.com/csconform/csconform/faults"
 	"github.com/csconform/csconform/harness"
+	"github.com/csconform/csconform/harness/world/container"
+	"github.com/csconform/csconform/harness/world/external"
+	"github.com/csconform/csconform/model/invariant"
 )
 
 // A world refuses a scenario up front, every step it cannot run listed with why, from the one
@@ -75,6 +81,9 @@ func TestCapabilitiesDeclareCatalogueFaults(t *testing.T) {
 	for _, k := range faults.Kinds {
 		known[harness.FaultCap(k.Name)] = true
 	}
+	for _, d := range harness.Detectors() {
+		known[harness.DetectorCap(d)] = true
+	}
 	for _, w := range Names {
 		c, err := CapabilitiesOf(w)
 		require.NoError(t, err)
@@ -107,4 +116,72 @@ func TestWorldsAreOneTable(t *testing.T) {
 	r, err := harness.Run(w, &harness.Scenario{Name: "s", Hosts: []string{"h1"}, Steps: []harness.Step{{Wait: time.Second}}}, harness.RunOptions{Profile: "fixed", Seed: 1})
 	require.NoError(t, err)
 	assert.Equal(t, "s", r.Scenario)
+}
+
+// The worlds seen from outside run the detectors they declare, no more and no fewer: a detector runs
+// there when the world's source calls it (the snapshot's invariants through harness.OutsideChecks,
+// which drops what harness.OutsideLacks names); linearizability is each world's LinearBounds, tested
+// beside it. The in-process cluster's are harness's TestClusterWorldsDeclareTheirDetectors.
+func TestOutsideWorldsRunWhatTheyDeclare(t *testing.T) {
+	calls := map[string]string{ // a detector's entry point, as a world's source calls it
+		invariant.StuckInTransition: "detect.StuckInTransition(",
+		invariant.LeftServerJob:     "detect.LeftServerJobs(",
+		invariant.UnexplainedStop:   "detect.UnexplainedStops(",
+		invariant.TransitionGuard:   "detect.JudgeGuards(",
+		invariant.StorageLeak:       "detect.StorageLeaks(",
+		invariant.HaPromise:         "detect.HaPromise(",
+	}
+	for _, tc := range []struct {
+		dir  string
+		caps harness.Capabilities
+	}{
+		{"container", container.Capabilities},
+		{"external", external.Capabilities},
+		{"external", external.SimulatorCapabilities},
+	} {
+		t.Run(tc.caps.World, func(t *testing.T) {
+			files, err := filepath.Glob(filepath.Join(tc.dir, "*.go"))
+			require.NoError(t, err)
+			var src strings.Builder
+			for _, f := range files {
+				if !strings.HasSuffix(f, "_test.go") {
+					b, err := os.ReadFile(f)
+					require.NoError(t, err)
+					src.Write(b)
+				}
+			}
+			outside := strings.Contains(src.String(), "harness.OutsideChecks")
+			require.True(t, outside, "a world seen from outside checks its snapshots with harness.OutsideChecks")
+			for _, d := range harness.Detectors() {
+				if d == harness.Linearizability {
+					continue
+				}
+				runs := outside
+				if call, ok := calls[d]; ok {
+					runs = strings.Contains(src.String(), call)
+				} else if _, lacks := harness.OutsideLacks[harness.DetectorCap(d)]; lacks {
+					runs = false
+				}
+				assert.Equal(t, runs, tc.caps.Runs(d), "%s: runs %s", tc.dir, d)
+			}
+		})
+	}
+}
+
+// docs/detectors.md's table of which world runs which detector is the declarations'.
+func TestDetectorTableIsDocumented(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/detectors.md")
+	require.NoError(t, err)
+	assert.Contains(t, string(doc), DetectorTable(), "docs/detectors.md: paste DetectorTable's output")
+}
+
+// Run opens the world by its name; an unknown name is Named's error.
+func TestRunByName(t *testing.T) {
+	sc, err := conformance.Find("seed-004-forced-destroy")
+	require.NoError(t, err)
+	res, err := Run("sim", sc, harness.RunOptions{Profile: "fixed", Seed: sc.Seed})
+	require.NoError(t, err)
+	assert.Equal(t, sc.Name, res.Scenario)
+	_, err = Run("vmware", sc, harness.RunOptions{})
+	assert.ErrorContains(t, err, `unknown world "vmware"`)
 }

@@ -56,21 +56,24 @@ var Def = harness.WorldDef{Name: "container", Doc: "server and hosts in Docker c
 
 // Capabilities: the server and the hosts in containers on one machine.
 var Capabilities = harness.Capabilities{World: "in containers", Lacks: map[harness.Capability]string{
-	harness.VirtualTime:                harness.WhyRealTime,
-	harness.FaultCap("host-power-off"): "a host container stopped with its agent still leaves the domains in libvirtd (or the hypervisor container), so it is an agent kill, not a power loss",
-	harness.FaultCap("host-remove"):    "the control endpoint has no deleteHost",
-	harness.FaultCap("heartbeat-fail"): "there is no shared NFS primary storage whose heartbeat file the hosts write",
-	harness.FaultCap("peer-stop"):      harness.WhyPeersSimOnly,
-	harness.FaultCap("start-fails"):    "the host containers' hypervisor has no control to fail a domain's start on demand",
-	harness.PeerServers:                harness.WhyPeersSimOnly,
-	harness.ServerLog:                  harness.WhyNoServerLog,
-	harness.PrimedNetworks:             "priming waits for the network GC to shut the network down, 20 min of real time with CloudStack's values",
-	harness.AllocateOp:                 "the control endpoint deploys and starts at once",
-	harness.HAVMs:                      "the control endpoint's deploy has no HA flag (the service offering's offer_ha)",
-	harness.MigrateOp:                  harness.WhyNoMigration,
-	harness.RecoverOp:                  "the control endpoint has no recoverVirtualMachine",
-	harness.DeleteNetworkOp:            "the control endpoint has no deleteNetwork",
-}}
+	harness.VirtualTime:                          harness.WhyRealTime,
+	harness.FaultCap("host-power-off"):           "a host container stopped with its agent still leaves the domains in libvirtd (or the hypervisor container), so it is an agent kill, not a power loss",
+	harness.FaultCap("host-remove"):              "the control endpoint has no deleteHost",
+	harness.FaultCap("heartbeat-fail"):           "there is no shared NFS primary storage whose heartbeat file the hosts write",
+	harness.FaultCap("peer-stop"):                harness.WhyPeersSimOnly,
+	harness.FaultCap("start-fails"):              "the host containers' hypervisor has no control to fail a domain's start on demand",
+	harness.PeerServers:                          harness.WhyPeersSimOnly,
+	harness.ServerLog:                            harness.WhyNoServerLog,
+	harness.PrimedNetworks:                       "priming waits for the network GC to shut the network down, 20 min of real time with CloudStack's values",
+	harness.AllocateOp:                           "the control endpoint deploys and starts at once",
+	harness.HAVMs:                                "the control endpoint's deploy has no HA flag (the service offering's offer_ha)",
+	harness.MigrateOp:                            harness.WhyNoMigration,
+	harness.RecoverOp:                            "the control endpoint has no recoverVirtualMachine",
+	harness.DeleteNetworkOp:                      "the control endpoint has no deleteNetwork",
+	harness.DetectorCap(invariant.StorageLeak):   "neither the control endpoint nor the hosts' hypervisors list primary storage's files",
+	harness.DetectorCap(invariant.HaPromise):     "it deploys no HA-enabled VM (the control endpoint's deploy has no HA flag), and the server's history, read out of its container at the end, is judged by the transition guards only",
+	harness.DetectorCap(harness.Linearizability): "the server's events stay in its container: the harness's history has the client operations, not the writes the models need",
+}}.WithLacks(harness.RealTimeLacks).WithLacks(harness.OutsideLacks)
 
 // Scaling is the time scaling of a run in containers, in one place. A scenario's own config
 // for a key wins.

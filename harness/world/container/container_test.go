@@ -17,3 +17,9 @@ func TestHostFaultsRefusedInContainers(t *testing.T) {
 		assert.ErrorContains(t, err, "is not available in containers")
 	}
 }
+
+// The linearizability check runs where the world gives Run its bounds, as it declares.
+func TestLinearizabilityAsDeclared(t *testing.T) {
+	_, ok := (&containerRun{}).LinearBounds()
+	assert.Equal(t, ok, Capabilities.Runs(harness.Linearizability))
+}

@@ -39,6 +39,7 @@ import (
 	"github.com/csconform/csconform/harness/cloudclient"
 	"github.com/csconform/csconform/impl"
 	"github.com/csconform/csconform/model/host"
+	"github.com/csconform/csconform/model/invariant"
 	"github.com/csconform/csconform/model/linear"
 	"github.com/csconform/csconform/model/network"
 	"github.com/csconform/csconform/model/vm"
@@ -55,15 +56,18 @@ var Capabilities = capabilities()
 
 func capabilities() harness.Capabilities {
 	c := harness.Capabilities{World: "against an external CloudStack", Lacks: map[harness.Capability]string{
-		harness.VirtualTime:    harness.WhyRealTime,
-		harness.DefectSwitches: "a real CloudStack runs its own code: the profile (--expect) only names the outcome it is judged against",
-		harness.PeerServers:    "the external CloudStack has the servers it has; run the scenario without the field",
-		harness.ServerLog:      harness.WhyNoServerLog,
-		harness.PrimedNetworks: "that needs the network GC's timing; create and shut the network down by hand",
-		harness.AgedNetworks:   "that needs a write to CloudStack's database (csconform inject backdate, by hand)",
-		harness.SetConfigOp:    "changing the CloudStack's global configuration is not done from here; set it with updateConfiguration first and drop the step",
-		harness.HAVMs:          "the run deploys with the chosen offering; pick an HA offering instead",
-	}}
+		harness.VirtualTime:                            harness.WhyRealTime,
+		harness.DefectSwitches:                         "a real CloudStack runs its own code: the profile (--expect) only names the outcome it is judged against",
+		harness.PeerServers:                            "the external CloudStack has the servers it has; run the scenario without the field",
+		harness.ServerLog:                              harness.WhyNoServerLog,
+		harness.PrimedNetworks:                         "that needs the network GC's timing; create and shut the network down by hand",
+		harness.AgedNetworks:                           "that needs a write to CloudStack's database (csconform inject backdate, by hand)",
+		harness.SetConfigOp:                            "changing the CloudStack's global configuration is not done from here; set it with updateConfiguration first and drop the step",
+		harness.HAVMs:                                  "the run deploys with the chosen offering; pick an HA offering instead",
+		harness.DetectorCap(invariant.StorageLeak):     "the API lists no primary storage files",
+		harness.DetectorCap(invariant.TransitionGuard): "the server's writes, with their threads, reasons and jobs, are in its database and log, not in the API (logcheck judges a real server's log against the guards)",
+		harness.DetectorCap(invariant.HaPromise):       "HA's log lines are the server's, not the API's (op_ha_work is no API's)",
+	}}.WithLacks(harness.RealTimeLacks).WithLacks(harness.OutsideLacks)
 	for _, k := range faults.Kinds {
 		if ef, ok := externalFaults[k.Name]; !ok || ef.inject == "" {
 			c.Lacks[harness.FaultCap(k.Name)] = cmp.Or(ef.why, "unknown to the external world")

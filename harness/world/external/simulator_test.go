@@ -297,3 +297,13 @@ func TestSimulatorSeeds(t *testing.T) {
 		})
 	}
 }
+
+// The linearizability check runs where the world gives Run its bounds, as both fault sources declare.
+func TestLinearizabilityAsDeclared(t *testing.T) {
+	_, ok := (&extRun{}).LinearBounds()
+	for _, c := range []harness.Capabilities{Capabilities, SimulatorCapabilities} {
+		if c.Runs(harness.Linearizability) != ok {
+			t.Errorf("%s declares linearizability %v, its LinearBounds says %v", c.World, c.Runs(harness.Linearizability), ok)
+		}
+	}
+}

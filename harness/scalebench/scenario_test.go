@@ -1,4 +1,4 @@
-package harness
+package scalebench
 
 import (
 	"fmt"
@@ -6,10 +6,12 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/csconform/csconform/harness"
 )
 
-func TestScaleScenario(t *testing.T) {
-	sc, err := ScaleScenario(ScaleOptions{Hosts: 3, VMsPerHost: 4, VMsPerNetwork: 5, Duration: time.Hour})
+func TestScenario(t *testing.T) {
+	sc, err := Scenario(Options{Hosts: 3, VMsPerHost: 4, VMsPerNetwork: 5, Duration: time.Hour})
 	require.NoError(t, err)
 	require.Len(t, sc.Hosts, 3)
 	require.Len(t, sc.Networks, 3) // 12 VMs, 5 a network
@@ -18,17 +20,17 @@ func TestScaleScenario(t *testing.T) {
 	require.Equal(t, 10*time.Second, sc.Steps[4].Wait) // the second host's first deploy
 	require.Equal(t, time.Hour-30*time.Second, sc.Settle)
 
-	for _, bad := range []ScaleOptions{{Hosts: 0}, {Hosts: 1, VMsPerHost: -1}, {Hosts: 1, VMsPerNetwork: 40}, {Hosts: 1, Duration: 100 * time.Hour}, {Hosts: MaxScenarioHosts + 1}, {Hosts: 100, VMsPerHost: MaxScenarioVMs/100 + 1}} {
-		_, err := ScaleScenario(bad)
+	for _, bad := range []Options{{Hosts: 0}, {Hosts: 1, VMsPerHost: -1}, {Hosts: 1, VMsPerNetwork: 40}, {Hosts: 1, Duration: 100 * time.Hour}, {Hosts: harness.MaxScenarioHosts + 1}, {Hosts: 100, VMsPerHost: harness.MaxScenarioVMs/100 + 1}} {
+		_, err := Scenario(bad)
 		require.Error(t, err, "%+v", bad)
 	}
 }
 
-// TestScaleScenarioRuns: a small generated cloud runs clean under fixed.
-func TestScaleScenarioRuns(t *testing.T) {
-	sc, err := ScaleScenario(ScaleOptions{Hosts: 2, VMsPerHost: 3, Duration: 30 * time.Minute})
+// TestScenarioRuns: a small generated cloud runs clean under fixed.
+func TestScenarioRuns(t *testing.T) {
+	sc, err := Scenario(Options{Hosts: 2, VMsPerHost: 3, Duration: 30 * time.Minute})
 	require.NoError(t, err)
-	res, err := RunScenario(sc, "fixed", nil, sc.Seed)
+	res, err := harness.RunScenario(sc, "fixed", nil, sc.Seed)
 	require.NoError(t, err)
 	require.Empty(t, res.Violations)
 	require.Empty(t, res.Mismatches)
@@ -39,10 +41,10 @@ func TestScaleScenarioRuns(t *testing.T) {
 func BenchmarkScale(b *testing.B) {
 	for _, hosts := range []int{10, 50} {
 		b.Run(fmt.Sprintf("hosts=%d", hosts), func(b *testing.B) {
-			sc, err := ScaleScenario(ScaleOptions{Hosts: hosts, Duration: time.Hour})
+			sc, err := Scenario(Options{Hosts: hosts, Duration: time.Hour})
 			require.NoError(b, err)
 			for b.Loop() {
-				res, err := RunScenario(sc, "fixed", nil, sc.Seed)
+				res, err := harness.RunScenario(sc, "fixed", nil, sc.Seed)
 				require.NoError(b, err)
 				b.ReportMetric(float64(res.Steps), "steps/op")
 			}

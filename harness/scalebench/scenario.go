@@ -1,16 +1,17 @@
-package harness
+package scalebench
 
 import (
 	"fmt"
 	"time"
 
+	"github.com/csconform/csconform/harness"
 	"github.com/csconform/csconform/impl"
 )
 
-// ScaleOptions size a generated scale scenario: a cloud of Hosts hosts with VMsPerHost user VMs each,
+// Options size a generated scale scenario: a cloud of Hosts hosts with VMsPerHost user VMs each,
 // spread over networks of at most VMsPerNetwork VMs, deployed host by host and then left to run (power
 // sync, pings, job and network GC) until Duration of simulated time has passed.
-type ScaleOptions struct {
+type Options struct {
 	Hosts         int
 	VMsPerHost    int           // 0: 20
 	VMsPerNetwork int           // 0: 25 (a network's guest pool holds 32 addresses, one for its router)
@@ -19,13 +20,13 @@ type ScaleOptions struct {
 
 // The bounds of a generated cloud: a network pool of 32 addresses, one for the router.
 const (
-	maxScaleHosts      = MaxScenarioHosts
+	maxScaleHosts      = harness.MaxScenarioHosts
 	maxScaleVMsPerHost = 1_000
 	maxVMsPerNetwork   = 31
 	scaleBatchWait     = 10 * time.Second // between two hosts' deploys
 )
 
-func (o ScaleOptions) withDefaults() ScaleOptions {
+func (o Options) withDefaults() Options {
 	if o.VMsPerHost == 0 {
 		o.VMsPerHost = 20
 	}
@@ -38,9 +39,9 @@ func (o ScaleOptions) withDefaults() ScaleOptions {
 	return o
 }
 
-// ScaleScenario generates the scenario o describes. The deploys of one host run at once, the hosts one
+// Scenario generates the scenario o describes. The deploys of one host run at once, the hosts one
 // after the other 10 s apart; the settle after the last one fills the rest of Duration.
-func ScaleScenario(o ScaleOptions) (*Scenario, error) {
+func Scenario(o Options) (*harness.Scenario, error) {
 	o = o.withDefaults()
 	switch {
 	case o.Hosts < 1 || o.Hosts > maxScaleHosts:
@@ -49,14 +50,14 @@ func ScaleScenario(o ScaleOptions) (*Scenario, error) {
 		return nil, fmt.Errorf("scale: VMs per host must be 1 to %d, got %d", maxScaleVMsPerHost, o.VMsPerHost)
 	case o.VMsPerNetwork < 1 || o.VMsPerNetwork > maxVMsPerNetwork:
 		return nil, fmt.Errorf("scale: VMs per network must be 1 to %d (a pool of 32 addresses), got %d", maxVMsPerNetwork, o.VMsPerNetwork)
-	case o.Hosts*o.VMsPerHost > MaxScenarioVMs:
-		return nil, fmt.Errorf("scale: %d hosts x %d VMs is %d VMs: at most %d", o.Hosts, o.VMsPerHost, o.Hosts*o.VMsPerHost, MaxScenarioVMs)
-	case o.Duration < 0 || o.Duration > DefaultMaxSimTime:
-		return nil, fmt.Errorf("scale: duration must be at most %s, got %s", DefaultMaxSimTime, o.Duration)
+	case o.Hosts*o.VMsPerHost > harness.MaxScenarioVMs:
+		return nil, fmt.Errorf("scale: %d hosts x %d VMs is %d VMs: at most %d", o.Hosts, o.VMsPerHost, o.Hosts*o.VMsPerHost, harness.MaxScenarioVMs)
+	case o.Duration < 0 || o.Duration > harness.DefaultMaxSimTime:
+		return nil, fmt.Errorf("scale: duration must be at most %s, got %s", harness.DefaultMaxSimTime, o.Duration)
 	}
 	vms := o.Hosts * o.VMsPerHost
 	nets := (vms + o.VMsPerNetwork - 1) / o.VMsPerNetwork
-	sc := &Scenario{
+	sc := &harness.Scenario{
 		Name:  fmt.Sprintf("scale-%dx%d", o.Hosts, o.VMsPerHost),
 		Title: fmt.Sprintf("%d hosts x %d VMs over %d networks, deployed host by host, then %s of simulated time (scale)", o.Hosts, o.VMsPerHost, nets, o.Duration),
 		Seed:  1,
@@ -65,11 +66,11 @@ func ScaleScenario(o ScaleOptions) (*Scenario, error) {
 		sc.Hosts = append(sc.Hosts, fmt.Sprintf("h%d", h))
 	}
 	for n := 1; n <= nets; n++ {
-		sc.Networks = append(sc.Networks, NetworkDef{Name: fmt.Sprintf("net%d", n)})
+		sc.Networks = append(sc.Networks, harness.NetworkDef{Name: fmt.Sprintf("net%d", n)})
 	}
 	// VM i goes to network i mod nets: each network's VMs spread over many hosts, as tenants' are.
 	for i := 0; i < vms; i++ {
-		st := Step{Op: "deploy", VM: fmt.Sprintf("v%d", i+1), Networks: []string{fmt.Sprintf("net%d", i%nets+1)},
+		st := harness.Step{Op: "deploy", VM: fmt.Sprintf("v%d", i+1), Networks: []string{fmt.Sprintf("net%d", i%nets+1)},
 			Host: sc.Hosts[i/o.VMsPerHost], Async: true}
 		if i > 0 && i%o.VMsPerHost == 0 {
 			st.Wait = scaleBatchWait
@@ -77,6 +78,6 @@ func ScaleScenario(o ScaleOptions) (*Scenario, error) {
 		sc.Steps = append(sc.Steps, st)
 	}
 	sc.Settle = max(o.Duration-time.Duration(o.Hosts)*scaleBatchWait, 3*time.Minute)
-	sc.Expect = map[string]Expect{impl.Fixed: {Violations: []string{}}}
+	sc.Expect = map[string]harness.Expect{impl.Fixed: {Violations: []string{}}}
 	return sc, sc.Validate()
 }
