@@ -18,6 +18,9 @@ import (
 // dead peer: there are no read deadlines, and TCP keepalives are answered by a paused process's
 // kernel. Only the management server's ping timeout, or a command's wait, notices — as in CloudStack.
 
+// AcceptRetryMin is the first wait after a failed accept (doubled at each failure in a row, to 1 s).
+const AcceptRetryMin = 5 * time.Millisecond
+
 // MaxFrame bounds one message on the wire.
 const MaxFrame = 4 << 20
 
@@ -34,6 +37,8 @@ type Listener struct {
 	// and Refused, when set, is told: the host the message named, the peer's address, and why.
 	Key     string
 	Refused func(host, from, why string)
+	// AcceptFailed, when set, is told of an accept that failed and will be tried again after retry.
+	AcceptFailed func(err error, retry time.Duration)
 
 	ln     net.Listener
 	mu     sync.Mutex
@@ -53,11 +58,30 @@ func Listen(addr string) (*Listener, error) {
 // Addr is the address agents dial.
 func (l *Listener) Addr() string { return l.ln.Addr().String() }
 
-// Accept waits for the next agent connection; impl.ErrClosed once the listener is closed.
+// Accept waits for the next agent connection; impl.ErrClosed once the listener is closed. Any other
+// failure to accept (EMFILE after a burst of connections, ECONNABORTED) leaves the listener as it is:
+// Accept waits, 5 ms doubling to 1 s, and accepts again, as net/http's Serve does. It used to end the
+// server's accept loop, and no agent was ever accepted again until a restart (issue 49).
 func (l *Listener) Accept() (impl.Pipe, error) {
-	c, err := l.ln.Accept()
-	if err != nil {
-		return nil, fmt.Errorf("%w: %v", impl.ErrClosed, err)
+	var delay time.Duration
+	var c net.Conn
+	for {
+		var err error
+		c, err = l.ln.Accept()
+		if err == nil {
+			break
+		}
+		l.mu.Lock()
+		closed := l.closed
+		l.mu.Unlock()
+		if closed || errors.Is(err, net.ErrClosed) {
+			return nil, fmt.Errorf("%w: %v", impl.ErrClosed, err)
+		}
+		delay = min(max(2*delay, AcceptRetryMin), time.Second)
+		if l.AcceptFailed != nil {
+			l.AcceptFailed(err, delay)
+		}
+		time.Sleep(delay)
 	}
 	p := newPipe(c)
 	p.want, p.refused = l.Key, l.Refused

@@ -70,6 +70,10 @@ func (s *Server) Start(o Options) {
 		o.Sink.Emit(history.Event{Kind: history.Log, Level: "WARN", Actor: "AgentManager", Object: host,
 			Detail: fmt.Sprintf("refused the agent connection from %s (host %q): %s", from, host, why)})
 	}
+	o.Agents.AcceptFailed = func(err error, retry time.Duration) {
+		o.Sink.Emit(history.Event{Kind: history.Log, Level: "WARN", Actor: "AgentManager",
+			Detail: fmt.Sprintf("accepting an agent connection failed (%v): accepting again in %s", err, retry)})
+	}
 	s.srv = impl.NewServer(o.ID, s.env, s.db, o.Config, o.Switches, o.Agents)
 	s.srv.Start()
 	s.control = &http.Server{Handler: control.Handler(s.srv, s.db, o.Config, o.ControlToken), ReadHeaderTimeout: 10 * time.Second}
