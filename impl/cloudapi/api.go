@@ -166,7 +166,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, hr *http.Request) {
 	req, cmd, ref := h.admit(hr.Form)
 	if ref != nil {
 		if h.opt.Logf != nil {
-			h.opt.Logf("cloudapi: refused %s from %s: %s", ref.command, hr.RemoteAddr, ref.why)
+			h.opt.Logf("cloudapi: refused %s from %s: %s", quoteName(ref.command), hr.RemoteAddr, ref.why) // quoted and cut: a client's newline would forge log lines
 		}
 		h.writeError(w, ref.respName, ref.err)
 		return

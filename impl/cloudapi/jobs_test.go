@@ -74,8 +74,14 @@ func TestUnknownCommand(t *testing.T) {
 		}
 	}
 	// the log says why: the command, not the signature
-	if log := f.log.String(); !strings.Contains(log, "refused rebootEverything") || !strings.Contains(log, "unknown command") || strings.Contains(log, "signature does not match") {
+	if log := f.log.String(); !strings.Contains(log, `refused "rebootEverything"`) || !strings.Contains(log, "unknown command") || strings.Contains(log, "signature does not match") {
 		t.Fatalf("log:\n%s", log)
+	}
+	// a command name carrying a newline cannot forge a log line: it is quoted, and cut
+	forged := signed("x\n2026-12-07 INFO STATE host:h1 Up -> Down", testCreds.SecretKey)
+	raw(t, f.url, forged)
+	if log := f.log.String(); strings.Contains(log, "\n2026-12-07 INFO STATE") {
+		t.Fatalf("a client's newline reached the log:\n%s", log)
 	}
 	// cloudstack-go reports it as a 401
 	var out map[string]any
