@@ -8,6 +8,7 @@ package process
 import (
 	"context"
 	"fmt"
+	"github.com/csconform/csconform/internal/printable"
 	"net"
 	"net/http"
 	"sync"
@@ -68,7 +69,7 @@ func (s *Server) Start(o Options) {
 	o.Agents.Key = o.AgentKey
 	o.Agents.Refused = func(host, from, why string) {
 		o.Sink.Emit(history.Event{Kind: history.Log, Level: "WARN", Actor: "AgentManager", Object: host,
-			Detail: fmt.Sprintf("refused the agent connection from %s (host %q): %s", from, host, why)})
+			Detail: fmt.Sprintf("refused the agent connection from %s (host %q): %s", from, cut(host, 64), printable.String(cut(why, 200)))})
 	}
 	o.Agents.AcceptFailed = func(err error, retry time.Duration) {
 		o.Sink.Emit(history.Event{Kind: history.Log, Level: "WARN", Actor: "AgentManager",
@@ -113,3 +114,12 @@ func (s *Server) Shutdown() {
 
 // Close ends the server's world: its tasks stop.
 func (s *Server) Close() { s.env.Close() }
+
+// cut shortens a peer's text for the log: a refused agent's host id or message kind is whatever it
+// sent, up to a 4 MiB frame (issue 49: a 9 MB name wrote a 9 MB line).
+func cut(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
+}
