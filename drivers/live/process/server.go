@@ -77,12 +77,12 @@ func (s *Server) Start(o Options) {
 	}
 	s.srv = impl.NewServer(o.ID, s.env, s.db, o.Config, o.Switches, o.Agents)
 	s.srv.Start()
-	s.control = &http.Server{Handler: control.Handler(s.srv, s.db, o.Config, o.ControlToken), ReadHeaderTimeout: 10 * time.Second}
+	s.control = httpServer(control.Handler(s.srv, s.db, o.Config, o.ControlToken))
 	go s.control.Serve(o.Control)
 	if o.API != nil {
 		mux := http.NewServeMux()
 		mux.Handle("/client/api", cloudapi.New(s.srv, cloudapi.Options{Logf: o.Logf}, o.Credentials))
-		s.api = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+		s.api = httpServer(mux)
 		go s.api.Serve(o.API)
 	}
 }
@@ -122,4 +122,14 @@ func cut(s string, n int) string {
 		return s
 	}
 	return s[:n] + "..."
+}
+
+// RequestReadTimeout bounds the reading of a whole request, body included, on the API and control
+// endpoints: with only a header timeout, a body trickled a byte every 5 s held a connection for ever
+// (issue 49: 500 of 500 held). A handler's own run is not bounded (a deploy's job is waited on).
+var RequestReadTimeout = 60 * time.Second
+
+// httpServer is an endpoint's server with the read bounds every endpoint has.
+func httpServer(h http.Handler) *http.Server {
+	return &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: RequestReadTimeout, IdleTimeout: 2 * time.Minute}
 }
