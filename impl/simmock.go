@@ -53,6 +53,31 @@ func (t *SimMocks) Configure(zone, pod, cluster, host, name, values string, coun
 	return r.copy()
 }
 
+// Live counts the rows not cleaned up.
+func (t *SimMocks) Live() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	n := 0
+	for _, r := range t.rows {
+		if !r.Removed {
+			n++
+		}
+	}
+	return n
+}
+
+// Has says whether Configure would update a row rather than add one.
+func (t *SimMocks) Has(zone, pod, cluster, host, name string) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, r := range t.rows {
+		if !r.Removed && r.Name == name && r.sameScope(zone, pod, cluster, host) {
+			return true
+		}
+	}
+	return false
+}
+
 // sameScope is findByCommand's search: the first NULL field makes the rest NULL too (a zone-less
 // search is the global row whatever else was given).
 func (r *SimMock) sameScope(zone, pod, cluster, host string) bool {

@@ -9,6 +9,7 @@ package cloudapi
 // and host ids; this face has only UUIDs, so it answers with those.
 
 import (
+	"fmt"
 	"strconv"
 
 	"github.com/csconform/csconform/impl"
@@ -36,6 +37,9 @@ func simulatorCommands(h *Handler) []command {
 	}
 }
 
+// maxMocks bounds the live mockconfiguration rows the face keeps (a test configures a handful).
+const maxMocks = 1000
+
 // configureSimulator is ConfigureSimulatorCmd.execute: SimulatorManagerImpl.configureSimulator, then
 // the row read back.
 func (h *Handler) configureSimulator(r *request) (any, *apiError) {
@@ -62,6 +66,23 @@ func (h *Handler) configureSimulator(r *request) (any, *apiError) {
 		}
 		c := int(n)
 		count = &c
+	}
+	// mockconfiguration's columns: name varchar(255), values and json_response varchar(4096)
+	// (create-schema-simulator.sql); MySQL refuses a longer value, so CloudStack's insert fails. The
+	// face refuses it up front (431), and stores at most maxMocks live rows: without either, 150 mocks
+	// of 2 MB held 615 MB (issue 49).
+	for _, c := range []struct {
+		name string
+		max  int
+	}{{"name", 255}, {"value", 4096}, {"jsonresponse", 4096}} {
+		if n := len(r.get(c.name)); n > c.max {
+			return nil, &apiError{ErrParam, csErrorCodes["InvalidParameterValueException"],
+				fmt.Sprintf("Unable to execute API command configuresimulator: %s is %d bytes, longer than the %d of mockconfiguration's column", c.name, n, c.max)}
+		}
+	}
+	if h.db.Mocks.Live() >= maxMocks && !h.db.Mocks.Has(sc[0], sc[1], sc[2], sc[3], r.get("name")) {
+		return nil, &apiError{ErrParam, csErrorCodes["InvalidParameterValueException"],
+			fmt.Sprintf("Unable to execute API command configuresimulator: %d mocks are configured already; remove some with cleanupSimulatorMock", maxMocks)}
 	}
 	m := h.db.Mocks.Configure(sc[0], sc[1], sc[2], sc[3], r.get("name"), r.get("value"), count, r.get("jsonresponse"))
 	return map[string]any{"simulatormock": h.mockJSON(m)}, nil

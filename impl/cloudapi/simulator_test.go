@@ -1,6 +1,7 @@
 package cloudapi
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -85,5 +86,43 @@ func TestSimulatorMockAPI(t *testing.T) {
 				t.Fatalf("got %d %q, want %d mentioning %q", code, text, c.code, c.mention)
 			}
 		})
+	}
+}
+
+// configureSimulator refuses what mockconfiguration's columns cannot hold (name 255, values and
+// json_response 4096 bytes), as MySQL refuses CloudStack's insert, and more than maxMocks live rows:
+// 150 mocks of 2 MB once held 615 MB. Updating a row that exists is never refused for the count.
+func TestSimulatorMocksAreBounded(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	call := func(kv ...string) error {
+		p := &cs.CustomServiceParams{}
+		for i := 0; i+1 < len(kv); i += 2 {
+			p.SetParam(kv[i], kv[i+1])
+		}
+		var out map[string]any
+		return f.cs.Custom.(*cs.CustomService).CustomRequest("configureSimulator", p, &out)
+	}
+	for _, c := range []struct{ key, val, mention string }{
+		{"name", strings.Repeat("N", 256), "name is 256 bytes"},
+		{"value", "wait:" + strings.Repeat("1", 4096), "value is 4101 bytes"},
+		{"jsonresponse", strings.Repeat("{", 4097), "jsonresponse is 4097 bytes"},
+	} {
+		kv := []string{"name", "StartCommand", "value", "wait:1", c.key, c.val}
+		err := call(kv...)
+		if err == nil || !strings.Contains(err.Error(), c.mention) || !strings.Contains(err.Error(), "431") {
+			t.Errorf("%s: %v", c.key, err)
+		}
+	}
+	for i := range maxMocks {
+		if err := call("name", fmt.Sprintf("Command%d", i), "value", "wait:1"); err != nil {
+			t.Fatalf("mock %d: %v", i, err)
+		}
+	}
+	if err := call("name", "OneTooMany", "value", "wait:1"); err == nil || !strings.Contains(err.Error(), "cleanupSimulatorMock") {
+		t.Fatalf("mock %d: %v", maxMocks+1, err)
+	}
+	if err := call("name", "Command0", "value", "result:fail"); err != nil {
+		t.Fatalf("updating a row at the bound: %v", err)
 	}
 }
