@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"compress/gzip"
 	"container/heap"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -34,6 +35,20 @@ type Skip struct {
 // the rest are other layouts, or not logs at all.
 func IsServerLogName(name string) bool {
 	return strings.HasPrefix(name, "management-server.log") || strings.HasPrefix(name, "vmops.log")
+}
+
+// otherLogs are the other files of /var/log/cloudstack/management/ that share its layout or sit beside
+// it and are not the server's log: the API's access log (apilog.log, log4j's layout, one line per API
+// call), Jetty's access.log, and the JVM's stdout and stderr. Left out by name, before any sniffing.
+var otherLogs = []string{"apilog.log", "access.log", "management-server.out", "management-server.err"}
+
+func isOtherLogName(name string) bool {
+	for _, o := range otherLogs {
+		if strings.HasPrefix(name, o) {
+			return true
+		}
+	}
+	return false
 }
 
 // unreadable names a compressed rotation logcheck cannot unpack (it reads plain text and gzip).
@@ -76,23 +91,88 @@ func Expand(args []string) (files []string, skipped []Skip, err error) {
 				skipped = append(skipped, Skip{p, "a directory (logcheck does not descend: give it as an argument of its own)"})
 			case !d.Type().IsRegular():
 				skipped = append(skipped, Skip{p, "not a regular file"})
-			case !IsServerLogName(d.Name()):
-				skipped = append(skipped, Skip{p, "not a management-server log (by its name)"})
 			case unreadable(d.Name()) != "":
 				skipped = append(skipped, Skip{p, "compressed as " + unreadable(d.Name()) + ", which logcheck does not unpack (gzip it, or unpack it and give the file)"})
+			case IsServerLogName(d.Name()):
+				files = append(files, p)
+				n++
+			case isOtherLogName(d.Name()):
+				skipped = append(skipped, Skip{p, "not a management-server log (by its name: the API's, Jetty's or the JVM's)"})
 			default:
+				// another name (a copy saved as ms1.log, an excerpt from an issue): read by its
+				// content, as a management server's log when its first entries are in its layout
+				if why := sniff(p); why != "" {
+					skipped = append(skipped, Skip{p, "not a management-server log: " + why})
+					continue
+				}
 				files = append(files, p)
 				n++
 			}
 		}
 		if n == 0 {
-			return nil, nil, fmt.Errorf("%s: no management-server log in the directory (management-server.log, management-server.log.2025-02-24.gz)", a)
+			return nil, skipped, &NoLogError{Dir: a, Skipped: skipped}
 		}
 	}
 	if len(files) == 0 {
 		return nil, nil, fmt.Errorf("no input")
 	}
 	return files, skipped, nil
+}
+
+// NoLogError is a directory with no management-server log: what was in it, each with why it was
+// left out, so that the user sees what logcheck looked at.
+type NoLogError struct {
+	Dir     string
+	Skipped []Skip
+}
+
+func (e *NoLogError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s: no management-server log in the directory (by name: management-server.log, management-server.log.2025-02-24.gz; by content: lines in its layout)", e.Dir)
+	// one line, as every bad-input error: the first few entries left out, and how many more
+	const shown = 4
+	for i, sk := range e.Skipped {
+		if i == shown {
+			fmt.Fprintf(&b, "; and %d more", len(e.Skipped)-shown)
+			break
+		}
+		fmt.Fprintf(&b, "; %s: %s", filepath.Base(sk.Path), sk.Reason)
+	}
+	if len(e.Skipped) == 0 {
+		b.WriteString("; the directory is empty")
+	}
+	return b.String()
+}
+
+// sniffEntries is how many entries sniff reads before it decides.
+const sniffEntries = 20
+
+// sniff says why the file at p is not a management server's log by its content ("" when it is):
+// among its first entries, one with a level and a logger, as log4j's layout writes them.
+func sniff(p string) string {
+	src, err := OpenSource(p, nil)
+	if err != nil {
+		var ie *InputError
+		if errors.As(err, &ie) {
+			return ie.Msg
+		}
+		return err.Error()
+	}
+	defer src.Close()
+	for range sniffEntries {
+		e, err := src.r.Next()
+		if err != nil {
+			var ie *InputError
+			if errors.As(err, &ie) {
+				return ie.Msg
+			}
+			break
+		}
+		if e.Level != "" && e.Logger != "" {
+			return ""
+		}
+	}
+	return fmt.Sprintf("none of its first %d entries is in the log's layout (a time, a level, a [logger])", sniffEntries)
 }
 
 func pathErr(err error) string {
@@ -220,6 +300,7 @@ func (m *Merger) Totals() Stats {
 		t.Orphans += st.Orphans
 		t.Continued += st.Continued
 		t.Unparsable += st.Unparsable
+		t.Debug += st.Debug
 	}
 	return t
 }

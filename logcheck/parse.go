@@ -71,6 +71,9 @@ type Stats struct {
 	NoState    int64 `json:"noState"`    // entries of a known kind that carries nothing a check reads (KNoState, KStorage)
 	Malformed  int64 `json:"malformed"`  // entries that look like a known kind but do not parse
 	Unparsable int64 `json:"unparsable"` // lines that are neither a header nor a continuation of one
+	// Debug counts the entries at DEBUG or TRACE: a log that has them was written at DEBUG, and lacks
+	// the checks' lines for another reason than its level
+	Debug int64 `json:"debug,omitempty"`
 }
 
 // Reader reads entries from one log stream.
@@ -126,6 +129,9 @@ func (r *Reader) Next() (*Entry, error) {
 		e, ok := r.header(line)
 		if ok {
 			r.Stats.Entries++
+			if e.Level == "DEBUG" || e.Level == "TRACE" {
+				r.Stats.Debug++
+			}
 			prev := r.pending
 			r.pending = e
 			if prev != nil {

@@ -9,6 +9,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // The lines below are written for these tests in the shapes of log-formats.md (ids, names and
@@ -519,5 +522,48 @@ func TestExpandServerLogDirectory(t *testing.T) {
 	os.WriteFile(filepath.Join(other, "access.log"), []byte("x\n"), 0o644)
 	if _, _, err := Expand([]string{other}); err == nil || !strings.Contains(err.Error(), "no management-server log in the directory") {
 		t.Errorf("err %v", err)
+	}
+}
+
+// A directory's files of other names are read by their content (issue 47: a directory of plain
+// *.log excerpts exited 2 without naming what it skipped): one in log4j's layout is a server's log,
+// the rest are skipped with the reason, and a directory with none names what it left out.
+func TestExpandSniffsOtherNames(t *testing.T) {
+	dir := t.TempDir()
+	line := "2026-12-07 10:00:00,000 DEBUG [c.c.v.VirtualMachineManagerImpl] (Work-Job-Executor-1:ctx-1 job-1/job-2 ctx-3) (logid:abc) VM start attempt #1\n"
+	for name, text := range map[string]string{"ms1.log": line, "notes.txt": "what I saw\n", "excerpt.log": "no layout here\n"} {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644))
+	}
+	files, skipped, err := Expand([]string{dir})
+	require.NoError(t, err)
+	assert.Equal(t, []string{filepath.Join(dir, "ms1.log")}, files)
+	require.Len(t, skipped, 2)
+	for _, s := range skipped {
+		assert.Contains(t, s.Reason, "none of its first 20 entries is in the log's layout", s.Path)
+	}
+
+	none := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(none, "notes.txt"), []byte("what I saw\n"), 0o644))
+	_, _, err = Expand([]string{none})
+	var nl *NoLogError
+	require.ErrorAs(t, err, &nl)
+	assert.Contains(t, err.Error(), "notes.txt: not a management-server log")
+	assert.NotContains(t, err.Error(), "\n", "bad input is one line")
+}
+
+// The closing hint of an undecided run names what the log lacks: an excerpt already at DEBUG is not
+// told to raise its level (issue 47), one with no DEBUG entry is.
+func TestUndecidedHintNamesWhatLacks(t *testing.T) {
+	for _, c := range []struct{ level, want string }{
+		{"DEBUG", "the log is at DEBUG, but carries none of the lines"},
+		{"INFO", "it has no DEBUG entries"},
+	} {
+		line := "2026-12-07 10:00:00,000 " + c.level + " [c.c.v.VirtualMachineManagerImpl] (Work-Job-Executor-1:ctx-1 job-1/job-2 ctx-3) (logid:abc) VM start attempt #1\n"
+		rep, err := RunReader("x.log", strings.NewReader(line), Options{})
+		require.NoError(t, err)
+		require.Equal(t, ExitUndecided, rep.ExitCode())
+		var b strings.Builder
+		rep.Text(&b)
+		assert.Contains(t, b.String(), c.want, c.level)
 	}
 }

@@ -157,6 +157,7 @@ func RunSources(srcs []*Source, o Options) (*Report, error) {
 	rep.First, rep.Last = c.first, c.last
 	t := m.Totals()
 	rep.Stats.Lines, rep.Stats.Bytes, rep.Stats.Entries, rep.Stats.Orphans, rep.Stats.Continued, rep.Stats.Unparsable = t.Lines, t.Bytes, t.Entries, t.Orphans, t.Continued, t.Unparsable
+	rep.Stats.Debug = t.Debug
 	return rep, nil
 }
 
@@ -228,7 +229,13 @@ func (r *Report) Text(w io.Writer) {
 	case ExitViolation:
 		fmt.Fprintf(w, "\n%d finding(s)\n", len(r.Findings))
 	case ExitUndecided:
-		fmt.Fprintln(w, "\nnothing could be decided: the log carries none of the lines the checks need (DEBUG level is needed)")
+		if r.Stats.Debug > 0 {
+			// written at DEBUG: what lacks is the paths' own lines (an excerpt cut around them, or
+			// a server that never ran the operations the checks read)
+			fmt.Fprintln(w, "\nnothing could be decided: the log is at DEBUG, but carries none of the lines the checks need (each check above names them): an excerpt cut before them, or a server that did not run those operations")
+		} else {
+			fmt.Fprintln(w, "\nnothing could be decided: the log carries none of the lines the checks need; it has no DEBUG entries, and most of them are written at DEBUG (set the management server's log4j level to DEBUG)")
+		}
 	default:
 		fmt.Fprintln(w, "\nno violation in the checks the log could decide")
 	}
