@@ -38,9 +38,9 @@ type Scheduler struct {
 	tasks    map[*task]struct{}
 	ids      uint64
 	steps    uint64
-	// still counts the steps run since virtual time last moved; maxStill is the most it reached
-	still, maxStill uint64
-	fail            error
+	// still counts the steps run since virtual time last moved
+	still uint64
+	fail  error
 	// closing: no timer runs and every new task is born killed.
 	closing bool
 	// AfterStep, when set, runs on the scheduler's goroutine after every task step.
@@ -104,10 +104,6 @@ func (s *Scheduler) spin() {
 
 // Spin is impl.Spinner: a lock taken by the running task (impl's coopMutex), counted as a point is.
 func (s *Scheduler) Spin() { s.spin() }
-
-// MaxStill is the most steps the simulation has run without virtual time moving (the figure
-// LivelockSteps is set against).
-func (s *Scheduler) MaxStill() uint64 { return s.maxStill }
 
 // LimitError is a simulation stopped at its bound of steps.
 type LimitError struct{ Steps uint64 }
@@ -383,7 +379,6 @@ func (s *Scheduler) step(limit time.Time) bool {
 		}
 		s.steps++
 		s.still++
-		s.maxStill = max(s.maxStill, s.still)
 		name := ""
 		if w.fn != nil {
 			w.fn()
