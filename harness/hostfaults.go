@@ -24,15 +24,17 @@ type hostWorld interface {
 	poweredOff(h string) bool
 }
 
-func (c *Cluster) hostWorld(fault string) (hostWorld, error) {
-	hw, ok := c.w.(hostWorld)
+// substrateFor is the cluster's substrate as the world interface T a fault needs, or the world's
+// refusal of the fault.
+func substrateFor[T any](c *Cluster, fault string) (T, error) {
+	w, ok := c.w.(T)
 	if !ok {
 		if err := c.w.capabilities().Refusal(FaultCap(fault)); err != nil {
-			return nil, err
+			return w, err
 		}
-		return nil, fmt.Errorf("%s: this world declares it and does not implement it", fault)
+		return w, fmt.Errorf("%s: this world declares it and does not implement it", fault)
 	}
-	return hw, nil
+	return w, nil
 }
 
 // HostPower powers a host off or on.
@@ -40,7 +42,7 @@ func (c *Cluster) HostPower(h string, on bool) error {
 	if _, err := c.host(h); err != nil {
 		return err
 	}
-	hw, err := c.hostWorld("host-power-off")
+	hw, err := substrateFor[hostWorld](c, "host-power-off")
 	if err != nil {
 		return err
 	}
@@ -155,7 +157,7 @@ func (c *Cluster) Heartbeat(h string, on bool) error {
 	if _, err := c.host(h); err != nil {
 		return err
 	}
-	hw, err := c.hostWorld("heartbeat-fail")
+	hw, err := substrateFor[hostWorld](c, "heartbeat-fail")
 	if err != nil {
 		return err
 	}
@@ -176,12 +178,9 @@ func (c *Cluster) FailStarts(h string, on bool) error {
 	if _, err := c.host(h); err != nil {
 		return err
 	}
-	sf, ok := c.w.(startFailer)
-	if !ok {
-		if err := c.w.capabilities().Refusal(FaultCap("start-fails")); err != nil {
-			return err
-		}
-		return fmt.Errorf("start-fails: this world declares it and does not implement it")
+	sf, err := substrateFor[startFailer](c, "start-fails")
+	if err != nil {
+		return err
 	}
 	sf.failStarts(h, on)
 	return nil
