@@ -38,44 +38,28 @@ type SimMocks struct {
 
 // Configure is SimulatorManagerImpl.configureSimulator: the row of exactly this scope and name
 // (findByCommand) gets the new values, count and response; else a new row. It returns the row.
-func (t *SimMocks) Configure(zone, pod, cluster, host, name, values string, count *int, jsonResponse string) SimMock {
+// max, when above 0, bounds the live rows: a new row beyond it is refused (ok false), an update never.
+func (t *SimMocks) Configure(zone, pod, cluster, host, name, values string, count *int, jsonResponse string, max int) (m SimMock, ok bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	live := 0
 	for _, r := range t.rows {
-		if !r.Removed && r.Name == name && r.sameScope(zone, pod, cluster, host) {
-			r.Values, r.Count, r.JSONResponse = values, count, jsonResponse
-			return r.copy()
+		if r.Removed {
+			continue
 		}
+		if r.Name == name && r.sameScope(zone, pod, cluster, host) {
+			r.Values, r.Count, r.JSONResponse = values, count, jsonResponse
+			return r.copy(), true
+		}
+		live++
+	}
+	if max > 0 && live >= max {
+		return SimMock{}, false
 	}
 	r := &SimMock{ID: int64(len(t.rows) + 1), Zone: zone, Pod: pod, Cluster: cluster, Host: host, Name: name,
 		Values: values, Count: count, JSONResponse: jsonResponse}
 	t.rows = append(t.rows, r)
-	return r.copy()
-}
-
-// Live counts the rows not cleaned up.
-func (t *SimMocks) Live() int {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	n := 0
-	for _, r := range t.rows {
-		if !r.Removed {
-			n++
-		}
-	}
-	return n
-}
-
-// Has says whether Configure would update a row rather than add one.
-func (t *SimMocks) Has(zone, pod, cluster, host, name string) bool {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	for _, r := range t.rows {
-		if !r.Removed && r.Name == name && r.sameScope(zone, pod, cluster, host) {
-			return true
-		}
-	}
-	return false
+	return r.copy(), true
 }
 
 // sameScope is findByCommand's search: the first NULL field makes the rest NULL too (a zone-less

@@ -36,7 +36,7 @@ func TestSimMockLookup(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			var m SimMocks
 			for _, r := range c.rows {
-				m.Configure(r.Zone, r.Pod, r.Cluster, r.Host, "StopCommand", r.Values, r.Count, "")
+				m.Configure(r.Zone, r.Pod, r.Cluster, r.Host, "StopCommand", r.Values, r.Count, "", 0)
 			}
 			got, ok := m.simulate(c.host, "StopCommand")
 			if ok != c.active || got != c.want {
@@ -54,7 +54,7 @@ func TestSimMockCountAndClear(t *testing.T) {
 	t.Parallel()
 	var m SimMocks
 	one := 1
-	r := m.Configure(SimZone, "", "", "", "StartCommand", "wait:10", &one, "")
+	r, _ := m.Configure(SimZone, "", "", "", "StartCommand", "wait:10", &one, "", 0)
 	if e, ok := m.simulate("h1", "StartCommand"); !ok || e.wait != 10*time.Millisecond {
 		t.Fatalf("first: %+v %v", e, ok)
 	}
@@ -62,7 +62,7 @@ func TestSimMockCountAndClear(t *testing.T) {
 	if _, ok := m.simulate("h1", "StartCommand"); ok {
 		t.Fatal("a mock with count 0 applied")
 	}
-	p := m.Configure(SimZone, SimPod, SimCluster, "h1", "PingCommand", "result:fail", nil, "")
+	p, _ := m.Configure(SimZone, SimPod, SimCluster, "h1", "PingCommand", "result:fail", nil, "", 0)
 	if !m.pingFails("h1") || m.pingFails("h2") {
 		t.Fatal("PingCommand result:fail on h1 only")
 	}

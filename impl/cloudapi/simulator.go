@@ -80,11 +80,11 @@ func (h *Handler) configureSimulator(r *request) (any, *apiError) {
 				fmt.Sprintf("Unable to execute API command configuresimulator: %s is %d bytes, longer than the %d of mockconfiguration's column", c.name, n, c.max)}
 		}
 	}
-	if h.db.Mocks.Live() >= maxMocks && !h.db.Mocks.Has(sc[0], sc[1], sc[2], sc[3], r.get("name")) {
+	m, ok := h.db.Mocks.Configure(sc[0], sc[1], sc[2], sc[3], r.get("name"), r.get("value"), count, r.get("jsonresponse"), maxMocks)
+	if !ok {
 		return nil, &apiError{ErrParam, csErrorCodes["InvalidParameterValueException"],
 			fmt.Sprintf("Unable to execute API command configuresimulator: %d mocks are configured already; remove some with cleanupSimulatorMock", maxMocks)}
 	}
-	m := h.db.Mocks.Configure(sc[0], sc[1], sc[2], sc[3], r.get("name"), r.get("value"), count, r.get("jsonresponse"))
 	return map[string]any{"simulatormock": h.mockJSON(m)}, nil
 }
 
