@@ -163,6 +163,12 @@ type Migrator interface {
 	MigrateTo(name, destHost string) error
 }
 
+// StartFailure is libvirt's error for a domain QEMU could not start (the start-fails fault): the one
+// text every simulated hypervisor answers a refused start with, as a real one would.
+func StartFailure(domain string) error {
+	return fmt.Errorf("internal error: qemu unexpectedly closed the monitor: domain %s: cannot set up guest memory 'pc.ram': Cannot allocate memory", domain)
+}
+
 // DomainSpec is what a StartCommand asks the host to run.
 type DomainSpec struct {
 	Name      string   `json:"name"`

@@ -77,7 +77,7 @@ func (h *FakeHost) Start(spec impl.DomainSpec) error {
 	h.mu.Lock()
 	if h.failStarts {
 		h.mu.Unlock()
-		return fmt.Errorf("internal error: qemu unexpectedly closed the monitor: domain %s: cannot set up guest memory 'pc.ram': Cannot allocate memory", spec.Name)
+		return impl.StartFailure(spec.Name)
 	}
 	h.domains[spec.Name] = d
 	for _, p := range spec.Disks {

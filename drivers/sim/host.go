@@ -92,7 +92,7 @@ func (h *Host) Start(spec impl.DomainSpec) error {
 		return fmt.Errorf("host %s lost power", h.ID)
 	}
 	if h.failStarts {
-		return startFailure(spec.Name)
+		return impl.StartFailure(spec.Name)
 	}
 	d := &domain{spec: spec, running: true}
 	h.domains[spec.Name] = d
@@ -302,8 +302,3 @@ var _ impl.Migrator = (*Host)(nil)
 // FailStarts makes the hypervisor fail (on) every domain it is asked to create, as QEMU does when it
 // cannot start one (the start-fails fault); its running domains go on.
 func (h *Host) FailStarts(on bool) { h.failStarts = on }
-
-// startFailure is libvirt's error for a domain QEMU could not start: the guest never existed.
-func startFailure(name string) error {
-	return fmt.Errorf("internal error: qemu unexpectedly closed the monitor: domain %s: cannot set up guest memory 'pc.ram': Cannot allocate memory", name)
-}

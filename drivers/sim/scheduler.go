@@ -62,7 +62,8 @@ const interruptEvery = 64
 // loop with no sleep (a deleted Sleep in a wait loop) keeps the others runnable and the clock still
 // for ever, which no scenario's bound of virtual time ends. A count of steps, not a wall clock, so
 // the same seed fails at the same step on every machine. The busiest legitimate instant of the
-// built-in scenarios and explorations runs about 600 steps (load-deploy-destroy); the bound is far above any load a scenario can ask for, and a simulator runs it in seconds.
+// built-in scenarios and explorations runs 601 steps (load-deploy-destroy); the bound is far above
+// any load a scenario can ask for, and a simulator runs it in seconds.
 var LivelockSteps uint64 = 10_000_000 // a variable so that tests can make it small
 
 // LivelockError is a simulation in which LivelockSteps steps ran without virtual time moving.
@@ -86,7 +87,7 @@ func (e *LivelockError) Error() string {
 // LivelockSpins bounds the scheduling points and lock takings one task passes without parking: a
 // loop that waits with no sleep at all, under Random (whose points never park) or alone at its
 // instant, never hands control back, so no step is counted and the run hangs for ever. The busiest
-// legitimate run of a task passes a few thousand.
+// legitimate run of a task passes 800.
 var LivelockSpins uint64 = 10_000_000
 
 // spin counts one scheduling point or lock taking of the running task and ends the task, failing the
