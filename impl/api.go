@@ -154,9 +154,22 @@ func (s *Server) ExpungeVirtualMachine(vmID int64) *JobVO {
 // in the correct state to be destroyed"), so a network left Implementing (shutdownNetwork never
 // touches one) or Shutdown (its router would not stop) stays as it is. Otherwise the router is
 // expunged (VirtualRouterElement.destroy) and the row goes DestroyNetwork → Destroy and is removed,
-// a write made without the network's lock, as the Java's stateTransitTo in destroyNetwork is.
+// a write made without the network's lock, as the Java's stateTransitTo in destroyNetwork is. C11:
+// nothing holds the lock between the check for user VMs and the shutdown's taking of it, so a deploy
+// that comes in between starts its VM on a network the delete then shuts down and removes.
 func (s *Server) DeleteNetwork(id int64) *JobVO {
 	return s.jobs.SubmitAPIJob("DeleteNetworkCmd", "Network", id, func(t *Thread, _ *JobVO) error {
+		if !s.Defects[C11] {
+			// the fix of C11: the check, the shutdown and the destroy under the network's lock (the
+			// shutdown's own taking of it is reentrant), so that a deploy's implementNetwork waits for
+			// the delete and then finds the network gone, instead of starting a VM on it in between
+			key := NetworkLockKey(id)
+			if !s.acquireInLockTable(t, key, s.Config.Seconds("network.lock.timeout")) {
+				s.Log(t, "WARN", NetworkObject(id), "Unable to acquire lock for the network %d as a part of network destroy", id)
+				return runtimeErr("Failed to delete network %d: its lock is held", id)
+			}
+			defer s.releaseFromLockTable(t, key)
+		}
 		n := s.DB.Network(id)
 		if n == nil || n.Removed {
 			return runtimeErr("Unable to find network with specified id %d", id)
@@ -180,15 +193,17 @@ func (s *Server) DeleteNetwork(id int64) *JobVO {
 			if r = s.DB.VM(r.ID); r.State != vm.Stopped {
 				return runtimeErr("Unable to destroy router %s: it is %s", r.Name, r.State)
 			}
-			for _, vol := range s.DB.Volumes(r.ID) {
-				if !vol.Removed {
-					s.DB.SetVolumeState(t.Name, vol.ID, "Expunged")
-				}
+			// destroyRouter: _itMgr.expunge(router), the expunge a user VM's takes, its volumes
+			// deleted on its last host (VirtualNetworkApplianceManagerImpl.destroyRouter,
+			// apache/cloudstack@ea7d3226)
+			if err := s.expunge(t, r); err != nil {
+				return err
 			}
-			s.DB.RemoveVM(t.Name, r.ID)
 		}
 		s.DB.UpdateNetworkState(t.Name, n, to, "destroyNetwork: DestroyNetwork", false)
-		s.DB.RemoveNetwork(t.Name, id)
+		if !mutated(MutDeleteNetworkKeepsRow) {
+			s.DB.RemoveNetwork(t.Name, id)
+		}
 		return nil
 	})
 }

@@ -66,3 +66,29 @@ func TestDeleteNetwork(t *testing.T) {
 		})
 	}
 }
+
+// destroyNetwork destroys its router through VirtualRouterElement.destroy →
+// VirtualNetworkApplianceManagerImpl.destroyRouter → _itMgr.expunge (apache/cloudstack@ea7d3226,
+// server/src/main/java/com/cloud/network/router/VirtualNetworkApplianceManagerImpl.java,
+// destroyRouter): the expunge a user VM takes, so the router's volumes are deleted on its last host,
+// not only marked Expunged (the reference did that, and the files stayed on primary storage: a
+// storage-leak the retire-network programs found). And VirtualMachineManagerImpl.advanceExpunge
+// (apache/cloudstack@3156c4ba, engine/orchestration/src/main/java/com/cloud/vm/VirtualMachineManagerImpl.java)
+// re-reads the VM after its stop and transits ExpungeOperation from what it finds: a router a deploy
+// started again meanwhile is Starting, which has no such transition (NoTransitionException), and the
+// expunge fails with "Unable to destroy".
+func TestDeleteNetworkExpungesItsRouter(t *testing.T) {
+	s, db, _, srv, h1, _, n := routerWorld(t, impl.Switches{})
+	router := db.VM(n.RouterID)
+	vols := db.Volumes(router.ID)
+	require.NotEmpty(t, vols)
+	j := srv.DeleteNetwork(n.ID)
+	require.NoError(t, s.RunUntil(s.Now().Add(10*time.Minute), func() bool { return db.Job(j.ID).Status.Done() }))
+	require.Equal(t, job.Succeeded, db.Job(j.ID).Status)
+	require.True(t, db.VM(router.ID).Removed, "the router's row is removed")
+	_, deleted := h1.VolumeFiles()
+	for _, v := range vols {
+		require.Equal(t, "Expunged", db.Volume(v.ID).State)
+		require.True(t, deleted[v.Path], "%s deleted on the router's host", v.Path)
+	}
+}

@@ -312,7 +312,7 @@ func (m *AsyncJobManager) cancelBlockedQueueItems(t *Thread) {
 	m.mu.Lock()
 	for _, id := range slices.Sorted(maps.Keys(m.queues)) {
 		for _, w := range m.queues[id] {
-			if w.running && w.since.Before(cut) {
+			if w.running && w.since.Before(cut) && !mutated(MutJobGCKeepsBlockedItems) {
 				blocked = append(blocked, w)
 				vmIDs = append(vmIDs, id)
 			}
@@ -362,6 +362,9 @@ func (m *AsyncJobManager) expungeExpiredUnfinishedJobs(t *Thread) {
 	slices.SortStableFunc(expired, func(a, b *JobVO) int { return a.Created.Compare(b.Created) })
 	if len(expired) > 100 {
 		expired = expired[:100]
+	}
+	if mutated(MutJobGCKeepsExpiredJobs) {
+		expired = nil
 	}
 	for _, j := range expired {
 		s.Log(t, "INFO", JobObject(j.ID), "Expunging unfinished job-%d", j.ID)

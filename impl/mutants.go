@@ -77,6 +77,15 @@ const (
 	MutFailedAnswerNoCleanup      Mutant = "start-failed-answer-skips-cleanup"
 	MutFailedAnswerLeavesStarting Mutant = "start-failed-answers-leave-starting"
 	MutRouterFailedStartStarting  Mutant = "router-failed-start-stays-starting"
+
+	// Round five, written before any detector of their class (issue 45: the "what an operation
+	// promised at its end" survivors of the mechanical samples, in the class's terms): an API call that
+	// answered success left what it promised, and a background duty of the job GC, due by its
+	// configured deadline, did not happen.
+	MutDeleteNetworkKeepsRow  Mutant = "delete-network-keeps-row"
+	MutExpungeKeepsRow        Mutant = "expunge-keeps-vm-row"
+	MutJobGCKeepsExpiredJobs  Mutant = "job-gc-keeps-expired-unfinished-jobs"
+	MutJobGCKeepsBlockedItems Mutant = "job-gc-keeps-blocked-items"
 )
 
 // MutantInfo says what a mutant does, in CloudStack's terms.
@@ -131,6 +140,10 @@ var Mutants = []MutantInfo{
 	{MutFailedAnswerNoCleanup, "orchestrateStart", "a failed StartAnswer goes on to the next attempt without the attempt's cleanup: no StopCommand to the host that refused, its NICs and volumes left as prepared there"},
 	{MutFailedAnswerLeavesStarting, "orchestrateStart", "a start whose every attempt the hypervisor refused returns its error without the outer finally's OperationFailed: the VM stays Starting"},
 	{MutRouterFailedStartStarting, "startRouter", "a router whose StartAnswer says failed keeps its Starting record, as only a timed-out start should"},
+	{MutDeleteNetworkKeepsRow, "NetworkOrchestrator.destroyNetwork", "deleteNetwork answers success with the network's row left in Destroy, not removed: listNetworks still lists it"},
+	{MutExpungeKeepsRow, "VirtualMachineManagerImpl.advanceExpunge", "expunge answers success with the VM's row left Expunging, not removed"},
+	{MutJobGCKeepsExpiredJobs, "AsyncJobManagerImpl.expungeExpiredUnfinishedJobs", "the GC task no longer expunges unfinished jobs older than job.expire.minutes: a job whose thread is stuck stays in progress, and counts as pending work, for ever"},
+	{MutJobGCKeepsBlockedItems, "AsyncJobManagerImpl.cancelBlockedQueueItems", "the GC task no longer cancels a queue item that has been in process for longer than job.cancel.threshold.minutes: the VM's later work waits behind it for ever"},
 	{MutAgentOrderInTask, "Agent.processRequest", "the order is taken by each command's task on the pool instead of by the reader, so a stop that runs before the start it arrived behind does not wait for it"},
 }
 

@@ -634,6 +634,13 @@ func (s *Server) advanceExpunge(t *Thread, vmID int64) error {
 	if v.State != vm.Destroyed && v.State != vm.Expunging && v.State != vm.Error {
 		return runtimeErr("VM %s is not destroyed: %s", v.Name, v.State)
 	}
+	return s.expunge(t, v)
+}
+
+// expunge is VirtualMachineManagerImpl.advanceExpunge without the API's "destroy it first" check
+// (UserVmManagerImpl.expungeVm makes that): a router's destroyRouter calls it on a Stopped router.
+func (s *Server) expunge(t *Thread, v *VMVO) error {
+	vmID := v.ID
 	if !s.Defects[D2c] && (!mutated(MutExpungeChecksOnlyError) || v.State == vm.Error) {
 		s.ensureInstanceIsStoppedOnLastKnownHost(t, v)
 	}
@@ -641,6 +648,14 @@ func (s *Server) advanceExpunge(t *Thread, vmID int64) error {
 		return err
 	}
 	v = s.DB.VM(vmID)
+	// stateTransitTo(ExpungeOperation) on the copy read after the stop: a VM another thread started
+	// meanwhile (a router a deploy implementing its network starts again) has no such transition,
+	// NoTransitionException, and the expunge fails (VirtualMachineManagerImpl.advanceExpunge,
+	// apache/cloudstack@3156c4ba, engine/orchestration/.../VirtualMachineManagerImpl.java)
+	if _, ok := vm.Next(v.State, vm.ExpungeOperation); !ok {
+		s.Log(t, "DEBUG", VMObject(vmID), "Unable to destroy the vm because it is not in the correct state: %s (%s)", v.Name, v.State)
+		return runtimeErr("Unable to destroy %s", v.Name)
+	}
 	if v.State != vm.Expunging {
 		if !s.DB.UpdateVMState(t.Name, v, vm.ExpungeOperation, vm.Expunging, v.HostID) {
 			return runtimeErr("Unable to expunge %s", v.Name)
@@ -671,7 +686,9 @@ func (s *Server) advanceExpunge(t *Thread, vmID int64) error {
 		}
 	}
 	s.Log(t, "DEBUG", VMObject(vmID), "Expunged VM instance %s", v.Name)
-	s.DB.RemoveVM(t.Name, vmID)
+	if !mutated(MutExpungeKeepsRow) {
+		s.DB.RemoveVM(t.Name, vmID)
+	}
 	return nil
 }
 
