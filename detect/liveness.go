@@ -15,6 +15,9 @@ type Transition struct {
 	Object, What string
 	Since        time.Time
 	Bound        time.Duration
+	// Duty: the bound is a duty of the management server's own (the job GC's expunge of unfinished
+	// jobs), which a host's or a link's fault does not hold up: only a server's fault excuses it.
+	Duty bool
 }
 
 // Overdue says whether t has been in its state for its bound or longer (an unknown since: never).
@@ -25,11 +28,16 @@ func (t Transition) Overdue(now time.Time) bool {
 // StuckInTransition judges what is in a transitional state at now: one past its bound is stuck (a
 // network stuck in Implementing is the most common real report of this kind), its time counted from
 // quiet if later (the end of the last fault: a thing that got there recently is still within its
-// time). The violations come in the order of ts.
-func StuckInTransition(ts []Transition, now, quiet time.Time) []invariant.Violation {
+// time), a duty's from serverQuiet (the end of the last management server's fault). A caller whose
+// fault is still on passes now. The violations come in the order of ts.
+func StuckInTransition(ts []Transition, now, quiet, serverQuiet time.Time) []invariant.Violation {
 	var out []invariant.Violation
 	for _, t := range ts {
-		if !t.Overdue(now) || now.Sub(quiet) < t.Bound {
+		q := quiet
+		if t.Duty {
+			q = serverQuiet
+		}
+		if !t.Overdue(now) || now.Sub(q) < t.Bound {
 			continue
 		}
 		out = append(out, invariant.Violation{Invariant: invariant.StuckInTransition, Object: t.Object, Time: now,

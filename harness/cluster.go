@@ -349,8 +349,22 @@ func (c *Cluster) check() {
 	// something is stuck.
 	if now := c.Now(); !now.Before(c.livenessAt) {
 		c.livenessAt = now.Add(time.Minute)
-		if quiet, ok := c.Rec.quietSince(); ok {
-			c.reportOverdue(quiet)
+		// a fault still on excuses everything (its quiet is now), a host's fault no duty
+		quiet, ok := c.Rec.quietSince()
+		serverQuiet, serverOK := c.Rec.serverQuietSince()
+		if ok || serverOK {
+			if !ok {
+				quiet = now
+			}
+			if !serverOK {
+				serverQuiet = now
+			}
+			c.reportOverdue(quiet, serverQuiet)
+		}
+		// the next look comes sooner where something falls due sooner: a duty bound of 80 s
+		// between two looks a minute apart could pass unseen
+		if due, ok := c.nextDue(now); ok && due.Before(c.livenessAt) {
+			c.livenessAt = due
 		}
 	}
 	if !c.Rec.takeDirty() {
@@ -477,7 +491,7 @@ func (c *Cluster) Snapshot() invariant.Snapshot {
 		s.Hosts = append(s.Hosts, invariant.Host{ID: h.ID, Name: h.ID, Status: h.Status, UpSince: c.Rec.HostUpSince(h.ID)})
 	}
 	for _, n := range c.DB.Networks(nil) {
-		s.Networks = append(s.Networks, invariant.Network{ID: id(n.ID), Name: n.Name, State: n.State, RouterID: idOrEmpty(n.RouterID)})
+		s.Networks = append(s.Networks, invNetwork(n))
 		for _, ip := range c.DB.IPPool(n.ID) {
 			s.IPs = append(s.IPs, invariant.IP{Address: ip.Address, NetworkID: id(n.ID), Free: ip.VMID == 0, VMID: idOrEmpty(ip.VMID)})
 		}

@@ -122,7 +122,7 @@ func haRestartHolds(rows []impl.HaWorkVO, v *impl.VMVO) bool {
 }
 
 func invNetwork(n *impl.NetworkVO) invariant.Network {
-	return invariant.Network{ID: id(n.ID), Name: n.Name, State: n.State, RouterID: idOrEmpty(n.RouterID)}
+	return invariant.Network{ID: id(n.ID), Name: n.Name, State: n.State, RouterID: idOrEmpty(n.RouterID), Removed: n.Removed}
 }
 
 func invPool(db *impl.DB, nid int64) []invariant.IP {
@@ -333,6 +333,7 @@ func (r *Recorder) observationsIncremental(in *invariant.Incremental) []observat
 		}
 		o.ip(e.ip, users)
 	}
+	o.networks(in.Network)
 	return o.out
 }
 

@@ -28,13 +28,21 @@ func networkLivenessBound(cfg *impl.Config) time.Duration {
 	return time.Duration(cfg.Int("job.expire.minutes"))*time.Minute + impl.GCInterval + LivenessBound(cfg)
 }
 
+// jobLivenessBound is an unfinished job's: LivenessBound, or sooner the job GC's duty — each tick
+// (GCInterval) it expunges the unfinished jobs created job.expire.minutes ago or earlier
+// (expungeExpiredUnfinishedJobs), whatever their threads still do; a tick whose global lock a
+// peer holds is that peer's to run, so two ticks past the age at most.
+func jobLivenessBound(cfg *impl.Config) time.Duration {
+	return min(LivenessBound(cfg), time.Duration(cfg.Int("job.expire.minutes"))*time.Minute+2*impl.GCInterval)
+}
+
 // inTransition lists what is in a transitional state now: VMs Starting, Stopping or Migrating,
 // networks Implementing, jobs in progress — each with when it got there, as far as the records say.
 func (c *Cluster) inTransition() []detect.Transition {
 	var out []detect.Transition
-	c.walkTransitions(func(since time.Time, bound time.Duration, describe func() (object, what string)) {
+	c.walkTransitions(func(since time.Time, bound time.Duration, duty bool, describe func() (object, what string)) {
 		object, what := describe()
-		out = append(out, detect.Transition{Object: object, What: what, Since: since, Bound: bound})
+		out = append(out, detect.Transition{Object: object, What: what, Since: since, Bound: bound, Duty: duty})
 	})
 	return out
 }
@@ -43,23 +51,34 @@ func (c *Cluster) inTransition() []detect.Transition {
 // whether anything is in a transitional state, and whether any of it is overdue at now, with no
 // description formatted (inTransition at every step was 7% of explore's CPU).
 func (c *Cluster) transitionStatus(now time.Time) (some, overdue bool) {
-	c.walkTransitions(func(since time.Time, bound time.Duration, _ func() (string, string)) {
+	c.walkTransitions(func(since time.Time, bound time.Duration, _ bool, _ func() (string, string)) {
 		some = true
 		overdue = overdue || (detect.Transition{Since: since, Bound: bound}).Overdue(now)
 	})
 	return some, overdue
 }
 
+// nextDue is the earliest time after now at which something in a transitional state falls due (its
+// since plus its bound), if any does.
+func (c *Cluster) nextDue(now time.Time) (due time.Time, ok bool) {
+	c.walkTransitions(func(since time.Time, bound time.Duration, _ bool, _ func() (string, string)) {
+		if d := since.Add(bound); !since.IsZero() && d.After(now) && (!ok || d.Before(due)) {
+			due, ok = d, true
+		}
+	})
+	return due, ok
+}
+
 // walkTransitions calls visit for each thing in a transitional state, with when it got there, its
 // bound, and how to describe it. The database's filters call it and keep no row, so nothing is
 // copied out; both inTransition and transitionStatus read the same rows at the same scheduling points.
-func (c *Cluster) walkTransitions(visit func(since time.Time, bound time.Duration, describe func() (object, what string))) {
-	bound, netBound := LivenessBound(c.Config), networkLivenessBound(c.Config)
+func (c *Cluster) walkTransitions(visit func(since time.Time, bound time.Duration, duty bool, describe func() (object, what string))) {
+	bound, netBound, jBound := LivenessBound(c.Config), networkLivenessBound(c.Config), jobLivenessBound(c.Config)
 	// Expunging is left out: the reference has no expunge task (expunge.interval) that would retry it,
 	// so it rests there until a client expunges
 	c.DB.VMs(func(v *impl.VMVO) bool {
 		if !v.Removed && (v.State == vm.Starting || v.State == vm.Stopping || v.State == vm.Migrating) {
-			visit(v.UpdateTime, bound, func() (string, string) {
+			visit(v.UpdateTime, bound, false, func() (string, string) {
 				return impl.VMObject(v.ID), fmt.Sprintf("VM %d (%s) is %s", v.ID, v.Name, v.State)
 			})
 		}
@@ -67,7 +86,7 @@ func (c *Cluster) walkTransitions(visit func(since time.Time, bound time.Duratio
 	})
 	c.DB.Networks(func(n *impl.NetworkVO) bool {
 		if !n.Removed && n.State == network.Implementing {
-			visit(n.ImplementingSince, netBound, func() (string, string) {
+			visit(n.ImplementingSince, netBound, false, func() (string, string) {
 				return impl.NetworkObject(n.ID), fmt.Sprintf("network %d is Implementing", n.ID)
 			})
 		}
@@ -75,7 +94,7 @@ func (c *Cluster) walkTransitions(visit func(since time.Time, bound time.Duratio
 	})
 	// the index of live jobs holds exactly the IN_PROGRESS ones
 	c.DB.JobsInProgress(func(j *impl.JobVO) bool {
-		visit(j.Created, bound, func() (string, string) {
+		visit(j.Created, jBound, jBound < bound, func() (string, string) {
 			return impl.JobObject(j.ID), fmt.Sprintf("job %d (%s of %s %d) is in progress", j.ID, j.Cmd, j.InstanceType, j.InstanceID)
 		})
 		return false
@@ -107,20 +126,21 @@ func (c *Cluster) checkLiveness() error {
 	if err := c.w.runUntil(until.Add(time.Second), quietOrOverdue); err != nil {
 		return err
 	}
-	c.reportOverdue(time.Time{})
+	c.reportOverdue(time.Time{}, time.Time{})
 	return nil
 }
 
 // reportOverdue reports what is in a transitional state past its bound now
 // (detect.StuckInTransition), its time counted from quiet if later (the end of the last fault); once
-// an object: report keys a violation by its invariant and object.
-func (c *Cluster) reportOverdue(quiet time.Time) {
+// an object: report keys a violation by its invariant and object. A duty's time is counted from
+// serverQuiet (the end of the last management server's fault).
+func (c *Cluster) reportOverdue(quiet, serverQuiet time.Time) {
 	now := c.Now()
 	if _, overdue := c.transitionStatus(now); !overdue {
 		return // nothing past its bound: the list below would report nothing (a look a simulated minute)
 	}
 	added := false
-	for _, v := range detect.StuckInTransition(c.inTransition(), now, quiet) {
+	for _, v := range detect.StuckInTransition(c.inTransition(), now, quiet, serverQuiet) {
 		added = c.report(v) || added
 	}
 	if added {

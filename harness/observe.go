@@ -126,5 +126,27 @@ func (r *Recorder) observations(s invariant.Snapshot) []observation {
 	for _, ip := range s.IPs {
 		o.ip(ip, slices.Clone(users["ip:"+ip.Address]))
 	}
+	if len(r.watchedNets) > 0 {
+		nets := make(map[string]invariant.Network, len(s.Networks))
+		for _, n := range s.Networks {
+			nets[n.ID] = n
+		}
+		o.networks(func(id string) (invariant.Network, bool) { n, ok := nets[id]; return n, ok })
+	}
 	return o.out
+}
+
+// networks observes the rows of the networks a deleteNetwork was called on: listed, or removed (a
+// world whose records omit removed rows does not list it). Only those: a history with no
+// deleteNetwork is as it was.
+func (o *observer) networks(look func(id string) (invariant.Network, bool)) {
+	for _, n := range o.r.watchedNets {
+		nid := id(n)
+		row, ok := look(nid)
+		seen, detail := linear.NetListed, "record "+string(row.State)
+		if !ok || row.Removed {
+			seen, detail = linear.NetRemoved, "record removed"
+		}
+		o.emit("network:"+nid, seen, detail)
+	}
 }

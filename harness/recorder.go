@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -47,6 +48,11 @@ type Recorder struct {
 	// them in pendingTouched and a snapshot moves them here, so that only the checker reads touched.
 	touched        map[string]bool
 	pendingTouched map[string]bool
+	// watchedNets are the networks a deleteNetwork was called on, by id in id order: the observer
+	// looks at their rows (listed or removed) to hold the delete to its answer. A call adds to
+	// pendingWatch, and a snapshot moves it here, as it does the touched objects.
+	watchedNets  []int64
+	pendingWatch []int64
 	// upSince is when each host last came back Up; wasUp, which hosts were Up once.
 	upSince map[string]time.Time
 	wasUp   map[string]bool
@@ -94,11 +100,8 @@ func (r *Recorder) emit(e history.Event) {
 	}
 	if e.Kind != history.Log && e.Kind != history.Observe && e.Kind != history.Violation {
 		r.dirty = true
-		if r.pendingTouched == nil {
-			r.pendingTouched = map[string]bool{}
-		}
 		for _, o := range strings.Split(e.Object, ",") {
-			r.pendingTouched[o] = true
+			r.touch(o)
 		}
 	}
 	// a host that comes back Up (not its first time) has a report grace; see invariant.Host.UpSince.
@@ -150,6 +153,11 @@ func (r *Recorder) BeginOp(client, kind, vmID, hostID string, networks []string,
 		obj = "network:" + networks[0]
 	}
 	r.emit(history.Event{Actor: client, Kind: history.Call, Object: obj, Op: r.opSeq, Detail: kind + " " + detail})
+	if kind == "deleteNetwork" && len(networks) > 0 {
+		if n, err := strconv.ParseInt(networks[0], 10, 64); err == nil {
+			r.pendingWatch = append(r.pendingWatch, n)
+		}
+	}
 	return r.opSeq
 }
 
@@ -172,6 +180,9 @@ func (r *Recorder) EndOp(id int, err error) {
 	}
 	op.Return = r.clock()
 	op.OK = err == nil
+	if op.Kind == "deleteNetwork" && len(op.NetworkIDs) > 0 {
+		r.touch("network:" + op.NetworkIDs[0]) // look at the row again once the answer is in
+	}
 	e := history.Event{Actor: op.Client, Kind: history.Return, Op: id, To: "ok", Detail: op.Kind}
 	if op.VMID != "" {
 		e.Object = "vm:" + op.VMID
@@ -250,6 +261,26 @@ func (r *Recorder) quietSince() (time.Time, bool) {
 	defer r.mu.Unlock()
 	var last time.Time
 	for _, f := range r.Faults {
+		if f.End.IsZero() {
+			return time.Time{}, false
+		}
+		if f.End.After(last) {
+			last = f.End
+		}
+	}
+	return last, true
+}
+
+// serverQuietSince is quietSince over the management servers' faults only (ms-restart, peer-stop):
+// while a server is down its duties (the job GC) wait, a host's fault holds none of them up.
+func (r *Recorder) serverQuietSince() (time.Time, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var last time.Time
+	for _, f := range r.Faults {
+		if f.Kind != "ms-restart" && f.Kind != "peer-stop" {
+			continue
+		}
 		if f.End.IsZero() {
 			return time.Time{}, false
 		}
@@ -355,8 +386,22 @@ func (r *Recorder) takeTouched() {
 	r.moveTouched()
 }
 
-// moveTouched moves pendingTouched into touched; r.mu is held.
+// touch marks an object for the next observation; r.mu is held.
+func (r *Recorder) touch(o string) {
+	if r.pendingTouched == nil {
+		r.pendingTouched = map[string]bool{}
+	}
+	r.pendingTouched[o] = true
+}
+
+// moveTouched moves pendingTouched into touched, and pendingWatch into watchedNets; r.mu is held.
 func (r *Recorder) moveTouched() {
+	for _, n := range r.pendingWatch {
+		if i, found := slices.BinarySearch(r.watchedNets, n); !found {
+			r.watchedNets = slices.Insert(r.watchedNets, i, n)
+		}
+	}
+	r.pendingWatch = r.pendingWatch[:0]
 	if len(r.pendingTouched) > 0 {
 		if r.touched == nil {
 			r.touched = map[string]bool{}

@@ -579,6 +579,9 @@ func (in *Incremental) VM(id string) (VM, bool) { v, ok := in.vms[id]; return v,
 // RunsAnywhere says whether some host runs a domain of that name.
 func (in *Incremental) RunsAnywhere(name string) bool { return len(in.runs[name]) > 0 }
 
+// Network reads a network's row as last set ("", false: none).
+func (in *Incremental) Network(id string) (Network, bool) { n, ok := in.networks[id]; return n, ok }
+
 // Pool is a network's address pool, in pool order.
 func (in *Incremental) Pool(networkID string) []IP { return in.pools[networkID] }
 

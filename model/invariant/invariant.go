@@ -88,6 +88,9 @@ type Network struct {
 	ID, Name string
 	State    network.State
 	RouterID string // its virtual router's VM id ("" none, or unknown)
+	// Removed: deleteNetwork removed the row (a world whose records omit removed rows lists it not
+	// at all).
+	Removed bool
 }
 
 // IP is one address of a network's guest IP pool.

@@ -20,7 +20,9 @@ import (
 
 // Observation formats, as the harness writes them in history.Observe events:
 //   - object "vm:N", To "on/live" (or off, dead): the VM's running domain on any host, and its record;
-//   - object "ip:A", To "vm:1,vm:7" (or ""): the VMs whose running domains use the address.
+//   - object "ip:A", To "vm:1,vm:7" (or ""): the VMs whose running domains use the address;
+//   - object "network:N", To "listed" or "removed": the network's row, looked at once a deleteNetwork
+//     was called on it.
 
 // ObserveVM is the To of a VM observation.
 func ObserveVM(on, dead bool) string { return VMState{On: on, Dead: dead}.code() }
@@ -400,6 +402,8 @@ func (b *builder) event(e history.Event) {
 				in.HostsUp, in.UpSince = b.hostsSettle()
 			}
 			b.add(e.Object, "vm", "observer", in, OK, e.Seq, e.Seq, e.Detail)
+		case "network":
+			b.add(e.Object, "network", "observer", NetInput{Actor: "observer", Client: NetObserve, Seen: e.To}, nil, e.Seq, e.Seq, e.Detail)
 		case "ip":
 			var users []string
 			if e.To != "" {

@@ -33,6 +33,10 @@ func retryLog(obj string) history.Event {
 		Detail: "Start of VM 2 failed, retrying once: AgentUnavailableException: Resource [Host:h2] is unreachable"}
 }
 
+func obsNet(obj, seen string) history.Event {
+	return history.Event{Kind: history.Observe, Actor: "observer", Object: obj, To: seen}
+}
+
 func obsIP(obj, users string) history.Event {
 	return history.Event{Kind: history.Observe, Actor: "observer", Object: obj, To: users}
 }
@@ -220,6 +224,25 @@ func modelCases() []modelCase {
 		{"a delete that never returned, and a deploy beside it",
 			h(netW("api", "", "Allocated", ""), callE(1, "c1", "network:1", "deleteNetwork net1"),
 				callE(2, "c2", "network:1", "deploy web1"), ret(2, "c2", "vm:2", "ok")), ""},
+		// a look at the row after the delete (issue 45: what an operation promised at its end)
+		{"a delete that returned ok, and the records still list the network",
+			h(netW("api", "", "Allocated", ""), callE(1, "c1", "network:1", "deleteNetwork net1"),
+				netW("j1", "Allocated", "Destroy", ""), ret(1, "c1", "", "ok"), obsNet("network:1", "listed")), "network:1"},
+		{"a delete that returned ok, and the row is removed",
+			h(netW("api", "", "Allocated", ""), callE(1, "c1", "network:1", "deleteNetwork net1"),
+				netW("j1", "Allocated", "Destroy", ""), ret(1, "c1", "", "ok"), obsNet("network:1", "removed")), ""},
+		{"a refused delete, and the records still list the network",
+			h(netW("api", "", "Allocated", ""), callE(1, "c1", "network:1", "deleteNetwork net1"),
+				ret(1, "c1", "", "failed"), obsNet("network:1", "listed")), ""},
+		{"a row removed while the network was still Allocated",
+			h(netW("api", "", "Allocated", ""), callE(1, "c1", "network:1", "deleteNetwork net1"),
+				obsNet("network:1", "removed"), ret(1, "c1", "", "failed")), "network:1"},
+		{"a delete that never returned removed the row, seen before the delete's Destroy is known to the client",
+			h(netW("api", "", "Allocated", ""), callE(1, "c1", "network:1", "deleteNetwork net1"),
+				netW("j1", "Allocated", "Destroy", ""), obsNet("network:1", "removed")), ""},
+		{"a row seen removed, then listed again",
+			h(netW("api", "", "Allocated", ""), callE(1, "c1", "network:1", "deleteNetwork net1"),
+				netW("j1", "Allocated", "Destroy", ""), obsNet("network:1", "removed"), obsNet("network:1", "listed")), "network:1"},
 		{"an address freed while its domain runs",
 			h(ipW("free", "vm:2"), obsIP("ip:10.1.1.10", "vm:2"), ipW("vm:2", "free"), obsIP("ip:10.1.1.10", "vm:2")), "ip:10.1.1.10"},
 		{"an address used by two running domains",

@@ -237,6 +237,15 @@ type Transition struct{ From, To string }
 const (
 	NetDelete = "deleteNetwork" // a deleteNetwork call, as it returned (Out)
 	NetNIC    = "nic"           // a deploy or allocate into the network that returned ok: a VM has a NIC on it
+	// NetObserve is a look at the network's row as the records list it (Seen: NetListed or
+	// NetRemoved), made after a deleteNetwork was called on it.
+	NetObserve = "observe"
+)
+
+// What a look at a network's row saw (NetInput.Seen).
+const (
+	NetListed  = "listed"
+	NetRemoved = "removed"
 )
 
 // NetInput is a critical section on a network: the writes one thread made while it held the network's
@@ -245,8 +254,9 @@ type NetInput struct {
 	Actor  string
 	Locked bool
 	Writes []Transition
-	Client string  // NetDelete, NetNIC or "" (writes)
+	Client string  // NetDelete, NetNIC, NetObserve or "" (writes)
 	Out    Outcome // a NetDelete's outcome
+	Seen   string  // a NetObserve's: NetListed or NetRemoved
 }
 
 // NetState is the sequential network: its row's state, and whether a deleteNetwork removed it.
@@ -272,6 +282,10 @@ func (s NetState) String() string {
 // its job wrote it — and removed the row: nothing writes the network after it, and no deploy into it
 // succeeds (the API's networkids names no removed network). A delete that failed, or never returned,
 // changes nothing the model follows: it may have shut the network down, which its writes say.
+//
+// A look at the row keeps the delete's promise: after a delete that returned ok the network is no
+// longer listed, and a network seen removed was destroyed first (its state Destroy, by a delete
+// whose answer may not have come back; or unknown, in a world whose history has no record writes).
 var NetModel = porcupine.Model{
 	Init: func() any { return NetState{} },
 	Step: func(state, input, output any) (bool, any) {
@@ -288,6 +302,15 @@ var NetModel = porcupine.Model{
 			return true, s
 		case NetNIC:
 			return !s.Deleted, s
+		case NetObserve:
+			if in.Seen == NetListed {
+				return !s.Deleted, s
+			}
+			if !s.Deleted && s.State != "Destroy" && s.State != "" {
+				return false, s
+			}
+			s.Deleted = true
+			return true, s
 		}
 		if s.Deleted && len(in.Writes) > 0 {
 			return false, s
@@ -307,6 +330,11 @@ var NetModel = porcupine.Model{
 			return fmt.Sprintf("%s: deleteNetwork -> %s", in.Actor, in.Out)
 		case NetNIC:
 			return in.Actor + ": a deploy into it returned ok (a NIC on it)"
+		case NetObserve:
+			if in.Seen == NetListed {
+				return "observe: the records list it"
+			}
+			return "observe: its row is removed"
 		}
 		var ws []string
 		for _, w := range in.Writes {
