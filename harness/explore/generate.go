@@ -30,9 +30,12 @@ type gen struct {
 	t     *rapid.T
 	sc    *harness.Scenario
 	vms   []string
-	where map[string]string // vm -> host
-	n     int
-	reach Reach
+	where map[string]string   // vm -> host
+	nets  map[string][]string // vm -> the networks of its NICs (the VMs a retire expunges)
+	// deleted are the networks a retire deleted: later actions draw among the others
+	deleted map[string]bool
+	n       int
+	reach   Reach
 	// classic: the generator before issue 11 (one network per VM, every action kind, no config)
 	classic bool
 	// kinds and faults are what this program may draw (swarm testing); thresholds, its waits past
@@ -75,6 +78,8 @@ type Reach struct {
 	// ServerLog: the world's history has the server's log lines, so a step can wait for one (until:
 	// log; cutAtConnect times its link cut by the connect's line)
 	ServerLog bool
+	// DeleteNetwork: the world runs deleteNetwork (programs draw retire-network)
+	DeleteNetwork bool
 }
 
 // Everything is the simulator's reach (Peers as Options.Peers says).
@@ -89,7 +94,8 @@ var ContainerReach = ReachOf(container.Capabilities, false, "host-unreachable")
 // c can apply but those left out.
 func ReachOf(c harness.Capabilities, peers bool, leftOut ...string) Reach {
 	r := Reach{AgedNetworks: c.Can(harness.AgedNetworks), HA: c.Can(harness.HAVMs), Peers: peers && c.Can(harness.PeerServers),
-		Migrate: c.Can(harness.MigrateOp), Recover: c.Can(harness.RecoverOp), ServerLog: c.Can(harness.ServerLog)}
+		Migrate: c.Can(harness.MigrateOp), Recover: c.Can(harness.RecoverOp), ServerLog: c.Can(harness.ServerLog),
+		DeleteNetwork: c.Can(harness.DeleteNetworkOp)}
 	can := c.Faults()
 	if len(can) == len(faults.Kinds) && len(leftOut) == 0 {
 		return r // nil: every fault, in the generator's own lists' order
@@ -124,7 +130,7 @@ const programSettle = 6 * time.Minute
 // ClassicProgramFor draws a program as explore did before swarm testing, drawn configuration and
 // multi-NIC VMs: one shape of program, kept for csconform bench's comparison (Options.Classic).
 func ClassicProgramFor(t *rapid.T, r Reach) (*harness.Scenario, int) {
-	g := &gen{t: t, where: map[string]string{}, reach: r, classic: true}
+	g := &gen{t: t, where: map[string]string{}, nets: map[string][]string{}, reach: r, classic: true}
 	seed := rapid.Uint64Range(1, 1<<32).Draw(t, "seed")
 	g.sc = &harness.Scenario{Name: fmt.Sprintf("explore-%d", seed), Title: "a program found by csconform explore",
 		Seed: seed, Settle: programSettle, Lenient: true}
@@ -164,6 +170,17 @@ func (g *gen) step(s harness.Step) { g.sc.Steps = append(g.sc.Steps, s) }
 func (g *gen) host() string { return rapid.SampledFrom(g.sc.Hosts).Draw(g.t, "host") }
 
 func (g *gen) network() string {
+	if len(g.deleted) > 0 {
+		var live []string
+		for _, n := range g.sc.Networks {
+			if !g.deleted[n.Name] {
+				live = append(live, n.Name)
+			}
+		}
+		if len(live) > 0 {
+			return live[rapid.IntRange(0, len(live)-1).Draw(g.t, "network")]
+		}
+	}
 	return g.sc.Networks[rapid.IntRange(0, len(g.sc.Networks)-1).Draw(g.t, "network")].Name
 }
 
@@ -181,12 +198,18 @@ func (g *gen) deploy(h string, async bool) string {
 			}
 		}
 	}
+	return g.deployOn(h, name, nets, async)
+}
+
+// deployOn adds the deploy of VM name on host h with NICs on nets.
+func (g *gen) deployOn(h, name string, nets []string, async bool) string {
 	// an HA-enabled VM now and then (false is where a shrink goes): HA restarts it when its host is
 	// judged Down, and power sync hands its unexplained power-off to HA
 	ha := !g.classic && g.reach.HA && rapid.IntRange(0, 3).Draw(g.t, "ha") == 3
 	g.step(harness.Step{Op: "deploy", VM: name, Networks: nets, Host: h, Async: async, HA: ha})
 	g.vms = append(g.vms, name)
 	g.where[name] = h
+	g.nets[name] = nets
 	return name
 }
 
@@ -312,13 +335,14 @@ const (
 	kindFault                    // a fault on its own
 	kindWait                     // time passes, at times past a drawn threshold
 	kindOutageDeploy             // deploys onto a host cut off past the ping timeout, then one more into their networks (C5)
+	kindRetire                   // a network's VMs expunged and the network deleted, now and then beside a deploy into it
 	numKinds
 )
 
-var kindNames = [numKinds]string{"deploy", "operation", "stale-start", "agent-away", "restart-start", "fault", "wait", "outage-deploy"}
+var kindNames = [numKinds]string{"deploy", "operation", "stale-start", "agent-away", "restart-start", "fault", "wait", "outage-deploy", "retire-network"}
 
 // kindWeights are each kind's share of the draws among the kinds a program has.
-var kindWeights = [numKinds]int{15, 15, 18, 20, 10, 15, 10, 6}
+var kindWeights = [numKinds]int{15, 15, 18, 20, 10, 15, 10, 6, 5}
 
 // configDraws are the settings a program draws on their own: the thresholds the paths read, each
 // within impl's range for the key, CloudStack's default first (where a shrink goes). Short values make
@@ -420,7 +444,7 @@ const (
 // CloudStack's default or a short value), its networks, the kinds of action and of fault it uses
 // (a swarm: all of them, or a random subset), then its actions from those.
 func ProgramFor(t *rapid.T, r Reach) (*harness.Scenario, int) {
-	g := &gen{t: t, where: map[string]string{}, reach: r}
+	g := &gen{t: t, where: map[string]string{}, nets: map[string][]string{}, reach: r}
 	seed := rapid.Uint64Range(1, 1<<32).Draw(t, "seed")
 	g.sc = &harness.Scenario{Name: fmt.Sprintf("explore-%d", seed), Title: "a program found by csconform explore",
 		Seed: seed, Settle: programSettle, Lenient: true}
@@ -544,11 +568,13 @@ func (g *gen) layout() {
 	g.step(harness.Step{Op: "deploy", VM: router, Networks: []string{net}, Host: g.sc.Hosts[i]})
 	g.vms = append(g.vms, router)
 	g.where[router] = g.sc.Hosts[i]
+	g.nets[router] = []string{net}
 	g.n++
 	alone := fmt.Sprintf("vm%d", g.n)
 	g.step(harness.Step{Op: "deploy", VM: alone, Networks: []string{net}, Host: g.sc.Hosts[j], HA: g.reach.HA})
 	g.vms = append(g.vms, alone)
 	g.where[alone] = g.sc.Hosts[j]
+	g.nets[alone] = []string{net}
 }
 
 // swarm draws the kinds of action, of operation and of fault the program uses: every one (where a
@@ -609,6 +635,10 @@ func (g *gen) faultsOf(k kind) []string {
 		return g.faults
 	case kindOutageDeploy:
 		return pick("disconnect")
+	case kindRetire:
+		if !g.reach.DeleteNetwork {
+			return nil
+		}
 	}
 	return []string{""}
 }
@@ -648,6 +678,8 @@ func (g *gen) action() {
 		g.fault(rapid.SampledFrom(g.faults).Draw(g.t, "fault"))
 	case kindOutageDeploy:
 		g.outageDeploy()
+	case kindRetire:
+		g.retire()
 	case kindWait:
 		// now and then an idle stretch of hours (a shrink drops it: the last of the choices)
 		if rapid.IntRange(0, 5).Draw(g.t, "idle") == 5 && g.idle() {
@@ -775,6 +807,31 @@ func (g *gen) outageDeploy() {
 		Op: "deploy", VM: name, Networks: nets, Host: h}) // Host: the host until waits for, and the deploy's
 	g.vms = append(g.vms, name)
 	g.where[name] = h
+	g.nets[name] = nets
+}
+
+// retire ends a network's life as its users end it: the VMs with a NIC on it destroyed with
+// expunge (now and then one left behind, and the delete refused), then deleteNetwork
+// (NetworkOrchestrator.destroyNetwork), which now and then runs beside a deploy into the same
+// network: the delete's shutdown may meet the deploy implementing it, as the D1 family's cleanup
+// meets a start. The programs' later actions draw among the other networks.
+func (g *gen) retire() {
+	net := g.network()
+	for _, v := range slices.Clone(g.vms) {
+		if slices.Contains(g.nets[v], net) && rapid.IntRange(0, 5).Draw(g.t, "leave "+v) < 5 {
+			g.step(harness.Step{Op: "destroyExpunge", VM: v})
+		}
+	}
+	race := rapid.Bool().Draw(g.t, "deploy beside the delete")
+	g.step(harness.Step{Op: "deleteNetwork", Network: net, Async: race})
+	if race {
+		g.n++
+		g.deployOn(g.host(), fmt.Sprintf("vm%d", g.n), []string{net}, true)
+	}
+	if g.deleted == nil {
+		g.deleted = map[string]bool{}
+	}
+	g.deleted[net] = true
 }
 
 // reconnectFaults make a host's agent connect again (a StartupCommand, the host Connecting until its

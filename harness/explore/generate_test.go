@@ -124,7 +124,7 @@ func TestProgramsRemoveAHostLast(t *testing.T) {
 // what the container world accepts (pinned here: a change of the declaration changes the programs
 // the container tier runs), and no reach draws a fault its world cannot apply.
 func TestReachReadsTheCapabilities(t *testing.T) {
-	require.Equal(t, Reach{AgedNetworks: true, HA: true, Migrate: true, Recover: true, ServerLog: true}, Everything)
+	require.Equal(t, Reach{AgedNetworks: true, HA: true, Migrate: true, Recover: true, ServerLog: true, DeleteNetwork: true}, Everything)
 	require.Equal(t, Reach{AgedNetworks: true, Faults: map[string]bool{"crash": true, "guest-shutdown": true,
 		"agent-restart": true, "agent-kill": true, "disconnect": true, "stale-report": true, "ms-restart": true,
 		"slow-router-boot": true, "backdate": true}}, ContainerReach)
