@@ -211,6 +211,7 @@ func TestDomainStartedOnARemovedHostIsTheOperators(t *testing.T) {
 //   - UserVmDaoImpl.findDestroyedVms (upstream copies, commit not reported): the expunge task takes
 //     Destroyed, Expunging and Error records whose update_time is expunge.delay old, and expunges them
 //     through advanceExpunge, where PR #14207 asks the last known host to stop the instance first.
+//
 // So the domain is bounded in CloudStack by the expunge task, not by a ping: the end-of-run
 // orphan-domain check (CheckDestroyedAssertedDomains) leaves such a record alone (reportsWithheld,
 // TestDestroyedAssertedDomainsReportsWithheld for the planted cases).
