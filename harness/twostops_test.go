@@ -25,6 +25,7 @@ import (
 //   - each attempt sends its StopCommand; the first answered releases and moves Stopping -> Stopped
 //     (OperationSucceeded), the other's updateState finds the row already Stopped and returns true
 //     ("VM … state has been already been updated to Stopped").
+//
 // The history has no line of the second attempt taking the router, so operation-by-its-attempt
 // allows a work job to end a Stopping VM while a second stop of it is in progress
 // (TestEachGuardFailsOnItsBugAndPassesOnTheFix has the planted cases).
