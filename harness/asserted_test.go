@@ -191,3 +191,38 @@ func TestDomainStartedOnARemovedHostIsTheOperators(t *testing.T) {
 	assert.Contains(t, got, invariant.OrphanDomain)
 	assert.Contains(t, got, invariant.IPConflict)
 }
+
+// Finding A of explore --profile fixed --scheduler pct:8 --seed 5 (replay: --seed
+// 10902015191296071327 --budget 1). vm4's forceStop during h1's agent restart leaves its domain running
+// (the operator's assertion); the deploy's retry fails and moves it to Error; power sync handles h1's
+// PowerOn report of the Error record three times and then no more, and the destroy (Error -DestroyRequested->
+// Expunging, no stop: advanceStop returns early for Error) is followed by no handled report, so PR
+// #14207's stop on the reporting host never runs for it. The Java, read for it:
+//   - bhouse-nexthop/cloudstack@15eb2bcd engine/schema/src/main/java/com/cloud/vm/dao/VMInstanceDaoImpl.java
+//     updatePowerState: a report with the stored power state and power host is written only while
+//     power_state_update_count < MAX_CONSECUTIVE_SAME_STATE_UPDATE_COUNT (3);
+//     isPowerStateInSyncWithInstanceState counts PowerOn out of sync with a Stopped record only;
+//   - apache/cloudstack@0ded906d engine/orchestration/src/main/java/com/cloud/vm/VirtualMachinePowerStateSyncImpl.java
+//     processReport: VM_POWER_STATE is published only when updatePowerState wrote ("VM power state
+//     does not change, skip DB writing" otherwise), so handlePowerStateReport is not reached;
+//   - bhouse-nexthop/cloudstack@d4da80c5 engine/orchestration/src/main/java/com/cloud/vm/VirtualMachineManagerImpl.java
+//     advanceStop(vm, …): "Stopped called on … but the state is Error" returns; destroy: DestroyRequested
+//     (Error -> Expunging, api/src/main/java/com/cloud/vm/VirtualMachine.java s_fsm);
+//   - UserVmDaoImpl.findDestroyedVms (upstream copies, commit not reported): the expunge task takes
+//     Destroyed, Expunging and Error records whose update_time is expunge.delay old, and expunges them
+//     through advanceExpunge, where PR #14207 asks the last known host to stop the instance first.
+//
+// So the domain is bounded in CloudStack by the expunge task, not by a ping: the end-of-run
+// orphan-domain check (CheckDestroyedAssertedDomains) leaves such a record alone (reportsWithheld,
+// TestDestroyedAssertedDomainsReportsWithheld for the planted cases).
+func TestErrorVMDestroyedReportsWithheld(t *testing.T) {
+	r := runFixed(t, "testdata/error-vm-destroyed-reports-withheld.yaml")
+	assert.Empty(t, r.Violations)
+	assert.Empty(t, r.NotLinearizable)
+	assert.True(t, serverSaid(r, "is reported running by host h1 but is in Error state"), "the run still alerts the Error record's domain")
+	assert.True(t, serverSaid(r, "Stopped called on i-2-25-VM but the state is Error"), "the run still destroys the Error record without a stop")
+	destroyed := slices.ContainsFunc(r.cluster.Rec.History().Slice(), func(e history.Event) bool {
+		return e.Kind == history.State && e.Object == "vm:25" && e.From == "Error" && e.To == "Expunging"
+	})
+	assert.True(t, destroyed, "the run still moves the record Error -> Expunging")
+}

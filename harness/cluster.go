@@ -482,7 +482,8 @@ func (c *Cluster) Snapshot() invariant.Snapshot {
 		}
 		grace, released := c.haView(v)
 		s.VMs = append(s.VMs, invariant.VM{ID: id(v.ID), Name: v.Name, Type: v.Type, State: v.State, HostID: v.HostID, LastHostID: v.LastHostID, Removed: v.Removed, NetworkIDs: nets,
-			HAGrace: grace, HAReleased: released})
+			HAGrace: grace, HAReleased: released,
+			Power: v.PowerState, PowerHost: v.PowerHost, PowerCount: v.PowerStateUpdateCount, PowerUpdated: v.PowerStateUpdateTime})
 	}
 	for _, vol := range c.DB.Volumes(0) {
 		s.Volumes = append(s.Volumes, invariant.Volume{ID: id(vol.ID), VMID: id(vol.VMID), Path: vol.Path, State: vol.State, Removed: vol.Removed})

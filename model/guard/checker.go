@@ -457,6 +457,17 @@ func (c *Checker) pendingWork(vm string, before int64) (history.Event, bool) {
 	return found, found.Seq != 0
 }
 
+// stopsInProgress counts the VM's stop work jobs in progress (VmWorkStop, placeholders included).
+func (c *Checker) stopsInProgress(vm string) int {
+	n := 0
+	for _, j := range c.jobs {
+		if j.status == "IN_PROGRESS" && j.instance == vm && strings.HasPrefix(j.cmd, "VmWorkStop") {
+			n++
+		}
+	}
+	return n
+}
+
 // pendingNetworkJob is a job in progress on the network.
 func (c *Checker) pendingNetworkJob(n string) (history.Event, bool) {
 	for _, j := range c.jobs {

@@ -190,6 +190,32 @@ func TestEachGuardFailsOnItsBugAndPassesOnTheFix(t *testing.T) {
 				add(time.Second, st(wj1, "vm:2", "Stopped", "Starting", "i-2-2-VM StartRequested host=")).
 				add(time.Minute, st(wj2, "vm:2", "Starting", "Running", "i-2-2-VM OperationSucceeded host=h1")),
 			runningVM()},
+		{GOperationByOwner,
+			// a stop's outcome ended by a thread that runs no second stop of the VM (a start's work job)
+			runningVM().
+				add(2*time.Minute, st(api, "job:7", "", "IN_PROGRESS", "VmWorkStop VirtualMachine:2")).
+				add(2*time.Minute, st(wj1, "vm:2", "Running", "Stopping", "i-2-2-VM StopRequested host=h1")).
+				add(2*time.Minute, st(api, "job:8", "", "IN_PROGRESS", "VmWorkStart VirtualMachine:2")).
+				add(2*time.Minute+time.Second, st(wj2, "vm:2", "Stopping", "Stopped", "i-2-2-VM OperationSucceeded host=")),
+			// two stops at once, one inline under a placeholder and one queued (explore --profile fixed
+			// --scheduler pct:8 --seed 13960443919138493241, r-11-VM stopped by a start's network shutdown
+			// and by deleteHost): the queued one's StopRequested on the Stopping VM writes nothing
+			// (bhouse-nexthop/cloudstack@15eb2bcd VMInstanceDaoImpl.updateState, "state is same"), and
+			// it ends the stop (bhouse-nexthop/cloudstack@d4da80c5 VirtualMachineManagerImpl.advanceStop:
+			// the inline path under createPlaceHolderWork, the queued one through stopVmThroughJobQueue)
+			runningVM().
+				add(2*time.Minute, st(api, "job:7", "", "IN_PROGRESS", "VmWorkStop VirtualMachine:2")).
+				add(2*time.Minute, st(wj1, "job:8", "", "IN_PROGRESS", "VmWorkStop(placeholder) VirtualMachine:2")).
+				add(2*time.Minute, st(wj1, "vm:2", "Running", "Stopping", "i-2-2-VM StopRequested host=h1")).
+				add(2*time.Minute+time.Second, st(wj2, "vm:2", "Stopping", "Stopped", "i-2-2-VM OperationSucceeded host="))},
+		{GOperationByOwner,
+			// two stops in flight, but the outcome written by a thread that is no work job (HA)
+			runningVM().
+				add(2*time.Minute, st(api, "job:7", "", "IN_PROGRESS", "VmWorkStop VirtualMachine:2")).
+				add(2*time.Minute, st(wj1, "job:8", "", "IN_PROGRESS", "VmWorkStop(placeholder) VirtualMachine:2")).
+				add(2*time.Minute, st(wj1, "vm:2", "Running", "Stopping", "i-2-2-VM StopRequested host=h1")).
+				add(2*time.Minute+time.Second, st("HA-Worker-1", "vm:2", "Stopping", "Stopped", "i-2-2-VM OperationSucceeded host=")),
+			runningVM()},
 		{GGCFreeAndWaited,
 			// the network free for 1 minute only (a GC that shuts down at first sighting)
 			implementedNetwork().stoppedAt(5*time.Minute).gcShutdown(6*time.Minute, true),

@@ -38,7 +38,7 @@ func CheckDestroyedAssertedDomains(s Snapshot) []Violation {
 			}
 			continue
 		}
-		if !allDestroyed(live) {
+		if !allDestroyed(live) || reportsWithheld(s, d, live) {
 			continue
 		}
 		out = append(out, Violation{Invariant: OrphanDomain, Object: "domain:" + d.Name, Time: s.Time,
@@ -46,6 +46,39 @@ func CheckDestroyedAssertedDomains(s Snapshot) []Violation {
 	}
 	sortViolations(out)
 	return out
+}
+
+// maxSameStateReports is VMInstanceDaoImpl's MAX_CONSECUTIVE_SAME_STATE_UPDATE_COUNT.
+const maxSameStateReports = 3
+
+// reportsWithheld says whether power sync had stopped handling the host's reports of domain d before
+// its record became Destroyed or Expunging, so that PR #14207's stop on the reporting host never ran
+// for it: VMInstanceDaoImpl.updatePowerState writes (and processReport publishes, the only way
+// handlePowerOnReportWithNoPendingJobsOnVM is reached) a report that repeats the stored power state
+// and power host only while power_state_update_count is below 3, and
+// isPowerStateInSyncWithInstanceState counts PowerOn out of sync with a Stopped record only, not with
+// an Error, Destroyed or Expunging one. A record whose PowerOn reports from d's host were counted to 3
+// before its destroy (a VM in Error with its domain running: three "not managed" alerts, then silence)
+// gets no report handled after it; the domain stays the operator's, as its forced stop made it,
+// until the expunge task (expunge.delay, a day by default) expunges the record and PR #14207's
+// advanceExpunge asks the last host to stop it, which the reference does not model. Unknown power
+// columns (a world that does not export them) withhold nothing.
+func reportsWithheld(s Snapshot, d Domain, live []VM) bool {
+	for _, r := range live {
+		if r.Power != vm.PowerOn || r.PowerHost != d.HostID || r.PowerCount < maxSameStateReports || r.PowerUpdated.IsZero() {
+			return false
+		}
+		var destroyed time.Time // the record's last move into Destroyed or Expunging
+		for _, w := range s.VMWrites {
+			if w.VMID == r.ID && (w.To == vm.Destroyed || w.To == vm.Expunging) && w.From != w.To {
+				destroyed = w.Time
+			}
+		}
+		if destroyed.IsZero() || !r.PowerUpdated.Before(destroyed) {
+			return false // a report was handled since: it saw the Destroyed or Expunging record
+		}
+	}
+	return true
 }
 
 // expungedWhileReachable finds the removed record of an asserted domain whose expunge ran while the

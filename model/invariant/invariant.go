@@ -73,6 +73,12 @@ type VM struct {
 	// did). While it held, power sync only postponed the reports and reset the VM's power-change
 	// counters, so a ghost has its whole bound again from then.
 	HAReleased time.Time
+	// Power, PowerHost, PowerCount and PowerUpdated are the power columns (power_state, power_host,
+	// power_state_update_count, power_state_update_time); zero when the world does not say.
+	Power        vm.PowerState
+	PowerHost    string
+	PowerCount   int
+	PowerUpdated time.Time
 }
 
 // Host is a host row.
