@@ -116,6 +116,39 @@ func TestJobGCExpungesExpiredUnfinishedJobs(t *testing.T) {
 	}
 }
 
+// TestJoinOfAnExpungedWorkJobEndsWithoutError pins what the caller of a VM work job sees when the
+// job GC expunges the job under it (job.expire.minutes; AsyncJobManagerImpl.getGCTask →
+// getExpiredUnfinishedJobs → expungeAsyncJob, apache/cloudstack@00114e8b3f9640cd01512a70f5981cc7c343abaa,
+// framework/jobs/src/main/java/org/apache/cloudstack/framework/jobs/impl/AsyncJobManagerImpl.java).
+// VirtualMachineManagerImpl.advanceStart and advanceStop (apache/cloudstack@3156c4ba62c07c065d1aac119b0dac31242797b3,
+// engine/orchestration/src/main/java/com/cloud/vm/VirtualMachineManagerImpl.java) wait on the job's
+// outcome: waitAndCheck ends when VmJobVirtualMachineOutcome's predicate finds no row (jobVo == null
+// → true), and retrieveResultFromJobOutcomeAndThrowExceptionIfNeeded throws only what
+// unmarshallResultObject(outcome.getJob()) returns — null for a job that is no longer there
+// (OutcomeImpl.getJob reloads it). So the caller goes on as after a success, while the job's thread
+// still runs: a deploy is not retried (VMEntityManagerImpl retries on an exception only), and reads
+// the VM as it finds it. The reference failed the join with "job N is gone" until this change, so
+// the API job started the VM again beside the first start's thread, whose late cleanup then stopped
+// the second start's domain (explore --profile fixed --scheduler random --seed 2020275968866430551).
+func TestJoinOfAnExpungedWorkJobEndsWithoutError(t *testing.T) {
+	s, db, log, srv := jobGCWorld(t, map[string]string{"job.expire.minutes": "2"})
+	var err error
+	joined, finished := false, false
+	srv.JoinVmWorkForTest("caller-1", "VmWorkStart", 7, func(t *impl.Thread) error {
+		s.Sleep(5 * time.Minute)
+		finished = true
+		return nil
+	}, &err, &joined)
+	require.NoError(t, s.RunUntil(s.Now().Add(4*time.Minute), func() bool { return joined }))
+	require.True(t, joined, "the caller's wait ends when the job's row is gone")
+	require.NoError(t, err, "no result to unmarshal: no exception")
+	require.Nil(t, jobOf(db, "VmWorkStart"))
+	require.True(t, log.has("AsyncJobMgr-Heartbeat-2", "Expunging unfinished job-"))
+	require.False(t, finished, "the job's thread still runs")
+	require.NoError(t, s.RunFor(4*time.Minute))
+	require.True(t, finished)
+}
+
 // AsyncJobManagerImpl.cleanupVirtualMachine (from cleanupResources, PR #8394; apache/cloudstack@04b49bc3):
 // a VM left in a transitional state by a cancelled left-over job goes through
 // stateTransitTo(vm, OperationFailed, vm.getHostId()): Starting → Stopped keeping host_id (the

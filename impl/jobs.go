@@ -146,8 +146,18 @@ func (m *AsyncJobManager) submitVmWork(t *Thread, cmd string, vmID int64, fn fun
 // wait before attempting to cancel a job") but no caller's wait reads it. So a stop or start queued
 // behind a long work job keeps its caller — and whatever lock-table row the caller holds, as the
 // network GC holds its network's — until that job ends or the job GC cancels it.
+//
+// A job the job GC expunged under its caller (job.expire.minutes) ends the wait with no error: the
+// outcome's predicate takes a missing row for a finished job (VmJobVirtualMachineOutcome.checkCondition:
+// jobVo == null → true), and retrieveResultFromJobOutcomeAndThrowExceptionIfNeeded throws only what
+// unmarshallResultObject(outcome.getJob()) returns, null for a job that is no longer there. So
+// advanceStart and advanceStop return as for a success while the job's thread may still run on: no
+// retry of the start, the caller reads the VM as it finds it.
 func (m *AsyncJobManager) joinVmWork(j *JobVO) error {
 	_, err := m.WaitJob(j.ID, m.s.Config.Millis("vm.job.check.interval"), 0)
+	if gone := (*JobGoneError)(nil); errors.As(err, &gone) {
+		return nil
+	}
 	return err
 }
 

@@ -71,6 +71,7 @@ type netCtx struct {
 	implementing history.Event // the transition to Implementing, while Implementing
 	router       string
 	shutdownBy   string   // the thread that moved it to Shutdown last (shutdownNetwork's)
+	shutdownSeq  int64    // the line of that move
 	users        []string // user VMs with a NIC in it
 	// busySince is when the network last went from no active user VM to one (zero while free);
 	// freeImplemented the first moment, since it last became Implemented, it was free
@@ -404,7 +405,7 @@ func (c *Checker) applyState(kind string, e *history.Event) {
 			n.freeImplemented = time.Time{}
 		}
 		if e.To == "Shutdown" && e.From != "Shutdown" {
-			n.shutdownBy = e.Actor
+			n.shutdownBy, n.shutdownSeq = e.Actor, e.Seq
 		}
 		n.state, n.stateEv = e.To, *e
 		c.touchNetwork(e.Actor, e.Object)

@@ -121,6 +121,37 @@ func (x h) gcShutdown(d time.Duration, routerStops bool) h {
 		add(d, lk(gc, "1", "released"))
 }
 
+// routerStoppedAt: the router vm:3 stopped in its own work job at d, as a forced stop does when its
+// host is removed (ResourceManagerImpl's forced deleteHost): the record Stopped, its domain possibly
+// still running
+func (x h) routerStoppedAt(d time.Duration) h {
+	return x.add(d, st(api, "job:11", "", "IN_PROGRESS", "VmWorkStop VirtualMachine:3")).
+		add(d, st(wj2, "vm:3", "Running", "Stopping", "r-3-VM StopRequested host=h1")).
+		add(d, st(wj2, "vm:3", "Stopping", "Stopped", "r-3-VM OperationSucceeded host=")).
+		add(d, st(wj2, "job:11", "IN_PROGRESS", "SUCCEEDED", ""))
+}
+
+// routerSynced: a power-on report at d moves the stopped router vm:3 to Running
+// (handlePowerOnReportWithNoPendingJobsOnVM)
+func (x h) routerSynced(d time.Duration) h {
+	return x.add(d, pw(rep, "vm:3", "PowerOff", "PowerOn")).
+		add(d, st(rep, "vm:3", "Stopped", "Running", "r-3-VM FollowAgentPowerOnReport host=h1"))
+}
+
+// gcShutdownAround: the network GC shuts network:1 down from d, its router's element shutdown
+// (VirtualRouterElement.shutdown → stop) finding vm:3 already stopped; during runs between that and
+// the OperationSucceeded at d+3s
+func (x h) gcShutdownAround(d time.Duration, during func(h) h) h {
+	x = x.add(d, lk(gc, "1", "held")).
+		add(d, st(gc, "network:1", "Implemented", "Shutdown", "shutdownNetwork: DestroyNetwork")).
+		add(d, st(gc, "job:12", "", "IN_PROGRESS", "VmWorkStop VirtualMachine:3")).
+		add(d, lg(wj1, "vm:3", "VM is already stopped: r-3-VM")).
+		add(d, st(wj1, "job:12", "IN_PROGRESS", "SUCCEEDED", ""))
+	x = during(x)
+	return x.add(d+3*time.Second, st(gc, "network:1", "Shutdown", "Allocated", "shutdownNetwork: OperationSucceeded")).
+		add(d+3*time.Second, lk(gc, "1", "released"))
+}
+
 // Each guard fails on a planted bug of its class and passes on the fix: the bug's history breaks
 // only that guard, the fix's history none.
 func TestEachGuardFailsOnItsBugAndPassesOnTheFix(t *testing.T) {
@@ -269,6 +300,34 @@ func TestEachGuardFailsOnItsBugAndPassesOnTheFix(t *testing.T) {
 		{GShutdownAfterRouter,
 			implementedNetwork().stoppedAt(5*time.Minute).gcShutdown(16*time.Minute, false),
 			implementedNetwork().stoppedAt(5*time.Minute).gcShutdown(16*time.Minute, true)},
+		// explore --profile fixed --scheduler random --seed 9732086268445808395: a forced host removal
+		// stopped the router on paper (its domain ran on); the GC's shutdown found it Stopped
+		// (VirtualRouterElement.shutdown → VirtualNetworkApplianceManagerImpl.stop → advanceStop: "VM
+		// is already stopped", apache/cloudstack@ea7d322683b4ff5e08a6164256203947a3e372a8,
+		// server/src/main/java/com/cloud/network/element/VirtualRouterElement.java), and a power-on
+		// report moved it back to Running before the shutdown's OperationSucceeded: power sync takes
+		// no lock of the network (handlePowerOnReportWithNoPendingJobsOnVM, apache/cloudstack@3156c4ba62c07c065d1aac119b0dac31242797b3,
+		// engine/orchestration/src/main/java/com/cloud/vm/VirtualMachineManagerImpl.java). The
+		// shutdown did stop its router; the planted bug beside it is a router a report had brought
+		// back before the shutdown began, which the shutdown then left running.
+		{GShutdownAfterRouter,
+			implementedNetwork().stoppedAt(5*time.Minute).routerStoppedAt(5*time.Minute+time.Second).routerSynced(10*time.Minute).
+				gcShutdown(16*time.Minute, false),
+			implementedNetwork().stoppedAt(5*time.Minute).routerStoppedAt(5*time.Minute+time.Second).
+				gcShutdownAround(16*time.Minute, func(x h) h { return x.routerSynced(16*time.Minute + 2*time.Second) })},
+		// a router started again during the shutdown by a work job, not by a report: still a router
+		// left running
+		{GShutdownAfterRouter,
+			implementedNetwork().stoppedAt(5*time.Minute).routerStoppedAt(5*time.Minute+time.Second).
+				gcShutdownAround(16*time.Minute, func(x h) h {
+					return x.add(16*time.Minute+time.Second, st(api, "job:13", "", "IN_PROGRESS", "VmWorkStart VirtualMachine:3")).
+						add(16*time.Minute+time.Second, st(wj2, "vm:3", "Stopped", "Starting", "r-3-VM StartRequested host=")).
+						add(16*time.Minute+time.Second, st(wj2, "vm:3", "Starting", "Starting", "r-3-VM OperationRetry host=h1")).
+						add(16*time.Minute+2*time.Second, st(wj2, "vm:3", "Starting", "Running", "r-3-VM OperationSucceeded host=h1")).
+						add(16*time.Minute+2*time.Second, st(wj2, "job:13", "IN_PROGRESS", "SUCCEEDED", ""))
+				}),
+			implementedNetwork().stoppedAt(5*time.Minute).routerStoppedAt(5*time.Minute+time.Second).
+				gcShutdownAround(16*time.Minute, func(x h) h { return x })},
 		{GPingTimeout,
 			h{}.add(0, st("AgentConnectTaskPool-1", "host:h1", "Connecting", "Up", "Ready")).
 				add(time.Minute, lg(rep, "host:h1", "Process VM state report. host: h1, number of records in report: 0, force: false")).

@@ -184,8 +184,8 @@ var Guards = []Guard{
 	{
 		Name:      GShutdownAfterRouter,
 		Situation: "a network with a router finished its shutdown",
-		Rule:      "a network shut down returns to Allocated only once its elements are shut down: its router is not left running",
-		Java:      "NetworkOrchestrator.shutdownNetwork (shutdownNetworkElementsAndResources must succeed before OperationSucceeded)",
+		Rule:      "a network shut down returns to Allocated only once its elements are shut down: its router is not left running (one a power-on report moved from Stopped to Running after the shutdown began was stopped, or found stopped, by it: power sync takes no lock of the network)",
+		Java:      "NetworkOrchestrator.shutdownNetwork (shutdownNetworkElementsAndResources must succeed before OperationSucceeded); VirtualRouterElement.shutdown → advanceStop (\"VM is already stopped\"); handlePowerOnReportWithNoPendingJobsOnVM",
 		Source:    src422 + " " + netor,
 		Applies: func(r Row, _ Actor) bool {
 			return r.Machine == Networks && r.From == string(network.Shutdown) && r.Event == string(network.OperationSucceeded)
@@ -519,6 +519,14 @@ func checkShutdownAfterRouter(c *Checker, e *history.Event, r Row) Outcome {
 	}
 	rv := c.vm(n.router)
 	if active(rv.state) && rv.state != string(vm.Stopping) {
+		// A router a power-on report moved from an inactive state to Running after the shutdown
+		// began was stopped, or found stopped, by the shutdown: power sync takes no lock of the
+		// network (handlePowerOnReportWithNoPendingJobsOnVM), and a domain a forced stop left running
+		// comes back that way. A report before the shutdown, or a start, is a router left running.
+		if ev := rv.stateEv; ev.Seq > n.shutdownSeq && Classify(ev.Actor) == ActorReport &&
+			vmEvent(&ev) == string(vm.FollowAgentPowerOnReport) && !active(ev.From) {
+			return allowed()
+		}
 		return violated([]history.Event{rv.stateEv}, "%s went back to Allocated while its router %s was %s", e.Object, n.router, rv.state)
 	}
 	return allowed()

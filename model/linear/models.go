@@ -26,6 +26,13 @@ type VMState struct {
 	// still arrived), so the record may still say Running until power sync catches up, and a start
 	// then succeeds without starting anything.
 	Stale bool
+	// Undo: the running domain is one a failed or unknown start booted, whose own cleanup may still
+	// stop it. An attempt whose StartAnswer succeeded and whose changeState(OperationSucceeded) then
+	// failed (a compare-and-set on the copy the attempt read: the row moved meanwhile) throws, and
+	// the attempt's finally sends cleanup's StopCommand (VirtualMachineManagerImpl.orchestrateStart):
+	// one start, two effects, on and then off. An observation that sees the domain off takes that
+	// stop; any operation's outcome ends the excuse.
+	Undo bool
 	// GhostSince is when the observations began to see the record say Running with no domain, in
 	// Unix nanoseconds of the run's virtual time (0: they do not). Power sync must end that within
 	// the model's Bounds.Ghost, or the Stale excuse would hide the record for ever.
@@ -116,7 +123,8 @@ func (o Outcome) String() string { return [...]string{"ok", "failed", "unknown"}
 // VMModel is the sequential specification of a VM, in plain words:
 //   - a start that succeeds leaves the domain running and the record live; a start on a dead record
 //     cannot succeed; a start that fails may leave the domain running or not (an agent that answered
-//     too late, power sync adopting it later), but never kills the record;
+//     too late, power sync adopting it later), but never kills the record; it may also boot the
+//     domain and then stop it in its own cleanup (a compare-and-set of its success that failed), once;
 //   - a stop that succeeds leaves the domain stopped; one that fails may or may not have stopped it;
 //   - a destroy or expunge that succeeds leaves the domain stopped and the record dead; one that fails
 //     may have done any part of that, except to kill the record while the domain runs;
@@ -156,6 +164,11 @@ func describeVMOp(input, output any) string {
 
 func vmStep(s VMState, in VMInput, out Outcome, b Bounds) []any {
 	if in.Kind == VMObserve {
+		if s.Undo && s.On && !in.Seen.On {
+			// the start's cleanup stopped the domain it booted, behind a record power sync may have
+			// set Running meanwhile (a start whose job is gone no longer postpones reports)
+			s = VMState{On: false, Dead: s.Dead, Stale: !s.Dead, GhostSince: s.GhostSince}
+		}
 		if in.Seen.On != s.On || in.Seen.Dead != s.Dead {
 			return nil
 		}
@@ -193,7 +206,7 @@ func vmOutcomes(s VMState, in VMInput) (ok, failed []any) {
 		}
 		failed = []any{s, VMState{On: false, Dead: s.Dead}}
 		if !s.Dead {
-			failed = append(failed, VMState{On: true})
+			failed = append(failed, VMState{On: true}, VMState{On: true, Undo: true})
 		}
 	case VMStop:
 		ok = []any{VMState{On: false, Dead: s.Dead}}
