@@ -66,7 +66,22 @@ func TestBuiltinScenariosMeetTheirExpectations(t *testing.T) {
 					return v.Invariant == invariant.OrphanDomain && (strings.HasSuffix(v.Message, " is Stopped") || strings.HasSuffix(v.Message, " is Error") ||
 						strings.Contains(v.Message, "forced stop asserted it stopped"))
 				}
-				if !slices.ContainsFunc(r.Violations, func(v harness.Violation) bool { return !crossObject(v.Invariant) && !liveRecordOrphan(v) }) {
+				// (or a router's two domains under one record, C12: a router has no NIC rows — its gateway
+				// address is outside the pool the address model follows — and the VM model lets a
+				// Starting router's domain run wherever its start may have booted it)
+				routerTwin := func(v harness.Violation) bool {
+					switch v.Invariant {
+					case invariant.OrphanDomain:
+						return strings.HasPrefix(v.Object, "domain:r-")
+					case invariant.IPConflict:
+						_, users, ok := strings.Cut(v.Message, "running domains: ")
+						return ok && !slices.ContainsFunc(strings.Split(users, ", "), func(u string) bool { return !strings.HasPrefix(u, "r-") })
+					}
+					return false
+				}
+				if !slices.ContainsFunc(r.Violations, func(v harness.Violation) bool {
+					return !crossObject(v.Invariant) && !liveRecordOrphan(v) && !routerTwin(v)
+				}) {
 					return
 				}
 				if len(r.Violations) > 0 && len(r.NotLinearizable) == 0 {

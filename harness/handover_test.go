@@ -26,3 +26,26 @@ func TestTimedOutMigrationCompletesInTheHypervisor(t *testing.T) {
 		require.True(t, serverSaid(r, "Detected out of band VM migration"), "power sync no longer follows the destination")
 	})
 }
+
+// TestTimedOutMigrationHAFindsTheGuestOnItsDestination: a live migration whose MigrateCommand is
+// cancelled during the memory copy (the source's agent reconnects) schedules an HA restart with
+// investigation, whose item takes the VO's host — the destination, once MigrationRequested
+// (HighAvailabilityManagerImpl.restart's Investigating branch; VirtualMachineManagerImpl.migrate,
+// apache/cloudstack@3156c4ba62c07c065d1aac119b0dac31242797b3
+// engine/orchestration/src/main/java/com/cloud/vm/VirtualMachineManagerImpl.java). SimpleInvestigator's
+// CheckVirtualMachineCommand to the destination finds the incoming domain, paused, which the KVM agent
+// answers PowerOn (LibvirtCheckVirtualMachineCommandWrapper.execute → getVmState, s_powerStatesTable:
+// VIR_DOMAIN_PAUSED → PowerOn; apache/cloudstack@400e1ee7, @e6b43860): HA leaves the VM alone and power
+// sync follows the guest to the destination. Found by explore --profile fixed --scheduler random --seed
+// 759311211419962205, where the simulator's destination had nothing until the copy ended: HA found the
+// VM dead, force-stopped it at the source after the copy and released the NICs of the guest on h2.
+func TestTimedOutMigrationHAFindsTheGuestOnItsDestination(t *testing.T) {
+	runFixedBothModes(t, "testdata/timed-out-migration-ha-investigates-destination.yaml", func(t *testing.T, r *Result) {
+		require.Empty(t, r.Violations)
+		require.Empty(t, r.NotLinearizable)
+		require.True(t, serverSaid(r, "Active migration command so scheduling a restart"), "the migration no longer times out")
+		require.True(t, serverSaid(r, "to be alive? true"), "HA's investigation no longer meets the incoming domain")
+		require.True(t, serverSaid(r, "is alive and host is up. No need to restart it."))
+		require.True(t, serverSaid(r, "Detected out of band VM migration"), "power sync no longer follows the destination")
+	})
+}

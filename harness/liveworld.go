@@ -426,5 +426,6 @@ func (a *liveAgentHV) Running() []string                      { return a.h.hv.Ru
 func (a *liveAgentHV) DeleteVolume(path string) error         { return a.h.hv.DeleteVolume(path) }
 func (a *liveAgentHV) Subscribe(fn func(impl.LifecycleEvent)) { a.h.sub.Store(&fn) }
 func (a *liveAgentHV) MigrateTo(name, dest string) error      { return a.h.hv.MigrateTo(name, dest) }
+func (a *liveAgentHV) Receiving(name string) bool             { return a.h.hv.Receiving(name) }
 
 var _ substrate = (*liveWorld)(nil)

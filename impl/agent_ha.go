@@ -32,8 +32,10 @@ const noHAStorage = "no NFS storage pool for HA heartbeats"
 func (a *Agent) executeHA(m Message, ans *Message) {
 	switch m.Kind {
 	case MsgCheckVM:
+		// getVmState looks the domain up by name: a domain this host is receiving by live migration
+		// is there, paused (PowerOn in s_powerStatesTable), as well as a running one
 		ans.Power = vm.PowerOff
-		if slices.Contains(a.HV.Running(), m.VMName) {
+		if slices.Contains(a.HV.Running(), m.VMName) || receiving(a.HV, m.VMName) {
 			ans.Power = vm.PowerOn
 		}
 		return

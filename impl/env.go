@@ -163,6 +163,23 @@ type Migrator interface {
 	MigrateTo(name, destHost string) error
 }
 
+// Receiver is a hypervisor that can say a domain is coming in by live migration: libvirt defines the
+// incoming domain on the destination, paused, before the memory copy and resumes it there once the
+// copy is done, so a lookup by name on the destination finds it throughout. The KVM agent's
+// CheckVirtualMachineCommand asks exactly that (LibvirtCheckVirtualMachineCommandWrapper.execute →
+// LibvirtComputingResource.getVmState: domainLookupByName, then s_powerStatesTable, which maps
+// VIR_DOMAIN_PAUSED to PowerOn; apache/cloudstack@400e1ee7 and @e6b43860). A hypervisor that is not
+// one receives nothing it could be asked about.
+type Receiver interface {
+	Receiving(name string) bool
+}
+
+// receiving says whether hv is receiving the domain name by live migration.
+func receiving(hv Hypervisor, name string) bool {
+	r, ok := hv.(Receiver)
+	return ok && r.Receiving(name)
+}
+
 // StartFailure is libvirt's error for a domain QEMU could not start (the start-fails fault): the one
 // text every simulated hypervisor answers a refused start with, as a real one would.
 func StartFailure(domain string) error {

@@ -19,6 +19,17 @@ func (l *eventLog) has(actorPrefix, detail string) bool {
 	})
 }
 
+// count is how many events of an actor whose name starts with actorPrefix have detail in their text.
+func (l *eventLog) count(actorPrefix, detail string) int {
+	n := 0
+	for _, e := range l.events {
+		if strings.HasPrefix(e.Actor, actorPrefix) && strings.Contains(e.Detail, detail) {
+			n++
+		}
+	}
+	return n
+}
+
 // logged says whether a log line from the event at index from on starts with prefix.
 func (l *eventLog) logged(from int, prefix string) bool {
 	return slices.ContainsFunc(l.events[from:], func(e history.Event) bool {

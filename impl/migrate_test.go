@@ -124,3 +124,35 @@ func TestRecoverDestroyedVM(t *testing.T) {
 		assert.Equal(t, "Ready", vol.State)
 	}
 }
+
+// A CheckVirtualMachineCommand to a live migration's destination during the memory copy finds the
+// incoming domain: libvirt defines it there, paused, before the copy, and the KVM agent's answer is
+// getVmState's — domainLookupByName, then s_powerStatesTable, where VIR_DOMAIN_PAUSED is PowerOn
+// (apache/cloudstack@400e1ee7 plugins/hypervisors/kvm/src/main/java/com/cloud/hypervisor/kvm/resource/
+// wrapper/LibvirtCheckVirtualMachineCommandWrapper.java execute; apache/cloudstack@e6b43860
+// plugins/hypervisors/kvm/src/main/java/com/cloud/hypervisor/kvm/resource/LibvirtComputingResource.java
+// getVmState, convertToPowerState). Until this test the simulator's destination had nothing until the
+// copy ended, so HA's SimpleInvestigator, sent there by the restart a timed-out migration schedules
+// (HighAvailabilityManagerImpl.restart: the item's host is the VO's, the destination, once
+// MigrationRequested), found the VM dead, and HA's forced stop at the source, where the record had gone
+// back, then released the NICs of the guest the copy resumed on the destination (explore --profile
+// fixed --scheduler random --seed 759311211419962205: ip-conflict and orphan-domain).
+func TestCheckVMOnMigrationDestinationFindsIncomingDomain(t *testing.T) {
+	w, v, hosts := migrateWorld(t)
+	j := w.srv.MigrateVirtualMachine(v.ID, "h2")
+	require.NoError(t, w.s.RunUntil(w.s.Now().Add(time.Minute), func() bool { return hosts["h2"].Receiving(v.Name) }))
+	require.True(t, hosts["h2"].Receiving(v.Name), "the copy began")
+	require.False(t, running(hosts["h2"], v.Name), "the incoming domain runs nothing yet")
+	var ans *impl.Message
+	var err error
+	done := false
+	w.srv.SendForTest("HA-Worker-0", "h2", impl.Message{Kind: impl.MsgCheckVM, VMName: v.Name}, &ans, &err, &done)
+	require.NoError(t, w.s.RunUntil(w.s.Now().Add(10*time.Second), func() bool { return done }))
+	require.NoError(t, err)
+	require.True(t, ans.Result)
+	assert.Equal(t, vm.PowerOn, ans.Power, "the paused incoming domain is PowerOn")
+	require.NoError(t, w.s.RunFor(time.Minute))
+	require.NoError(t, w.srv.JobError(j.ID))
+	assert.False(t, hosts["h2"].Receiving(v.Name), "the copy is over")
+	assert.True(t, running(hosts["h2"], v.Name))
+}

@@ -159,7 +159,7 @@ func (s *Server) startRouter(t *Thread, r *VMVO, n *NetworkVO, dest string) erro
 	if r.State != vm.Stopped {
 		return runtimeErr("Router %s is in %s state", r.Name, r.State)
 	}
-	if !s.DB.UpdateVMState(t.Name, r, vm.StartRequested, vm.Starting, "") {
+	if !s.startRequested(t, r) {
 		return &ConcurrentOperationError{Msg: "Unable to change the state of " + r.Name}
 	}
 	s.DB.UpdateVMState(t.Name, r, vm.OperationRetry, vm.Starting, dest)
@@ -294,6 +294,7 @@ func (s *Server) startVirtualRouter(t *Thread, r *VMVO, n *NetworkVO, dest strin
 				return err
 			}
 			// another start took the router from Stopped first: look at it again
+			s.Log(t, "DEBUG", VMObject(r.ID), "Determining why we're unable to update the state to Starting for %s. Retry=%d", r.Name, retry-1)
 		case r.State == vm.Running:
 			s.Log(t, "DEBUG", VMObject(r.ID), "VM is already started: %s", r.Name)
 			return nil

@@ -90,6 +90,11 @@ func TestEveryWriteReachesTheLog(t *testing.T) {
 		{"UpdateVMStates", func() {
 			require.Equal(t, 2, db.UpdateVMStates("ms1", v, "h1", VMTransition{vm.OperationSucceeded, vm.Running}, VMTransition{vm.StopRequested, vm.Stopping}))
 		}},
+		{"UpdateVMStateIfCurrent", func() {
+			stale := *v
+			require.True(t, db.UpdateVMStateIfCurrent("ms1", v, vm.OperationFailed, vm.Running, "h1"))
+			require.False(t, db.UpdateVMStateIfCurrent("ms1", &stale, vm.OperationFailed, vm.Running, "h1"), "a copy the row has moved past")
+		}},
 		{"UpdatePowerState", func() { require.True(t, db.UpdatePowerState("ms1", v.ID, vm.PowerOn, "h1", time.Time{})) }},
 		{"SetPowerState", func() { db.SetPowerState("ms1", v.ID, vm.PowerOff) }},
 		{"ResetVMPowerStateTracking", func() { db.ResetVMPowerStateTracking(v.ID) }},

@@ -435,6 +435,21 @@ func (db *DB) UpdateVMState(actor string, old *VMVO, ev vm.Event, newState vm.St
 	return db.updateVMStateLocked(actor, old, ev, newState, newHost)
 }
 
+// UpdateVMStateIfCurrent is C12's fix for changeToStartState: the transition is made only when the row
+// is still as the caller's copy has it (state, host and update count, read under the row's lock in the
+// same transaction), with none of updateState's leniency for a concurrent writer that already took the
+// row to the new state: that writer's start is not this caller's. A row that moved leaves the copy
+// untouched and answers false, and changeToStartState looks at the row again ("Determining why").
+func (db *DB) UpdateVMStateIfCurrent(actor string, old *VMVO, ev vm.Event, newState vm.State, newHost string) bool {
+	point(db.env, PointWrite)
+	db.lock()
+	defer db.commit()
+	if row, ok := db.vmRow(old.ID); !ok || row.State != old.State || row.HostID != old.HostID || row.UpdateCount != old.UpdateCount {
+		return false
+	}
+	return db.updateVMStateLocked(actor, old, ev, newState, newHost)
+}
+
 // VMTransition is one state change of UpdateVMStates.
 type VMTransition struct {
 	Event vm.Event

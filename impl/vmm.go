@@ -113,7 +113,7 @@ func (s *Server) changeToStartState(t *Thread, v *VMVO) (*VMVO, *ItWorkVO, error
 	retries := s.Config.Int("vm.op.lock.state.retry")
 	for retry := retries; retry != 0; retry-- {
 		if v.State == vm.Stopped {
-			if s.DB.UpdateVMState(t.Name, v, vm.StartRequested, vm.Starting, "") {
+			if s.startRequested(t, v) {
 				return v, s.DB.PersistItWork(s.ID, vm.Starting, v.ID), nil
 			}
 		}
@@ -138,6 +138,24 @@ func (s *Server) changeToStartState(t *Thread, v *VMVO) (*VMVO, *ItWorkVO, error
 		}
 	}
 	return nil, nil, &ConcurrentOperationError{Msg: "Unable to change the state of " + v.Name}
+}
+
+// startRequested is changeToStartState's transition, Stopped → Starting on the caller's copy of the
+// row. Under C12 it is stateTransitTo as the Java has it: VMInstanceDaoImpl.updateState answers true
+// when the row is already Starting ("VM … state has been already been updated to Starting"), so a
+// second start that read the VM Stopped before the first one's transition takes that transition for
+// its own and goes on to plan and send its StartCommand (apache/cloudstack@3156c4ba
+// VirtualMachineManagerImpl.changeToStartState; VMInstanceDaoImpl.updateState, apache@8682179a). A user
+// VM's starts are one at a time on its work queue; a router's are not: every user VM's start runs its
+// network's router's advanceStart inline in its own work job (VirtualRouterElement.prepare →
+// NetworkHelperImpl.startRouters → start → advanceStart's placeholder branch, apache@00f5a159). C12's
+// fix makes the transition only on a row still as the copy has it (the row locked and compared in the
+// transaction), so the second start finds the router Starting and waits on the first (checkWorkItems).
+func (s *Server) startRequested(t *Thread, v *VMVO) bool {
+	if s.Defects[C12] {
+		return s.DB.UpdateVMState(t.Name, v, vm.StartRequested, vm.Starting, "")
+	}
+	return s.DB.UpdateVMStateIfCurrent(t.Name, v, vm.StartRequested, vm.Starting, "")
 }
 
 // checkWorkItems waits while another start of the VM may still be at work

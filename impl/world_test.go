@@ -23,7 +23,21 @@ type simServer struct {
 
 func newSimServer(t *testing.T, seed uint64, overrides map[string]string, sw impl.Switches) *simServer {
 	t.Helper()
-	w := &simServer{s: sim.NewScheduler(seed), log: &eventLog{}}
+	return newSimServerWith(t, sim.NewScheduler(seed), overrides, sw)
+}
+
+// newSimServerPCT is newSimServer on a scheduler with the PCT strategy (sim.DefaultPCTDepth), whose
+// scheduling points can preempt a task for another runnable at the same instant.
+func newSimServerPCT(t *testing.T, seed uint64, overrides map[string]string, sw impl.Switches) *simServer {
+	t.Helper()
+	s := sim.NewScheduler(seed)
+	s.UseStrategy(sim.Strategy{Kind: sim.PCT})
+	return newSimServerWith(t, s, overrides, sw)
+}
+
+func newSimServerWith(t *testing.T, s *sim.Scheduler, overrides map[string]string, sw impl.Switches) *simServer {
+	t.Helper()
+	w := &simServer{s: s, log: &eventLog{}}
 	t.Cleanup(w.s.Close)
 	w.f = sim.NewFabric(w.s)
 	w.db = impl.NewDB(w.s, w.log)

@@ -30,8 +30,9 @@ type FakeHost struct {
 	// CreateDelay and DestroyDelay are define+create and destroy+reap (default 100 ms each).
 	CreateDelay, DestroyDelay time.Duration
 
-	routerBoot time.Duration // SetRouterBoot's; 0: BootDelay
-	failStarts bool          // FailStarts's: every create fails
+	routerBoot time.Duration  // SetRouterBoot's; 0: BootDelay
+	failStarts bool           // FailStarts's: every create fails
+	incoming   map[string]int // the domains a live migration is copying here (Receiving)
 
 	// Peers finds another host of the world by id, the destination of a live migration (nil: this
 	// host migrates nothing). MigrateDelay is the memory copy (default 300 ms).
@@ -108,7 +109,8 @@ func (h *FakeHost) Start(spec impl.DomainSpec) error {
 }
 
 // MigrateTo live-migrates a running domain to the host dest as drivers/sim.Host does (libvirt's
-// peer-to-peer migration): the copy takes MigrateDelay, the domain then runs on dest, and only a
+// peer-to-peer migration): the copy takes MigrateDelay (the paused incoming domain on dest meanwhile,
+// Receiving), the domain then runs on dest, and only a
 // moment later (DestroyDelay) stops here (STOPPED/MIGRATED, which the agent does not report out of
 // band). A domain that stopped here meanwhile, or a dest that already runs one of that name, fails it.
 func (h *FakeHost) MigrateTo(name, dest string) error {
@@ -131,7 +133,9 @@ func (h *FakeHost) MigrateTo(name, dest string) error {
 	if copyTime == 0 {
 		copyTime = 300 * time.Millisecond
 	}
+	to.receive(name, +1)
 	h.env.Sleep(copyTime)
+	to.receive(name, -1) // the copy is over: the domain resumes there below, or the migration fails
 	h.mu.Lock()
 	if h.domains[name] != d || !d.running {
 		h.mu.Unlock()
@@ -162,7 +166,29 @@ func (h *FakeHost) MigrateTo(name, dest string) error {
 	return nil
 }
 
+// receive counts a live migration copying the domain name here in (+1) or out (-1): libvirt's paused
+// incoming domain, from its definition before the copy until the copy ends.
+func (h *FakeHost) receive(name string, by int) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.incoming == nil {
+		h.incoming = map[string]int{}
+	}
+	if h.incoming[name] += by; h.incoming[name] <= 0 {
+		delete(h.incoming, name)
+	}
+}
+
+// Receiving says whether a live migration is copying the domain name here (impl.Receiver), as
+// drivers/sim.Host does.
+func (h *FakeHost) Receiving(name string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.incoming[name] > 0
+}
+
 var _ impl.Migrator = (*FakeHost)(nil)
+var _ impl.Receiver = (*FakeHost)(nil)
 
 // WaitReady waits until the guest is ready, or timeout.
 func (h *FakeHost) WaitReady(name string, timeout time.Duration) error {

@@ -33,6 +33,9 @@ type Host struct {
 	beatFailing bool
 	// failStarts: the hypervisor fails every domain it is asked to create (FailStarts)
 	failStarts bool
+	// incoming: the domains a live migration is copying here (Receiving), defined and paused until
+	// the copy ends; they run nothing yet, so Running and Domains leave them out
+	incoming map[string]int
 	// Peers finds another host of the cluster by id, the destination of a live migration (nil: this
 	// host migrates nothing).
 	Peers func(id string) *Host
@@ -247,9 +250,10 @@ func (h *Host) Domains() []Domain {
 }
 
 // MigrateTo live-migrates a running domain to the host dest, as libvirt's peer-to-peer migration
-// (LibvirtMigrateCommandWrapper → virDomainMigrate) does: the destination defines the incoming domain,
-// the memory is copied (1–3 s here), the domain resumes on the destination and only then stops on
-// the source (STOPPED/MIGRATED, which the agent does not report out of band). Between the two, for a
+// (LibvirtMigrateCommandWrapper → virDomainMigrate) does: the destination defines the incoming domain
+// (paused: a lookup there finds it, Receiving), the memory is copied (1–3 s here), the domain resumes
+// on the destination and only then stops on the source (STOPPED/MIGRATED, which the agent does not
+// report out of band). Between the two, for a
 // moment of its own, the domain exists on both hosts. A source domain that stops, or a destination
 // that loses power, during the copy fails the migration and leaves no domain on the destination.
 func (h *Host) MigrateTo(name, dest string) error {
@@ -272,7 +276,9 @@ func (h *Host) MigrateTo(name, dest string) error {
 			return fmt.Errorf("Cannot access storage file '%s': No such file or directory", p)
 		}
 	}
+	to.receive(name)
 	h.s.Sleep(time.Second + time.Duration(h.s.rng.Int64N(int64(2*time.Second))))
+	to.received(name) // the copy is over: the domain resumes there below, or the migration fails
 	if h.domains[name] != d || !d.running {
 		return fmt.Errorf("operation failed: domain '%s' is not running", name)
 	}
@@ -296,8 +302,28 @@ func (h *Host) MigrateTo(name, dest string) error {
 	return nil
 }
 
+// receive and received bracket the memory copy of a live migration to this host: libvirt's incoming
+// domain, paused, from its definition before the copy until the copy ends (resumed here, or torn down).
+func (h *Host) receive(name string) {
+	if h.incoming == nil {
+		h.incoming = map[string]int{}
+	}
+	h.incoming[name]++
+}
+
+func (h *Host) received(name string) {
+	if h.incoming[name]--; h.incoming[name] <= 0 {
+		delete(h.incoming, name)
+	}
+}
+
+// Receiving says whether a live migration is copying the domain name to this host: the paused
+// incoming domain a lookup by name finds (impl.Receiver). A host without power receives nothing.
+func (h *Host) Receiving(name string) bool { return !h.off && h.incoming[name] > 0 }
+
 var _ impl.Hypervisor = (*Host)(nil)
 var _ impl.Migrator = (*Host)(nil)
+var _ impl.Receiver = (*Host)(nil)
 
 // FailStarts makes the hypervisor fail (on) every domain it is asked to create, as QEMU does when it
 // cannot start one (the start-fails fault); its running domains go on.

@@ -106,7 +106,7 @@ func TestMigrateTo(t *testing.T) {
 			}
 			src, dst := hosts["h1"], hosts["h2"]
 			var err error
-			bothAtOnce := false
+			bothAtOnce, received := false, false
 			s.Go("t", func() {
 				_ = src.Start(impl.DomainSpec{Name: vm, IPs: []string{"10.1.1.10"}})
 				if tc.before != nil {
@@ -120,6 +120,12 @@ func TestMigrateTo(t *testing.T) {
 			s.AfterStep = func() {
 				if len(src.Running()) == 1 && len(dst.Running()) == 1 && tc.before == nil {
 					bothAtOnce = true
+				}
+				if dst.Receiving(vm) {
+					received = true
+					if len(dst.Running()) != 0 && tc.before == nil {
+						t.Error("the incoming domain is paused: it runs nothing during the copy")
+					}
 				}
 			}
 			if rerr := s.RunFor(time.Minute); rerr != nil {
@@ -139,6 +145,12 @@ func TestMigrateTo(t *testing.T) {
 			}
 			if tc.name == "moves" && !bothAtOnce {
 				t.Fatal("the domain never ran on both hosts at the handover: it must exist on the destination before it stops on the source")
+			}
+			if wantRecv := tc.dest == "h2" && tc.before == nil; received != wantRecv {
+				t.Fatalf("the destination received the domain during the copy: %v, want %v (libvirt defines the incoming domain, paused, before the copy)", received, wantRecv)
+			}
+			if dst.Receiving(vm) {
+				t.Fatal("the copy is over: nothing is incoming any more")
 			}
 		})
 	}
