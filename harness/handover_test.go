@@ -30,7 +30,7 @@ func TestTimedOutMigrationCompletesInTheHypervisor(t *testing.T) {
 	})
 }
 
-// TestMigrateTimeoutSourcePowerOffStaysMigrating is C12 in the shape explore found it (issue 46 item
+// TestMigrateTimeoutSourcePowerOffStaysMigrating is C13 in the shape explore found it (issue 46 item
 // 4): the MigrateCommand's answer lost with its source's power just after the guest resumed on the
 // destination, whose link is cut. VirtualMachineManagerImpl.migrate's finally
 // (apache/cloudstack@3156c4ba62c07c065d1aac119b0dac31242797b3
@@ -39,7 +39,7 @@ func TestTimedOutMigrationCompletesInTheHypervisor(t *testing.T) {
 // (OperationFailed): the HA item the timeout scheduled finds the VM changed
 // (HighAvailabilityManagerImpl.restart), HA for the Down source fences it and force-stops the VM, its
 // NIC released under the guest on the destination, which power sync later adopts without the
-// address. With C12's fix the VM stays Migrating and the destination's first ping once it is back
+// address. With C13's fix the VM stays Migrating and the destination's first ping once it is back
 // follows the guest there.
 func TestMigrateTimeoutSourcePowerOffStaysMigrating(t *testing.T) {
 	runFixedBothModes(t, "testdata/migrate-timeout-source-power-off.yaml", func(t *testing.T, r *Result) {
@@ -48,9 +48,9 @@ func TestMigrateTimeoutSourcePowerOffStaysMigrating(t *testing.T) {
 		require.True(t, serverSaid(r, "leaving it Migrating for HA and power sync"), "the cleanup reached the destination")
 		require.True(t, serverSaid(r, "is at Migrating and we received a power-on report"), "power sync no longer follows the destination")
 	})
-	t.Run("C12", func(t *testing.T) {
+	t.Run("C13", func(t *testing.T) {
 		sc := loadScenario(t, "testdata/migrate-timeout-source-power-off.yaml")
-		sw, err := impl.ParseDefects("C12")
+		sw, err := impl.ParseDefects("C13")
 		require.NoError(t, err)
 		r, err := RunScenario(sc, "", sw, sc.Seed)
 		require.NoError(t, err)

@@ -104,7 +104,7 @@ func (s *Server) migrate(t *Thread, v *VMVO, src, dest string) (err error) {
 	}
 	migrated := false
 	// outcomeUnknown: the MigrateCommand timed out while active, so the hypervisor may have handed
-	// the guest to the destination (C12)
+	// the guest to the destination (C13)
 	outcomeUnknown := false
 	defer func() {
 		if !migrated {
@@ -120,8 +120,8 @@ func (s *Server) migrate(t *Thread, v *VMVO, src, dest string) (err error) {
 					s.Log(t, "INFO", VMObject(v.ID), "Looks like the destination Host is unavailable for cleanup")
 				}
 			}
-			if outcomeUnknown && (cerr != nil || !ca.Result) && !s.Defects[C12] {
-				// C12's fix: the guest may run on the destination, which the cleanup did not reach.
+			if outcomeUnknown && (cerr != nil || !ca.Result) && !s.Defects[C13] {
+				// C13's fix: the guest may run on the destination, which the cleanup did not reach.
 				// The VM stays Migrating (host_id the destination, last_host_id the source), as the HA
 				// item the timeout scheduled saw it: that item investigates the destination, and the
 				// destination's next report (the stall scan, handlePowerOnReportWithNoPendingJobsOnVM
