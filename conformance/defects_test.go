@@ -41,6 +41,7 @@ func TestEveryDefectTripsADetector(t *testing.T) {
 		{"C10", "stall-scan-cache-misses-start", []string{invariant.TransitionGuard}}, // power-report-no-pending-work
 		{"C11", "delete-network-vs-deploy", []string{invariant.NetworkOutage}},
 		{"C12", "two-starts-one-router", []string{invariant.IPConflict, invariant.OrphanDomain}},
+		{"C13", "migrate-timeout-both-ends-cut", []string{invariant.IPConflict}},
 		// H1 fences on a failed heartbeat only once H2 has judged the live host Down
 		// (its restart on h2 starts the router on h2 too, whose domain still runs on h1: VirtualRouterElement.prepare)
 		{"H1,H2", "ha-heartbeat-two-domains", []string{invariant.OrphanDomain, invariant.IPConflict}},

@@ -4,6 +4,9 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/csconform/csconform/impl"
+	"github.com/csconform/csconform/model/invariant"
 )
 
 // TestTimedOutMigrationCompletesInTheHypervisor: a live migration whose MigrateCommand times out (the
@@ -47,5 +50,35 @@ func TestTimedOutMigrationHAFindsTheGuestOnItsDestination(t *testing.T) {
 		require.True(t, serverSaid(r, "to be alive? true"), "HA's investigation no longer meets the incoming domain")
 		require.True(t, serverSaid(r, "is alive and host is up. No need to restart it."))
 		require.True(t, serverSaid(r, "Detected out of band VM migration"), "power sync no longer follows the destination")
+// TestMigrateTimeoutSourcePowerOffStaysMigrating is C13 in the shape explore found it (issue 46 item
+// 4): the MigrateCommand's answer lost with its source's power just after the guest resumed on the
+// destination, whose link is cut. VirtualMachineManagerImpl.migrate's finally
+// (apache/cloudstack@3156c4ba62c07c065d1aac119b0dac31242797b3
+// engine/orchestration/src/main/java/com/cloud/vm/VirtualMachineManagerImpl.java) sends the cleanup
+// StopCommand to the unreachable destination and moves the record back to the source
+// (OperationFailed): the HA item the timeout scheduled finds the VM changed
+// (HighAvailabilityManagerImpl.restart), HA for the Down source fences it and force-stops the VM, its
+// NIC released under the guest on the destination, which power sync later adopts without the
+// address. With C13's fix the VM stays Migrating and the destination's first ping once it is back
+// follows the guest there.
+func TestMigrateTimeoutSourcePowerOffStaysMigrating(t *testing.T) {
+	runFixedBothModes(t, "testdata/migrate-timeout-source-power-off.yaml", func(t *testing.T, r *Result) {
+		require.Empty(t, r.Violations)
+		require.True(t, serverSaid(r, "Active migration command so scheduling a restart"), "the MigrateCommand no longer times out")
+		require.True(t, serverSaid(r, "leaving it Migrating for HA and power sync"), "the cleanup reached the destination")
+		require.True(t, serverSaid(r, "is at Migrating and we received a power-on report"), "power sync no longer follows the destination")
+	})
+	t.Run("C13", func(t *testing.T) {
+		sc := loadScenario(t, "testdata/migrate-timeout-source-power-off.yaml")
+		sw, err := impl.ParseDefects("C13")
+		require.NoError(t, err)
+		r, err := RunScenario(sc, "", sw, sc.Seed)
+		require.NoError(t, err)
+		var got []string
+		for _, v := range r.Violations {
+			got = append(got, v.Invariant)
+		}
+		require.Contains(t, got, invariant.IPConflict)
+		require.True(t, serverSaid(r, "continue with release because it's a force stop"), "HA no longer force-stops the VM on its source")
 	})
 }

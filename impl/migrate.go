@@ -103,6 +103,9 @@ func (s *Server) migrate(t *Thread, v *VMVO, src, dest string) (err error) {
 		return &ConcurrentOperationError{Msg: "Migration cancelled because state has changed: " + v.Name}
 	}
 	migrated := false
+	// outcomeUnknown: the MigrateCommand timed out while active, so the hypervisor may have handed
+	// the guest to the destination (C13)
+	outcomeUnknown := false
 	defer func() {
 		if !migrated {
 			s.Log(t, "INFO", VMObject(v.ID), "Migration was unsuccessful.  Cleaning up: %s", v.Name)
@@ -110,13 +113,21 @@ func (s *Server) migrate(t *Thread, v *VMVO, src, dest string) (err error) {
 			// _agentMgr.send(dstHostId, new Commands(cleanup(vm)), null): a StopCommand to the
 			// destination whatever it runs; the Java does not wait for its answer, the reference does
 			// (docs/fidelity.md)
-			if _, cerr := s.agents.Send(t, dest, Message{Kind: MsgStop, VMName: v.Name}, 0); cerr != nil {
+			ca, cerr := s.agents.Send(t, dest, Message{Kind: MsgStop, VMName: v.Name}, 0)
+			if cerr != nil {
 				var ue *AgentUnavailableError
 				if errors.As(cerr, &ue) {
 					s.Log(t, "INFO", VMObject(v.ID), "Looks like the destination Host is unavailable for cleanup")
 				}
 			}
-			if _, ok := vm.Next(v.State, vm.OperationFailed); ok {
+			if outcomeUnknown && (cerr != nil || !ca.Result) && !s.Defects[C13] {
+				// C13's fix: the guest may run on the destination, which the cleanup did not reach.
+				// The VM stays Migrating (host_id the destination, last_host_id the source), as the HA
+				// item the timeout scheduled saw it: that item investigates the destination, and the
+				// destination's next report (the stall scan, handlePowerOnReportWithNoPendingJobsOnVM
+				// case Migrating) or the source's settles where the guest runs
+				s.Log(t, "WARN", VMObject(v.ID), "The migration of %s timed out and its cleanup did not reach host %s, where it may run: leaving it Migrating for HA and power sync", v.Name, dest)
+			} else if _, ok := vm.Next(v.State, vm.OperationFailed); ok {
 				s.DB.UpdateVMState(t.Name, v, vm.OperationFailed, vm.Running, src)
 			} else {
 				s.Log(t, "WARN", VMObject(v.ID), "Unable to transition to a new state from %s via %s", v.State, vm.OperationFailed)
@@ -130,6 +141,7 @@ func (s *Server) migrate(t *Thread, v *VMVO, src, dest string) (err error) {
 	case errors.As(merr, &te):
 		// e.isActive(): a KVM MigrateCommand is not executed in sequence, so a timed-out one is active
 		s.Log(t, "WARN", VMObject(v.ID), "Active migration command so scheduling a restart for %s", v.Name)
+		outcomeUnknown = true
 		s.ha.scheduleRestart(t, v, true, "")
 		return &AgentUnavailableError{Host: dest, Reason: "Operation timed out on migrating " + v.Name}
 	case merr != nil:
