@@ -50,6 +50,9 @@ func TestTimedOutMigrationHAFindsTheGuestOnItsDestination(t *testing.T) {
 		require.True(t, serverSaid(r, "to be alive? true"), "HA's investigation no longer meets the incoming domain")
 		require.True(t, serverSaid(r, "is alive and host is up. No need to restart it."))
 		require.True(t, serverSaid(r, "Detected out of band VM migration"), "power sync no longer follows the destination")
+	})
+}
+
 // TestMigrateTimeoutSourcePowerOffStaysMigrating is C13 in the shape explore found it (issue 46 item
 // 4): the MigrateCommand's answer lost with its source's power just after the guest resumed on the
 // destination, whose link is cut. VirtualMachineManagerImpl.migrate's finally
