@@ -22,6 +22,23 @@ func (s *Server) ShutdownNetworkForTest(name string, id int64, done *bool) {
 	s.Go(name, func(t *Thread) { *done = s.shutdownNetwork(t, id) })
 }
 
+// GCShutdownForTest runs the network GC's shutdown of network id (shutdownNetworkIf with the GC's last
+// look, stillFreeForGc) in a server thread named name; between runs once, right after a first look
+// that found the network free, where a start's transition to Starting can land before the GC's write.
+func (s *Server) GCShutdownForTest(name string, id int64, between func(), done *bool) {
+	s.Go(name, func(t *Thread) {
+		still, called := s.stillFreeForGc(t), false
+		*done = s.shutdownNetworkIf(t, id, func(n *NetworkVO) bool {
+			free := still(n)
+			if free && !called && between != nil {
+				called = true
+				between()
+			}
+			return free
+		})
+	})
+}
+
 // TriggerUpdateForTest sends an out-of-band ping now, as LibvirtDomainListener does when any domain of
 // the host shuts itself down.
 func (a *Agent) TriggerUpdateForTest() { a.triggerUpdate() }

@@ -387,10 +387,17 @@ func (s *Server) shutdownNetworkIf(t *Thread, id int64, still func(n *NetworkVO)
 		s.Log(t, "DEBUG", NetworkObject(id), "Network is not implemented: %d", id)
 		return false
 	}
+	wasImplemented := isNetworkImplemented(n)
 	if to, ok := network.Next(n.State, network.DestroyNetwork); ok {
 		s.DB.UpdateNetworkState(t.Name, n, to, "shutdownNetwork: DestroyNetwork", false)
 	} else if n.State != network.Shutdown {
 		s.DB.UpdateNetworkState(t.Name, n, network.Shutdown, "shutdownNetwork: setState(Shutdown)", true)
+	}
+	if still != nil && wasImplemented && !still(n) {
+		// a start read the network Implemented (implementNetwork's check without the lock) between
+		// the look above and the write: it goes on to reserve its NIC, so the network stays
+		s.DB.UpdateNetworkState(t.Name, n, network.Implemented, "shutdownNetwork: setState(Implemented)", true)
+		return false
 	}
 	// shutdownNetworkElementsAndResources: the router is the only element; VirtualRouterElement.shutdown
 	// stops it whatever its state (a stopped one stops at once)
@@ -505,15 +512,21 @@ func gcWaitKey() string {
 // In 4.22 (C4) there is none: NetworkGarbageCollector.reallyRun decides on every network at its tick
 // and then shuts them down one after another (shutdownNetwork asks nothing more), so a VM that
 // started on a later network of the list meanwhile — implementNetwork found it Implemented — loses
-// its network and router under it. The fix asks isNetworkReadyForGc again under the lock: a start
-// that moved its VM to Starting before is seen; one that comes after waits for the lock in
-// implementNetwork and implements the network again.
+// its network and router under it. The fix asks isNetworkReadyForGc again under the lock, twice
+// (shutdownNetworkIf): before the DestroyNetwork write, and after it. The lock alone does not keep a
+// start out: implementNetwork reads an Implemented network without it (apache@0035c613, "Acquire
+// lock only when network needs to be implemented"), so a start whose VM went Starting after the
+// first look may still read Implemented before the write and reserve its NIC (explore finding G,
+// harness/testdata/gc-last-look-vs-start.yaml). After the write a start reads Shutdown and waits for
+// the lock in implementNetwork, then implements the network again; a start that read Implemented
+// before it had moved its VM to Starting already (changeToStartState comes before prepare), so the
+// second look sees it and the GC puts Implemented back.
 func (s *Server) stillFreeForGc(t *Thread) func(n *NetworkVO) bool {
 	if s.Defects[C4] {
 		return nil
 	}
 	return func(n *NetworkVO) bool {
-		if n.NicsCount == 0 && s.isNetworkReadyForGc(n) {
+		if s.DB.networkActiveNicsNoPoint(n.ID) == 0 && s.isNetworkReadyForGc(n) {
 			return true
 		}
 		s.Log(t, "DEBUG", NetworkObject(n.ID), "Network %d is in use again: not shutting it down", n.ID)

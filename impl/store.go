@@ -281,6 +281,19 @@ func (db *DB) vmStateNoPoint(id int64) vm.State {
 	return v.State
 }
 
+// networkActiveNicsNoPoint reads a network's active-NIC count (op_networks.nics_count) with no
+// scheduling point, for the network GC's look after its DestroyNetwork write (see
+// Server.stillFreeForGc), as isNetworkReadyForGc's read is none; -1 if the row is missing.
+func (db *DB) networkActiveNicsNoPoint(id int64) int {
+	db.lock()
+	defer db.mu.Unlock()
+	n, ok := db.networks[id]
+	if !ok {
+		return -1
+	}
+	return n.NicsCount
+}
+
 // rowCopy is the read of Network, Host and Job (see vmCopy): a copy of table's row id. The tables
 // are never replaced, only written under db.mu, so passing one in before the lock is safe.
 func rowCopy[K comparable, V any](db *DB, table map[K]*V, id K) (V, bool) {
