@@ -13,11 +13,45 @@ import (
 // goes Removed, and the VMs still marked on it are set Stopped with no host (doDeleteHost's last sweep,
 // apache/cloudstack 0115b87ebb85c67f8b1e8177a86004a66112de75 server/.../resource/ResourceManagerImpl.java).
 // Without forced, a host with VMs is refused.
+//
+// A host another server owns (host.mgmt_server_id) is not deleted here: deleteHost's
+// propagateResourceEvent sends the DeleteHost event to the owner, whose executeUserRequest runs
+// doDeleteHost(hostId, false, false) — not forced — so the owner refuses a host that is not in
+// Maintenance (or Degraded, not modelled) with "cannot be deleted as it is not in maintenance mode",
+// and the caller's deleteHost returns false ("Failed to delete host"), as it does when the owner
+// cannot be reached (_clusterMgr.execute answers null: AgentUnavailableException). Until this row the
+// reference deleted such a host on the caller's side and left the owner's attache in place, where
+// starts still sent commands to the removed host (finding H).
 func (s *Server) DeleteHost(hostID string, forced bool) error {
+	if h := s.DB.Host(hostID); h != nil && h.Status != host.Removed && s.Clustered && h.MSID != "" && h.MSID != s.ID {
+		t := &Thread{Name: s.nextThread("API-Job-Executor")}
+		s.Log(t, "DEBUG", HostObject(hostID), "Propagating resource request event:DeleteHost to agent:%s", hostID)
+		var peer *Server
+		if s.Peers != nil {
+			peer = s.Peers(h.MSID)
+		}
+		if peer == nil {
+			return fmt.Errorf("Failed to delete host: AgentUnavailableException: Resource [Host:%s] is unreachable: the management server %s that owns it does not answer", hostID, h.MSID)
+		}
+		if err := peer.doDeleteHost(hostID, false); err != nil {
+			s.Log(t, "DEBUG", HostObject(hostID), "Result for agent change is false")
+			return fmt.Errorf("Failed to delete host: %v", err)
+		}
+		return nil
+	}
+	return s.doDeleteHost(hostID, forced)
+}
+
+// doDeleteHost is ResourceManagerImpl.doDeleteHost on the server that owns the host (or on any server
+// when nobody does); not forced, a host not in Maintenance is refused first (canDeleteHost).
+func (s *Server) doDeleteHost(hostID string, forced bool) error {
 	t := &Thread{Name: s.nextThread("API-Job-Executor")}
 	h := s.DB.Host(hostID)
 	if h == nil || h.Status == host.Removed {
 		return fmt.Errorf("InvalidParameterValueException: Host with id %s doesn't exist", hostID)
+	}
+	if !forced && h.ResourceState != ResourceMaintenance {
+		return fmt.Errorf("CloudRuntimeException: Host %s cannot be deleted as it is not in maintenance mode. Either put the host into maintenance or perform a forced deletion.", hostID)
 	}
 	vms := s.DB.VMs(func(v *VMVO) bool { return !v.Removed && v.HostID == hostID })
 	if len(vms) > 0 && !forced {
