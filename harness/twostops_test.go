@@ -30,12 +30,9 @@ import (
 // allows a work job to end a Stopping VM while a second stop of it is in progress
 // (TestEachGuardFailsOnItsBugAndPassesOnTheFix has the planted cases).
 func TestTwoStopsOfOneRouter(t *testing.T) {
-	// The history was reached through ms1's deleteHost of h2, a host ms2 owns, which ms1 carried out
-	// itself. ResourceManagerImpl.deleteHost propagates it to the owner, which runs doDeleteHost not
-	// forced and refuses an Enabled host (TestDeleteHostOfAPeersHostIsPropagatedToTheOwner), so this
-	// scenario no longer removes h2. It is to be rebuilt with the delete taken by h2's owner (a
-	// host-remove fault with server: is not supported yet).
-	t.Skip("the delete of h2 is now propagated to its owner and refused: rebuild with the delete taken by ms2")
+	// The program runs on h3, a host ms1 owns: since deleteHost is propagated to a host's owner
+	// (TestDeleteHostOfAPeersHostIsPropagatedToTheOwner), ms1's delete of ms2's h2, where explore found
+	// it, is refused.
 	r := runFixed(t, "testdata/two-stops-of-one-router.yaml")
 	assert.Empty(t, r.Violations)
 	assert.Empty(t, r.NotLinearizable)
