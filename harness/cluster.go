@@ -349,10 +349,13 @@ func (c *Cluster) check() {
 	// something is stuck.
 	if now := c.Now(); !now.Before(c.livenessAt) {
 		c.livenessAt = now.Add(time.Minute)
-		// a fault still on excuses everything (its quiet is now), a host's fault no duty
+		// one walk a look: what is overdue now, and when the next thing falls due (the next look
+		// comes then if sooner: a duty bound of 80 s between two looks a minute apart could pass
+		// unseen). A fault still on excuses everything (its quiet is now), a host's fault no duty.
+		_, overdue, due := c.transitionStatus(now)
 		quiet, ok := c.Rec.quietSince()
 		serverQuiet, serverOK := c.Rec.serverQuietSince()
-		if ok || serverOK {
+		if overdue && (ok || serverOK) {
 			if !ok {
 				quiet = now
 			}
@@ -361,9 +364,7 @@ func (c *Cluster) check() {
 			}
 			c.reportOverdue(quiet, serverQuiet)
 		}
-		// the next look comes sooner where something falls due sooner: a duty bound of 80 s
-		// between two looks a minute apart could pass unseen
-		if due, ok := c.nextDue(now); ok && due.Before(c.livenessAt) {
+		if !due.IsZero() && due.Before(c.livenessAt) {
 			c.livenessAt = due
 		}
 	}

@@ -47,26 +47,19 @@ func (c *Cluster) inTransition() []detect.Transition {
 	return out
 }
 
-// transitionStatus is inTransition reduced to what the liveness run's stop asks after every step:
-// whether anything is in a transitional state, and whether any of it is overdue at now, with no
-// description formatted (inTransition at every step was 7% of explore's CPU).
-func (c *Cluster) transitionStatus(now time.Time) (some, overdue bool) {
+// transitionStatus is inTransition reduced to what the liveness looks ask: whether anything is in a
+// transitional state, whether any of it is overdue at now, and the earliest time after now at which
+// something falls due (zero: none), with no description formatted (inTransition at every step was
+// 7% of explore's CPU).
+func (c *Cluster) transitionStatus(now time.Time) (some, overdue bool, due time.Time) {
 	c.walkTransitions(func(since time.Time, bound time.Duration, _ bool, _ func() (string, string)) {
 		some = true
 		overdue = overdue || (detect.Transition{Since: since, Bound: bound}).Overdue(now)
-	})
-	return some, overdue
-}
-
-// nextDue is the earliest time after now at which something in a transitional state falls due (its
-// since plus its bound), if any does.
-func (c *Cluster) nextDue(now time.Time) (due time.Time, ok bool) {
-	c.walkTransitions(func(since time.Time, bound time.Duration, _ bool, _ func() (string, string)) {
-		if d := since.Add(bound); !since.IsZero() && d.After(now) && (!ok || d.Before(due)) {
-			due, ok = d, true
+		if d := since.Add(bound); !since.IsZero() && d.After(now) && (due.IsZero() || d.Before(due)) {
+			due = d
 		}
 	})
-	return due, ok
+	return some, overdue, due
 }
 
 // walkTransitions calls visit for each thing in a transitional state, with when it got there, its
@@ -120,7 +113,7 @@ func (c *Cluster) checkLiveness() error {
 	// stop as soon as nothing is in transition or something has outstayed its bound: a thing stuck
 	// past its bound that other activity (a retry, an HA attempt) later unsticks is still stuck
 	quietOrOverdue := func() bool {
-		some, overdue := c.transitionStatus(c.Now())
+		some, overdue, _ := c.transitionStatus(c.Now())
 		return !some || overdue
 	}
 	if err := c.w.runUntil(until.Add(time.Second), quietOrOverdue); err != nil {
@@ -136,7 +129,7 @@ func (c *Cluster) checkLiveness() error {
 // serverQuiet (the end of the last management server's fault).
 func (c *Cluster) reportOverdue(quiet, serverQuiet time.Time) {
 	now := c.Now()
-	if _, overdue := c.transitionStatus(now); !overdue {
+	if _, overdue, _ := c.transitionStatus(now); !overdue {
 		return // nothing past its bound: the list below would report nothing (a look a simulated minute)
 	}
 	added := false
