@@ -438,10 +438,30 @@ func (m *AsyncJobManager) cleanupLeftOverJobsOf(t *Thread, msid string) {
 				}
 			}
 		case "Network":
-			n := s.DB.Network(j.InstanceID)
-			if n != nil && n.State == network.Implementing {
-				s.DB.UpdateNetworkState(t.Name, n, network.Shutdown, "cleanupResources: OperationFailed", false)
-			}
+			m.cleanupNetwork(t, j.InstanceID)
 		}
+	}
+}
+
+// cleanupNetwork is cleanupResources' network branch (AsyncJobManagerImpl.cleanupNetwork,
+// apache/cloudstack@04b49bc3): a network found Implementing goes OperationFailed → Shutdown, read and
+// written without the network's lock. C14: the left-over job (a deleteNetwork waiting on the lock
+// when its server went) never implemented the network; a live start on another server may be doing
+// so under the lock, and finds its network Shutdown. The fix tries the lock without waiting: a holder
+// is a live operation on the network, which settles the state itself.
+func (m *AsyncJobManager) cleanupNetwork(t *Thread, id int64) {
+	s := m.s
+	if !s.Defects[C14] {
+		key := NetworkLockKey(id)
+		if !s.DB.TryLock(key, s.ID, t.Name) {
+			s.Log(t, "DEBUG", NetworkObject(id), "Network %d is locked by a running operation; its state is left to it", id)
+			return
+		}
+		defer s.releaseFromLockTable(t, key)
+	}
+	n := s.DB.Network(id)
+	if n != nil && n.State == network.Implementing {
+		s.Log(t, "DEBUG", NetworkObject(id), "Cleaning up Network with Id: %d", id)
+		s.DB.UpdateNetworkState(t.Name, n, network.Shutdown, "cleanupResources: OperationFailed", false)
 	}
 }
