@@ -166,6 +166,7 @@ func NewLibvirtCluster(o Options, lo LibvirtOptions) (*Cluster, error) {
 		if lh.proxy, err = live.NewProxy("127.0.0.1:0", w.addr); err != nil {
 			return fail(err)
 		}
+		lh.proxy.SetOrphanGrace(live.OrphanGrace)
 		c.HostIDs = append(c.HostIDs, h)
 		c.startAgent(h)
 	}

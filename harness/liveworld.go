@@ -159,6 +159,7 @@ func NewLiveCluster(o Options, lo LiveOptions) (*Cluster, error) {
 		if lh.proxy, err = live.NewProxy("127.0.0.1:0", w.addr); err != nil {
 			return fail(err)
 		}
+		lh.proxy.SetOrphanGrace(time.Duration(float64(live.OrphanGrace) / lo.Speed)) // world time
 		c.HostIDs = append(c.HostIDs, h)
 		c.startAgent(h)
 	}

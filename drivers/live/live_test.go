@@ -3,11 +3,15 @@ package live
 import (
 	"bufio"
 	"errors"
+	"io"
 	"net"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/csconform/csconform/impl"
 	"github.com/csconform/csconform/internal/tier"
@@ -299,5 +303,54 @@ func TestConcurrentJobsOverTCP(t *testing.T) {
 				t.Errorf("%s still runs %s after every VM was expunged", h, d.Name)
 			}
 		}
+	}
+}
+
+// A server that closes its end during a cut (it declared the host disconnected) leaves what it last
+// wrote to an orphaned socket: delivered at a heal within the orphan grace, given up after it (the
+// close reaches the agent either way).
+func TestProxyOrphanedBytesOutliveTheCloseOnlyForTheGrace(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		grace     time.Duration
+		delivered bool
+	}{
+		{"no grace set: kept", 0, true},
+		{"heal within the grace: delivered", time.Minute, true},
+		{"heal after the grace: given up", 50 * time.Millisecond, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			agentLn, err := net.Listen("tcp", "127.0.0.1:0")
+			require.NoError(t, err)
+			defer agentLn.Close()
+			agentSide := make(chan net.Conn, 1)
+			go func() {
+				if c, err := agentLn.Accept(); err == nil {
+					agentSide <- c
+				}
+			}()
+			px, err := NewProxy("127.0.0.1:0", agentLn.Addr().String())
+			require.NoError(t, err)
+			defer px.Close()
+			px.SetOrphanGrace(tc.grace)
+			server, err := net.Dial("tcp", px.Addr())
+			require.NoError(t, err)
+			agent := <-agentSide
+			defer agent.Close()
+
+			px.Cut()
+			server.Write([]byte("StopCommand\n"))
+			server.Close()
+			time.Sleep(200 * time.Millisecond)
+			px.Heal()
+			agent.SetReadDeadline(time.Now().Add(10 * time.Second))
+			got, err := io.ReadAll(agent)
+			require.NoError(t, err, "the held close reaches the agent")
+			if tc.delivered {
+				assert.Equal(t, "StopCommand\n", string(got))
+			} else {
+				assert.Empty(t, string(got))
+			}
+		})
 	}
 }

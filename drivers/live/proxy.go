@@ -11,12 +11,19 @@ import (
 // either end — are held, not dropped, and the connections stay open; on heal they flow again in order
 // (TCP's retransmission delivers what was sent during a short partition). Neither end sees anything
 // but silence, so only the application's pings and command waits notice, as in CloudStack.
+//
+// An end that closes during the cut leaves its unsent bytes to an orphaned socket, which the kernel
+// retransmits only tcp_orphan_retries times (about 100 s on a LAN) before it gives them up: bytes an
+// end sent and then closed on are dropped when the heal comes later than the orphan grace after the close
+// (the close itself still reaches the other end); SetOrphanGrace sets it, and 0 keeps them. A server that declares its host disconnected closes
+// the link with what it last wrote (a cleanup StopCommand, say) unsent; a long cut loses it.
 type Proxy struct {
 	ln     net.Listener
 	target string
 
 	mu     sync.Mutex
 	cond   *sync.Cond
+	grace  time.Duration // how long held bytes of a closed end outlive the close (0: for ever)
 	cut    bool
 	heal   *time.Timer
 	closed bool
@@ -33,6 +40,17 @@ func NewProxy(listen, target string) (*Proxy, error) {
 	p.cond = sync.NewCond(&p.mu)
 	go p.acceptLoop()
 	return p, nil
+}
+
+// OrphanGrace is TCP's: a closed socket's unsent bytes are retransmitted tcp_orphan_retries times
+// (0 means 8, with the RTO doubling from 200 ms: about 100 s) and then given up.
+const OrphanGrace = 100 * time.Second
+
+// SetOrphanGrace sets how long, in wall time, a closed end's held bytes outlive its close.
+func (p *Proxy) SetOrphanGrace(d time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.grace = d
 }
 
 // Addr is the address to dial instead of the target.
@@ -136,6 +154,7 @@ func (p *Proxy) handle(client net.Conn) {
 func (p *Proxy) pump(src, dst net.Conn, done func()) {
 	var queue [][]byte
 	ended := false
+	var closedInCut time.Time // when src ended while the link was cut
 	go func() {
 		buf := make([]byte, 32<<10)
 		for {
@@ -146,6 +165,9 @@ func (p *Proxy) pump(src, dst net.Conn, done func()) {
 			}
 			if err != nil {
 				ended = true
+				if p.cut {
+					closedInCut = time.Now()
+				}
 			}
 			p.cond.Broadcast()
 			p.mu.Unlock()
@@ -167,6 +189,9 @@ func (p *Proxy) pump(src, dst net.Conn, done func()) {
 		out := queue
 		queue = nil
 		end := ended
+		if end && p.grace > 0 && !closedInCut.IsZero() && time.Since(closedInCut) > p.grace {
+			out = nil // the orphaned socket gave its bytes up before the link healed
+		}
 		p.mu.Unlock()
 		for _, b := range out {
 			if _, err := dst.Write(b); err != nil {
