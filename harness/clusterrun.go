@@ -133,6 +133,7 @@ func (s *clusterRun) Judge() error {
 	}
 	c.checkGuards()
 	c.reportAll(detect.HaPromise(c.Rec.History().All(), c.haEnabled))
+	c.reportAll(detect.HaHandOver(c.Rec.History().All(), c.haEnabled, c.Config.Bool("ha.vm.restart.hostup")))
 	if m := c.CheckMismatch(); m != "" {
 		return fmt.Errorf("scenario %s: %s", s.sc.Name, m)
 	}

@@ -176,6 +176,10 @@ func (m *HighAvailabilityManager) scheduleRestartForVmsOnHost(t *Thread, hostID 
 			s.Log(t, "DEBUG", VMObject(v.ID), "VM %s is not on down host %s it is on other host %s VM HA is done", cur.Name, hostID, cur.HostID)
 			continue
 		}
+		if mutated(MutHaHostDownStopsHaVMs) && cur.HAEnabled {
+			m.forceStop(t, cur.ID)
+			continue
+		}
 		s.Log(t, "DEBUG", VMObject(v.ID), "Notifying HA Mgr of to restart vm %s", cur.Name)
 		m.scheduleRestart(t, cur, investigate, reasonHostDown)
 	}
@@ -587,7 +591,7 @@ func (m *HighAvailabilityManager) fenceOff(t *Thread, v *VMVO, hostID string) bo
 // Running VM reported off is restarted by HA (with investigation) instead of being synced to Stopped.
 func (m *HighAvailabilityManager) restartOnPowerOff(t *Thread, v *VMVO) bool {
 	s := m.s
-	if !v.HAEnabled || v.State != vm.Running || !s.Config.Bool("ha.vm.restart.hostup") {
+	if !v.HAEnabled || v.State != vm.Running || !s.Config.Bool("ha.vm.restart.hostup") || mutated(MutHaPowerOffNoRestart) {
 		return false
 	}
 	s.Log(t, "INFO", VMObject(v.ID), "Detected out-of-band stop of a HA enabled VM %s, will schedule restart.", v.Name)

@@ -147,6 +147,11 @@ func (s *Server) cancelWorkItems(t *Thread) {
 		if v == nil || w.Type != vm.Starting {
 			continue
 		}
+		if mutated(MutHaRestartStopsWithoutItem) {
+			s.submitStop(t, v.ID, forcedCleanup) // queued, as beginScheduleRestart's: no dispatcher yet to join it
+			s.DB.UpdateItWorkStep(w.ID, ItWorkDone)
+			continue
+		}
 		stop := s.ha.beginScheduleRestart(t, v)
 		if stop == nil && later == nil {
 			s.ha.finishScheduleRestart(t, v, true, "", nil)

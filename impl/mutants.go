@@ -86,6 +86,15 @@ const (
 	MutExpungeKeepsRow        Mutant = "expunge-keeps-vm-row"
 	MutJobGCKeepsExpiredJobs  Mutant = "job-gc-keeps-expired-unfinished-jobs"
 	MutJobGCKeepsBlockedItems Mutant = "job-gc-keeps-blocked-items"
+
+	// Round six, written before any detector of their class (issue 45: the "HA's promise" survivors of
+	// the seed-8 sample, in the class's terms): an HA-enabled VM the server takes out of service on its
+	// own — its domain reported off, its host Down or removed, a restart's cleanup of its start — is
+	// handed to HA, not left Stopped.
+	MutHaRestartStopsWithoutItem Mutant = "ha-restart-cleanup-stops-without-item"
+	MutHaPowerOffNoRestart       Mutant = "ha-power-off-synced-without-restart"
+	MutHaHostDownStopsHaVMs      Mutant = "ha-host-down-stops-ha-vms"
+	MutHaHostRemoveStopsHaVMs    Mutant = "ha-host-remove-stops-ha-vms"
 )
 
 // MutantInfo says what a mutant does, in CloudStack's terms.
@@ -144,6 +153,10 @@ var Mutants = []MutantInfo{
 	{MutExpungeKeepsRow, "VirtualMachineManagerImpl.advanceExpunge", "expunge answers success with the VM's row left Expunging, not removed"},
 	{MutJobGCKeepsExpiredJobs, "AsyncJobManagerImpl.expungeExpiredUnfinishedJobs", "the GC task no longer expunges unfinished jobs older than job.expire.minutes: a job whose thread is stuck stays in progress, and counts as pending work, for ever"},
 	{MutJobGCKeepsBlockedItems, "AsyncJobManagerImpl.cancelBlockedQueueItems", "the GC task no longer cancels a queue item that has been in process for longer than job.cancel.threshold.minutes: the VM's later work waits behind it for ever"},
+	{MutHaRestartStopsWithoutItem, "VirtualMachineManagerImpl.cancelWorkItems", "a restarted server's cleanup of a start its previous incarnation left half done force-stops the VM and marks the row Done without scheduling its HA restart: an HA-enabled VM a restart caught starting stays Stopped"},
+	{MutHaPowerOffNoRestart, "VirtualMachineManagerImpl.handlePowerOffReportWithNoPendingJobsOnVM", "an HA-enabled Running VM whose domain is reported off or missing is synced to Stopped as any other, not handed to HA for a restart (ha.vm.restart.hostup on)"},
+	{MutHaHostDownStopsHaVMs, "HighAvailabilityManagerImpl.scheduleRestartForVmsOnHost", "a host found Down has its HA-enabled VMs force-stopped instead of scheduled for an HA restart: they stay Stopped"},
+	{MutHaHostRemoveStopsHaVMs, "ResourceManagerImpl.doDeleteHost", "a forced deleteHost stops the HA-enabled VMs on the host as it stops the others, instead of scheduling their HA restart"},
 	{MutAgentOrderInTask, "Agent.processRequest", "the order is taken by each command's task on the pool instead of by the reader, so a stop that runs before the start it arrived behind does not wait for it"},
 }
 

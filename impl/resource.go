@@ -58,7 +58,7 @@ func (s *Server) doDeleteHost(hostID string, forced bool) error {
 		return fmt.Errorf("Unable to delete host: %s as there are vms running on it; use forced=true", hostID)
 	}
 	for _, v := range vms {
-		if !v.HAEnabled || v.State == vm.Stopping {
+		if !v.HAEnabled || v.State == vm.Stopping || mutated(MutHaHostRemoveStopsHaVMs) {
 			s.Log(t, "DEBUG", VMObject(v.ID), "Stopping vm: %s as a part of deleteHost id=%s", v.Name, hostID)
 			if err := s.advanceStop(t, v.ID, forcedByCaller); err != nil { // the operator's deleteHost forced=true
 				return fmt.Errorf("There was an error stopping the vm: %s as a part of hostDelete id=%s: %v", v.Name, hostID, err)

@@ -1,0 +1,164 @@
+package detect
+
+import (
+	"fmt"
+	"iter"
+	"slices"
+	"strings"
+
+	"github.com/csconform/csconform/model/history"
+	"github.com/csconform/csconform/model/invariant"
+)
+
+// HaHandOver judges the second half of HA's promise (ha-promise) from a recorded history: an
+// HA-enabled VM the server takes out of service on its own is handed to HA. CloudStack hands it over
+// wherever it stops such a VM unasked: a host found Down (HighAvailabilityManagerImpl
+// .scheduleRestartForVmsOnHost), a forced deleteHost (ResourceManagerImpl.doDeleteHost), a restart's
+// cleanup of a start its previous incarnation left half done (VirtualMachineManagerImpl
+// .cancelWorkItems), a stalled transition (TransitionTask); and a Running VM whose domain its host
+// reports off or missing is restarted by HA instead of being synced to Stopped
+// (handlePowerOffReportWithNoPendingJobsOnVM, with ha.vm.restart.hostup on).
+//
+// A VM's move to Stopped is the server's own when neither a client nor HA made it: not the API job
+// of a call on that VM (or a VM work job that job submitted), not an HA worker (or a work job it
+// submitted). Each such move of an HA-enabled VM needs an HA restart item scheduled for the VM
+// ("Schedule vm for HA"), before or after the move, since the VM last entered Running or Starting.
+// Two moves CloudStack makes with no hand-over are not judged: power sync of a VM that is not Running,
+// or of any VM with ha.vm.restart.hostup off (the Java's HA shortcut is for Running VMs), and a peer's clean-up of the jobs of a server that left
+// (Cluster-Heartbeat: their work rows wait for that server's own restart). Power sync that moves a
+// Running HA-enabled VM to Stopped is itself the broken promise when hostUpRestart
+// (ha.vm.restart.hostup) is on.
+func HaHandOver(events iter.Seq[history.Event], haEnabled func(vm string) bool, hostUpRestart bool) []invariant.Violation {
+	type workJob struct {
+		vm        string
+		submitter string
+		clientVM  string // the VM of the API job whose thread submitted it ("" if none)
+		begin     int64
+		end       int64 // 0 while in progress
+	}
+	type move struct {
+		vm, from, actor string
+		seq, since      int64 // since: the VM's last move into Running or Starting before this one
+		e               history.Event
+		job             *workJob // the VM's work job in progress at the move, if any
+	}
+	apiVM := map[string]string{}      // API job executor thread → the VM its current API job is on
+	open := map[string]*workJob{}     // vm → its VM work job in progress (a VM's work is serialized)
+	jobs := map[string]*workJob{}     // job:<id> → VM work job
+	entered := map[string]int64{}     // vm → seq of its last move into Running or Starting
+	scheduled := map[string][]int64{} // vm → seqs of "Schedule vm for HA"
+	var moves []move
+	for e := range events {
+		switch e.Kind {
+		case history.State:
+			switch {
+			case strings.HasPrefix(e.Object, "job:") && e.From == "":
+				cmd, inst, _ := strings.Cut(e.Detail, " ")
+				vm := ""
+				if id, ok := strings.CutPrefix(inst, "VirtualMachine:"); ok {
+					vm = "vm:" + id
+				}
+				switch {
+				case strings.HasPrefix(cmd, "VmWork"):
+					j := &workJob{vm: vm, submitter: e.Actor, begin: e.Seq}
+					if originOf(e.Actor) == originAPI {
+						j.clientVM = apiVM[e.Actor]
+					}
+					jobs[e.Object] = j
+					if !strings.Contains(cmd, "placeholder") {
+						open[vm] = j
+					}
+				case originOf(e.Actor) == originAPI:
+					apiVM[e.Actor] = vm
+				}
+			case strings.HasPrefix(e.Object, "job:") && e.From == "IN_PROGRESS" && e.To != "IN_PROGRESS":
+				if j := jobs[e.Object]; j != nil && j.end == 0 {
+					j.end = e.Seq
+					if open[j.vm] == j {
+						delete(open, j.vm)
+					}
+				}
+			case strings.HasPrefix(e.Object, "vm:"):
+				if e.To == "Running" || e.To == "Starting" && e.From != "Starting" {
+					entered[e.Object] = e.Seq
+				}
+				if e.To == "Stopped" && e.From != "" && e.From != "Stopped" {
+					moves = append(moves, move{vm: e.Object, from: e.From, actor: e.Actor, seq: e.Seq, since: entered[e.Object], e: e, job: open[e.Object]})
+				}
+			}
+		case history.Log:
+			if strings.HasPrefix(e.Detail, "Schedule vm for HA: ") && strings.HasPrefix(e.Object, "vm:") {
+				scheduled[e.Object] = append(scheduled[e.Object], e.Seq)
+			}
+		}
+	}
+	var out []invariant.Violation
+	reported := map[string]bool{}
+	for _, m := range moves {
+		if reported[m.vm] || !haEnabled(m.vm) {
+			continue
+		}
+		switch originOf(m.actor) {
+		case originHA, originPeerCleanup:
+			continue
+		case originAPI:
+			if apiVM[m.actor] == m.vm {
+				continue
+			}
+		case originWorkJob:
+			if j := m.job; j != nil {
+				if originOf(j.submitter) == originHA || j.clientVM == m.vm {
+					continue
+				}
+			}
+		case originPowerSync:
+			// the Java hands over only a Running VM, and only with ha.vm.restart.hostup on
+			if m.from == "Running" && hostUpRestart {
+				reported[m.vm] = true
+				out = append(out, invariant.Violation{Invariant: invariant.HaPromise, Object: m.vm, Time: m.e.Time,
+					Message: fmt.Sprintf("%s synced HA-enabled %s from Running to Stopped on a power report; with ha.vm.restart.hostup on, HA restarts such a VM instead", m.actor, m.vm)})
+			}
+			continue
+		}
+		if slices.ContainsFunc(scheduled[m.vm], func(s int64) bool { return s > m.since }) {
+			continue
+		}
+		reported[m.vm] = true
+		out = append(out, invariant.Violation{Invariant: invariant.HaPromise, Object: m.vm, Time: m.e.Time,
+			Message: fmt.Sprintf("%s moved HA-enabled %s from %s to Stopped unasked (no client's call on it, not HA's work), and no HA restart item was scheduled for it: the server took it out of service without handing it to HA", m.actor, m.vm, m.from)})
+	}
+	return out
+}
+
+// The origins of a state change, by the thread that made it (CloudStack's pool names; a peer's
+// threads carry its "msN:" prefix here).
+type origin int
+
+const (
+	originServer      origin = iota // the server's own: start-up, a disconnect's investigation, a task
+	originAPI                       // an API job's thread
+	originWorkJob                   // a VM work job's executor
+	originHA                        // an HA worker
+	originPowerSync                 // a host's report (ping, startup)
+	originPeerCleanup               // the cluster heartbeat's clean-up of a server that left
+)
+
+func originOf(actor string) origin {
+	_, name, ok := strings.Cut(actor, ":")
+	if !ok {
+		name = actor
+	}
+	switch {
+	case strings.HasPrefix(name, "API-Job-Executor-"):
+		return originAPI
+	case strings.HasPrefix(name, "Work-Job-Executor-"):
+		return originWorkJob
+	case strings.HasPrefix(name, "HA-Worker-"):
+		return originHA
+	case strings.HasPrefix(name, "AgentTaskPool-"), strings.HasPrefix(name, "AgentConnectTaskPool-"):
+		return originPowerSync
+	case name == "Cluster-Heartbeat":
+		return originPeerCleanup
+	}
+	return originServer
+}
