@@ -25,7 +25,11 @@ var web1Running = h{}.with(
 )
 
 // The planted bugs of catalogue round six, as their histories show them, and the fixes: each way the
-// server takes an HA-enabled VM out of service unasked, with and without its hand-over to HA.
+// server takes an HA-enabled VM out of service unasked, with and without its hand-over to HA. The
+// power-sync cases follow handlePowerOffReportWithNoPendingJobsOnVM (VirtualMachineManagerImpl at
+// bhouse-nexthop/cloudstack@d4da80c5, a 4.22-branch fork, docs/fidelity.md source A; the same in a
+// later upstream copy): HA's shortcut is taken only when `(ForceHA || vm.isHaEnabled()) &&
+// vm.getState() == State.Running && HaVmRestartHostUp`, and otherwise the VM is synced to Stopped.
 func TestHaHandOver(t *testing.T) {
 	schedule := logLine("DisconnectTask-3", "vm:2", "Schedule vm for HA: web1 (HAWork[1-HA-2-Running-Scheduled])")
 	cases := []struct {
