@@ -82,7 +82,10 @@ func HaHandOver(events iter.Seq[history.Event], haEnabled func(vm string) bool, 
 				if e.To == "Running" || e.To == "Starting" && e.From != "Starting" {
 					entered[e.Object] = e.Seq
 				}
-				if e.To == "Stopped" && e.From != "" && e.From != "Stopped" {
+				// a state written around the state machine is not judged: doDeleteHost's last sweep
+				// (vm.setState(Stopped) for every VM still marked on the removed host) hands nothing
+				// over in CloudStack either, and host-remove-with-vms says why that is the operator's
+				if e.To == "Stopped" && e.From != "" && e.From != "Stopped" && !e.Direct {
 					moves = append(moves, move{vm: e.Object, from: e.From, actor: e.Actor, seq: e.Seq, since: entered[e.Object], e: e, job: open[e.Object]})
 				}
 			}

@@ -95,6 +95,9 @@ func TestHaHandOver(t *testing.T) {
 			vmState("Work-Job-Executor-5", "Stopped", "Starting"),
 			vmState("Work-Job-Executor-5", "Starting", "Running"),
 			vmState("DisconnectTask-9", "Running", "Stopped")), true, true},
+		{"doDeleteHost's sweep of a VM HA restarted onto the removed host: written around the FSM, not judged", web1Running.with(
+			apiJob("API-Job-Executor-2", "job:5", "DeleteHostCmd Host:h1"),
+			history.Event{Kind: history.State, Actor: "API-Job-Executor-2", Object: "vm:2", From: "Running", To: "Stopped", Detail: "web1 setState host=", Direct: true}), true, false},
 		{"a peer's clean-up of a left server's start: no hand-over in CloudStack", h{}.with(
 			vmState("api", "", "Stopped"),
 			vmState("ms2:Work-Job-Executor-1", "Stopped", "Starting"),
