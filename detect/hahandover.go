@@ -33,12 +33,15 @@ func HaHandOver(events iter.Seq[history.Event], haEnabled func(vm string) bool, 
 		vm        string
 		submitter string
 		clientVM  string // the VM of the API job whose thread submitted it ("" if none)
+		decided   string // the VM's state when it was submitted: its submitter's decision
 		begin     int64
 		end       int64 // 0 while in progress
 	}
+	type chain struct{ actor, from string } // a run of changes of one VM by one thread, and its start
 	type move struct {
 		vm, from, actor string
-		seq, since      int64 // since: the VM's last move into Running or Starting before this one
+		seq, since      int64  // since: the VM's last move into Running or Starting before this one
+		decided         string // the VM's state when the thread that stopped it decided to
 		e               history.Event
 		job             *workJob // the VM's work job in progress at the move, if any
 	}
@@ -47,6 +50,8 @@ func HaHandOver(events iter.Seq[history.Event], haEnabled func(vm string) bool, 
 	jobs := map[string]*workJob{}     // job:<id> → VM work job
 	entered := map[string]int64{}     // vm → seq of its last move into Running or Starting
 	scheduled := map[string][]int64{} // vm → seqs of "Schedule vm for HA"
+	state := map[string]string{}      // vm → its state now
+	chains := map[string]chain{}      // vm → the run of changes it is in
 	var moves []move
 	for e := range events {
 		switch e.Kind {
@@ -60,7 +65,7 @@ func HaHandOver(events iter.Seq[history.Event], haEnabled func(vm string) bool, 
 				}
 				switch {
 				case strings.HasPrefix(cmd, "VmWork"):
-					j := &workJob{vm: vm, submitter: e.Actor, begin: e.Seq}
+					j := &workJob{vm: vm, submitter: e.Actor, decided: state[vm], begin: e.Seq}
 					if originOf(e.Actor) == originAPI {
 						j.clientVM = apiVM[e.Actor]
 					}
@@ -79,6 +84,10 @@ func HaHandOver(events iter.Seq[history.Event], haEnabled func(vm string) bool, 
 					}
 				}
 			case strings.HasPrefix(e.Object, "vm:"):
+				if c, ok := chains[e.Object]; !ok || c.actor != e.Actor {
+					chains[e.Object] = chain{e.Actor, e.From}
+				}
+				state[e.Object] = e.To
 				if e.To == "Running" || e.To == "Starting" && e.From != "Starting" {
 					entered[e.Object] = e.Seq
 				}
@@ -86,7 +95,12 @@ func HaHandOver(events iter.Seq[history.Event], haEnabled func(vm string) bool, 
 				// (vm.setState(Stopped) for every VM still marked on the removed host) hands nothing
 				// over in CloudStack either, and host-remove-with-vms says why that is the operator's
 				if e.To == "Stopped" && e.From != "" && e.From != "Stopped" && !e.Direct {
-					moves = append(moves, move{vm: e.Object, from: e.From, actor: e.Actor, seq: e.Seq, since: entered[e.Object], e: e, job: open[e.Object]})
+					m := move{vm: e.Object, from: e.From, actor: e.Actor, seq: e.Seq, since: entered[e.Object], e: e, job: open[e.Object]}
+					m.decided = chains[e.Object].from
+					if m.job != nil && originOf(e.Actor) == originWorkJob {
+						m.decided = m.job.decided
+					}
+					moves = append(moves, m)
 				}
 			}
 		case history.Log:
@@ -98,7 +112,10 @@ func HaHandOver(events iter.Seq[history.Event], haEnabled func(vm string) bool, 
 	var out []invariant.Violation
 	reported := map[string]bool{}
 	for _, m := range moves {
-		if reported[m.vm] || !haEnabled(m.vm) {
+		// a VM already Stopping when the server decided to stop it was being stopped: finishing that
+		// takes nothing out of service (doDeleteHost stops an HA-enabled VM in Stopping, as the Java's
+		// deleteRoutingHost does, with no hand-over)
+		if reported[m.vm] || !haEnabled(m.vm) || m.decided == "Stopping" {
 			continue
 		}
 		switch originOf(m.actor) {

@@ -95,6 +95,23 @@ func TestHaHandOver(t *testing.T) {
 			vmState("Work-Job-Executor-5", "Stopped", "Starting"),
 			vmState("Work-Job-Executor-5", "Starting", "Running"),
 			vmState("DisconnectTask-9", "Running", "Stopped")), true, true},
+		{"a forced deleteHost stops a VM a client's destroy had in Stopping (deleteRoutingHost: no hand-over)", web1Running.with(
+			apiJob("API-Job-Executor-2", "job:5", "DestroyVMCmd VirtualMachine:2"),
+			jobState("API-Job-Executor-2", "job:6", "", "IN_PROGRESS", "VmWorkStop VirtualMachine:2"),
+			vmState("Work-Job-Executor-2", "Running", "Stopping"),
+			apiJob("API-Job-Executor-3", "job:7", "DeleteHostCmd Host:h1"),
+			jobState("API-Job-Executor-3", "job:8", "", "IN_PROGRESS", "VmWorkStop VirtualMachine:2"),
+			vmState("Work-Job-Executor-2", "Stopping", "Running"),
+			jobState("Work-Job-Executor-2", "job:6", "IN_PROGRESS", "FAILED", ""),
+			vmState("Work-Job-Executor-3", "Running", "Stopping"),
+			vmState("Work-Job-Executor-3", "Stopping", "Stopped"),
+			jobState("Work-Job-Executor-3", "job:8", "IN_PROGRESS", "SUCCEEDED", "")), true, false},
+		{"the same delete of a Running VM, no HA item: judged", web1Running.with(
+			apiJob("API-Job-Executor-3", "job:7", "DeleteHostCmd Host:h1"),
+			jobState("API-Job-Executor-3", "job:8", "", "IN_PROGRESS", "VmWorkStop VirtualMachine:2"),
+			vmState("Work-Job-Executor-3", "Running", "Stopping"),
+			vmState("Work-Job-Executor-3", "Stopping", "Stopped"),
+			jobState("Work-Job-Executor-3", "job:8", "IN_PROGRESS", "SUCCEEDED", "")), true, true},
 		{"doDeleteHost's sweep of a VM HA restarted onto the removed host: written around the FSM, not judged", web1Running.with(
 			apiJob("API-Job-Executor-2", "job:5", "DeleteHostCmd Host:h1"),
 			history.Event{Kind: history.State, Actor: "API-Job-Executor-2", Object: "vm:2", From: "Running", To: "Stopped", Detail: "web1 setState host=", Direct: true}), true, false},
