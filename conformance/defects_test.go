@@ -50,6 +50,10 @@ func TestEveryDefectTripsADetector(t *testing.T) {
 		// (its restart on h2 starts the router on h2 too, whose domain still runs on h1: VirtualRouterElement.prepare)
 		{"H1,H2", "ha-heartbeat-two-domains", []string{invariant.OrphanDomain, invariant.IPConflict}},
 		{"H2", "heartbeat-fail-starting-vm", []string{invariant.OrphanDomain}},
+		// ResourceManagerImpl.deleteRoutingHost (apache/cloudstack, the loop over
+		// `_vmDao.listByHostId(hostId)` read once: `!vm.isHaEnabled() || vm.getState() == State.Stopping`
+		// → advanceStop, else scheduleRestart): decided on the state the list read
+		{"H4", "host-remove-stale-vm-list", []string{invariant.HaPromise}},
 		{"H3", "ha-restart-throws-drops-vm", []string{invariant.HaPromise}},
 		{"M1", "peer-leaves-mid-start", []string{invariant.LeftServerJob}},
 	}

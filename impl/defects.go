@@ -57,6 +57,9 @@ const (
 	// Found by csconform explore under fixed (seeds 1-4, about 1,700 cases each) once the ha-promise
 	// detector judged HA's work items.
 	H3
+	// Found by csconform explore under fixed (seeds 1-10, both schedulers, within a few thousand cases)
+	// once the ha-promise detector judged HA's hand-over.
+	H4
 	// Found reading AsyncJobManagerImpl.onManagementNodeLeft for several management servers.
 	M1
 
@@ -106,6 +109,7 @@ var defectInfo = [numDefects]struct {
 	H1:                          {"H1", "KVM fencing only checks the host's storage heartbeat: a live host whose heartbeat failed is \"fenced\" while its domain runs, and HA starts the VM a second time elsewhere", "KVM fencing asks only about the storage heartbeat", nil},
 	H2:                          {"H2", "KVMInvestigator judges a host Down from its storage heartbeat alone: a live host whose heartbeat failed is Down once its agent is cut off, and a start's cleanup or a forced stop then releases the NICs of a domain that still runs (KVMInvestigator.isAgentAlive)", "KVMInvestigator judges a host Down from its storage heartbeat alone", nil},
 	H3:                          {"H3", "HA's processWork catch takes the VM's state and update count for the next try from the VM as read before restart() ran, not anew: a try that moved the VM (HA's forced stop, its failed start) and then threw a CloudRuntimeException leaves the item with the old capture, the next try finds the VM \"has been changed\" and ends the item, and the HA-enabled VM stays Stopped (HighAvailabilityManagerImpl.processWork)", "HA drops an HA-enabled VM after a try that threw", nil},
+	H4:                          {"H4", "a forced deleteHost decides for each VM of the host on the list it read at its start: an HA-enabled VM that was Stopping then (a client's stop or destroy under way) and is Running again when its turn comes (that stop failed) is force-stopped as the HA-disabled ones are, its NICs released, and HA is never asked to restart it (ResourceManagerImpl.deleteRoutingHost / doDeleteHost)", "a forced deleteHost force-stops an HA-enabled VM it listed while Stopping", nil},
 	M1:                          {"M1", "a peer's onManagementNodeLeft cleans up the left server's jobs by its mshost row id, which no job's msid column holds: its IN_PROGRESS jobs, and the VMs and networks they left in transition, stay until the GC cancels or expires them or the server comes back (AsyncJobManagerImpl.onManagementNodeLeft)", "a peer cleans up a left server's jobs by its mshost row id", nil},
 	PlantedStopTimeoutIsSuccess: {"planted-stop-timeout-is-success", "planted: a stop whose StopCommand timed out counts as stopped", "planted: a stop whose StopCommand timed out counts as stopped", nil},
 	PlantedIPFromStaleRead:      {"planted-ip-from-stale-read", "planted: a NIC's address is claimed from an earlier read of the pool", "planted: a NIC's address is claimed from an earlier read of the pool", nil},

@@ -58,6 +58,16 @@ func (s *Server) doDeleteHost(hostID string, forced bool) error {
 		return fmt.Errorf("Unable to delete host: %s as there are vms running on it; use forced=true", hostID)
 	}
 	for _, v := range vms {
+		if !s.Defects[H4] {
+			// H4's fix: decide on the VM as it is at its turn, not as the list read it (an earlier VM's
+			// forced stop can take minutes, and a client's stop that fails meanwhile leaves the VM
+			// Running again)
+			cur := s.DB.VM(v.ID)
+			if cur == nil || cur.Removed || cur.HostID != hostID {
+				continue
+			}
+			v = cur
+		}
 		if !v.HAEnabled || v.State == vm.Stopping || mutated(MutHaHostRemoveStopsHaVMs) {
 			s.Log(t, "DEBUG", VMObject(v.ID), "Stopping vm: %s as a part of deleteHost id=%s", v.Name, hostID)
 			if err := s.advanceStop(t, v.ID, forcedByCaller); err != nil { // the operator's deleteHost forced=true
