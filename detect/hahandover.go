@@ -35,7 +35,8 @@ func HaHandOver(events iter.Seq[history.Event], haEnabled func(vm string) bool, 
 		clientVM  string // the VM of the API job whose thread submitted it ("" if none)
 		decided   string // the VM's state when it was submitted: its submitter's decision
 		begin     int64
-		end       int64 // 0 while in progress
+		end       int64  // 0 while in progress
+		endedBy   string // the thread that wrote its end
 	}
 	type chain struct{ actor, from string } // a run of changes of one VM by one thread, and its start
 	type move struct {
@@ -47,6 +48,7 @@ func HaHandOver(events iter.Seq[history.Event], haEnabled func(vm string) bool, 
 	}
 	apiVM := map[string]string{}      // API job executor thread → the VM its current API job is on
 	open := map[string]*workJob{}     // vm → its VM work job in progress (a VM's work is serialized)
+	last := map[string]*workJob{}     // vm → its latest VM work job, ended or not
 	jobs := map[string]*workJob{}     // job:<id> → VM work job
 	entered := map[string]int64{}     // vm → seq of its last move into Running or Starting
 	scheduled := map[string][]int64{} // vm → seqs of "Schedule vm for HA"
@@ -71,14 +73,14 @@ func HaHandOver(events iter.Seq[history.Event], haEnabled func(vm string) bool, 
 					}
 					jobs[e.Object] = j
 					if !strings.Contains(cmd, "placeholder") {
-						open[vm] = j
+						open[vm], last[vm] = j, j
 					}
 				case originOf(e.Actor) == originAPI:
 					apiVM[e.Actor] = vm
 				}
 			case strings.HasPrefix(e.Object, "job:") && e.From == "IN_PROGRESS" && e.To != "IN_PROGRESS":
 				if j := jobs[e.Object]; j != nil && j.end == 0 {
-					j.end = e.Seq
+					j.end, j.endedBy = e.Seq, e.Actor
 					if open[j.vm] == j {
 						delete(open, j.vm)
 					}
@@ -96,6 +98,11 @@ func HaHandOver(events iter.Seq[history.Event], haEnabled func(vm string) bool, 
 				// over in CloudStack either, and host-remove-with-vms says why that is the operator's
 				if e.To == "Stopped" && e.From != "" && e.From != "Stopped" && !e.Direct {
 					m := move{vm: e.Object, from: e.From, actor: e.Actor, seq: e.Seq, since: entered[e.Object], e: e, job: open[e.Object]}
+					if j := last[e.Object]; m.job == nil && j != nil && originOf(j.endedBy) != originWorkJob {
+						// its row ended by another thread (the job GC's expunge of an unfinished job),
+						// its executor running on: the move is still that job's
+						m.job = j
+					}
 					m.decided = chains[e.Object].from
 					if m.job != nil && originOf(e.Actor) == originWorkJob {
 						m.decided = m.job.decided

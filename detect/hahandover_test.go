@@ -115,6 +115,16 @@ func TestHaHandOver(t *testing.T) {
 		{"doDeleteHost's sweep of a VM HA restarted onto the removed host: written around the FSM, not judged", web1Running.with(
 			apiJob("API-Job-Executor-2", "job:5", "DeleteHostCmd Host:h1"),
 			history.Event{Kind: history.State, Actor: "API-Job-Executor-2", Object: "vm:2", From: "Running", To: "Stopped", Detail: "web1 setState host=", Direct: true}), true, false},
+		{"HA's start whose job row the job GC expunged while it ran: still HA's", web1Running.with(
+			logLine("AgentTaskPool-3", "vm:2", "Schedule vm for HA: web1 (HAWork[1-HA-2-Running-Investigating])"),
+			jobState("HA-Worker-0", "job:7", "", "IN_PROGRESS", "VmWorkStop VirtualMachine:2"),
+			vmState("Work-Job-Executor-4", "Running", "Stopping"),
+			vmState("Work-Job-Executor-4", "Stopping", "Stopped"),
+			jobState("Work-Job-Executor-4", "job:7", "IN_PROGRESS", "SUCCEEDED", ""),
+			jobState("HA-Worker-0", "job:8", "", "IN_PROGRESS", "VmWorkStart VirtualMachine:2"),
+			vmState("Work-Job-Executor-5", "Stopped", "Starting"),
+			jobState("AsyncJobMgr-Heartbeat-1", "job:8", "IN_PROGRESS", "FAILED", "expunged"),
+			vmState("Work-Job-Executor-5", "Starting", "Stopped")), true, false},
 		{"a peer's clean-up of a left server's start: no hand-over in CloudStack", h{}.with(
 			vmState("api", "", "Stopped"),
 			vmState("ms2:Work-Job-Executor-1", "Stopped", "Starting"),
