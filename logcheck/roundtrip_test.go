@@ -60,6 +60,17 @@ func newMatrix() *matrix {
 	return m
 }
 
+// operatorAsserted are the built-ins where, under fixed, an operator's forced deleteHost stops VMs on
+// a host whose agent cannot be reached and releases what they held while their domains run: the
+// operator's assertion, which the in-process checkers accept (detect/asserted.go), and which a log
+// cannot tell from D3's forced destroy (a gap of logcheck's, issue 47: what an excerpt shows).
+var operatorAsserted = map[string]string{
+	"host-remove-stale-vm-list": "H4's staging deletes h1 with forced=true while its agent restarts",
+}
+
+// scenarioOf is the scenario's name in a run's "name/styleN".
+func scenarioOf(name string) string { n, _, _ := strings.Cut(name, "/"); return n }
+
 // historyOf is the reference's recorded history of a run.
 func historyOf(r *harness.Result) []history.Event { return slices.Collect(r.ServerHistory()) }
 
@@ -97,6 +108,10 @@ func (m *matrix) compare(t *testing.T, name, profile string, r *harness.Result, 
 	if profile == "fixed" {
 		m.fixed++
 		for _, fd := range rep.Findings {
+			if why, ok := operatorAsserted[scenarioOf(name)]; ok && fd.Check == logcheck.CheckReleasedRunning {
+				t.Logf("%s (fixed): logcheck finding %s %s, known: %s", name, fd.Check, fd.Object, why)
+				continue
+			}
 			m.bad = append(m.bad, fmt.Sprintf("%s (fixed): logcheck finding %s %s: %s", name, fd.Check, fd.Object, fd.Message))
 		}
 	}
