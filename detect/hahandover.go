@@ -43,6 +43,7 @@ func HaHandOver(events iter.Seq[history.Event], haEnabled func(vm string) bool, 
 		vm, from, actor string
 		seq, since      int64  // since: the VM's last move into Running or Starting before this one
 		decided         string // the VM's state when the thread that stopped it decided to
+		apiVM           string // the VM of the API job the moving thread ran then, if an API job's
 		e               history.Event
 		job             *workJob // the VM's work job in progress at the move, if any
 	}
@@ -97,7 +98,7 @@ func HaHandOver(events iter.Seq[history.Event], haEnabled func(vm string) bool, 
 				// (vm.setState(Stopped) for every VM still marked on the removed host) hands nothing
 				// over in CloudStack either, and host-remove-with-vms says why that is the operator's
 				if e.To == "Stopped" && e.From != "" && e.From != "Stopped" && !e.Direct {
-					m := move{vm: e.Object, from: e.From, actor: e.Actor, seq: e.Seq, since: entered[e.Object], e: e, job: open[e.Object]}
+					m := move{vm: e.Object, from: e.From, actor: e.Actor, seq: e.Seq, since: entered[e.Object], e: e, job: open[e.Object], apiVM: apiVM[e.Actor]}
 					if j := last[e.Object]; m.job == nil && j != nil && originOf(j.endedBy) != originWorkJob {
 						// its row ended by another thread (the job GC's expunge of an unfinished job),
 						// its executor running on: the move is still that job's
@@ -129,7 +130,7 @@ func HaHandOver(events iter.Seq[history.Event], haEnabled func(vm string) bool, 
 		case originHA, originPeerCleanup:
 			continue
 		case originAPI:
-			if apiVM[m.actor] == m.vm {
+			if m.apiVM == m.vm {
 				continue
 			}
 		case originWorkJob:
