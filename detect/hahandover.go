@@ -23,11 +23,17 @@ import (
 // of a call on that VM (or a VM work job that job submitted), not an HA worker (or a work job it
 // submitted). Each such move of an HA-enabled VM needs an HA restart item scheduled for the VM
 // ("Schedule vm for HA"), before or after the move, since the VM last entered Running or Starting.
-// Two moves CloudStack makes with no hand-over are not judged: power sync of a VM that is not Running,
-// or of any VM with ha.vm.restart.hostup off (the Java's HA shortcut is for Running VMs), and a peer's clean-up of the jobs of a server that left
-// (Cluster-Heartbeat: their work rows wait for that server's own restart). Power sync that moves a
-// Running HA-enabled VM to Stopped is itself the broken promise when hostUpRestart
-// (ha.vm.restart.hostup) is on.
+// What CloudStack stops with no hand-over is not judged:
+//   - power sync of a VM that is not Running, or of any VM with ha.vm.restart.hostup off (the Java's
+//     HA shortcut is for Running VMs);
+//   - a peer's clean-up of the jobs of a server that left (Cluster-Heartbeat: their work rows wait
+//     for that server's own restart);
+//   - a state written around the state machine (doDeleteHost's last sweep of the removed host);
+//   - a stop decided while the VM was Stopping (deleteRoutingHost stops such a VM, HA-enabled or
+//     not): the state at the decision is the VM's when its stop's work job was submitted, or when the
+//     thread that stops it began its run of changes.
+// Power sync that moves a Running HA-enabled VM to Stopped is itself the broken promise when
+// hostUpRestart (ha.vm.restart.hostup) is on.
 func HaHandOver(events iter.Seq[history.Event], haEnabled func(vm string) bool, hostUpRestart bool) []invariant.Violation {
 	type workJob struct {
 		vm        string
