@@ -32,6 +32,7 @@ import (
 //   - a stop decided while the VM was Stopping (deleteRoutingHost stops such a VM, HA-enabled or
 //     not): the state at the decision is the VM's when its stop's work job was submitted, or when the
 //     thread that stops it began its run of changes.
+//
 // Power sync that moves a Running HA-enabled VM to Stopped is itself the broken promise when
 // hostUpRestart (ha.vm.restart.hostup) is on.
 func HaHandOver(events iter.Seq[history.Event], haEnabled func(vm string) bool, hostUpRestart bool) []invariant.Violation {
