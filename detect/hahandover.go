@@ -5,6 +5,7 @@ import (
 	"iter"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/csconform/csconform/model/history"
 	"github.com/csconform/csconform/model/invariant"
@@ -41,17 +42,15 @@ func HaHandOver(events iter.Seq[history.Event], haEnabled func(vm string) bool, 
 		submitter string
 		clientVM  string // the VM of the API job whose thread submitted it ("" if none)
 		decided   string // the VM's state when it was submitted: its submitter's decision
-		begin     int64
-		end       int64  // 0 while in progress
-		endedBy   string // the thread that wrote its end
+		endedBy   string // the thread that wrote its end ("" while in progress)
 	}
 	type chain struct{ actor, from string } // a run of changes of one VM by one thread, and its start
 	type move struct {
 		vm, from, actor string
-		seq, since      int64  // since: the VM's last move into Running or Starting before this one
+		since           int64  // the VM's last move into Running or Starting before this one
 		decided         string // the VM's state when the thread that stopped it decided to
 		apiVM           string // the VM of the API job the moving thread ran then, if an API job's
-		e               history.Event
+		at              time.Time
 		job             *workJob // the VM's work job in progress at the move, if any
 	}
 	apiVM := map[string]string{}      // API job executor thread → the VM its current API job is on
@@ -75,7 +74,7 @@ func HaHandOver(events iter.Seq[history.Event], haEnabled func(vm string) bool, 
 				}
 				switch {
 				case strings.HasPrefix(cmd, "VmWork"):
-					j := &workJob{vm: vm, submitter: e.Actor, decided: state[vm], begin: e.Seq}
+					j := &workJob{vm: vm, submitter: e.Actor, decided: state[vm]}
 					if originOf(e.Actor) == originAPI {
 						j.clientVM = apiVM[e.Actor]
 					}
@@ -87,8 +86,8 @@ func HaHandOver(events iter.Seq[history.Event], haEnabled func(vm string) bool, 
 					apiVM[e.Actor] = vm
 				}
 			case strings.HasPrefix(e.Object, "job:") && e.From == "IN_PROGRESS" && e.To != "IN_PROGRESS":
-				if j := jobs[e.Object]; j != nil && j.end == 0 {
-					j.end, j.endedBy = e.Seq, e.Actor
+				if j := jobs[e.Object]; j != nil && j.endedBy == "" {
+					j.endedBy = e.Actor
 					if open[j.vm] == j {
 						delete(open, j.vm)
 					}
@@ -105,7 +104,7 @@ func HaHandOver(events iter.Seq[history.Event], haEnabled func(vm string) bool, 
 				// (vm.setState(Stopped) for every VM still marked on the removed host) hands nothing
 				// over in CloudStack either, and host-remove-with-vms says why that is the operator's
 				if e.To == "Stopped" && e.From != "" && e.From != "Stopped" && !e.Direct {
-					m := move{vm: e.Object, from: e.From, actor: e.Actor, seq: e.Seq, since: entered[e.Object], e: e, job: open[e.Object], apiVM: apiVM[e.Actor]}
+					m := move{vm: e.Object, from: e.From, actor: e.Actor, since: entered[e.Object], at: e.Time, job: open[e.Object], apiVM: apiVM[e.Actor]}
 					if j := last[e.Object]; m.job == nil && j != nil && originOf(j.endedBy) != originWorkJob {
 						// its row ended by another thread (the job GC's expunge of an unfinished job),
 						// its executor running on: the move is still that job's
@@ -150,7 +149,7 @@ func HaHandOver(events iter.Seq[history.Event], haEnabled func(vm string) bool, 
 			// the Java hands over only a Running VM, and only with ha.vm.restart.hostup on
 			if m.from == "Running" && hostUpRestart {
 				reported[m.vm] = true
-				out = append(out, invariant.Violation{Invariant: invariant.HaPromise, Object: m.vm, Time: m.e.Time,
+				out = append(out, invariant.Violation{Invariant: invariant.HaPromise, Object: m.vm, Time: m.at,
 					Message: fmt.Sprintf("%s synced HA-enabled %s from Running to Stopped on a power report; with ha.vm.restart.hostup on, HA restarts such a VM instead", m.actor, m.vm)})
 			}
 			continue
@@ -159,7 +158,7 @@ func HaHandOver(events iter.Seq[history.Event], haEnabled func(vm string) bool, 
 			continue
 		}
 		reported[m.vm] = true
-		out = append(out, invariant.Violation{Invariant: invariant.HaPromise, Object: m.vm, Time: m.e.Time,
+		out = append(out, invariant.Violation{Invariant: invariant.HaPromise, Object: m.vm, Time: m.at,
 			Message: fmt.Sprintf("%s moved HA-enabled %s from %s to Stopped unasked (no client's call on it, not HA's work), and no HA restart item was scheduled for it: the server took it out of service without handing it to HA", m.actor, m.vm, m.from)})
 	}
 	return out

@@ -412,7 +412,7 @@ func (m *AsyncJobManager) dropQueue(vmID int64) {
 }
 
 // cleanupLeftOverJobs cancels this server's IN_PROGRESS jobs after a restart and moves their objects
-// out of transitional states (cleanupResources, PR #8394) — without any network lock.
+// out of transitional states (cleanupResources, PR #8394) (a network under its lock only with C14 fixed: cleanupNetwork).
 func (m *AsyncJobManager) cleanupLeftOverJobs(t *Thread) { m.cleanupLeftOverJobsOf(t, m.s.ID) }
 
 // cleanupLeftOverJobsOf is cleanupLeftOverJobs(msid): a server at start-up for its own previous
